@@ -1,0 +1,59 @@
+"""UPGRPOConfig: TRL's GRPOConfig plus the one switch UP needs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from .losses import UP_MODES
+
+# Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
+CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+
+
+def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) -> None:
+    """Raise a ValueError that says what to set when UP cannot apply to this configuration."""
+    if up_mode not in UP_MODES:
+        raise ValueError(f"up_mode={up_mode!r} is not one of {UP_MODES}.")
+    if up_mode == "off":
+        return
+    if loss_type not in CLIPPED_LOSS_TYPES:
+        raise ValueError(
+            f"loss_type={loss_type!r} is a different objective from the clipped surrogate UP modifies. "
+            f"Use one of {CLIPPED_LOSS_TYPES} with up_mode={up_mode!r}, or set up_mode='off' to train "
+            f"{loss_type!r} unchanged."
+        )
+    if use_liger_kernel:
+        raise ValueError(
+            "use_liger_kernel=True routes GRPO through Liger's fused loss, which never calls UP's objective. "
+            "Set use_liger_kernel=False (or up_mode='off')."
+        )
+
+
+@dataclass
+class UPGRPOConfig(GRPOConfig):
+    r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning.
+
+    Args:
+        up_mode (`str`, *optional*, defaults to `"asymmetric"`):
+            `"asymmetric"` is UP: tokens (or sequences, with `importance_sampling_level="sequence"`) with a
+            positive advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep
+            the parent's clipped objective (`epsilon`, `epsilon_high`, `delta`). `"both"` uses the
+            self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent
+            objective, for A/B runs with one flag.
+    """
+
+    up_mode: str = field(
+        default="asymmetric",
+        metadata={
+            "help": "UP routing: 'asymmetric' (UP: positive advantages unclipped, self-anchored), 'both' "
+            "(unclipped for every sign, the paper's ablation) or 'off' (the parent GRPO/DAPO/GSPO objective).",
+            "choices": list(UP_MODES),
+        },
+    )
+
+    def __post_init__(self):
+        # Checked before TRL's own post-init so a wrong combination fails before any other work.
+        check_up_compatible(self.up_mode, self.loss_type, self.use_liger_kernel)
+        super().__post_init__()

@@ -1,0 +1,216 @@
+"""UP, the mathematics: pure tensor functions, no TRL import.
+
+UP (Unbounded Positive Asymmetric Optimization, arXiv 2607.06987) splits the clipped policy objective
+of GRPO / DAPO / GSPO on the sign of the advantage A:
+
+    A > 0:   L = -A * r~,   r~ = pi_theta / sg(pi_theta)                     (self-anchored ratio)
+             value 1, gradient -A * grad log pi_theta, never clipped, independent of pi_old.
+    A <= 0:  L = -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A),  r = pi_theta / pi_old
+             (the parent's clipped objective; TRL's `delta` caps r from above: the dual clip).
+
+At sequence level (GSPO) both ratios are geometric means over the completion:
+    r  = exp(mean_t(log pi_theta - log pi_old)),   r~ = exp(mean_t(log pi_theta - sg(log pi_theta))).
+
+Shapes follow TRL: `per_token_logps`, `old_per_token_logps`, `mask` are (B, T); `advantages` is (B,) or
+(B, T). Token level returns (B, T); sequence level returns (B, 1) for (B,) advantages (TRL broadcasts it
+against the mask when it aggregates).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+UpMode = Literal["asymmetric", "both", "off"]
+UP_MODES: tuple[str, ...] = ("asymmetric", "both", "off")
+ImportanceSamplingLevel = Literal["token", "sequence"]
+
+
+def _as_2d(advantages: torch.Tensor) -> torch.Tensor:
+    return advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
+
+
+def log_importance_weights(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor,
+    mask: torch.Tensor,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+) -> torch.Tensor:
+    """log r: token level `log pi_theta - log pi_old` (B, T); sequence level its masked mean (B, 1).
+
+    >>> logp = torch.tensor([[-1.0, -2.0]]); old = torch.tensor([[-1.5, -2.0]])
+    >>> log_importance_weights(logp, old, torch.ones(1, 2), "sequence")
+    tensor([[0.2500]])
+    """
+    log_ratio = per_token_logps - old_per_token_logps
+    if importance_sampling_level == "token":
+        return log_ratio
+    if importance_sampling_level == "sequence":
+        return ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+    raise ValueError(
+        f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'."
+    )
+
+
+def self_anchored_ratio(
+    per_token_logps: torch.Tensor,
+    mask: torch.Tensor,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+) -> torch.Tensor:
+    """UP's positive-branch ratio r~ = pi_theta / sg(pi_theta) (paper, Sec. 3).
+
+    Its value is exactly 1 and its gradient is grad log pi_theta (token level) or
+    mean_t grad log pi_theta (sequence level), so -A * r~ has the REINFORCE gradient -A * grad log pi_theta.
+
+    >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True)
+    >>> self_anchored_ratio(logp, torch.ones(1, 2))
+    tensor([[1., 1.]], grad_fn=<ExpBackward0>)
+    """
+    return torch.exp(
+        log_importance_weights(per_token_logps, per_token_logps.detach(), mask, importance_sampling_level)
+    )
+
+
+def clipped_surrogate_loss(
+    coef_1: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    epsilon_low: float,
+    epsilon_high: float,
+    delta: float | None = None,
+) -> torch.Tensor:
+    """The parent's (PPO / GRPO / DAPO / GSPO) per-token loss, exactly as TRL computes it.
+
+        L = -min(min(r, delta) * A, clip(r, 1 - eps_low, 1 + eps_high) * A)
+
+    `delta` (TRL's two-sided clipping) only bites for A < 0: for A > 0 the clip already caps r at
+    1 + eps_high < delta.
+
+    >>> clipped_surrogate_loss(torch.tensor([[1.5, 0.5]]), torch.tensor([1.0]), epsilon_low=0.2, epsilon_high=0.2)
+    tensor([[-1.2000, -0.5000]])
+    """
+    advantages = _as_2d(advantages)
+    coef_2 = torch.clamp(coef_1, 1 - epsilon_low, 1 + epsilon_high)
+    if delta is not None:
+        coef_1 = torch.clamp(coef_1, max=delta)
+    return -torch.min(coef_1 * advantages, coef_2 * advantages)
+
+
+def up_routes(advantages: torch.Tensor, up_mode: UpMode = "asymmetric") -> torch.Tensor:
+    """Which entries take the self-anchored (unclipped) branch: A > 0 for "asymmetric", all for "both"
+    (the paper's unbounded-on-both-signs REINFORCE ablation), none for "off" (the parent objective)."""
+    if up_mode == "asymmetric":
+        return advantages > 0
+    if up_mode == "both":
+        return torch.ones_like(advantages, dtype=torch.bool)
+    if up_mode == "off":
+        return torch.zeros_like(advantages, dtype=torch.bool)
+    raise ValueError(f"Unknown up_mode {up_mode!r}: use one of {UP_MODES}.")
+
+
+def up_per_token_loss(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    epsilon_low: float,
+    epsilon_high: float,
+    delta: float | None = None,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+    up_mode: UpMode = "asymmetric",
+) -> torch.Tensor:
+    """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
+
+        L = -A * r~                                                 where routed (A > 0 for "asymmetric")
+        L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
+
+    No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
+    when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
+
+    >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.25]]))
+    >>> up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), epsilon_low=0.2, epsilon_high=0.2)
+    tensor([[-1., -1.]])
+    >>> up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), epsilon_low=0.2, epsilon_high=0.2,
+    ...                   up_mode="off")
+    tensor([[-1.2000, -1.2000]])
+    """
+    coef_1 = torch.exp(log_importance_weights(per_token_logps, old_per_token_logps, mask, importance_sampling_level))
+    parent = clipped_surrogate_loss(
+        coef_1, advantages, epsilon_low=epsilon_low, epsilon_high=epsilon_high, delta=delta
+    )
+    if up_mode == "off":
+        return parent
+    advantages = _as_2d(advantages)
+    routes = up_routes(advantages, up_mode)
+    anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
+    return torch.where(routes, anchored, parent)
+
+
+def probability_capacity(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor | None = None,
+    *,
+    epsilon_high: float | None = None,
+    rule: Literal["clipped", "up"] = "clipped",
+) -> torch.Tensor:
+    """Probability Capacity of a positive token (paper, Eq. 11): how much pi_theta may still grow in this
+    rollout batch before the objective stops pushing it.
+
+        clipped:  Cap = max(0, min(1, (1 + eps_high) * pi_old) - pi_theta)
+        up:       Cap = 1 - pi_theta
+
+    A rare correct token (pi_old = 0.01, eps_high = 0.2) can gain at most 0.002 under the clip, and up
+    to 0.99 under UP:
+
+    >>> old = torch.log(torch.tensor([0.01])); logp = old.clone()
+    >>> probability_capacity(logp, old, epsilon_high=0.2)
+    tensor([0.0020])
+    >>> probability_capacity(logp, rule="up")
+    tensor([0.9900])
+    """
+    pi_theta = per_token_logps.detach().exp()
+    if rule == "up":
+        return 1.0 - pi_theta
+    if rule != "clipped":
+        raise ValueError(f"Unknown capacity rule {rule!r}: use 'clipped' or 'up'.")
+    if old_per_token_logps is None or epsilon_high is None:
+        raise ValueError("The clipped capacity needs old_per_token_logps and epsilon_high.")
+    ceiling = torch.clamp((1.0 + epsilon_high) * old_per_token_logps.detach().exp(), max=1.0)
+    return torch.clamp(ceiling - pi_theta, min=0.0)
+
+
+def aggregate_loss(
+    per_token_loss: torch.Tensor,
+    mask: torch.Tensor,
+    loss_type: str,
+    *,
+    max_completion_length: int | None = None,
+    num_items: torch.Tensor | float | None = None,
+) -> torch.Tensor:
+    """Reduce a per-token loss to a scalar the way TRL's GRPOTrainer does for each `loss_type`
+    (before its gradient-accumulation scaling).
+
+        grpo, sapo:          mean_i( sum_t L_it m_it / max(1, sum_t m_it) )
+        bnpo:                sum L m / max(1, sum m)                  (local token mean)
+        dr_grpo:             sum L m / (B * max_completion_length)
+        dapo, cispo, vespo:  sum L m / num_items                      (tokens in the whole generation batch)
+        luspo:               mean_i( sum_t L_it m_it )
+    """
+    masked = per_token_loss * mask
+    if loss_type in ("grpo", "sapo"):
+        return (masked.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    if loss_type == "bnpo":
+        return masked.sum() / mask.sum().clamp(min=1.0)
+    if loss_type == "dr_grpo":
+        if max_completion_length is None:
+            raise ValueError("loss_type='dr_grpo' needs max_completion_length.")
+        return masked.sum() / (per_token_loss.size(0) * max_completion_length)
+    if loss_type in ("dapo", "cispo", "vespo"):
+        if num_items is None:
+            raise ValueError(f"loss_type={loss_type!r} needs num_items (active tokens in the generation batch).")
+        return masked.sum() / num_items
+    if loss_type == "luspo":
+        return masked.sum(-1).mean()
+    raise ValueError(f"Unknown loss_type {loss_type!r}.")

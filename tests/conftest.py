@@ -1,0 +1,58 @@
+"""Shared fixtures: one torch thread, offline Hub, tiny models built in code."""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("WANDB_DISABLED", "true")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def tiny():
+    """(model, tokenizer): a 2-layer, hidden-64 Qwen2 with a character tokenizer, seeded."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    return tiny_model_and_tokenizer(seed=0)
+
+
+@pytest.fixture
+def prompts_dataset():
+    """16 conversational prompts."""
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
+
+
+def length_reward(completions, **kwargs):
+    """A dense reward with spread inside every group: shorter replies score higher."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [-float(len(t)) for t in texts]
+
+
+def cpu_args(tmp_path, **overrides):
+    """UPGRPOConfig for a seconds-long CPU run."""
+    from up_trl import UPGRPOConfig
+
+    kwargs = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=2,
+        logging_steps=1,
+        learning_rate=1e-2,
+        save_strategy="no",
+        seed=0,
+        temperature=1.0,
+    )
+    kwargs.update(overrides)
+    return UPGRPOConfig(**kwargs)

@@ -1,0 +1,241 @@
+"""The trainer's loss and gradient equal the closed form (losses.up_per_token_loss) plus TRL's normalisation,
+for every clipped loss_type x importance-sampling level x delta x up_mode, off-policy: stale old log-probs and
+mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit."""
+
+import copy
+
+import pytest
+import torch
+from conftest import cpu_args, length_reward
+from trl import GRPOTrainer
+
+from up_trl import UPGRPOTrainer
+from up_trl.losses import up_per_token_loss
+
+LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
+GA, SPG, MAX_LEN = 2, 4, 6
+
+
+def _forward(trainer, model, batch, compute_entropy=False):
+    """TRL's own forward (not the UP hook): log-probs and entropies of the completion tokens."""
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    logps, entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(
+        trainer, model, ids, attn, batch["completion_ids"].size(1), compute_entropy=compute_entropy
+    )
+    return logps, entropies
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from up_trl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=0)
+    from datasets import Dataset
+
+    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    tmp = tmp_path_factory.mktemp("grad")
+    up = UPGRPOTrainer(model=model, reward_funcs=length_reward, args=cpu_args(tmp, max_completion_length=MAX_LEN),
+                       train_dataset=ds, processing_class=tokenizer)
+    parent = GRPOTrainer(model=copy.deepcopy(model), reward_funcs=length_reward,
+                         args=cpu_args(tmp, max_completion_length=MAX_LEN), train_dataset=ds,
+                         processing_class=tokenizer)
+    for t in (up, parent):
+        t.model.train()
+        t.current_gradient_accumulation_steps = GA
+        t.args.steps_per_generation = SPG
+
+    # A hand-made, off-policy batch: 4 completions of different lengths, mixed-sign advantages.
+    g = torch.Generator().manual_seed(0)
+    B, P, T = 4, 3, MAX_LEN
+    batch = {
+        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
+        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]]),
+        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
+        "completion_mask": torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
+        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
+        "num_items_in_batch": torch.tensor(4 * 15.0),  # the whole generation batch's tokens (SPG micro-batches)
+    }
+    with torch.no_grad():
+        logps, _ = _forward(up, model, batch)
+    # Stale by up to ~e^1: many ratios leave [1 - eps_low, 1 + eps_high] on both sides.
+    batch["old_per_token_logps"] = logps + 0.6 * torch.randn(B, T, generator=g)
+    batch["ref_per_token_logps"] = logps + 0.3 * torch.randn(B, T, generator=g)
+    batch["sampling_per_token_logps"] = logps + 0.8 * torch.randn(B, T, generator=g)
+    batch["importance_sampling_ratio"] = 0.5 + torch.rand(B, T, generator=g)
+    return up, parent, batch
+
+
+def _configure(trainer, *, loss_type, level="token", delta=None, up_mode="asymmetric", beta=0.0, opsm=None,
+               vllm_is=False, entropy_quantile=1.0, entropy_coef=0.0):
+    trainer.loss_type = trainer.args.loss_type = loss_type
+    trainer.importance_sampling_level = level
+    trainer.args.delta = delta
+    trainer.up_mode = up_mode
+    trainer.beta = beta
+    trainer.off_policy_mask_threshold = opsm
+    trainer.use_vllm = trainer.vllm_importance_sampling_correction = vllm_is
+    trainer.top_entropy_quantile = entropy_quantile
+    trainer.entropy_coef = entropy_coef
+    trainer._entropy_bonus_enabled = entropy_coef != 0.0
+
+
+def _closed_form(trainer, batch, *, loss_type, level="token", delta=None, up_mode="asymmetric", beta=0.0,
+                 opsm=None, vllm_is=False, entropy_quantile=1.0, entropy_coef=0.0):
+    """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
+    logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
+    mask = batch["completion_mask"].float()
+    old, adv = batch["old_per_token_logps"], batch["advantages"]
+    loss = up_per_token_loss(logps, old, adv, mask, epsilon_low=0.2, epsilon_high=0.2, delta=delta,
+                             importance_sampling_level=level, up_mode=up_mode)
+    if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
+        kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
+        loss = loss * ((adv >= 0) | (kl <= opsm)).float().unsqueeze(1)
+    bonus_mask = mask  # TRL's entropy bonus acts on the tokens the entropy mask keeps
+    if entropy_quantile < 1.0:
+        bonus_mask = mask * GRPOTrainer.get_high_entropy_mask(trainer, entropies, mask, 1 - entropy_quantile)
+        loss = loss * bonus_mask
+    if vllm_is:
+        loss = loss * batch["importance_sampling_ratio"]
+    if beta:
+        ref = batch["ref_per_token_logps"]
+        log_r = logps - old
+        if level == "sequence":
+            log_r = ((log_r * mask).sum(1) / mask.sum(1)).unsqueeze(1)
+        loss = loss + beta * (torch.exp(ref - logps) - (ref - logps) - 1) * torch.exp(log_r)
+    lm = loss * mask
+    policy = {
+        "grpo": lambda: (lm.sum(1) / mask.sum(1)).mean(),
+        "bnpo": lambda: lm.sum() / mask.sum(),
+        "dr_grpo": lambda: lm.sum() / (mask.size(0) * MAX_LEN),
+        "dapo": lambda: lm.sum() / (batch["num_items_in_batch"] * GA / SPG),
+        "luspo": lambda: lm.sum(1).mean(),
+    }[loss_type]()
+    total = policy if loss_type == "dapo" else policy / GA
+    if entropy_coef:
+        total = total - entropy_coef * (entropies * bonus_mask).sum() / bonus_mask.sum() / GA
+    return total, policy.detach()
+
+
+def _grads(model, loss):
+    model.zero_grad()
+    loss.backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+
+
+def _assert_grads_close(actual, expected):
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
+@pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_trainer_gradient_equals_closed_form(setup, loss_type, level, delta, up_mode):
+    up, _, batch = setup
+    cfg = dict(loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
+    _configure(up, **cfg)
+    actual_loss = up.compute_loss(up.model, batch)
+    actual = _grads(up.model, actual_loss)
+    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
+    expected = _grads(up.model, expected_loss)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(actual, expected)
+    assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
+
+
+EXTRAS = {
+    "kl_beta": dict(beta=0.05),
+    "off_policy_mask": dict(opsm=0.3),
+    "vllm_is_ratio": dict(vllm_is=True),
+    "entropy_mask": dict(entropy_quantile=0.5),
+    "entropy_bonus": dict(entropy_coef=0.01),
+    "everything": dict(beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5),
+}
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("extra", list(EXTRAS))
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
+def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, level):
+    up, _, batch = setup
+    cfg = dict(loss_type=loss_type, level=level, **EXTRAS[extra])
+    _configure(up, **cfg)
+    n_logged = len(up._metrics["train"]["policy_loss"])
+    actual_loss = up.compute_loss(up.model, batch)
+    assert len(up._metrics["train"]["policy_loss"]) == n_logged + 1  # one value per call, never two
+    actual = _grads(up.model, actual_loss)
+    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
+    expected = _grads(up.model, expected_loss)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(actual, expected)
+    assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("extra", ["none", "kl_beta", "everything"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_up_mode_off_is_grpo_trainer_bit_for_bit(setup, loss_type, level, extra):
+    up, parent, batch = setup
+    cfg = dict(loss_type=loss_type, level=level, **EXTRAS.get(extra, {}))
+    _configure(up, up_mode="off", **{k: v for k, v in cfg.items() if k != "up_mode"})
+    _configure(parent, **cfg)
+    up_loss = up.compute_loss(up.model, batch)
+    parent_loss = parent.compute_loss(parent.model, batch)
+    assert torch.equal(up_loss, parent_loss)
+    for a, e in zip(_grads(up.model, up_loss), _grads(parent.model, parent_loss)):
+        assert torch.equal(a, e)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_up_differs_from_parent_off_policy_and_equals_it_on_policy(setup, level):
+    up, _, batch = setup
+    # Off-policy (the stale batch): positive ratios outside the band make the gradients differ.
+    _configure(up, loss_type="grpo", level=level, up_mode="asymmetric")
+    g_up = _grads(up.model, up.compute_loss(up.model, batch))
+    _configure(up, loss_type="grpo", level=level, up_mode="off")
+    g_off = _grads(up.model, up.compute_loss(up.model, batch))
+    assert max((a - b).abs().max().item() for a, b in zip(g_up, g_off)) > 1e-4
+    # On-policy (no old log-probs: TRL uses the current ones): the same objective.
+    on_policy = {k: v for k, v in batch.items() if k != "old_per_token_logps"}
+    _configure(up, loss_type="grpo", level=level, up_mode="asymmetric")
+    g_up = _grads(up.model, up.compute_loss(up.model, on_policy))
+    _configure(up, loss_type="grpo", level=level, up_mode="off")
+    g_off = _grads(up.model, up.compute_loss(up.model, on_policy))
+    _assert_grads_close(g_up, g_off)
+
+
+def test_inputs_batch_is_never_mutated(setup):
+    up, _, batch = setup
+    _configure(up, loss_type="dapo", up_mode="asymmetric", beta=0.05, opsm=0.3, vllm_is=True)
+    before = {k: v.clone() for k, v in batch.items()}
+    up.compute_loss(up.model, batch).backward()
+    up.model.zero_grad()
+    assert batch.keys() == before.keys()
+    for k in before:
+        assert torch.equal(batch[k], before[k]), k
+
+
+def test_up_metrics_closed_form(setup):
+    up, _, batch = setup
+    _configure(up, loss_type="grpo", up_mode="asymmetric")
+    up._metrics["train"].clear()
+    up.compute_loss(up.model, batch)
+    m = {k: v[-1] for k, v in up._metrics["train"].items()}
+    with torch.no_grad():
+        logps, _ = _forward(up, up.model, batch)
+    mask = batch["completion_mask"].bool()
+    pos = mask & (batch["advantages"] > 0).unsqueeze(1)  # rows 0 and 2: 6 + 5 of 15 tokens
+    old = batch["old_per_token_logps"]
+    pi, pi_old = logps.exp(), old.exp()
+    cap_clip = torch.clamp(torch.clamp(1.2 * pi_old, max=1.0) - pi, min=0.0)
+    assert m["up/positive_token_frac"] == pytest.approx(11 / 15)
+    assert m["up/capacity_up_mean"] == pytest.approx((1 - pi)[pos].mean().item(), rel=1e-5)
+    assert m["up/capacity_clipped_mean"] == pytest.approx(cap_clip[pos].mean().item(), rel=1e-5)
+    assert m["up/would_clip_frac"] == pytest.approx(((pi / pi_old) > 1.2)[pos].float().mean().item())
+    assert m["up/positive_abs_log_ratio_mean"] == pytest.approx((logps - old).abs()[pos].mean().item(), rel=1e-5)
+    assert 0 < m["up/would_clip_frac"] < 1  # the batch really is off-policy on positive tokens
+    assert m["up/capacity_up_mean"] > m["up/capacity_clipped_mean"]

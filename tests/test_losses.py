@@ -46,8 +46,9 @@ def test_token_level_table(pi, pi_old, adv, expected_up, expected_parent):
 
 def test_both_mode_is_reinforce_for_every_sign():
     # "both": L = -A * r~ = -A for every token, whatever the ratio.
-    loss = up_per_token_loss(logps(0.5, 0.1), logps(0.25, 0.2), torch.tensor([-1.5]), torch.ones(1, 2), **EPS,
-                             up_mode="both")
+    loss = up_per_token_loss(
+        logps(0.5, 0.1), logps(0.25, 0.2), torch.tensor([-1.5]), torch.ones(1, 2), **EPS, up_mode="both"
+    )
     torch.testing.assert_close(loss, torch.tensor([[1.5, 1.5]], dtype=torch.float64))
 
 
@@ -67,8 +68,9 @@ def test_sequence_level_uses_geometric_mean_ratio():
     logp = logps(0.5, 0.3, 0.9)
     old = logps(0.25, 0.3, 0.1)
     mask = torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64)
-    parent = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level="sequence",
-                               up_mode="off")
+    parent = up_per_token_loss(
+        logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level="sequence", up_mode="off"
+    )
     up = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level="sequence")
     neg = up_per_token_loss(logp, old, torch.tensor([-1.0]), mask, **EPS, importance_sampling_level="sequence")
     assert parent.shape == (1, 1)

@@ -35,11 +35,20 @@ def setup(tmp_path_factory):
 
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     tmp = tmp_path_factory.mktemp("grad")
-    up = UPGRPOTrainer(model=model, reward_funcs=length_reward, args=cpu_args(tmp, max_completion_length=MAX_LEN),
-                       train_dataset=ds, processing_class=tokenizer)
-    parent = GRPOTrainer(model=copy.deepcopy(model), reward_funcs=length_reward,
-                         args=cpu_args(tmp, max_completion_length=MAX_LEN), train_dataset=ds,
-                         processing_class=tokenizer)
+    up = UPGRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp, max_completion_length=MAX_LEN),
+        train_dataset=ds,
+        processing_class=tokenizer,
+    )
+    parent = GRPOTrainer(
+        model=copy.deepcopy(model),
+        reward_funcs=length_reward,
+        args=cpu_args(tmp, max_completion_length=MAX_LEN),
+        train_dataset=ds,
+        processing_class=tokenizer,
+    )
     for t in (up, parent):
         t.model.train()
         t.current_gradient_accumulation_steps = GA
@@ -66,8 +75,19 @@ def setup(tmp_path_factory):
     return up, parent, batch
 
 
-def _configure(trainer, *, loss_type, level="token", delta=None, up_mode="asymmetric", beta=0.0, opsm=None,
-               vllm_is=False, entropy_quantile=1.0, entropy_coef=0.0):
+def _configure(
+    trainer,
+    *,
+    loss_type,
+    level="token",
+    delta=None,
+    up_mode="asymmetric",
+    beta=0.0,
+    opsm=None,
+    vllm_is=False,
+    entropy_quantile=1.0,
+    entropy_coef=0.0,
+):
     trainer.loss_type = trainer.args.loss_type = loss_type
     trainer.importance_sampling_level = level
     trainer.args.delta = delta
@@ -80,14 +100,35 @@ def _configure(trainer, *, loss_type, level="token", delta=None, up_mode="asymme
     trainer._entropy_bonus_enabled = entropy_coef != 0.0
 
 
-def _closed_form(trainer, batch, *, loss_type, level="token", delta=None, up_mode="asymmetric", beta=0.0,
-                 opsm=None, vllm_is=False, entropy_quantile=1.0, entropy_coef=0.0):
+def _closed_form(
+    trainer,
+    batch,
+    *,
+    loss_type,
+    level="token",
+    delta=None,
+    up_mode="asymmetric",
+    beta=0.0,
+    opsm=None,
+    vllm_is=False,
+    entropy_quantile=1.0,
+    entropy_coef=0.0,
+):
     """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
-    loss = up_per_token_loss(logps, old, adv, mask, epsilon_low=0.2, epsilon_high=0.2, delta=delta,
-                             importance_sampling_level=level, up_mode=up_mode)
+    loss = up_per_token_loss(
+        logps,
+        old,
+        adv,
+        mask,
+        epsilon_low=0.2,
+        epsilon_high=0.2,
+        delta=delta,
+        importance_sampling_level=level,
+        up_mode=up_mode,
+    )
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
         loss = loss * ((adv >= 0) | (kl <= opsm)).float().unsqueeze(1)

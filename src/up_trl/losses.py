@@ -48,9 +48,7 @@ def log_importance_weights(
         return log_ratio
     if importance_sampling_level == "sequence":
         return ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
-    raise ValueError(
-        f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'."
-    )
+    raise ValueError(f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'.")
 
 
 def self_anchored_ratio(

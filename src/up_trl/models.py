@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import string
 from pathlib import Path
 
@@ -40,8 +41,14 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def tiny_model(tokenizer: PreTrainedTokenizerFast | None = None, *, hidden_size: int = 64, num_layers: int = 2,
-               seed: int = 0, dtype: torch.dtype = torch.float32) -> Qwen2ForCausalLM:
+def tiny_model(
+    tokenizer: PreTrainedTokenizerFast | None = None,
+    *,
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+) -> Qwen2ForCausalLM:
     """A randomly initialised Qwen2 causal LM small enough to train on one CPU thread."""
     tokenizer = tokenizer or tiny_tokenizer()
     config = Qwen2Config(
@@ -105,8 +112,12 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
     model = AutoModelForCausalLM.from_pretrained(
         gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=dtype
     )
+    # Write aside, then rename: an interrupted or concurrent conversion never leaves a half-written cache.
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    os.replace(tmp, target) if not target.exists() else None
+    try:
+        os.replace(tmp, target)
+    except OSError:  # another process finished first (its folder is complete): keep it
+        shutil.rmtree(tmp, ignore_errors=True)
     return str(target)

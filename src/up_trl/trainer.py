@@ -108,7 +108,9 @@ class UPGRPOTrainer(GRPOTrainer):
         advantages = inputs["advantages"]
         routes = up_routes(advantages, self.up_mode)
         # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
-        parent_inputs = inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
+        parent_inputs = (
+            inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
+        )
         self._up_seen = {}
         try:
             loss = super()._compute_loss(model, parent_inputs)
@@ -118,7 +120,9 @@ class UPGRPOTrainer(GRPOTrainer):
 
         mode = "train" if self.model.training else "eval"
         per_token_logps = seen["per_token_logps"]
-        mask = inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        mask = (
+            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        )
         old_per_token_logps = inputs.get("old_per_token_logps")
         old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
         advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
@@ -175,7 +179,9 @@ class UPGRPOTrainer(GRPOTrainer):
         parent = clipped_surrogate_loss(
             coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
         )
-        per_token_loss = self._apply_token_weights(torch.where(routes, -advantages, parent), inputs, seen, advantages, mask)
+        per_token_loss = self._apply_token_weights(
+            torch.where(routes, -advantages, parent), inputs, seen, advantages, mask
+        )
         if self.beta != 0.0:
             ref = inputs["ref_per_token_logps"]
             per_token_kl = torch.exp(ref - per_token_logps) - (ref - per_token_logps) - 1

@@ -1,0 +1,224 @@
+"""Short real training runs on a tiny model, the refusals, and the on-policy notice."""
+
+import logging
+
+import pytest
+import torch
+from conftest import cpu_args, length_reward
+from trl import GRPOConfig
+
+from up_trl import UPGRPOConfig, UPGRPOTrainer
+from up_trl.trainer import UP_METRICS
+
+
+def _train(tmp_path, tiny, dataset, **overrides):
+    model, tokenizer = tiny
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    trainer = UPGRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+    trainer.train()
+    return trainer, before
+
+
+def _changed(model, before):
+    return sum(not torch.equal(p.detach(), before[n]) for n, p in model.named_parameters() if n in before)
+
+
+def _logged(trainer, key):
+    return [h[key] for h in trainer.state.log_history if h.get(key) is not None]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param(dict(num_iterations=2), id="num_iterations2"),
+        pytest.param(
+            dict(steps_per_generation=4, gradient_accumulation_steps=2, per_device_train_batch_size=4),
+            id="steps_per_generation_gt_ga",
+        ),
+        pytest.param(dict(num_iterations=2, loss_type="dapo", epsilon_high=0.28), id="dapo"),
+        pytest.param(
+            dict(num_iterations=2, importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
+            id="gspo_sequence",
+        ),
+    ],
+)
+def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, tiny, prompts_dataset, overrides):
+    trainer, before = _train(tmp_path, tiny, prompts_dataset, **overrides)
+    assert trainer.up_is_off_policy
+    assert _changed(trainer.model, before) > 0
+    for key in UP_METRICS + ("policy_loss",):
+        assert _logged(trainer, key), f"{key} never logged"
+    # Off-policy for real: positive tokens drifted from pi_old by the second step.
+    assert max(_logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
+    assert all(0 <= v <= 1 for v in _logged(trainer, "up/capacity_up_mean"))
+
+
+def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
+    from up_trl.models import save_tiny_model
+
+    path = save_tiny_model(tmp_path / "tiny")
+    trainer = UPGRPOTrainer(
+        model=path,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp_path, beta=0.04, num_iterations=2),
+        train_dataset=prompts_dataset,
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    assert _changed(trainer.model, before) > 0
+    assert _logged(trainer, "kl")
+
+
+def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_dataset):
+    from peft import LoraConfig
+
+    model, tokenizer = tiny
+    trainer = UPGRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp_path, num_iterations=2),
+        train_dataset=prompts_dataset,
+        processing_class=tokenizer,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    )
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    trainer.train()
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
+    assert changed and all("lora_" in n for n in changed)
+    assert _logged(trainer, "up/positive_token_frac")
+
+
+def test_plain_text_prompts_and_plain_grpo_config(tmp_path, tiny):
+    from datasets import Dataset
+
+    model, tokenizer = tiny
+    args = GRPOConfig(
+        **{
+            k: v
+            for k, v in cpu_args(tmp_path, num_iterations=2).to_dict().items()
+            if k
+            in (
+                "output_dir",
+                "use_cpu",
+                "bf16",
+                "report_to",
+                "per_device_train_batch_size",
+                "num_generations",
+                "max_completion_length",
+                "max_steps",
+                "logging_steps",
+                "learning_rate",
+                "save_strategy",
+                "seed",
+                "num_iterations",
+            )
+        }
+    )
+    trainer = UPGRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=args,
+        processing_class=tokenizer,
+        train_dataset=Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(16)]}),
+    )
+    assert trainer.up_mode == "asymmetric"
+    trainer.train()
+    assert _logged(trainer, "up/capacity_clipped_mean")
+
+
+def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tiny, prompts_dataset, monkeypatch):
+    from trl import GRPOTrainer
+
+    model, tokenizer = tiny
+    trainer = UPGRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp_path),
+        train_dataset=prompts_dataset,
+        processing_class=tokenizer,
+    )
+    seen = {}
+    real_forward = GRPOTrainer._get_per_token_logps_and_entropies
+
+    def recording_forward(self, *args, **kwargs):
+        for key in ("pixel_values", "image_grid_thw"):
+            seen[key] = kwargs.pop(key)  # a text model cannot take them: record, then forward the text
+        return real_forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", recording_forward)
+    pixel_values, grid = torch.randn(4, 3), torch.tensor([[1, 2, 2]])
+    batch = {
+        "prompt_ids": torch.tensor([[5, 6], [7, 8]]),
+        "prompt_mask": torch.ones(2, 2, dtype=torch.long),
+        "completion_ids": torch.tensor([[9, 10, 11], [12, 13, 14]]),
+        "completion_mask": torch.ones(2, 3, dtype=torch.long),
+        "advantages": torch.tensor([1.0, -1.0]),
+        "pixel_values": pixel_values,
+        "image_grid_thw": grid,
+        "num_items_in_batch": torch.tensor(6.0),
+    }
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    trainer.compute_loss(trainer.model, batch)
+    assert seen["pixel_values"] is pixel_values and seen["image_grid_thw"] is grid
+
+
+@pytest.mark.parametrize("loss_type", ["cispo", "sapo", "vespo"])
+def test_refuses_other_objectives_unless_off(tmp_path, loss_type):
+    with pytest.raises(ValueError, match="up_mode='off'"):
+        UPGRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, use_cpu=True)
+    assert UPGRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, up_mode="off", use_cpu=True).up_mode == "off"
+
+
+def test_refuses_liger_kernel(tmp_path):
+    with pytest.raises(ValueError, match="use_liger_kernel=False"):
+        UPGRPOConfig(output_dir=str(tmp_path), use_liger_kernel=True, use_cpu=True)
+
+
+def test_refuses_unknown_up_mode(tmp_path):
+    with pytest.raises(ValueError, match="up_mode='sideways' is not one of"):
+        UPGRPOConfig(output_dir=str(tmp_path), up_mode="sideways", use_cpu=True)
+
+
+def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, prompts_dataset):
+    model, tokenizer = tiny
+    args = GRPOConfig(output_dir=str(tmp_path), loss_type="cispo", use_cpu=True, report_to="none")
+    with pytest.raises(ValueError, match="loss_type='cispo'"):
+        UPGRPOTrainer(
+            model=model,
+            reward_funcs=length_reward,
+            args=args,
+            train_dataset=prompts_dataset,
+            processing_class=tokenizer,
+        )
+
+
+@pytest.mark.parametrize(
+    "overrides, warns",
+    [
+        pytest.param({}, True, id="on_policy_default"),
+        pytest.param(dict(num_iterations=2), False, id="num_iterations2"),
+        pytest.param(dict(up_mode="off"), False, id="up_off"),
+    ],
+)
+def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns):
+    model, tokenizer = tiny
+    with caplog.at_level(logging.WARNING):
+        trainer = UPGRPOTrainer(
+            model=model,
+            reward_funcs=length_reward,
+            args=cpu_args(tmp_path, **overrides),
+            train_dataset=prompts_dataset,
+            processing_class=tokenizer,
+        )
+    said = [r.getMessage() for r in caplog.records if "equals its parent" in r.getMessage()]
+    assert bool(said) == warns
+    assert trainer.up_is_off_policy == (overrides.get("num_iterations", 1) > 1)
+    if warns:
+        assert "num_iterations > 1" in said[0] and len(said) == 1

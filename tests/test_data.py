@@ -1,0 +1,367 @@
+r"""Math prompts: offline sets spot-checked against their files, answer extraction as tables, generated arithmetic,
+local files, and the errors a user meets (missing columns, unknown names, Hub sets without the Hub)."""
+
+import re
+
+import datasets
+import pytest
+from datasets import Dataset
+from math_verify import parse, verify
+
+from up_trl import data
+from up_trl.data import (
+    DATASETS,
+    DEFAULT_SYSTEM_PROMPT,
+    OFFLINE_DATASETS,
+    HubUnavailableError,
+    extract_boxed,
+    gold_answer,
+    load_math_dataset,
+    strip_dapo_instruction,
+)
+
+HUB_NAMES = [name for name, spec in DATASETS.items() if not spec.offline]
+
+
+def user_text(row):
+    return row["prompt"][-1]["content"]
+
+
+# ---- offline named sets ------------------------------------------------------------------------------------------
+
+
+# First rows of each file, read by hand: (name, split, first problem starts with, first solutions).
+@pytest.mark.parametrize(
+    "name, split, problem_start, solutions, metadata",
+    [
+        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], [], id="gsm8k_train"),
+        pytest.param("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], [], id="gsm8k_test_commas"),
+        pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
+        pytest.param(
+            "math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type"], id="math_test"
+        ),
+        pytest.param(
+            "math500",
+            None,
+            "Convert the point",
+            [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
+            ["level", "subject", "unique_id"],
+            id="math500",
+        ),
+        pytest.param(
+            "minerva",
+            None,
+            "Each of the two Magellan",
+            ["1.6", r"$4.5 \times 10^{33}$", "41.8"],
+            ["type"],
+            id="minerva",
+        ),
+    ],
+)
+def test_offline_sets_first_rows(name, split, problem_start, solutions, metadata):
+    ds = load_math_dataset(name, split, limit=3)
+    assert ds.column_names == ["prompt", "solution", *metadata]
+    assert ds["solution"] == solutions
+    assert user_text(ds[0]).startswith(problem_start)
+    assert [m["role"] for m in ds[0]["prompt"]] == ["system", "user"]
+    assert all(parse(s) for s in ds["solution"])
+
+
+def test_offline_sets_default_split_and_sizes():
+    assert len(load_math_dataset("math500")) == 500
+    assert len(load_math_dataset("minerva")) == 272
+    with pytest.raises(ValueError, match=r"'math500' has splits \('test',\), not 'train'"):
+        load_math_dataset("math500", "train")
+
+
+def test_math_levels_become_ints_and_filter():
+    ds = load_math_dataset("math", "test", levels=(3, 4, 5))
+    assert set(ds["level"]) == {3, 4, 5}
+    assert len(ds) == 1131 + 1214 + 1324  # Level 3, 4, 5 rows of MATH test
+    with pytest.raises(ValueError, match="needs a 'level' column"):
+        load_math_dataset("gsm8k", levels=(3,), limit=5)
+
+
+def test_shuffle_is_seeded():
+    first = load_math_dataset("math", "test", limit=5, shuffle=True, seed=1)["solution"]
+    assert first == load_math_dataset("math", "test", limit=5, shuffle=True, seed=1)["solution"]
+    assert first != load_math_dataset("math", "test", limit=5)["solution"]
+
+
+def test_system_prompt_on_off():
+    default = load_math_dataset("gsm8k", limit=1)[0]["prompt"]
+    assert default[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT} and r"\boxed{}" in DEFAULT_SYSTEM_PROMPT
+    assert load_math_dataset("gsm8k", limit=1, system_prompt=None)[0]["prompt"][0]["role"] == "user"
+    custom = load_math_dataset("arithmetic", limit=1, system_prompt="Answer with a number.")[0]["prompt"]
+    assert custom[0]["content"] == "Answer with a number."
+
+
+# ---- answers -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
+        pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
+        pytest.param(r"first \boxed{1}, last \boxed{2}", "2", id="last_wins"),
+        pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
+        pytest.param(r"answer $\boxed 2$.", "2", id="no_braces"),
+        pytest.param(r"\fbox{7}", "7", id="fbox"),
+        pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
+        pytest.param(r"\boxed{\frac{1}{2}", None, id="unbalanced"),
+        pytest.param("no box here", None, id="none"),
+    ],
+)
+def test_extract_boxed(text, expected):
+    assert extract_boxed(text) == expected
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        pytest.param("He makes 9 * 2 = $18.\n#### 1,018", "1018", id="gsm8k_commas"),
+        pytest.param(r"Thus $x = \boxed{\dfrac{9}{7}}$.", r"$\dfrac{9}{7}$", id="worked_solution"),
+        pytest.param("42", "42", id="integer_bare"),
+        pytest.param("-0.5", "-0.5", id="decimal_bare"),
+        pytest.param(27.0, "27", id="float_integer"),
+        pytest.param(["$\\frac{1}{2}$"], r"$\frac{1}{2}$", id="olympiad_list"),
+        pytest.param(["1", "2"], "$1, 2$", id="several_answers"),
+        pytest.param("4.5e33", r"$4.5 \times 10^{33}$", id="minerva_e_notation"),
+        pytest.param(r"\$18.90", r"$\$18.90$", id="dollar_sign_kept"),
+        pytest.param(r"x_{0} \cos t+$ $\dot{x}_{0}", r"$x_{0} \cos t+ \dot{x}_{0}$", id="stray_delimiters"),
+        pytest.param(r"\boxed{}", "", id="empty_box"),
+        pytest.param(None, "", id="missing"),
+    ],
+)
+def test_gold_answer(raw, expected):
+    assert gold_answer(raw) == expected
+
+
+# Bare, math-verify reads "3\sqrt{13}" as 3 and "6 - 5i" as 5 (109 of MATH-500's 500 answers go wrong); in $...$ they
+# parse as the boxed answer does.
+@pytest.mark.parametrize("answer", [r"3\sqrt{13}", "6 - 5i", r"\left( 3, \frac{\pi}{2} \right)", "p - q", r"\pi"])
+def test_gold_answer_parses_like_the_boxed_answer(answer):
+    boxed = parse(f"\\boxed{{{answer}}}")
+    assert not verify(boxed, parse(answer)) or not parse(answer)  # why we wrap
+    assert verify(boxed, parse(gold_answer(answer)))
+
+
+def test_every_offline_gold_answer_parses():
+    for name, split in [("math", "test"), ("math500", None), ("minerva", None), ("gsm8k", "test")]:
+        solutions = load_math_dataset(name, split, limit=300, shuffle=True)["solution"]
+        assert all(parse(s) for s in solutions), name
+
+
+# ---- arithmetic --------------------------------------------------------------------------------------------------
+
+
+def test_arithmetic_deterministic_and_correct():
+    ds = load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub"))
+    assert ds.column_names == ["prompt", "solution", "op"]
+    assert ds.to_list() == load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub")).to_list()
+    assert ds["prompt"] != load_math_dataset("arithmetic", limit=200, seed=4, ops=("mul", "add", "sub"))["prompt"]
+    assert (
+        ds["prompt"] != load_math_dataset("arithmetic", "test", limit=200, seed=3, ops=("mul", "add", "sub"))["prompt"]
+    )
+    assert set(ds["op"]) == {"mul", "add", "sub"}
+    for row in ds:
+        a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", user_text(row)).groups()
+        a, b = int(a), int(b)
+        assert int(row["solution"]) == {"x": a * b, "+": a + b, "-": a - b}[symbol]
+        assert {"x": 2 <= a <= 9 and 10 <= b <= 99, "+": a >= 10 and b >= 10, "-": a >= b}[symbol]
+
+
+def test_arithmetic_defaults_and_errors():
+    ds = load_math_dataset("arithmetic")
+    assert len(ds) == data.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul"}
+    with pytest.raises(ValueError, match="Unknown arithmetic op 'div'"):
+        load_math_dataset("arithmetic", ops=("div",))
+
+
+# ---- local files -------------------------------------------------------------------------------------------------
+
+ROWS = [{"question": "What is 2 + 2?", "final": "4"}, {"question": "Half of one?", "final": r"\frac{1}{2}"}]
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "json", "csv", "parquet"])
+def test_local_file_with_column_mapping(tmp_path, suffix):
+    path = tmp_path / f"mine.{suffix}"
+    table = Dataset.from_list(ROWS)
+    {"jsonl": table.to_json, "json": table.to_json, "csv": table.to_csv, "parquet": table.to_parquet}[suffix](path)
+    ds = load_math_dataset(str(path), column_mapping={"question": "problem", "final": "answer"}, system_prompt=None)
+    assert ds.to_list() == [
+        {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4"},
+        {"prompt": [{"role": "user", "content": "Half of one?"}], "solution": r"$\frac{1}{2}$"},
+    ]
+
+
+def test_local_file_standard_columns_and_worked_solutions(tmp_path):
+    path = tmp_path / "worked.jsonl"
+    Dataset.from_list([{"problem": "1+1?", "solution": r"So \boxed{2}.", "level": "Level 2"}]).to_json(path)
+    row = load_math_dataset(str(path))[0]
+    assert (user_text(row), row["solution"], row["level"]) == ("1+1?", "2", 2)
+
+
+def test_local_file_missing_columns(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
+    with pytest.raises(ValueError, match=r"found \['text', 'target'\]\. Map yours with column_mapping"):
+        load_math_dataset(str(path))
+    with pytest.raises(ValueError, match=r"column_mapping names \['question'\]"):
+        load_math_dataset(str(path), column_mapping={"question": "problem"})
+    with pytest.raises(FileNotFoundError, match="No data file"):
+        load_math_dataset(str(tmp_path / "absent.jsonl"))
+
+
+def test_unknown_name():
+    with pytest.raises(ValueError, match="Unknown dataset 'gsm9k'") as error:
+        load_math_dataset("gsm9k")
+    assert all(name in str(error.value) for name in [*DATASETS, "arithmetic"]) and "file" in str(error.value)
+
+
+# ---- Hub sets ----------------------------------------------------------------------------------------------------
+
+
+def never_called(*args, **kwargs):
+    raise AssertionError("load_dataset must not run when the Hub is known to be unreachable")
+
+
+@pytest.mark.parametrize("name", HUB_NAMES)
+def test_hub_set_offline_env_fails_at_once(monkeypatch, name):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # as when the variable is set after import
+    monkeypatch.setattr(data, "load_dataset", never_called)
+    with pytest.raises(HubUnavailableError) as error:
+        load_math_dataset(name)
+    message = str(error.value)
+    assert f"{name!r}" in message and "needs the Hugging Face Hub" in message
+    assert all(alternative in message for alternative in ("gsm8k", "math", "math500", "minerva", "arithmetic"))
+    assert tuple(OFFLINE_DATASETS) == ("gsm8k", "math", "math500", "minerva", "arithmetic")
+
+
+def test_hub_unreachable_without_env(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(data, "_hub_reachable", lambda: False)
+    monkeypatch.setattr(data, "load_dataset", never_called)
+    with pytest.raises(HubUnavailableError, match="'aime24'"):
+        load_math_dataset("aime24")
+
+
+def test_hub_connection_error_from_datasets_is_explained(monkeypatch):
+    def offline_load(*args, **kwargs):
+        raise ConnectionError("Couldn't reach 'HuggingFaceH4/aime_2024' on the Hub (OfflineModeIsEnabled)")
+
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # datasets reads its cache only: we let it try
+    monkeypatch.setattr(data, "load_dataset", offline_load)
+    with pytest.raises(HubUnavailableError, match="Offline alternatives: gsm8k") as error:
+        load_math_dataset("aime24")
+    assert isinstance(error.value.__cause__, ConnectionError)
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    """Serve in-memory tables as Hub datasets; records what was asked for."""
+    tables, calls = {}, []
+
+    def fake_load(source, config=None, split=None):
+        calls.append((source, config, split))
+        return Dataset.from_list(tables[source])
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(data, "_hub_reachable", lambda: True)
+    monkeypatch.setattr(data, "load_dataset", fake_load)
+    return tables, calls
+
+
+DAPO_PROMPT = (
+    "Solve the following math problem step by step. The last line of your response should be of the form "
+    "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\nFind $k$ if $k^2 = 9$, $k>0$."
+    '\n\nRemember to put your answer on its own line after "Answer:".'
+)
+
+
+@pytest.mark.parametrize(
+    "name, rows, expected_problem, expected_solution, extra",
+    [
+        pytest.param(
+            "dapo-math-17k",
+            [{"prompt": DAPO_PROMPT, "solution": "3", "data_source": "math_dapo", "ability": "MATH"}],
+            "Find $k$ if $k^2 = 9$, $k>0$.",
+            "3",
+            {"data_source": "math_dapo"},
+            id="dapo",
+        ),
+        pytest.param(
+            "aime24",
+            [
+                {
+                    "id": 60,
+                    "problem": "Find the number.",
+                    "solution": "long",
+                    "answer": "204",
+                    "url": "u",
+                    "year": "2024",
+                }
+            ],
+            "Find the number.",
+            "204",
+            {"id": 60, "year": "2024"},
+            id="aime24",
+        ),
+        pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {}, id="aime25"),
+        pytest.param("amc23", [{"id": 0, "question": "Q?", "answer": 27.0}], "Q?", "27", {"id": 0}, id="amc23"),
+        pytest.param(
+            "olympiadbench",
+            [{"id": 1, "question": "Q?", "final_answer": ["$\\frac{1}{2}$"], "solution": ["long"]}],
+            "Q?",
+            r"$\frac{1}{2}$",
+            {"id": 1},
+            id="olympiadbench",
+        ),
+    ],
+)
+def test_hub_sets_read_their_columns(fake_hub, name, rows, expected_problem, expected_solution, extra):
+    tables, calls = fake_hub
+    spec = DATASETS[name]
+    tables[spec.source] = rows
+    row = load_math_dataset(name)[0]
+    assert calls == [(spec.source, spec.config, spec.splits[0])]
+    assert user_text(row) == expected_problem and row["solution"] == expected_solution
+    assert {k: v for k, v in row.items() if k not in ("prompt", "solution")} == extra
+
+
+def test_math_lvl3to5_keeps_levels_3_to_5(fake_hub):
+    tables, _ = fake_hub
+    rows = [
+        {"problem": f"p{i}", "level": f"Level {i}", "type": "Algebra", "solution": rf"\boxed{{{i}}}"}
+        for i in range(1, 6)
+    ]
+    tables[DATASETS["math-lvl3to5"].source] = rows
+    ds = load_math_dataset("math-lvl3to5")
+    assert ds["level"] == [3, 4, 5] and ds["solution"] == ["3", "4", "5"]
+    assert load_math_dataset("math-lvl3to5", levels=(1,))["level"] == [1]
+
+
+def test_strip_dapo_instruction_leaves_other_text():
+    assert strip_dapo_instruction(DAPO_PROMPT) == "Find $k$ if $k^2 = 9$, $k>0$."
+    assert strip_dapo_instruction("Just a problem.") == "Just a problem."
+
+
+def test_geometry3k_is_a_trl_multimodal_prompt(fake_hub):
+    from PIL import Image
+    from trl.data_utils import prepare_multimodal_messages
+
+    tables, _ = fake_hub
+    image = Image.new("RGB", (8, 8), "white")
+    tables["hiyouga/geometry3k"] = [{"images": [image], "problem": "<image>Find x.", "answer": "3", "id": 0}]
+    row = load_math_dataset("geometry3k")[0]
+    assert row["prompt"][1]["content"][0]["type"] == "image"
+    assert row["prompt"][1]["content"][1] == {"type": "text", "text": "Find x."}
+    assert row["solution"] == "3" and len(row["images"]) == 1
+    filled = prepare_multimodal_messages(row["prompt"], images=row["images"])  # what GRPOTrainer does per prompt
+    assert filled[1]["content"][0]["image"].size == (8, 8)

@@ -42,6 +42,10 @@ class UPGRPOConfig(GRPOConfig):
             the parent's clipped objective (`epsilon`, `epsilon_high`, `delta`). `"both"` uses the
             self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent
             objective, for A/B runs with one flag.
+        skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
+            Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
+        max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):
+            Consecutive skipped steps after which a checkpoint is saved and training stops.
     """
 
     up_mode: str = field(
@@ -51,6 +55,18 @@ class UPGRPOConfig(GRPOConfig):
             "(unclipped for every sign, the paper's ablation) or 'off' (the parent GRPO/DAPO/GSPO objective).",
             "choices": list(UP_MODES),
         },
+    )
+
+    skip_nonfinite_steps: bool = field(
+        default=True,
+        metadata={
+            "help": "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
+            "inf, instead of writing NaN into the weights. Not active under DeepSpeed, whose engine owns the step."
+        },
+    )
+    max_consecutive_nonfinite_steps: int = field(
+        default=10,
+        metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
     )
 
     def __post_init__(self):

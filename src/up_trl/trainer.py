@@ -10,12 +10,14 @@ disjoint entries, so the gradient is exact, not a difference of two large number
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import torch
 from accelerate.logging import get_logger
 from trl import GRPOTrainer
 
+from .callbacks import NonFiniteGuardCallback
 from .config import UPGRPOConfig, check_up_compatible
 from .losses import (
     aggregate_loss,
@@ -74,6 +76,10 @@ class UPGRPOTrainer(GRPOTrainer):
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
         self._up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        self._up_guard = None
+        if getattr(args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
+            self._up_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
+            self.add_callback(self._up_guard)
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
@@ -82,6 +88,22 @@ class UPGRPOTrainer(GRPOTrainer):
                 "use_vllm=True with vllm_importance_sampling_correction=True.",
                 main_process_only=True,
             )
+
+    up_recipe: str | None = None  # set by `up-trl train`: named in the model card
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """TRL's model card, plus a section that names UP, its settings, the recipe and the final metrics."""
+        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+        if not self.is_world_process_zero():
+            return
+        path = os.path.join(self.args.output_dir, "README.md")
+        with open(path, "a") as card:
+            card.write(model_card_section(self))
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._up_guard is not None and self.model.training:
+            logs["up/nonfinite_skipped_steps"] = self._up_guard.skipped
+        super().log(logs, start_time)
 
     @property
     def up_is_off_policy(self) -> bool:
@@ -222,3 +244,51 @@ class UPGRPOTrainer(GRPOTrainer):
         values = [ratio(n_pos, n_valid)] + [ratio(s, n_pos) for s in sums[2:]]
         for name, value in zip(UP_METRICS, values):
             self._metrics[mode][name].append(value)
+
+
+def model_card_section(trainer: UPGRPOTrainer) -> str:
+    """Markdown naming UP, its settings, the recipe and the last logged metrics."""
+    args = trainer.args
+    settings = {
+        "up_mode": trainer.up_mode,
+        "loss_type": args.loss_type,
+        "importance_sampling_level": args.importance_sampling_level,
+        "epsilon (low)": args.epsilon,
+        "epsilon_high": trainer.epsilon_high,
+        "delta": args.delta,
+        "beta": args.beta,
+        "num_iterations": args.num_iterations,
+        "steps_per_generation": args.steps_per_generation,
+        "gradient_accumulation_steps": args.gradient_accumulation_steps,
+        "off-policy (UP differs from its parent)": trainer.up_is_off_policy,
+        "recipe": trainer.up_recipe or "Python API",
+    }
+    final = {}
+    for record in trainer.state.log_history:
+        for key in ("reward", "entropy", "policy_loss") + UP_METRICS:
+            if isinstance(record.get(key), (int, float)):
+                final[key] = record[key]
+    lines = [
+        "",
+        "## UP: Unbounded Positive Asymmetric Optimization",
+        "",
+        "Trained with [up-trl](https://pypi.org/project/up-trl/) `UPGRPOTrainer`: for positive advantages the "
+        "importance ratio is the self-anchored pi_theta / sg(pi_theta) (never clipped); for the others the "
+        "parent's clipped objective is unchanged ([arXiv 2607.06987](https://arxiv.org/abs/2607.06987)).",
+        "",
+        "| setting | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in settings.items()],
+        "",
+        f"Final metrics (last logged values, step {trainer.state.global_step}):",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        *[f"| {k} | {v:.4g} |" for k, v in final.items()],
+        "",
+        "```bibtex",
+        trainer._paper["citation"],
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

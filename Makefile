@@ -1,0 +1,29 @@
+# Everyday commands. `make train` and `make test` each set up a fresh machine first (once: .installed stamp).
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+
+.PHONY: install train test lint format quick
+
+.installed: pyproject.toml
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e ".[offline,deepspeed,dev]"
+	touch .installed
+
+install: .installed
+
+train: .installed  ## the main job: offline default (SmolLM2-135M, arithmetic, UP-DAPO) on CPU
+	up-trl train
+
+test: .installed  ## the whole test suite (offline, CPU)
+	$(PYTHON) -m pytest -q
+
+lint:
+	ruff check src tests examples benchmarks
+	ruff format --check src tests examples benchmarks
+
+format:
+	ruff format src tests examples benchmarks
+	ruff check --fix src tests examples benchmarks
+
+quick: .installed  ## UP on a tiny model in a few seconds
+	$(PYTHON) examples/quickstart.py

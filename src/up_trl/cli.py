@@ -110,7 +110,9 @@ def train(argv: list[str] | None = None):
     script_args, training_args, model_args = parse_train_args(argv)
 
     # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
-    reward_funcs = get_reward_funcs(script_args.reward_funcs)
+    reward_funcs = get_reward_funcs(
+        script_args.reward_funcs, max_completion_length=training_args.max_completion_length
+    )
     column_mapping = json.loads(script_args.column_mapping) if script_args.column_mapping else None
     system_prompt = script_args.system_prompt or DEFAULT_SYSTEM_PROMPT
     system_prompt = None if system_prompt.strip().lower() == "none" else system_prompt

@@ -1,0 +1,470 @@
+r"""Rewards: closed-form tables (strict extraction, the echo exploit), hostile inputs, threads, registry.
+
+Every expected value is written out; a reader checks each row by hand: the prediction is the last \boxed{}, else
+the last final-answer phrase, else the last number, and only that string meets math-verify.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from up_trl import rewards
+from up_trl.rewards import (
+    REWARD_FACTORIES,
+    REWARD_FUNCS,
+    RewardStats,
+    boxed_format_reward,
+    completion_text,
+    dapo_math_reward,
+    extract_answer,
+    extract_gold,
+    get_reward_funcs,
+    last_boxed,
+    make_math_accuracy_reward,
+    math_accuracy_reward,
+    think_format_reward,
+)
+
+torch.set_num_threads(1)
+
+# One call on a warm pool scores in milliseconds; math-verify's own alarm is 1 s per parse/verify, so a hostile item
+# costs at most ~3 s. The bound leaves room for a slow, shared CI core.
+CALL_BOUND_S = 8.0
+
+
+def chat(text):
+    return [{"role": "assistant", "content": text}]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Closed-form tables.
+
+ACCURACY_CASES = [
+    pytest.param(r"So the total is \boxed{42}.", "42", 1.0, id="correct_boxed"),
+    pytest.param(r"So the total is \boxed{41}.", "42", 0.0, id="wrong_boxed"),
+    pytest.param(r"Half: \boxed{\frac{1}{2}}", "0.5", 1.0, id="nested_boxed_frac"),
+    pytest.param(r"\boxed{\frac{\sqrt{4}}{4}}", "1/2", 1.0, id="nested_braces_two_levels"),
+    pytest.param(r"\boxed{5} no wait, \boxed{6}", "6", 1.0, id="last_boxed_wins"),
+    pytest.param(r"\boxed{6} and then \boxed{5", "6", 1.0, id="unclosed_last_boxed_ignored"),
+    pytest.param(r"\boxed{5}. The final answer is 6.", "5", 1.0, id="boxed_beats_phrase"),
+    pytest.param("She has 42 apples.", "40 + 2 = <<40+2=42>>42 apples.\n#### 42", 1.0, id="gsm8k_gold"),
+    pytest.param(r"\boxed{1000}", "#### 1,000", 1.0, id="gsm8k_gold_thousands"),
+    pytest.param(r"\boxed{9/7}", r"So the ratio is $\boxed{\frac{9}{7}}$.", 1.0, id="math_solution_gold"),
+    pytest.param(r"\boxed{\frac{9}{7}}", r"$\frac{9}{7}$", 1.0, id="dollar_gold"),
+    pytest.param("First 3, then 5. The final answer is 7. Done in 2 steps.", "7", 1.0, id="final_answer_phrase"),
+    pytest.param("**Final Answer:** 12", "12", 1.0, id="markdown_final_answer"),
+    pytest.param("Answer: 12 apples", "12", 1.0, id="answer_colon"),
+    pytest.param("The answer is $\\frac{1}{2}$.", "0.5", 1.0, id="phrase_latex"),
+    pytest.param("The answer is 7. Check: 3 + 4 = 7, plus 10 more.", "7", 1.0, id="phrase_beats_last_number"),
+    pytest.param("#### 12", "12", 1.0, id="hash_phrase_in_reply"),
+    pytest.param("3 plus 4 gives 7", "7", 1.0, id="last_number_fallback"),
+    pytest.param("7 is close, but I get 8", "7", 0.0, id="last_number_is_strict"),
+    pytest.param("Total: 1,234,567 items", "1234567", 1.0, id="last_number_thousands"),
+    pytest.param("The result is -3", "-3", 1.0, id="last_number_negative"),
+    pytest.param("it is 10-3", "7", 0.0, id="hyphen_is_not_a_sign"),
+    pytest.param("It is 3 + 4 = 7", "7", 1.0, id="trailing_equals_via_last_number"),
+    # The echo exploit (NOTES "How the offline model does"): the question's own expression must never score.
+    pytest.param("The sum is 150, which is 71 + 88", "159", 0.0, id="echo_then_operand"),
+    pytest.param("To find 71 + 88 we add the tens and get 150", "159", 0.0, id="echo_then_wrong_number"),
+    pytest.param("The answer is 71 + 88.", "159", 0.0, id="echo_in_phrase"),
+    pytest.param(r"\boxed{71 + 88}", "159", 0.0, id="echo_in_boxed"),
+    pytest.param(r"\boxed{12 \times 3}", "36", 0.0, id="echo_times_in_boxed"),
+    pytest.param(r"\boxed{71 + 88 = 159}", "159", 1.0, id="equation_rhs_in_boxed"),
+    pytest.param(r"\boxed{2+3}", "2 + 3", 1.0, id="expression_gold_allows_expression"),
+    pytest.param(r"\boxed{5 - 2\sqrt{3}}", r"5-2\sqrt{3}", 1.0, id="surd_is_not_arithmetic"),
+    pytest.param(r"\boxed{(1,2)}", "(1, 2)", 1.0, id="tuple_gold"),
+    pytest.param(r"\boxed{\text{(B)}}", "B", 1.0, id="choice_gold"),
+    pytest.param("", "42", 0.0, id="empty_reply"),
+    pytest.param("no digits at all", "42", 0.0, id="no_answer"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
+def test_math_accuracy_table(reply, gold, expected):
+    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
+def test_conversational_equals_string(reply, gold, expected):
+    completions = [reply, chat(reply), [{"role": "user", "content": "q"}, *chat(reply)]]
+    assert math_accuracy_reward(completions, solution=[gold] * 3) == [expected] * 3
+
+
+def test_whole_reply_math_verify_is_fooled_by_the_echo():
+    """Why the extraction is strict: math-verify on the whole reply scores the echoed question as 159."""
+    from math_verify import parse, verify
+
+    reply = "The sum is 150, which is 71 + 88"
+    assert verify(parse("159"), parse(reply)) is True
+    assert math_accuracy_reward([reply], solution=["159"]) == [0.0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "gold", "expected"),
+    [
+        pytest.param(r"\boxed{42}", "42", 1.0, id="correct_plus_one"),
+        pytest.param(r"\boxed{41}", "42", -1.0, id="wrong_minus_one"),
+        pytest.param("no answer", "42", -1.0, id="no_answer_minus_one"),
+        pytest.param(r"\boxed{42}", "", None, id="unparseable_gold_none"),
+    ],
+)
+def test_dapo_plus_minus_one(reply, gold, expected):
+    assert dapo_math_reward([chat(reply)], solution=[gold]) == [expected]
+    assert make_math_accuracy_reward(correct=1.0, incorrect=-1.0)([reply], solution=[gold]) == [expected]
+
+
+@pytest.mark.parametrize("gold", ["", "   ", "$$", "???", None, r"\boxed{}"], ids=repr)
+def test_unparseable_gold_is_none_and_counted(gold):
+    reward = make_math_accuracy_reward()
+    assert reward([r"\boxed{42}", "no answer", "42"], solution=[gold, gold, "42"]) == [None, None, 1.0]
+    assert (reward.stats.skipped_gold, reward.stats.no_answer, reward.stats.correct) == (2, 0, 1)
+    assert reward([r"\boxed{1}"], solution=[gold]) == [None]
+    assert reward.stats.skipped_gold == 3 and reward.stats.calls == 2 and reward.stats.completions == 4
+
+
+def test_stats_and_trl_logging_hooks():
+    """Inside GRPOTrainer the reward receives log_metric / log_extra (and prompts, completion_ids, trainer_state)."""
+    reward = make_math_accuracy_reward(name="acc")
+    metrics, extra = {}, {}
+    out = reward(
+        [r"\boxed{3}", "nothing", r"\boxed{2}", r"\boxed{3}"],
+        solution=["3", "3", "???", "4"],
+        prompts=["p"] * 4,
+        completion_ids=[[1]] * 4,
+        trainer_state=None,
+        log_metric=metrics.__setitem__,
+        log_extra=extra.__setitem__,
+    )
+    assert out == [1.0, 0.0, None, 0.0]
+    assert metrics == {
+        "rewards/acc/skipped_gold_frac": 0.25,
+        "rewards/acc/no_answer_frac": 0.25,
+        "rewards/acc/timeout_frac": 0.0,
+    }
+    assert extra == {"acc/answer": ["3", "", "2", "3"], "acc/gold": ["3", "3", "???", "4"]}
+    assert reward.stats.as_dict() == {
+        "calls": 1,
+        "completions": 4,
+        "correct": 1,
+        "skipped_gold": 1,
+        "no_answer": 1,
+        "timeouts": 0,
+        "worker_restarts": 0,
+    }
+    reward.stats.reset()
+    assert reward.stats == RewardStats()
+
+
+def test_solution_column_option_and_missing_column_error():
+    reward = make_math_accuracy_reward(solution_column="answer")
+    assert reward([r"\boxed{5}"], answer=["5"]) == [1.0]
+    with pytest.raises(ValueError, match="column named 'answer'"):
+        reward([r"\boxed{5}"], solution=["5"])
+    with pytest.raises(ValueError, match="2 completions but 1 gold"):
+        math_accuracy_reward(["1", "2"], solution=["1"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(r"a \boxed{1} b \boxed{\frac{1}{2}}", r"\frac{1}{2}", id="last"),
+        pytest.param(r"\boxed{\boxed{7}}", r"\boxed{7}", id="outermost_of_nested"),
+        pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
+        pytest.param(r"\fbox{3}", "3", id="fbox"),
+        pytest.param(r"\boxed {4}", "4", id="space_before_brace"),
+        pytest.param(r"\boxed{}", None, id="empty"),
+        pytest.param(r"\boxed{8", None, id="unclosed"),
+        pytest.param("{" * 5000, None, id="open_braces"),
+    ],
+)
+def test_last_boxed(text, expected):
+    assert last_boxed(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(r"x \boxed{2} The answer is 3", ("2", "boxed"), id="boxed_first"),
+        pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
+        pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
+        pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
+        pytest.param("x = 5", ("5", "number"), id="equals_is_not_a_phrase"),
+        pytest.param("abc", None, id="none"),
+    ],
+)
+def test_extract_answer(text, expected):
+    assert extract_answer(text) == expected
+
+
+def test_extract_gold_and_completion_text():
+    assert extract_gold("Add: 40 + 2 = 42.\n#### 42") == ("42", "phrase")
+    assert extract_gold(r"so $\boxed{7}$") == ("7", "boxed")
+    assert extract_gold(7) == ("7", "phrase")
+    assert extract_gold(None) is None and extract_gold("  ") is None
+    assert completion_text([{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]) == "b"
+    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "c"}]}]) == "c"
+    assert completion_text([{"role": "assistant", "content": None}]) == ""
+    assert completion_text(42) == "" and completion_text([]) == ""
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        pytest.param(r"so \boxed{3}", 1.0, id="boxed"),
+        pytest.param(r"\boxed{\frac{1}{2}}", 1.0, id="nested"),
+        pytest.param(r"\boxed{ }", 0.0, id="blank"),
+        pytest.param(r"\boxed{3", 0.0, id="unclosed"),
+        pytest.param("3", 0.0, id="plain"),
+    ],
+)
+def test_boxed_format_reward(reply, expected):
+    assert boxed_format_reward([reply, chat(reply)]) == [expected, expected]
+
+
+def test_think_format_reward_reuses_trl_and_accepts_strings():
+    replies = ["<think>a</think>b", chat("<think>a</think>b"), "b", chat(None)]
+    assert think_format_reward(replies) == [1.0, 1.0, 0.0, 0.0]
+
+
+def test_rewards_pickle_and_keep_their_names():
+    from trl.trainer.utils import get_callable_name
+
+    clone = pickle.loads(pickle.dumps(dapo_math_reward))
+    assert get_callable_name(clone) == "dapo_math_reward"
+    assert clone([r"\boxed{1}"], solution=["2"]) == [-1.0]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Hostile inputs: never raise, bounded time, a value from the allowed set.
+
+HOSTILE = {
+    "huge_100kb": "a" * 100_000,
+    "huge_then_answer": "x " * 50_000 + r"\boxed{42}",
+    "unclosed_boxed": r"\boxed{" + "4" * 1000,
+    "open_braces_5000": "{" * 5000,
+    "boxed_deep_braces_5000": r"\boxed{" + "{" * 5000 + "42" + "}" * 5000 + "}",
+    "boxed_deep_braces_200": r"\boxed{" + "{" * 200 + "42" + "}" * 200 + "}",
+    "frac_tower": r"\boxed{" + r"\frac{1}{" * 80 + "2" + "}" * 80 + "}",
+    "sqrt_tower": r"\boxed{" + r"\sqrt{" * 150 + "2" + "}" * 150 + "}",
+    "power_tower": r"\boxed{9^{9^{9^{9^{9}}}}}",
+    "factorial_bomb": r"\boxed{(10^{100})!}",
+    "left_right": r"\boxed{" + r"\left(" * 100 + "1" + r"\right)" * 100 + "}",
+    "latex_garbage": r"\frac\frac\sqrt^^__{}{}\left\right" * 100,
+    "binary": bytes(range(256)).decode("latin-1") * 40,
+    "nul_ff": "\x00\xff" * 1000,
+    "emoji": "\U0001f916" * 3000 + " answer: \U0001f600",
+    "lone_surrogate": "\ud800 " + r"\boxed{42}",
+    "many_boxed": r"\boxed{" * 20000,
+    "many_numbers": "1 " * 50000,
+    "many_phrases": "answer: " * 10000,
+    "long_answer": "The answer is " + "9" * 3000,
+    "empty": "",
+}
+HOSTILE_EXPECTED = {"huge_then_answer": 1.0, "lone_surrogate": 1.0}  # the rest: 0.0
+
+
+def _hostile_completions():
+    return [
+        *(pytest.param(v, HOSTILE_EXPECTED.get(k, 0.0), id=k) for k, v in HOSTILE.items()),
+        pytest.param(None, 0.0, id="none_completion"),
+        pytest.param([{"role": "assistant", "content": None}], 0.0, id="none_content"),
+        pytest.param([{"role": "assistant"}], 0.0, id="no_content_key"),
+        pytest.param([], 0.0, id="empty_message_list"),
+        pytest.param({"content": r"\boxed{42}"}, 1.0, id="bare_message_dict"),
+        pytest.param([{"content": [{"type": "text", "text": r"\boxed{42}"}]}], 1.0, id="content_blocks"),
+        pytest.param(b"\\boxed{42}", 1.0, id="bytes"),
+        pytest.param(42, 0.0, id="int_completion"),
+    ]
+
+
+@pytest.mark.parametrize(("completion", "expected"), _hostile_completions())
+def test_hostile_completion(completion, expected):
+    start = time.monotonic()
+    assert math_accuracy_reward([completion], solution=["42"]) == [expected]
+    assert dapo_math_reward([completion], solution=["42"]) == [2 * expected - 1]
+    assert boxed_format_reward([completion])[0] in (0.0, 1.0)
+    assert think_format_reward([completion]) == [0.0]
+    assert time.monotonic() - start < CALL_BOUND_S
+
+
+def test_hostile_batch_within_call_bound():
+    batch = list(HOSTILE.values())
+    reward = make_math_accuracy_reward(timeout_s=3.0)
+    start = time.monotonic()
+    out = reward(batch, solution=["42"] * len(batch))
+    assert time.monotonic() - start < 3.0 + 2.0  # timeout_s plus joining a killed worker
+    assert all(v in (0.0, 1.0) for v in out) and len(out) == len(batch)
+
+
+def test_hostile_gold_never_raises():
+    golds = [HOSTILE["power_tower"], "{" * 5000, HOSTILE["binary"], "\x00", None, 3.5, ["x"]]
+    out = math_accuracy_reward([r"\boxed{42}"] * len(golds), solution=golds)
+    assert all(v in (0.0, 1.0, None) for v in out)
+    assert out[4] is None and out[6] is None
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(reply=st.text(), gold=st.text(max_size=40))
+def test_property_text_never_raises(reply, gold):
+    start = time.monotonic()
+    assert math_accuracy_reward([reply], solution=["42"])[0] in (0.0, 1.0)
+    assert math_accuracy_reward([r"\boxed{42}"], solution=[gold])[0] in (0.0, 1.0, None)
+    assert boxed_format_reward([reply])[0] in (0.0, 1.0)
+    assert time.monotonic() - start < CALL_BOUND_S
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=st.binary(max_size=2000), suffix=st.sampled_from(["", r"\boxed{", r"\boxed{42}", "{" * 50, "= 42"]))
+def test_property_binary_never_raises(raw, suffix):
+    reply = raw.decode("latin-1") + suffix
+    start = time.monotonic()
+    out = dapo_math_reward([reply, chat(reply)], solution=["42", "42"])
+    assert out[0] == out[1] and out[0] in (1.0, -1.0)
+    assert think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
+    assert time.monotonic() - start < CALL_BOUND_S
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Threads, worker failures, in-process mode.
+
+
+def test_reward_from_a_thread():
+    results = {}
+
+    def target():
+        replies = [r"\boxed{42}", r"\boxed{41}", HOSTILE["power_tower"]]
+        results["out"] = math_accuracy_reward(replies, solution=["42"] * 3)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=CALL_BOUND_S)
+    assert not thread.is_alive() and results["out"] == [1.0, 0.0, 0.0]
+
+
+def test_reward_from_a_thread_pool_concurrently():
+    def score(i):
+        return math_accuracy_reward([rf"\boxed{{{i}}}", f"The answer is {i + 1}."], solution=[str(i)] * 2)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(score, range(8))) == [[1.0, 0.0]] * 8
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGSTOP/SIGKILL")
+def test_hung_and_dead_workers_are_replaced():
+    reward = make_math_accuracy_reward(num_workers=1, item_timeout_s=1.0, timeout_s=6.0)
+    assert reward([r"\boxed{1}"], solution=["1"]) == [1.0]  # starts the one-worker pool
+    pool = rewards._pool(1)
+
+    os.kill(pool.procs[0].pid, signal.SIGSTOP)  # a worker that never answers, like a C-level hang
+    start = time.monotonic()
+    assert reward([r"\boxed{2}", r"\boxed{3}"], solution=["2", "3"]) == [0.0, 1.0]  # first item timed out
+    assert time.monotonic() - start < 6.0
+    assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 1)
+
+    os.kill(pool.procs[0].pid, signal.SIGKILL)  # a worker that died between calls
+    pool.procs[0].wait(timeout=5)
+    assert reward([r"\boxed{4}"], solution=["4"]) == [1.0]
+    assert reward.stats.worker_restarts == 2
+
+
+# In-process, math-verify's SIGALRM can fire inside hypothesis' gc callback, which swallows it (a warning): one more
+# reason the default is the worker pool, where the parent's own item timeout is the backstop.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_in_process_mode_main_thread_and_thread(monkeypatch):
+    monkeypatch.setenv("UP_TRL_REWARD_WORKERS", "0")
+    reward = make_math_accuracy_reward()
+    replies = [r"\boxed{42}", "The answer is 71 + 88.", HOSTILE["boxed_deep_braces_200"]]
+    assert reward(replies, solution=["42", "159", "42"]) == [1.0, 0.0, 0.0]
+    with ThreadPoolExecutor(max_workers=1) as pool:  # no SIGALRM here: math-verify runs without its timeouts
+        assert pool.submit(reward, replies[:2], solution=["42", "159"]).result(timeout=CALL_BOUND_S) == [1.0, 0.0]
+    with pytest.raises(ValueError, match="UP_TRL_REWARD_WORKERS"):
+        monkeypatch.setenv("UP_TRL_REWARD_WORKERS", "many")
+        reward(["1"], solution=["1"])
+
+
+def test_falls_back_in_process_when_workers_cannot_start(monkeypatch):
+    monkeypatch.setattr(rewards, "_POOLS", {})
+    monkeypatch.setattr(sys, "executable", "")
+    reward = make_math_accuracy_reward(num_workers=3)
+    assert reward([r"\boxed{42}"], solution=["42"]) == [1.0]
+    assert reward.num_workers == 0
+
+
+def test_batch_of_64_is_fast_on_a_warm_pool():
+    math_accuracy_reward([r"\boxed{1}"], solution=["1"])  # warm
+    replies = [rf"Step {i}: {i} + 12 = \boxed{{{i + 12 if i % 4 else i}}}" for i in range(64)]
+    golds = [f"#### {i + 12}" for i in range(64)]
+    start = time.monotonic()
+    out = math_accuracy_reward(replies, solution=golds)
+    assert time.monotonic() - start < 1.0
+    assert out == [0.0 if i % 4 == 0 else 1.0 for i in range(64)]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Registry.
+
+
+def test_registry_names():
+    assert sorted(REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
+    assert sorted(REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
+    funcs = get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
+    assert funcs == [math_accuracy_reward, dapo_math_reward, boxed_format_reward, think_format_reward]
+    assert [f.__name__ for f in funcs] == [
+        "math_accuracy_reward",
+        "dapo_math_reward",
+        "boxed_format_reward",
+        "think_format_reward",
+    ]
+
+
+def test_registry_dotted_path(monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a failed import adds the cwd, as `trl grpo` does
+    assert get_reward_funcs(["up_trl.rewards.boxed_format_reward"]) == [boxed_format_reward]
+    (accuracy,) = get_reward_funcs(["trl.rewards.accuracy_reward"])
+    assert accuracy.__name__ == "accuracy_reward"
+    with pytest.raises(ValueError, match="Could not load reward function 'up_trl.rewards.nope'"):
+        get_reward_funcs(["up_trl.rewards.nope"])
+    with pytest.raises(ValueError, match="Could not load reward function 'no_such_pkg.reward'"):
+        get_reward_funcs(["no_such_pkg.reward"])
+    with pytest.raises(ValueError, match="not a reward function"):
+        get_reward_funcs(["up_trl.rewards.MAX_CHARS"])
+
+
+def test_registry_unknown_name_lists_known_names():
+    with pytest.raises(ValueError) as info:
+        get_reward_funcs(["accuracy"])
+    message = str(info.value)
+    assert "Unknown reward function 'accuracy'" in message
+    for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format"):
+        assert name in message
+
+
+def test_registry_options_build_new_rewards():
+    acc, dapo, overlong = get_reward_funcs(
+        ["math_accuracy", "dapo_math", "soft_overlong"],
+        max_completion_length=100,
+        soft_punish_cache=20,
+        timeout_s=5.0,
+    )
+    assert acc is not math_accuracy_reward and acc.timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
+    assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
+    assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
+    assert type(overlong).__module__ == "trl.rewards.other_rewards"
+    assert overlong(completion_ids=[[1] * 80, [1] * 90, [1] * 101]) == [0.0, -0.5, -1.0]
+    (default_cache,) = get_reward_funcs(["soft_overlong"], max_completion_length=100)  # cache: 100 // 5 [DAPO]
+    assert default_cache(completion_ids=[[1] * 80, [1] * 90]) == [0.0, -0.5]
+    with pytest.raises(ValueError, match=r"'soft_overlong' needs options: .*max_completion_length=\.\.\."):
+        get_reward_funcs(["soft_overlong"])
+    with pytest.raises(ValueError, match="soft_punish_cache=200"):
+        get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)

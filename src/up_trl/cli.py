@@ -85,10 +85,33 @@ def make_parser():
     return TrlParser((TrainScriptArguments, UPGRPOConfig, ModelConfig), prog="up-trl train")
 
 
+def check_recipe_keys(parser, path: str) -> None:
+    """Fail on a misspelt recipe key before anything else runs, naming the closest real ones."""
+    import difflib
+
+    import yaml
+
+    with open(path) as f:
+        recipe = yaml.safe_load(f)
+    if not isinstance(recipe, dict):
+        raise ValueError(f"Recipe {path} must be a YAML mapping of argument names to values.")
+    known = {action.dest for action in parser._actions} | {"env"}
+    for key in recipe:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ValueError(
+                f"Recipe {path}: unknown key {key!r}.{hint} Keys are UPGRPOConfig, ModelConfig or script arguments: "
+                "`up-trl train --help` lists them."
+            )
+
+
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys are an error."""
     parser = make_parser()
-    if "--config" not in argv:
+    if "--config" in argv:
+        check_recipe_keys(parser, argv[argv.index("--config") + 1])
+    else:
         parser.set_defaults_with_config(**OFFLINE_DEFAULT)
     return parser.parse_args_and_config(argv)
 
@@ -110,8 +133,9 @@ def train(argv: list[str] | None = None):
     script_args, training_args, model_args = parse_train_args(argv)
 
     # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
+    reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
     reward_funcs = get_reward_funcs(
-        script_args.reward_funcs, max_completion_length=training_args.max_completion_length
+        script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
     )
     column_mapping = json.loads(script_args.column_mapping) if script_args.column_mapping else None
     system_prompt = script_args.system_prompt or DEFAULT_SYSTEM_PROMPT
@@ -153,7 +177,8 @@ def train(argv: list[str] | None = None):
     start = time.perf_counter()
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     seconds = time.perf_counter() - start
-    trainer.save_model(training_args.output_dir)  # also writes the model card (README.md) on the main process
+    trainer.save_model(training_args.output_dir)
+    trainer.create_model_card(model_name=Path(training_args.output_dir).name, dataset_name=script_args.dataset_name)
 
     if trainer.is_world_process_zero():
         rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]

@@ -12,10 +12,16 @@ from .losses import UP_MODES
 CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 
 
+# TRL 1.16's other objectives: UP does not apply to them (trainable with up_mode="off").
+OTHER_LOSS_TYPES: tuple[str, ...] = ("cispo", "sapo", "vespo")
+
+
 def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) -> None:
     """Raise a ValueError that says what to set when UP cannot apply to this configuration."""
     if up_mode not in UP_MODES:
         raise ValueError(f"up_mode={up_mode!r} is not one of {UP_MODES}.")
+    if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:  # TRL itself would only fail at the first step
+        raise ValueError(f"Unknown loss_type={loss_type!r}: use one of {CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES}.")
     if up_mode == "off":
         return
     if loss_type not in CLIPPED_LOSS_TYPES:
@@ -70,6 +76,8 @@ class UPGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
+            self.up_mode = "off"
         # Checked before TRL's own post-init so a wrong combination fails before any other work.
         check_up_compatible(self.up_mode, self.loss_type, self.use_liger_kernel)
         super().__post_init__()

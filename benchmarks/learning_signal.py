@@ -24,6 +24,9 @@ def main(argv=None):
     parser.add_argument("--max_completion_length", type=int, default=96)
     parser.add_argument("--system_prompt", default=None, help="default: the training default; 'none' for none")
     parser.add_argument("--reward", default="math_accuracy")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top_k", type=int, default=0)
+    parser.add_argument("--ops", nargs="+", default=["mul"], help="arithmetic only: mul, add, sub")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -38,7 +41,12 @@ def main(argv=None):
     system_prompt = args.system_prompt or DEFAULT_SYSTEM_PROMPT
     system_prompt = None if system_prompt.lower() == "none" else system_prompt
     data = load_math_dataset(
-        args.dataset_name, limit=args.num_prompts, seed=args.seed, shuffle=True, system_prompt=system_prompt
+        args.dataset_name,
+        limit=args.num_prompts,
+        seed=args.seed,
+        shuffle=True,
+        system_prompt=system_prompt,
+        **({"ops": args.ops} if args.dataset_name == "arithmetic" else {}),
     )
     path = args.model_name_or_path or smollm2_path()
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
@@ -78,6 +86,8 @@ def main(argv=None):
         "num_prompts": len(groups),
         "num_generations": args.num_generations,
         "max_completion_length": args.max_completion_length,
+        "temperature": args.temperature,
+        "top_k": args.top_k,
         "groups_with_reward_spread": round(mixed / len(groups), 3),
         "accuracy": round(sum(scored) / max(1, len(scored)), 3),
         "mean_length": round(sum(lengths) / len(lengths), 1),

@@ -39,7 +39,7 @@ ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Metadata kept when present; TRL passes every extra column to the reward functions.
 METADATA_COLUMNS: tuple[str, ...] = ("level", "type", "subject", "unique_id", "id", "year", "data_source", "op")
 FILE_BUILDERS: dict[str, str] = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-ARITHMETIC_OPS: tuple[str, ...] = ("mul", "add", "sub")
+ARITHMETIC_OPS: tuple[str, ...] = ("mul", "mul1", "add", "sub")
 ARITHMETIC_DEFAULT_SIZE = 1000
 
 
@@ -356,9 +356,13 @@ def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
 
 
 def arithmetic_problem(rng: random.Random, op: str) -> tuple[str, int]:
-    """One problem and its answer: `mul` is 1-digit x 2-digit, `add` and `sub` are 2-digit (never negative)."""
+    """One problem and its answer: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` are 2-digit
+    (never negative)."""
     if op == "mul":
         a, b = rng.randint(2, 9), rng.randint(10, 99)
+        return f"What is {a} x {b}?", a * b
+    if op == "mul1":  # the times table: easy enough that a 135M model is right about half the time
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
         return f"What is {a} x {b}?", a * b
     a, b = rng.randint(10, 99), rng.randint(10, 99)
     if op == "add":

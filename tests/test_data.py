@@ -174,7 +174,7 @@ def test_arithmetic_deterministic_and_correct():
 
 def test_arithmetic_defaults_and_errors():
     ds = load_math_dataset("arithmetic")
-    assert len(ds) == data.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul"}
+    assert len(ds) == data.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul1"}
     with pytest.raises(ValueError, match="Unknown arithmetic op 'div'"):
         load_math_dataset("arithmetic", ops=("div",))
 

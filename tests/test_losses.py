@@ -10,6 +10,7 @@ from up_trl.losses import (
     clipped_surrogate_loss,
     probability_capacity,
     self_anchored_ratio,
+    up_guard_mask,
     up_per_token_loss,
     up_routes,
 )
@@ -174,3 +175,12 @@ def test_aggregate_loss_errors_say_what_is_missing():
         aggregate_loss(LOSS, MASK, "dapo")
     with pytest.raises(ValueError, match="Unknown loss_type"):
         aggregate_loss(LOSS, MASK, "ppo")
+
+
+def test_optional_guard_drops_only_drifted_positive_entries():
+    # log r = log 2 = 0.69 (drifted past 0.5) and log 1.2 = 0.18 (kept); the negative entry is the parent's.
+    logp, old = logps(0.5, 0.3, 0.5), logps(0.25, 0.25, 0.25)
+    adv = torch.tensor([[1.0, 1.0, -1.0]], dtype=torch.float64)
+    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 3), **EPS, positive_log_ratio_bound=0.5)
+    torch.testing.assert_close(loss, torch.tensor([[0.0, -1.0, 2.0]], dtype=torch.float64))
+    assert up_guard_mask(torch.tensor([0.5, -0.51]), bound=0.5).tolist() == [1.0, 0.0]

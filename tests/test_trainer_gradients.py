@@ -87,6 +87,7 @@ def _configure(
     vllm_is=False,
     entropy_quantile=1.0,
     entropy_coef=0.0,
+    guard=None,
 ):
     trainer.loss_type = trainer.args.loss_type = loss_type
     trainer.importance_sampling_level = level
@@ -98,6 +99,7 @@ def _configure(
     trainer.top_entropy_quantile = entropy_quantile
     trainer.entropy_coef = entropy_coef
     trainer._entropy_bonus_enabled = entropy_coef != 0.0
+    trainer.up_guard_bound = guard
 
 
 def _closed_form(
@@ -113,6 +115,7 @@ def _closed_form(
     vllm_is=False,
     entropy_quantile=1.0,
     entropy_coef=0.0,
+    guard=None,
 ):
     """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
@@ -128,6 +131,7 @@ def _closed_form(
         delta=delta,
         importance_sampling_level=level,
         up_mode=up_mode,
+        positive_log_ratio_bound=guard,
     )
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
@@ -194,7 +198,10 @@ EXTRAS = {
     "vllm_is_ratio": dict(vllm_is=True),
     "entropy_mask": dict(entropy_quantile=0.5),
     "entropy_bonus": dict(entropy_coef=0.01),
-    "everything": dict(beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5),
+    "positive_guard": dict(guard=0.3),
+    "everything": dict(
+        beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5, guard=0.3
+    ),
 }
 
 

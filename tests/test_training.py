@@ -222,3 +222,14 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
     assert trainer.up_is_off_policy == (overrides.get("num_iterations", 1) > 1)
     if warns:
         assert "num_iterations > 1" in said[0] and len(said) == 1
+
+
+def test_guard_bound_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="must be positive"):
+        UPGRPOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
+
+
+def test_guard_logs_its_masked_fraction(tmp_path, tiny, prompts_dataset):
+    trainer, _ = _train(tmp_path, tiny, prompts_dataset, num_iterations=2, up_positive_log_ratio_bound=1e-6)
+    masked = _logged(trainer, "up/guard_masked_frac")
+    assert masked and max(masked) > 0  # at the reuse step every drifted positive token is masked

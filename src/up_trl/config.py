@@ -48,6 +48,9 @@ class UPGRPOConfig(GRPOConfig):
             the parent's clipped objective (`epsilon`, `epsilon_high`, `delta`). `"both"` uses the
             self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent
             objective, for A/B runs with one flag.
+        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
+            An optional guard (ours, not the paper's): routed tokens with |log pi_theta - log pi_old| above it get no
+            gradient. `None` keeps the paper's objective.
         skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
             Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
         max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):
@@ -63,6 +66,14 @@ class UPGRPOConfig(GRPOConfig):
         },
     )
 
+    up_positive_log_ratio_bound: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): tokens on UP's unclipped branch whose "
+            "|log pi_theta - log pi_old| exceeds this bound contribute no gradient (sequence level: the mean log "
+            "ratio). Bounds the drift UP ignores, e.g. 0.5."
+        },
+    )
     skip_nonfinite_steps: bool = field(
         default=True,
         metadata={
@@ -76,6 +87,11 @@ class UPGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
+            raise ValueError(
+                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
+                "or None to keep the paper's objective."
+            )
         if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
             self.up_mode = "off"
         # Checked before TRL's own post-init so a wrong combination fails before any other work.

@@ -121,7 +121,7 @@ def load_math_dataset(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     column_mapping: Mapping[str, str] | None = None,
     levels: Sequence[int] | None = None,
-    ops: Sequence[str] = ("mul",),
+    ops: Sequence[str] = ("mul1",),
 ) -> Dataset:
     """Load a math dataset as TRL conversational prompts with a `solution` column.
 
@@ -135,11 +135,12 @@ def load_math_dataset(
         system_prompt: the system message; `None` leaves it out.
         column_mapping: renames your columns, e.g. `{"question": "problem", "final": "answer"}`.
         levels: keep these MATH levels only, e.g. `(3, 4, 5)`; needs a `level` column.
-        ops: `arithmetic` only: any of `"mul"` (1-digit x 2-digit), `"add"` and `"sub"` (2-digit).
+        ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
+            `"add"` and `"sub"` (2-digit).
 
     Example:
         >>> load_math_dataset("arithmetic", limit=1, system_prompt=None)[0]
-        {'prompt': [{'role': 'user', 'content': 'What is 5 x 89?'}], 'solution': '445', 'op': 'mul'}
+        {'prompt': [{'role': 'user', 'content': 'What is 5 x 6?'}], 'solution': '30', 'op': 'mul1'}
     """
     name = name_or_path.lower()
     if Path(name_or_path).suffix.lower() in FILE_BUILDERS:
@@ -361,7 +362,7 @@ def arithmetic_problem(rng: random.Random, op: str) -> tuple[str, int]:
     if op == "mul":
         a, b = rng.randint(2, 9), rng.randint(10, 99)
         return f"What is {a} x {b}?", a * b
-    if op == "mul1":  # the times table: easy enough that a 135M model is right about half the time
+    if op == "mul1":  # the times table: SmolLM2-135M is right about one time in five
         a, b = rng.randint(2, 9), rng.randint(2, 9)
         return f"What is {a} x {b}?", a * b
     a, b = rng.randint(10, 99), rng.randint(10, 99)
@@ -376,16 +377,17 @@ def arithmetic_problem(rng: random.Random, op: str) -> tuple[str, int]:
 def arithmetic_dataset(
     size: int = ARITHMETIC_DEFAULT_SIZE,
     *,
-    ops: Sequence[str] = ("mul",),
+    ops: Sequence[str] = ("mul1",),
     seed: int = 0,
     split: str = "train",
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
 ) -> Dataset:
     """`size` generated problems, the same for the same `(ops, seed, split)`; `split` only changes the stream.
 
-    The tiny offline model (SmolLM2-135M) gets 1-digit x 2-digit products right about one time in ten, and 44% of
-    its groups of 8 completions mix right and wrong answers, the signal GRPO learns from (more than for 2-digit
-    addition or GSM8K; see NOTES, "How the offline model does on candidate tasks").
+    With strict answer extraction, the offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens,
+    temperature 1) is right on 19% of 1-digit x 1-digit products and 88% of its groups of 8 mix right and wrong
+    answers, the signal GRPO learns from; on 1-digit x 2-digit products only 5% and 12% (measured with
+    benchmarks/learning_signal.py; README, "The offline default").
     """
     for op in ops:
         if op not in ARITHMETIC_OPS:

@@ -118,11 +118,15 @@ def up_per_token_loss(
     delta: float | None = None,
     importance_sampling_level: ImportanceSamplingLevel = "token",
     up_mode: UpMode = "asymmetric",
+    positive_log_ratio_bound: float | None = None,
 ) -> torch.Tensor:
     """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
 
         L = -A * r~                                                 where routed (A > 0 for "asymmetric")
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
+
+    `positive_log_ratio_bound` (off by default, not in the paper) is an optional guard: routed entries whose
+    |log r| exceeds it contribute nothing (see :func:`up_guard_mask`).
 
     No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
     when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
@@ -143,7 +147,21 @@ def up_per_token_loss(
     advantages = _as_2d(advantages)
     routes = up_routes(advantages, up_mode)
     anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
+    if positive_log_ratio_bound is not None:
+        log_r = log_importance_weights(per_token_logps, old_per_token_logps, mask, importance_sampling_level)
+        anchored = anchored * up_guard_mask(log_r, positive_log_ratio_bound)
     return torch.where(routes, anchored, parent)
+
+
+def up_guard_mask(log_importance_weights: torch.Tensor, bound: float) -> torch.Tensor:
+    """An optional guard for UP's unclipped branch (ours, off by default): keep an entry only while the policy has
+    drifted less than `bound` from the one that sampled it, |log pi_theta - log pi_old| <= bound (per token, or
+    per sequence at sequence level). Returns a 0/1 float mask without gradient.
+
+    >>> up_guard_mask(torch.tensor([[0.1, -0.5, 2.0]]), bound=0.4)
+    tensor([[1., 0., 0.]])
+    """
+    return (log_importance_weights.detach().abs() <= bound).float()
 
 
 def probability_capacity(

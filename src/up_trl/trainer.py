@@ -25,6 +25,7 @@ from .losses import (
     log_importance_weights,
     probability_capacity,
     self_anchored_ratio,
+    up_guard_mask,
     up_routes,
 )
 
@@ -73,13 +74,14 @@ class UPGRPOTrainer(GRPOTrainer):
             name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
             args = UPGRPOConfig(f"{str(name).rstrip('/').split('/')[-1]}-UP")
         self.up_mode = getattr(args, "up_mode", "asymmetric")
+        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
         self._up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
-        self._up_guard = None
+        self._nonfinite_guard = None
         if getattr(args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
-            self._up_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
-            self.add_callback(self._up_guard)
+            self._nonfinite_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
+            self.add_callback(self._nonfinite_guard)
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
@@ -101,8 +103,8 @@ class UPGRPOTrainer(GRPOTrainer):
             card.write(model_card_section(self))
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self._up_guard is not None and self.model.training:
-            logs["up/nonfinite_skipped_steps"] = self._up_guard.skipped
+        if self._nonfinite_guard is not None and self.model.training:
+            logs["up/nonfinite_skipped_steps"] = self._nonfinite_guard.skipped
         super().log(logs, start_time)
 
     @property
@@ -153,6 +155,9 @@ class UPGRPOTrainer(GRPOTrainer):
 
         if self.up_mode != "off":
             anchored = -self_anchored_ratio(per_token_logps, mask, level) * advantages
+            if self.up_guard_bound is not None:
+                log_ratio = log_importance_weights(per_token_logps, old_per_token_logps, mask, level)
+                anchored = anchored * up_guard_mask(log_ratio, self.up_guard_bound)
             up_loss = self._apply_token_weights(torch.where(routes, anchored, 0.0), inputs, seen, advantages, mask)
             loss = loss + self._aggregate(up_loss, mask, inputs, mode)
 
@@ -201,9 +206,10 @@ class UPGRPOTrainer(GRPOTrainer):
         parent = clipped_surrogate_loss(
             coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
         )
-        per_token_loss = self._apply_token_weights(
-            torch.where(routes, -advantages, parent), inputs, seen, advantages, mask
-        )
+        routed = -advantages
+        if self.up_guard_bound is not None:
+            routed = routed * up_guard_mask(log_ratio, self.up_guard_bound)
+        per_token_loss = self._apply_token_weights(torch.where(routes, routed, parent), inputs, seen, advantages, mask)
         if self.beta != 0.0:
             ref = inputs["ref_per_token_logps"]
             per_token_kl = torch.exp(ref - per_token_logps) - (ref - per_token_logps) - 1
@@ -225,6 +231,7 @@ class UPGRPOTrainer(GRPOTrainer):
         cap_up = probability_capacity(per_token_logps, rule="up")
         would_clip = (coef_1 > 1 + self.epsilon_high).expand_as(pos).float()
         abs_log_ratio = (per_token_logps - old_per_token_logps).abs()
+        guarded = self.up_guard_bound is not None
         sums = torch.stack(
             [
                 pos.sum(),
@@ -234,6 +241,7 @@ class UPGRPOTrainer(GRPOTrainer):
                 (would_clip * pos).sum(),
                 (abs_log_ratio * pos).sum(),
             ]
+            + ([((1 - up_guard_mask(log_ratio, self.up_guard_bound)).expand_as(pos) * pos).sum()] if guarded else [])
         )
         sums = self.accelerator.reduce(sums, reduction="sum").tolist()
         n_pos, n_valid = sums[0], sums[1]
@@ -242,7 +250,8 @@ class UPGRPOTrainer(GRPOTrainer):
             return num / den if den > 0 else float("nan")  # NaN is skipped by the parent's `log`
 
         values = [ratio(n_pos, n_valid)] + [ratio(s, n_pos) for s in sums[2:]]
-        for name, value in zip(UP_METRICS, values):
+        names = UP_METRICS + (("up/guard_masked_frac",) if guarded else ())
+        for name, value in zip(names, values):
             self._metrics[mode][name].append(value)
 
 

@@ -1,0 +1,305 @@
+"""Sample efficiency: UP against its parents, side by side, on a sparse-reward task a tiny model learns on CPU.
+
+    python benchmarks/sample_efficiency.py                          # 8 configurations x 5 seeds (~15 min, 2 cores)
+    python benchmarks/sample_efficiency.py --quick                  # 1 seed, 40 steps: a smoke run
+    python benchmarks/sample_efficiency.py --corruption flip20      # reward hacking: 20% of labels flipped
+    python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"
+
+The task: a prompt "a+b=" (32 fixed digit pairs); the reward is 1 when the reply's first character is the last
+digit of a+b, else 0. The model is a 2-layer Qwen2 built in code, warm-started by a few supervised steps to answer
+with one random digit, so a correct answer starts as a rare token (about 1 in 10) and most groups of 8 completions
+hold one or two correct replies: the regime where the clip caps a rare correct token's Probability Capacity.
+Rollouts are reused off-policy as in the paper: 4 mini-batch updates per rollout batch (steps_per_generation=4).
+
+Writes results.json, curves.png and table.md under --output_dir (per corruption), and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+PAIRS_SEED = 1234
+TASK_ANSWER = lambda a, b: a  # noqa: E731
+NUM_PROMPTS = 32
+
+CONFIGS: dict[str, dict] = {
+    "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="off"),
+    "UP-DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric"),
+    "GRPO": dict(loss_type="grpo", epsilon=0.2, up_mode="off"),
+    "UP-GRPO": dict(loss_type="grpo", epsilon=0.2, up_mode="asymmetric"),
+    "GSPO": dict(
+        loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, up_mode="off"
+    ),  # fmt: skip
+    "UP-GSPO": dict(
+        loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, up_mode="asymmetric"
+    ),  # fmt: skip
+    # The paper's two failure ablations: unbounded on both signs, and the ratio left unclipped above.
+    "UP both signs (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="both"),
+    "DAPO eps_high=inf (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=math.inf, up_mode="off"),
+    # Our optional guard for the positive branch (not in the default set; name it with --configs).
+    "UP-DAPO + guard": dict(
+        loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric", up_positive_log_ratio_bound=0.5
+    ),  # fmt: skip
+}
+DEFAULT_CONFIGS = [name for name in CONFIGS if name != "UP-DAPO + guard"]
+PAIRS_TO_PLOT = [
+    ("DAPO", "UP-DAPO"),
+    ("GRPO", "UP-GRPO"),
+    ("GSPO", "UP-GSPO"),
+    ("UP-DAPO", "UP both signs (ablation)", "DAPO eps_high=inf (ablation)", "UP-DAPO + guard"),
+]
+
+
+def task():
+    """32 fixed prompts "a+b=" and their gold answers (the last digit of a + b)."""
+    rng = random.Random(PAIRS_SEED)
+    pairs = rng.sample([(a, b) for a in range(10) for b in range(10)], NUM_PROMPTS)
+    return [f"{a}+{b}=" for a, b in pairs], [str(TASK_ANSWER(a, b)) for a, b in pairs]
+
+
+def first_char(completion) -> str:
+    text = completion[0]["content"] if isinstance(completion, list) else completion
+    return text[:1]
+
+
+def make_rewards(corruption: str, seed: int):
+    """(reward functions, weights): the training reward, plus the true accuracy at weight 0 (logged only)."""
+
+    def true_accuracy(completions, solution, **kwargs):
+        return [float(first_char(c) == s) for c, s in zip(completions, solution)]
+
+    if corruption == "none":
+        return [true_accuracy], [1.0]
+    rng = random.Random(seed)
+
+    def flip20(completions, solution, **kwargs):  # each label flipped with probability 0.2
+        return [1.0 - r if rng.random() < 0.2 else r for r in true_accuracy(completions, solution)]
+
+    def shortcut(completions, solution, **kwargs):  # a spurious reward: answering "0" always pays
+        return [max(r, float(first_char(c) == "0")) for c, r in zip(completions, true_accuracy(completions, solution))]
+
+    corrupted = {"flip20": flip20, "shortcut": shortcut}[corruption]
+    return [corrupted, true_accuracy], [1.0, 0.0]
+
+
+def warm_start(seed: int, steps: int = 60):
+    """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed)
+    prompts, _ = task()
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
+    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    digit_ids = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        rows = [prompt_ids[rng.randrange(len(prompt_ids))] + [rng.choice(digit_ids), tokenizer.eos_token_id]
+                for _ in range(32)]  # fmt: skip
+        ids = torch.tensor(rows)  # every prompt has the same length
+        labels = ids.clone()
+        labels[:, : len(prompt_ids[0])] = -100
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), tokenizer
+
+
+def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> dict:
+    from datasets import Dataset
+    from transformers import PrinterCallback
+
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
+
+    prompts, golds = task()
+    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
+    reward_funcs, weights = make_rewards(args.corruption, seed)
+    config = UPGRPOConfig(
+        output_dir=out_dir, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+        disable_tqdm=True, logging_steps=1, max_steps=args.max_steps, learning_rate=args.learning_rate,
+        lr_scheduler_type="constant", num_generations=8, per_device_train_batch_size=32,
+        gradient_accumulation_steps=1, steps_per_generation=4, max_completion_length=3, temperature=1.0, top_k=0,
+        beta=0.0, reward_weights=weights, **CONFIGS[name],
+    )  # fmt: skip
+    trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=reward_funcs, args=config,
+                            train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+    trainer.remove_callback(PrinterCallback)  # one summary line per run instead of every log
+    start = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - start
+    logs = trainer.state.log_history
+
+    def curve(key):
+        return [(h["step"], h[key]) for h in logs if isinstance(h.get(key), (int, float))]
+
+    accuracy = curve("rewards/true_accuracy/mean")
+    reward = curve("reward")
+    reached = next((step for step, value in accuracy if value >= args.threshold), None)
+    tail = [v for _, v in accuracy[-3:]]
+
+    def mean_of(key):
+        values = [v for _, v in curve(key) if math.isfinite(v)]
+        return statistics.fmean(values) if values else None
+
+    return {
+        "config": name,
+        "seed": seed,
+        "accuracy_curve": accuracy,
+        "reward_curve": reward,
+        "steps_to_threshold": reached,
+        "final_accuracy": statistics.fmean(tail),
+        "max_grad_norm": max((v for _, v in curve("grad_norm")), default=None),
+        "final_entropy": statistics.fmean([v for _, v in curve("entropy")[-3:]]),
+        "capacity_clipped_mean": mean_of("up/capacity_clipped_mean"),
+        "capacity_up_mean": mean_of("up/capacity_up_mean"),
+        "would_clip_frac_mean": mean_of("up/would_clip_frac"),
+        "positive_abs_log_ratio_mean": mean_of("up/positive_abs_log_ratio_mean"),
+        "seconds": round(seconds, 1),
+    }
+
+
+def summarise(runs: list[dict], names: list[str], args) -> list[dict]:
+    rows = []
+    for name in names:
+        mine = [r for r in runs if r["config"] == name]
+        reached = [r["steps_to_threshold"] for r in mine if r["steps_to_threshold"] is not None]
+
+        def mean_std(key, mine=mine):
+            values = [r[key] for r in mine if r[key] is not None]
+            if not values:
+                return None, None
+            return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+        row = {"config": name, "seeds": len(mine), "reached": len(reached)}
+        row["steps_to_threshold_median"] = statistics.median(reached) if reached else None
+        for key in ("final_accuracy", "max_grad_norm", "final_entropy", "capacity_clipped_mean",
+                    "capacity_up_mean", "would_clip_frac_mean"):  # fmt: skip
+            row[key], row[key + "_std"] = mean_std(key)
+        rows.append(row)
+    return rows
+
+
+def markdown(rows: list[dict], args, machine: str) -> str:
+    def fmt(row, key, digits=3):
+        if row[key] is None:
+            return "n/a"
+        std = row.get(key + "_std")
+        return f"{row[key]:.{digits}f} ± {std:.{digits}f}" if std is not None else f"{row[key]:.{digits}f}"
+
+    lines = [
+        f"Task: first digit of a+b mod 10, sparse 0/1 reward ({args.corruption} corruption), tiny Qwen2 warm-started "
+        f"to random digits; {args.max_steps} optimizer steps, 4 updates per rollout batch of 128; "
+        f"{len(args.seeds)} seeds; lr {args.learning_rate}. Machine: {machine}.",
+        "",
+        f"| config | final true accuracy | steps to accuracy ≥ {args.threshold} (median; reached) | max grad norm "
+        "| final entropy | capacity, clipped rule | capacity, UP rule | positive tokens past the clip |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        steps = row["steps_to_threshold_median"]
+        steps = f"{steps:.0f}" if steps is not None else f"> {args.max_steps}"
+        lines.append(
+            f"| {row['config']} | {fmt(row, 'final_accuracy')} | {steps} ({row['reached']}/{row['seeds']}) | "
+            f"{fmt(row, 'max_grad_norm', 2)} | {fmt(row, 'final_entropy', 2)} | "
+            f"{fmt(row, 'capacity_clipped_mean', 4)} | {fmt(row, 'capacity_up_mean', 3)} | "
+            f"{fmt(row, 'would_clip_frac_mean', 3)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[dict], names: list[str], path: Path, args) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [[n for n in group if n in names] for group in PAIRS_TO_PLOT]
+    panels = [p for p in panels if p]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True, squeeze=False)
+    for ax, group in zip(axes[0], panels):
+        for name in group:
+            curves = [dict(r["accuracy_curve"]) for r in runs if r["config"] == name]
+            steps = sorted(set.intersection(*(set(c) for c in curves)))
+            values = [[c[s] for c in curves] for s in steps]
+            mean = [statistics.fmean(v) for v in values]
+            std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
+            ax.plot(steps, mean, label=name)
+            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("true accuracy (rollout batch)")
+    fig.suptitle(f"UP vs parents, sparse reward ({args.corruption}), mean ± std over {len(args.seeds)} seeds")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS, choices=list(CONFIGS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--max_steps", type=int, default=160)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--corruption", choices=["none", "flip20", "shortcut"], default="none")
+    parser.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
+    parser.add_argument("--output_dir", default="benchmarks/results/sample_efficiency")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds, args.max_steps = args.seeds[:1], 40
+    torch.set_num_threads(1)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+
+    machine = f"{platform.machine()} CPU, {torch.get_num_threads()} torch thread, torch {torch.__version__}"
+    out = Path(args.output_dir) / args.corruption
+    out.mkdir(parents=True, exist_ok=True)
+    runs = []
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in args.seeds:
+            base, tokenizer = warm_start(seed)
+            for name in args.configs:  # every configuration on the same warm start, in one process
+                runs.append(run_one(name, seed, base, tokenizer, args, tmp))
+                r = runs[-1]
+                print(
+                    f"seed {seed} {name:30s} final accuracy {r['final_accuracy']:.3f} "
+                    f"steps to {args.threshold}: {r['steps_to_threshold']} ({r['seconds']} s)",
+                    flush=True,
+                )
+    rows = summarise(runs, args.configs, args)
+    table = markdown(rows, args, machine)
+    report = {
+        "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "settings": {k: v for k, v in vars(args).items() if k != "output_dir"},
+        "summary": rows,
+        "runs": runs,
+    }
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    (out / "table.md").write_text(table)
+    plot(runs, args.configs, out / "curves.png", args)
+    print(table)
+    return report
+
+
+if __name__ == "__main__":
+    main()

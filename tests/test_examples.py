@@ -1,0 +1,34 @@
+"""The examples run as a user would run them: the quickstart script and the notebook, top to bottom."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_quickstart_script(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "reward" in out.stdout and "s/step" in out.stdout
+
+
+@pytest.mark.slow
+def test_notebook_runs_top_to_bottom(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "asymmetric: reward" in printed and "off: reward" in printed
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the plot was drawn

@@ -107,11 +107,23 @@ def check_recipe_keys(parser, path: str) -> None:
             )
 
 
+def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
+    """(argv with `--config=x` spelt `--config x`, as TRL's parser needs, and the recipe path or None)."""
+    argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
+    if "--config" not in argv:
+        return argv, None
+    index = argv.index("--config") + 1
+    if index == len(argv) or argv[index].startswith("--"):
+        raise ValueError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
+    return argv, argv[index]
+
+
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys are an error."""
     parser = make_parser()
-    if "--config" in argv:
-        check_recipe_keys(parser, argv[argv.index("--config") + 1])
+    argv, recipe = recipe_argument(argv)
+    if recipe is not None:
+        check_recipe_keys(parser, recipe)
     else:
         parser.set_defaults_with_config(**OFFLINE_DEFAULT)
     return parser.parse_args_and_config(argv)
@@ -129,8 +141,8 @@ def train(argv: list[str] | None = None):
     from .rewards import get_reward_funcs
     from .trainer import UPGRPOTrainer
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    recipe = argv[argv.index("--config") + 1] if "--config" in argv else "built-in offline default"
+    argv, recipe = recipe_argument(list(sys.argv[1:] if argv is None else argv))
+    recipe = recipe or "built-in offline default"
     script_args, training_args, model_args = parse_train_args(argv)
 
     # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
@@ -138,7 +150,13 @@ def train(argv: list[str] | None = None):
     reward_funcs = get_reward_funcs(
         script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
     )
-    column_mapping = json.loads(script_args.column_mapping) if script_args.column_mapping else None
+    try:
+        column_mapping = json.loads(script_args.column_mapping) if script_args.column_mapping else None
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"--column_mapping {script_args.column_mapping!r} is not JSON ({error}): write it like "
+            '\'{"question": "problem", "solution": "answer"}\' (double quotes inside single quotes).'
+        ) from None
     system_prompt = script_args.system_prompt or DEFAULT_SYSTEM_PROMPT
     system_prompt = None if system_prompt.strip().lower() == "none" else system_prompt
     state = PartialState()

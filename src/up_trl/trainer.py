@@ -78,6 +78,7 @@ class UPGRPOTrainer(GRPOTrainer):
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
         self._up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        self._refuse_zero_step_setups()
         self._nonfinite_guard = None
         if getattr(args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
@@ -92,6 +93,20 @@ class UPGRPOTrainer(GRPOTrainer):
             )
 
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
+
+    def _refuse_zero_step_setups(self) -> None:
+        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
+        for name in ("num_iterations", "steps_per_generation"):
+            if getattr(self.args, name) < 1:
+                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
+        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
+        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
+            raise ValueError(
+                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
+                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
+                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
+                "steps_per_generation."
+            )
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
         """TRL's model card, plus a section that names UP, its settings, the recipe and the final metrics."""
@@ -114,6 +129,16 @@ class UPGRPOTrainer(GRPOTrainer):
         return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
             self.use_vllm and self.vllm_importance_sampling_correction
         )
+
+    def _calculate_rewards(self, *args, **kwargs):
+        """The parent's rewards, plus `up/unscorable_frac`: completions no reward function gave a finite value
+        (None, NaN, inf). TRL zeroes their advantage (an inf zeroes its whole group); this counts them."""
+        rewards_per_func = super()._calculate_rewards(*args, **kwargs)
+        unscorable = ~torch.isfinite(rewards_per_func).any(dim=1)
+        self._metrics["train" if self.model.training else "eval"]["up/unscorable_frac"].append(
+            unscorable.float().mean().item()
+        )
+        return rewards_per_func
 
     # The two hooks below only record what the parent computes inside `_compute_loss`.
     def _get_per_token_logps_and_entropies(self, *args, **kwargs):

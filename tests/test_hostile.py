@@ -1,0 +1,517 @@
+"""Hostile input to the trainer and the main job. Each case ends in a clear error before any optimizer step, or in
+a run that completes with finite parameters and a finite logged loss, every skipped sample or step counted.
+
+Case -> outcome [where it is tested; `[id]` alone: a parameter of a test in this file].
+
+Completions
+- only EOS, empty text [only_eos]; one token [one_token]; all cut at max length [cut_at_max_length]
+  -> trains, loss finite.
+- all cut and masked (mask_truncated_completions=True) [cut_and_masked] -> loss exactly 0, weights unchanged.
+Rewards
+- raises [reward_raises] -> TRL re-raises the reward's own exception at the first generation, before any optimizer
+  step, weights untouched. UP does not swallow it: a broken verifier must stop the run, not train on nothing.
+- wrong number of values [wrong_count] -> TRL's ValueError, same point.
+- NaN for a whole group [nan_whole_group], None for all [none_for_all] or some [none_for_some], +-inf for one
+  sample [inf_one_sample, minus_inf_one_sample] -> TRL zeroes their advantage (an inf zeroes its whole group);
+  UP counts them in `up/unscorable_frac`.
+- equal in every group [test_equal_rewards_give_exactly_zero_loss] -> loss exactly 0, weights unchanged.
+- hostile completion strings for the math rewards -> reward 0, no exception, no hang [tests/test_rewards.py].
+Loss
+- completion_mask all zeros, hand-made batch, every loss_type x up_mode
+  [test_every_token_masked_gives_zero_loss_and_gradient] -> loss exactly 0, gradient exactly 0.
+- NaN advantage, hand-made batch [test_nan_advantage_makes_the_loss_nan] -> loss NaN in every up_mode (never hidden).
+- NaN advantages in a run [test_nan_advantages_are_skipped_and_counted] -> optimizer steps skipped, counted in
+  `up/nonfinite_skipped_steps`, weights finite. NaN loss on chosen steps, too many in a row
+  [tests/test_reliability.py].
+Settings
+- batch sizes num_generations does not divide, num_generations=1, generation_batch_size with steps_per_generation
+  [test_batch_settings_fail_at_config_time] -> TRL's ValueError at config time.
+- unknown loss_type, up_mode=True (YAML `on`) [test_up_settings_fail_at_config_time]; up_mode='sideways', other
+  objectives with UP, use_liger_kernel [tests/test_training.py] -> UPGRPOConfig's ValueError.
+- num_iterations=0, steps_per_generation=0, fewer prompts than one generation batch
+  [test_zero_step_setups_fail_when_the_trainer_is_built] -> UPGRPOTrainer's ValueError (TRL would run 0 steps);
+  max_completion_length=0 -> transformers' ValueError, same point. temperature=0 [temperature_0] -> transformers'
+  ValueError at the first generation, weights untouched.
+Main job (`up-trl train`)
+- --config without a path, empty or list recipe, missing recipe, --column_mapping not JSON, indivisible batch
+  [test_main_job_bad_input_fails_before_the_model_is_loaded] -> ValueError / FileNotFoundError, no model loaded.
+- --up_mode not a choice [test_main_job_refuses_an_unknown_up_mode_choice] -> argparse exit 2 naming the choices.
+- --config=recipe.yaml, one word [test_main_job_accepts_config_with_equals] -> read as --config recipe.yaml.
+- a reward that scores nothing [test_main_job_with_a_reward_that_scores_nothing] -> completes; metrics.jsonl valid
+  JSON (reward null), unscorable fraction counted, weights finite, plot written.
+- unknown dataset, reward or loss_type, Hub dataset offline, misspelt recipe key -> error before the model is
+  loaded [tests/test_cli.py].
+"""
+
+import math
+
+import pytest
+import torch
+from conftest import cpu_args
+from transformers import TrainerCallback
+
+from up_trl import UPGRPOConfig, UPGRPOTrainer
+
+
+def index_reward(completions, **kwargs):
+    """A reward with spread inside every group, whatever the text (groups of num_generations are contiguous)."""
+    return [float(i % 4) for i in range(len(completions))]
+
+
+def _trainer(tmp_path, tiny, dataset, reward=index_reward, callbacks=None, **overrides):
+    model, tokenizer = tiny
+    return UPGRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=cpu_args(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
+
+
+def _params(trainer):
+    return [p.detach().clone() for p in trainer.model.parameters()]
+
+
+def _unchanged(trainer, before):
+    return all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
+
+
+def _logged(trainer, key):
+    return [h[key] for h in trainer.state.log_history if key in h]
+
+
+def _assert_completed_finite(trainer, max_steps):
+    assert trainer.state.global_step == max_steps
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+    losses = _logged(trainer, "loss")
+    assert len(losses) == max_steps and all(math.isfinite(v) for v in losses), losses
+
+
+# --- Degenerate completions ------------------------------------------------------------------------------------
+
+
+def _suppress(tokenizer, keep=None, drop=()):
+    """generation_kwargs that forbid tokens: all but `keep`, or those in `drop`."""
+    ids = [i for i in range(len(tokenizer)) if i != keep] if keep is not None else list(drop)
+    return {"suppress_tokens": ids}
+
+
+@pytest.mark.parametrize("case", ["only_eos", "one_token", "cut_at_max_length", "cut_and_masked"])
+def test_degenerate_completions(tmp_path, tiny, prompts_dataset, case):
+    _, tokenizer = tiny
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    overrides = {
+        "only_eos": dict(generation_kwargs=_suppress(tokenizer, keep=eos)),
+        "one_token": dict(max_completion_length=1),
+        "cut_at_max_length": dict(generation_kwargs=_suppress(tokenizer, drop=(eos, pad))),
+        "cut_and_masked": dict(
+            generation_kwargs=_suppress(tokenizer, drop=(eos, pad)), mask_truncated_completions=True
+        ),
+    }[case]
+    texts = []
+
+    def recording_reward(completions, **kwargs):
+        texts.extend(c[0]["content"] for c in completions)
+        return index_reward(completions)
+
+    trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=recording_reward, num_iterations=2, **overrides)
+    before = _params(trainer)
+    trainer.train()
+    _assert_completed_finite(trainer, 2)
+    if case == "only_eos":
+        assert set(texts) == {""} and _logged(trainer, "completions/mean_length") == [1.0]
+    if case.startswith("cut"):
+        assert _logged(trainer, "completions/clipped_ratio") == [1.0]
+    if case == "cut_and_masked":  # every token masked: no signal, nothing moves
+        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+    else:
+        assert not _unchanged(trainer, before)
+
+
+# --- Broken rewards and settings that fail at the first generation --------------------------------------------------
+
+
+def _raising_reward(completions, **kwargs):
+    raise RuntimeError("verifier unreachable")
+
+
+def _one_value_reward(completions, **kwargs):
+    return [1.0]
+
+
+@pytest.mark.parametrize(
+    "reward, overrides, error, match",
+    [
+        # TRL calls reward functions unguarded; UP does not swallow the exception either: a broken verifier must
+        # stop the run loudly, not train on zero advantages. It fails at the first generation, weights untouched.
+        pytest.param(_raising_reward, {}, RuntimeError, "verifier unreachable", id="reward_raises"),
+        pytest.param(_one_value_reward, {}, ValueError, "returned 1 rewards, but 8 were expected", id="wrong_count"),
+        pytest.param(
+            index_reward, dict(temperature=0.0), ValueError, "temperature.*strictly positive", id="temperature_0"
+        ),
+    ],
+)
+def test_fails_at_the_first_generation(tmp_path, tiny, prompts_dataset, reward, overrides, error, match):
+    trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=reward, **overrides)
+    before = _params(trainer)
+    with pytest.raises(error, match=match):
+        trainer.train()
+    assert trainer.state.global_step == 0 and _unchanged(trainer, before)
+
+
+# --- Rewards that score nothing -------------------------------------------------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+def _spoil(values):
+    """A reward equal to index_reward except at the given positions."""
+
+    def reward(completions, **kwargs):
+        out = index_reward(completions)
+        for i, v in values.items():
+            out[i] = v
+        return out
+
+    return reward
+
+
+@pytest.mark.parametrize(
+    "spoiled, unscorable",
+    [
+        pytest.param({i: NAN for i in range(4)}, 0.5, id="nan_whole_group"),
+        pytest.param({i: None for i in range(8)}, 1.0, id="none_for_all"),
+        pytest.param({1: None, 6: None}, 0.25, id="none_for_some"),
+        pytest.param({0: INF}, 0.125, id="inf_one_sample"),
+        pytest.param({5: -INF}, 0.125, id="minus_inf_one_sample"),
+    ],
+)
+def test_unscorable_rewards_are_counted_not_learned(tmp_path, tiny, prompts_dataset, spoiled, unscorable):
+    trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=_spoil(spoiled), num_iterations=2)
+    real, seen = trainer._generate_and_score_completions, []
+
+    def recording(inputs):
+        seen.append(real(inputs))
+        return seen[-1]
+
+    trainer._generate_and_score_completions = recording
+    before = _params(trainer)
+    trainer.train()
+    _assert_completed_finite(trainer, 2)
+    assert _logged(trainer, "up/unscorable_frac") == [unscorable]
+    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 0  # TRL zeroed them: nothing reached the loss
+    advantages = seen[0]["advantages"]
+    assert torch.isfinite(advantages).all()
+    assert (advantages[list(spoiled)] == 0).all()
+    if any(v is not None and math.isinf(v) for v in spoiled.values()):  # TRL: the inf poisons its group's baseline
+        group = 4 * (next(iter(spoiled)) // 4)
+        assert (advantages[group : group + 4] == 0).all()
+        assert all(math.isinf(r) for r in _logged(trainer, "reward"))  # visible in the logs, not hidden
+    if unscorable == 1.0:
+        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+    else:
+        assert not _unchanged(trainer, before)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({}, id="asymmetric"),
+        pytest.param(dict(up_mode="both"), id="both"),
+        pytest.param(dict(up_mode="off"), id="off"),
+        pytest.param(dict(loss_type="dapo", importance_sampling_level="sequence"), id="dapo_sequence"),
+    ],
+)
+def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, overrides):
+    def constant_reward(completions, **kwargs):
+        return [1.0] * len(completions)
+
+    trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=constant_reward, num_iterations=2, **overrides)
+    before = _params(trainer)
+    trainer.train()
+    _assert_completed_finite(trainer, 2)
+    assert _logged(trainer, "frac_reward_zero_std") == [1.0]
+    assert _logged(trainer, "loss") == [0.0, 0.0] and _logged(trainer, "policy_loss") == [0.0, 0.0]
+    assert _unchanged(trainer, before)  # zero gradient; AdamW without weight decay leaves the weights as they were
+
+
+# --- Hand-made batches: every token masked, NaN advantages ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def loss_trainer(tmp_path_factory):
+    from datasets import Dataset
+
+    from up_trl.models import tiny_model_and_tokenizer
+
+    trainer = _trainer(
+        tmp_path_factory.mktemp("hostile"),
+        tiny_model_and_tokenizer(seed=0),
+        Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
+        max_completion_length=5,
+    )
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 2
+    trainer.args.steps_per_generation = 2
+    return trainer
+
+
+def _batch(tokenizer, completion_mask, advantages):
+    g = torch.Generator().manual_seed(0)
+    B, P, T = completion_mask.shape[0], 3, completion_mask.shape[1]
+    logps = -1.0 - torch.rand(B, T, generator=g)
+    return {
+        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
+        "prompt_mask": torch.ones(B, P, dtype=torch.long),
+        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
+        "completion_mask": completion_mask,
+        "advantages": advantages,
+        "num_items_in_batch": completion_mask.sum().float(),
+        "old_per_token_logps": logps,  # stale (off-policy): UP and its parent really differ here
+        "ref_per_token_logps": logps - 0.3,
+    }
+
+
+def _configure(trainer, loss_type, up_mode, level="token", beta=0.0):
+    trainer.loss_type = trainer.args.loss_type = loss_type
+    trainer.up_mode = up_mode
+    trainer.importance_sampling_level = level
+    trainer.beta = beta
+
+
+LOSS_CASES = [
+    pytest.param(loss_type, up_mode, "token", 0.0, id=f"{loss_type}-{up_mode}")
+    for loss_type in ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+    for up_mode in ("asymmetric", "both", "off")
+] + [
+    pytest.param("grpo", "asymmetric", "sequence", 0.0, id="gspo_sequence"),
+    pytest.param("dapo", "asymmetric", "token", 0.04, id="dapo_kl"),
+]
+
+
+@pytest.mark.parametrize("loss_type, up_mode, level, beta", LOSS_CASES)
+def test_every_token_masked_gives_zero_loss_and_gradient(loss_trainer, loss_type, up_mode, level, beta):
+    trainer = loss_trainer
+    _configure(trainer, loss_type, up_mode, level, beta)
+    batch = _batch(trainer.processing_class, torch.zeros(4, 5, dtype=torch.long), torch.tensor([1.2, -0.7, 0.5, -1.5]))
+    trainer.model.zero_grad(set_to_none=True)
+    loss = trainer.compute_loss(trainer.model, batch)
+    assert loss.item() == 0.0
+    loss.backward()
+    grads = [p.grad for p in trainer.model.parameters() if p.grad is not None]
+    assert grads and all(torch.equal(g, torch.zeros_like(g)) for g in grads)
+
+
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both", "off"])
+def test_nan_advantage_makes_the_loss_nan(loss_trainer, up_mode):
+    """UP's routing (A > 0) sends a NaN advantage to the parent's branch: the loss is NaN, neither hidden nor
+    created by UP, so the non-finite step guard sees it (next test). TRL itself never emits a NaN advantage: it
+    zeroes those of unscorable rewards (test_unscorable_rewards_are_counted_not_learned)."""
+    trainer = loss_trainer
+    _configure(trainer, "dapo", up_mode)
+    batch = _batch(trainer.processing_class, torch.ones(4, 5, dtype=torch.long), torch.tensor([NAN, -0.7, 0.5, -1.5]))
+    assert torch.isnan(trainer.compute_loss(trainer.model, batch))
+
+
+class _Snapshots(TrainerCallback):
+    def __init__(self):
+        self.params = {}
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        self.params[state.global_step] = [p.detach().clone() for p in model.parameters()]
+
+
+def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset):
+    snaps = _Snapshots()
+    trainer = _trainer(tmp_path, tiny, prompts_dataset, callbacks=[snaps], num_iterations=2, max_steps=4)
+    real, generations = trainer._generate_and_score_completions, []
+
+    def nan_in_first_generation(inputs):
+        out = real(inputs)
+        generations.append(out)
+        if len(generations) == 1:
+            out["advantages"][:4] = NAN  # one whole group, as a custom advantage estimator might produce
+        return out
+
+    trainer._generate_and_score_completions = nan_in_first_generation
+    before = _params(trainer)
+    trainer.train()
+    _assert_completed_finite(trainer, 4)
+    # Steps 1 and 2 train on the poisoned generation (num_iterations=2): both skipped, the weights untouched.
+    assert all(torch.equal(a, b) for a, b in zip(before, snaps.params[2]))
+    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 2
+    assert not all(torch.equal(a, b) for a, b in zip(snaps.params[2], snaps.params[4]))  # then training goes on
+
+
+# --- Settings refused before training -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        pytest.param(
+            dict(per_device_train_batch_size=6),
+            r"generation_batch_size \(6\) must be divisible by num_generations \(4\)",
+            id="batch_not_divisible",
+        ),
+        pytest.param(
+            dict(per_device_train_batch_size=6, steps_per_generation=3),
+            r"generation_batch_size \(18\) must be divisible by num_generations \(4\)",
+            id="generation_batch_not_divisible",
+        ),
+        pytest.param(
+            dict(generation_batch_size=12),
+            r"generation_batch_size \(12\) must be divisible by the global batch size \(8\)",
+            id="generation_batch_not_whole_steps",
+        ),
+        pytest.param(
+            dict(generation_batch_size=16, steps_per_generation=2), "can not be both configured", id="both_set"
+        ),
+        pytest.param(dict(num_generations=1), "at least 2 generations", id="one_generation"),
+    ],
+)
+def test_batch_settings_fail_at_config_time(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        cpu_args(tmp_path, **overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        pytest.param(dict(loss_type="ppo"), r"Unknown loss_type='ppo': use one of \(", id="unknown_loss_type"),
+        pytest.param(dict(up_mode=True), r"up_mode=True is not one of \('asymmetric'", id="up_mode_true"),
+    ],
+)
+def test_up_settings_fail_at_config_time(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        UPGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **overrides)
+
+
+@pytest.mark.parametrize(
+    "overrides, prompts, match",
+    [
+        pytest.param(dict(num_iterations=0), 16, "num_iterations=0 must be at least 1", id="num_iterations_0"),
+        pytest.param(
+            dict(steps_per_generation=0), 16, "steps_per_generation=0 must be at least 1", id="steps_per_generation_0"
+        ),
+        pytest.param(
+            {}, 1, r"train_dataset has 1 prompt\(s\), but one generation batch takes 2", id="dataset_too_small"
+        ),
+        pytest.param(
+            dict(per_device_train_batch_size=16, steps_per_generation=2),
+            7,
+            r"has 7 prompt\(s\), but one generation batch takes 8 .*lower per_device_train_batch_size",
+            id="dataset_smaller_than_generation_batch",
+        ),
+        pytest.param(
+            dict(max_completion_length=0), 16, "`max_new_tokens` must be greater than 0", id="max_completion_length_0"
+        ),
+    ],
+)
+def test_zero_step_setups_fail_when_the_trainer_is_built(tmp_path, tiny, overrides, prompts, match):
+    from datasets import Dataset
+
+    dataset = Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(prompts)]})
+    with pytest.raises(ValueError, match=match):
+        _trainer(tmp_path, tiny, dataset, **overrides)
+
+
+# --- The main job ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    import up_trl.models
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(up_trl.models, "smollm2_path", refuse)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.mark.parametrize(
+    "flags, recipe, error, match",
+    [
+        pytest.param(["--config"], None, ValueError, "--config needs the path of a YAML recipe", id="config_no_path"),
+        pytest.param(
+            ["--config", "--max_steps", "2"], None, ValueError, "--config needs the path", id="config_then_flag"
+        ),
+        pytest.param(["--config", "{recipe}"], "", ValueError, "must be a YAML mapping", id="empty_recipe"),
+        pytest.param(["--config", "{recipe}"], "- up_mode\n", ValueError, "must be a YAML mapping", id="list_recipe"),
+        pytest.param(["--config", "{tmp}/nope.yaml"], None, FileNotFoundError, "nope.yaml", id="missing_recipe"),
+        pytest.param(
+            ["--column_mapping", "question:problem"],
+            None,
+            ValueError,
+            r"--column_mapping .* is not JSON .*write it like",
+            id="column_mapping_not_json",
+        ),
+        pytest.param(
+            ["--per_device_train_batch_size", "5"],  # offline default: steps_per_generation=2, num_generations=8
+            None,
+            ValueError,
+            r"generation_batch_size \(10\) must be divisible by num_generations \(8\)",
+            id="batch_not_divisible",
+        ),
+    ],
+)
+def test_main_job_bad_input_fails_before_the_model_is_loaded(tmp_path, no_model, flags, recipe, error, match):
+    from up_trl.cli import train
+
+    if recipe is not None:
+        (tmp_path / "recipe.yaml").write_text(recipe)
+    flags = [f.format(recipe=tmp_path / "recipe.yaml", tmp=tmp_path) for f in flags]
+    with pytest.raises(error, match=match):
+        train(["--output_dir", str(tmp_path / "out"), *flags])
+
+
+def test_main_job_refuses_an_unknown_up_mode_choice(tmp_path, no_model, capsys):
+    from up_trl.cli import train
+
+    with pytest.raises(SystemExit) as exit_info:
+        train(["--output_dir", str(tmp_path), "--up_mode", "sideways"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'sideways' (choose from 'asymmetric', 'both', 'off')" in capsys.readouterr().err
+
+
+def test_main_job_accepts_config_with_equals():
+    from pathlib import Path
+
+    from up_trl.cli import parse_train_args
+
+    recipe = Path(__file__).resolve().parents[1] / "configs" / "recipes" / "up_dapo.yaml"
+    _, args, _ = parse_train_args([f"--config={recipe}", "--up_mode", "off", "--use_cpu", "true", "--bf16", "false"])
+    assert args.up_mode == "off" and args.loss_type == "dapo"
+
+
+def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
+    """A reward that returns None for every completion: the job completes, saves finite weights, writes valid
+    JSON lines (the undefined reward as null) with the unscorable fraction, and plots."""
+    import json
+
+    from safetensors.torch import load_file
+
+    from up_trl.cli import train
+    from up_trl.models import save_tiny_model
+
+    (tmp_path / "hostile_rewards.py").write_text(
+        "def nothing(completions, **kwargs):\n    return [None] * len(completions)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    train([
+        "--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--dataset_name", "arithmetic",
+        "--dataset_limit", "16", "--reward_funcs", "hostile_rewards.nothing", "--output_dir", str(out),
+        "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "8", "--steps_per_generation", "2", "--learning_rate", "1e-2",
+    ])  # fmt: skip
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2] and all(r["loss"] == 0.0 for r in steps)
+    assert [r["up/unscorable_frac"] for r in records if "up/unscorable_frac" in r] == [1.0]
+    assert [r["reward"] for r in records if "reward" in r] == [None]
+    assert all(torch.isfinite(t).all() for t in load_file(out / "model.safetensors").values())
+    assert (out / "metrics.png").exists()

@@ -1,12 +1,13 @@
 """Sample efficiency: UP against its parents, side by side, on a sparse-reward task a tiny model learns on CPU.
 
-    python benchmarks/sample_efficiency.py                          # 8 configurations x 5 seeds (~15 min, 2 cores)
+    python benchmarks/sample_efficiency.py                          # 8 configurations x 5 seeds (~10 min, 2 cores)
     python benchmarks/sample_efficiency.py --quick                  # 1 seed, 40 steps: a smoke run
+    python benchmarks/sample_efficiency.py --num_prompts 32 --learning_rate 3e-3 --max_steps 200   # our first try
     python benchmarks/sample_efficiency.py --corruption flip20      # reward hacking: 20% of labels flipped
     python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"
 
-The task: a prompt "a+b=" (32 fixed digit pairs); the reward is 1 when the reply's first character is the last
-digit of a+b, else 0. The model is a 2-layer Qwen2 built in code, warm-started by a few supervised steps to answer
+The task: a prompt "a+b=" (16 fixed digit pairs by default); the reward is 1 when the reply's first character is
+the digit a, else 0. The model is a 2-layer Qwen2 built in code, warm-started by a few supervised steps to answer
 with one random digit, so a correct answer starts as a rare token (about 1 in 10) and most groups of 8 completions
 hold one or two correct replies: the regime where the clip caps a rare correct token's Probability Capacity.
 Rollouts are reused off-policy as in the paper: 4 mini-batch updates per rollout batch (steps_per_generation=4).
@@ -62,10 +63,11 @@ PAIRS_TO_PLOT = [
 ]
 
 
-def task():
-    """32 fixed prompts "a+b=" and their gold answers (the last digit of a + b)."""
+def task(num_prompts: int = 16):
+    """`num_prompts` fixed prompts "a+b=" and their gold answers: the first digit, a. (A copy the tiny model can
+    learn; the last digit of a + b proved too hard for it to learn by RL in a few hundred steps.)"""
     rng = random.Random(PAIRS_SEED)
-    pairs = rng.sample([(a, b) for a in range(10) for b in range(10)], NUM_PROMPTS)
+    pairs = rng.sample([(a, b) for a in range(10) for b in range(10)], num_prompts)
     return [f"{a}+{b}=" for a, b in pairs], [str(TASK_ANSWER(a, b)) for a, b in pairs]
 
 
@@ -99,7 +101,7 @@ def warm_start(seed: int, steps: int = 60):
     from up_trl.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed)
-    prompts, _ = task()
+    prompts, _ = task(100)
     texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                            add_generation_prompt=True) for p in prompts]  # fmt: skip
     prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -126,7 +128,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
 
     from up_trl import UPGRPOConfig, UPGRPOTrainer
 
-    prompts, golds = task()
+    prompts, golds = task(args.num_prompts)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     reward_funcs, weights = make_rewards(args.corruption, seed)
     config = UPGRPOConfig(
@@ -202,8 +204,9 @@ def markdown(rows: list[dict], args, machine: str) -> str:
         return f"{row[key]:.{digits}f} ± {std:.{digits}f}" if std is not None else f"{row[key]:.{digits}f}"
 
     lines = [
-        f"Task: first digit of a+b mod 10, sparse 0/1 reward ({args.corruption} corruption), tiny Qwen2 warm-started "
-        f"to random digits; {args.max_steps} optimizer steps, 4 updates per rollout batch of 128; "
+        f"Task: answer a to the prompt a+b=, sparse 0/1 reward ({args.corruption} corruption), tiny Qwen2 "
+        f"warm-started to random digits; {args.num_prompts} prompts, {args.max_steps} optimizer steps, "
+        "4 updates per rollout batch of 128; "
         f"{len(args.seeds)} seeds; lr {args.learning_rate}. Machine: {machine}.",
         "",
         f"| config | final true accuracy | steps to accuracy ≥ {args.threshold} (median; reached) | max grad norm "
@@ -254,9 +257,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=DEFAULT_CONFIGS, choices=list(CONFIGS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--max_steps", type=int, default=160)
+    parser.add_argument("--num_prompts", type=int, default=16, help="distinct prompts (at least 16)")
+    parser.add_argument("--max_steps", type=int, default=300)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
-    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
     parser.add_argument("--corruption", choices=["none", "flip20", "shortcut"], default="none")
     parser.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
     parser.add_argument("--output_dir", default="benchmarks/results/sample_efficiency")

@@ -56,3 +56,26 @@ def cpu_args(tmp_path, **overrides):
     )
     kwargs.update(overrides)
     return UPGRPOConfig(**kwargs)
+
+
+def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):
+    """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)`."""
+    from up_trl import UPGRPOTrainer
+
+    model, tokenizer = tiny
+    return UPGRPOTrainer(model=model, reward_funcs=reward, args=cpu_args(tmp_path, **overrides),
+                         train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)  # fmt: skip
+
+
+def param_snapshots():
+    """A callback that keeps a copy of the parameters after every optimizer step, by step."""
+    from transformers import TrainerCallback
+
+    class ParamSnapshots(TrainerCallback):
+        def __init__(self):
+            self.params = {}
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            self.params[state.global_step] = [p.detach().clone() for p in model.parameters()]
+
+    return ParamSnapshots()

@@ -47,10 +47,9 @@ import math
 
 import pytest
 import torch
-from conftest import cpu_args
-from transformers import TrainerCallback
+from conftest import cpu_args, make_trainer, param_snapshots
 
-from up_trl import UPGRPOConfig, UPGRPOTrainer
+from up_trl import UPGRPOConfig
 
 
 def index_reward(completions, **kwargs):
@@ -59,15 +58,7 @@ def index_reward(completions, **kwargs):
 
 
 def _trainer(tmp_path, tiny, dataset, reward=index_reward, callbacks=None, **overrides):
-    model, tokenizer = tiny
-    return UPGRPOTrainer(
-        model=model,
-        reward_funcs=reward,
-        args=cpu_args(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=callbacks,
-    )
+    return make_trainer(tmp_path, tiny, dataset, reward=reward, callbacks=callbacks, **overrides)
 
 
 def _params(trainer):
@@ -315,16 +306,8 @@ def test_nan_advantage_makes_the_loss_nan(loss_trainer, up_mode):
     assert torch.isnan(trainer.compute_loss(trainer.model, batch))
 
 
-class _Snapshots(TrainerCallback):
-    def __init__(self):
-        self.params = {}
-
-    def on_step_end(self, args, state, control, model=None, **kwargs):
-        self.params[state.global_step] = [p.detach().clone() for p in model.parameters()]
-
-
 def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset):
-    snaps = _Snapshots()
+    snaps = param_snapshots()
     trainer = _trainer(tmp_path, tiny, prompts_dataset, callbacks=[snaps], num_iterations=2, max_steps=4)
     real, generations = trainer._generate_and_score_completions, []
 

@@ -5,23 +5,12 @@ import signal
 
 import pytest
 import torch
-from conftest import cpu_args, length_reward
+from conftest import make_trainer, param_snapshots
 from transformers import TrainerCallback
 
-from up_trl import UPGRPOTrainer
 from up_trl.callbacks import GracefulStopCallback
 
-
-def _trainer(tmp_path, tiny, dataset, callbacks=None, **overrides):
-    model, tokenizer = tiny
-    return UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=callbacks,
-    )
+_trainer = make_trainer
 
 
 def _poison_loss_at(trainer, steps):
@@ -35,16 +24,8 @@ def _poison_loss_at(trainer, steps):
     trainer.compute_loss = compute_loss
 
 
-class _Snapshots(TrainerCallback):
-    def __init__(self):
-        self.params = {}
-
-    def on_step_end(self, args, state, control, model=None, **kwargs):
-        self.params[state.global_step] = [p.detach().clone() for p in model.parameters()]
-
-
 def test_nonfinite_step_is_skipped_counted_and_training_goes_on(tmp_path, tiny, prompts_dataset):
-    snaps = _Snapshots()
+    snaps = param_snapshots()
     trainer = _trainer(tmp_path, tiny, prompts_dataset, callbacks=[snaps], max_steps=4, num_iterations=2)
     _poison_loss_at(trainer, {2})
     trainer.train()

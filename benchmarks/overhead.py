@@ -5,6 +5,7 @@ interleaved A B A B, median over optimizer steps. The last line printed is one J
     python benchmarks/overhead.py --quick          # under a minute on a CPU
     python benchmarks/overhead.py                  # a larger model and batch
     python benchmarks/overhead.py --profile        # where UP's extra time goes (torch.profiler, top ops)
+    python benchmarks/overhead.py --preset qwen2.5-0.5b --bf16 --batch_size 16 --completion_length 1024   # GPU
 
 A step is compute_loss + backward + optimizer.step on a fixed off-policy batch (stale old log-probs, mixed-sign
 advantages, loss_type dapo), so UP's positive branch really runs. Memory: on CUDA the peak allocated bytes; on CPU
@@ -44,14 +45,14 @@ def build(mode: str, model, tokenizer, args, out_dir):
     return trainer, optimizer
 
 
-def make_batch(model, tokenizer, args, device):
+def make_batch(model, vocab_size, args, device):
     g = torch.Generator().manual_seed(0)
     b, p, t = args.batch_size, args.prompt_length, args.completion_length
     lengths = torch.randint(t // 2, t + 1, (b,), generator=g)
     batch = {
-        "prompt_ids": torch.randint(4, len(tokenizer), (b, p), generator=g),
+        "prompt_ids": torch.randint(4, vocab_size, (b, p), generator=g),
         "prompt_mask": torch.ones(b, p, dtype=torch.long),
-        "completion_ids": torch.randint(4, len(tokenizer), (b, t), generator=g),
+        "completion_ids": torch.randint(4, vocab_size, (b, t), generator=g),
         "completion_mask": (torch.arange(t)[None, :] < lengths[:, None]).long(),
         "advantages": torch.randn(b, generator=g),
     }
@@ -101,6 +102,12 @@ def step(trainer, optimizer, batch, measure_memory=False):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="A small model and few steps: under a minute on CPU.")
+    parser.add_argument(
+        "--preset",
+        choices=["qwen2.5-0.5b"],
+        default=None,
+        help="A real architecture built from its config (random weights), e.g. for the GPU figures.",
+    )
     parser.add_argument("--hidden_size", type=int, default=512)
     parser.add_argument("--num_layers", type=int, default=4)
     parser.add_argument("--batch_size", type=int, default=8)
@@ -123,7 +130,16 @@ def main(argv=None):
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if args.bf16 else torch.float32
     model, tokenizer = tiny_model_and_tokenizer(hidden_size=args.hidden_size, num_layers=args.num_layers, dtype=dtype)
-    batch = make_batch(model, tokenizer, args, device)
+    vocab_size = len(tokenizer)
+    if args.preset == "qwen2.5-0.5b":  # Qwen2.5-0.5B's shape: 494 M parameters
+        from transformers import Qwen2Config, Qwen2ForCausalLM
+
+        config = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                             num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True,
+                             max_position_embeddings=4096)  # fmt: skip
+        model, vocab_size = Qwen2ForCausalLM(config).to(dtype), config.vocab_size
+        args.hidden_size, args.num_layers = config.hidden_size, config.num_hidden_layers
+    batch = make_batch(model, vocab_size, args, device)
     with tempfile.TemporaryDirectory() as tmp:
         runs = {mode: build(mode, copy.deepcopy(model), tokenizer, args, tmp) for mode in ("asymmetric", "off")}
         times = {mode: [] for mode in runs}
@@ -137,7 +153,10 @@ def main(argv=None):
             for mode in runs:
                 with profile(activities=[ProfilerActivity.CPU]) as prof:
                     step(*runs[mode], batch)
-                print(f"--- {mode}\n" + prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+                events = prof.key_averages()
+                calls = sum(e.count for e in events if e.key.startswith("aten::"))
+                print(f"--- {mode}: {calls} aten op calls in one step\n"
+                      + events.table(sort_by="self_cpu_time_total", row_limit=12))  # fmt: skip
     median = {mode: statistics.median(v) for mode, v in times.items()}
     tokens = int(batch["completion_mask"].sum()) + batch["prompt_ids"].numel()
     result = {

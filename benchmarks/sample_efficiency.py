@@ -135,7 +135,8 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
         output_dir=out_dir, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
         disable_tqdm=True, logging_steps=1, max_steps=args.max_steps, learning_rate=args.learning_rate,
         lr_scheduler_type="constant", num_generations=8, per_device_train_batch_size=32,
-        gradient_accumulation_steps=1, steps_per_generation=4, max_completion_length=3, temperature=1.0, top_k=0,
+        gradient_accumulation_steps=1, steps_per_generation=4, num_iterations=args.num_iterations,
+        max_completion_length=3, temperature=1.0, top_k=0,
         beta=0.0, reward_weights=weights, **CONFIGS[name],
     )  # fmt: skip
     trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=reward_funcs, args=config,
@@ -206,7 +207,7 @@ def markdown(rows: list[dict], args, machine: str) -> str:
     lines = [
         f"Task: answer a to the prompt a+b=, sparse 0/1 reward ({args.corruption} corruption), tiny Qwen2 "
         f"warm-started to random digits; {args.num_prompts} prompts, {args.max_steps} optimizer steps, "
-        "4 updates per rollout batch of 128; "
+        f"{4 * args.num_iterations} updates per rollout batch of 128; "
         f"{len(args.seeds)} seeds; lr {args.learning_rate}. Machine: {machine}.",
         "",
         f"| config | final true accuracy | steps to accuracy ≥ {args.threshold} (median; reached) | max grad norm "
@@ -260,6 +261,7 @@ def main(argv=None):
     parser.add_argument("--num_prompts", type=int, default=16, help="distinct prompts (at least 16)")
     parser.add_argument("--max_steps", type=int, default=300)
     parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--num_iterations", type=int, default=1, help="extra passes over each rollout batch")
     parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
     parser.add_argument("--corruption", choices=["none", "flip20", "shortcut"], default="none")
     parser.add_argument("--quick", action="store_true", help="1 seed, 40 steps")

@@ -153,6 +153,8 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
     accuracy = curve("rewards/true_accuracy/mean")
     reward = curve("reward")
     reached = next((step for step, value in accuracy if value >= args.threshold), None)
+    # Under a corrupted reward: how fast the policy learns to collect it (for "shortcut", to hack it).
+    hacked = next((step for step, value in reward if value >= 0.9), None)
     tail = [v for _, v in accuracy[-3:]]
 
     def mean_of(key):
@@ -165,6 +167,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
         "accuracy_curve": accuracy,
         "reward_curve": reward,
         "steps_to_threshold": reached,
+        "steps_to_training_reward_0.9": hacked,
         "final_accuracy": statistics.fmean(tail),
         "max_grad_norm": max((v for _, v in curve("grad_norm")), default=None),
         "final_entropy": statistics.fmean([v for _, v in curve("entropy")[-3:]]),
@@ -190,6 +193,9 @@ def summarise(runs: list[dict], names: list[str], args) -> list[dict]:
 
         row = {"config": name, "seeds": len(mine), "reached": len(reached)}
         row["steps_to_threshold_median"] = statistics.median(reached) if reached else None
+        hacked = [r["steps_to_training_reward_0.9"] for r in mine if r["steps_to_training_reward_0.9"] is not None]
+        row["steps_to_training_reward_0.9_median"] = statistics.median(hacked) if hacked else None
+        row["reached_training_reward_0.9"] = len(hacked)
         for key in ("final_accuracy", "max_grad_norm", "final_entropy", "capacity_clipped_mean",
                     "capacity_up_mean", "would_clip_frac_mean"):  # fmt: skip
             row[key], row[key + "_std"] = mean_std(key)
@@ -214,14 +220,22 @@ def markdown(rows: list[dict], args, machine: str) -> str:
         "| final entropy | capacity, clipped rule | capacity, UP rule | positive tokens past the clip |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    if args.corruption != "none":
+        lines[2] += " training reward ≥ 0.9 at step (median; reached) |"
+        lines[3] += "---|"
     for row in rows:
         steps = row["steps_to_threshold_median"]
         steps = f"{steps:.0f}" if steps is not None else f"> {args.max_steps}"
+        hacked = row["steps_to_training_reward_0.9_median"]
+        hacked = f"{hacked:.0f}" if hacked is not None else f"> {args.max_steps}"
+        hacked = (
+            f" {hacked} ({row['reached_training_reward_0.9']}/{row['seeds']}) |" if args.corruption != "none" else ""
+        )
         lines.append(
             f"| {row['config']} | {fmt(row, 'final_accuracy')} | {steps} ({row['reached']}/{row['seeds']}) | "
             f"{fmt(row, 'max_grad_norm', 2)} | {fmt(row, 'final_entropy', 2)} | "
             f"{fmt(row, 'capacity_clipped_mean', 4)} | {fmt(row, 'capacity_up_mean', 3)} | "
-            f"{fmt(row, 'would_clip_frac_mean', 3)} |"
+            f"{fmt(row, 'would_clip_frac_mean', 3)} |" + hacked
         )
     return "\n".join(lines) + "\n"
 

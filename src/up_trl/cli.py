@@ -135,7 +135,7 @@ def train(argv: list[str] | None = None):
     from trl import get_peft_config
 
     from .callbacks import GracefulStopCallback, JsonlMetricsCallback
-    from .data import DEFAULT_SYSTEM_PROMPT, load_math_dataset
+    from .data import load_math_dataset, system_prompt_from_flag
     from .models import smollm2_path
     from .plots import plot_metrics
     from .rewards import get_reward_funcs
@@ -157,8 +157,7 @@ def train(argv: list[str] | None = None):
             f"--column_mapping {script_args.column_mapping!r} is not JSON ({error}): write it like "
             '\'{"question": "problem", "solution": "answer"}\' (double quotes inside single quotes).'
         ) from None
-    system_prompt = script_args.system_prompt or DEFAULT_SYSTEM_PROMPT
-    system_prompt = None if system_prompt.strip().lower() == "none" else system_prompt
+    system_prompt = system_prompt_from_flag(script_args.system_prompt)
     state = PartialState()
     with state.main_process_first():
         dataset = load_math_dataset(

@@ -43,6 +43,18 @@ ARITHMETIC_OPS: tuple[str, ...] = ("mul", "mul1", "add", "sub")
 ARITHMETIC_DEFAULT_SIZE = 1000
 
 
+def system_prompt_from_flag(value: str | None) -> str | None:
+    """The system prompt a command-line flag asks for: unset means DEFAULT_SYSTEM_PROMPT, "none" no system turn.
+
+    >>> system_prompt_from_flag(None) == DEFAULT_SYSTEM_PROMPT
+    True
+    >>> system_prompt_from_flag(" None "), system_prompt_from_flag("Be brief.")
+    (None, 'Be brief.')
+    """
+    value = value or DEFAULT_SYSTEM_PROMPT
+    return None if value.strip().lower() == "none" else value
+
+
 class HubUnavailableError(ConnectionError):
     """A named dataset lives on the Hugging Face Hub and the Hub cannot be reached (or HF_HUB_OFFLINE is set)."""
 

@@ -135,16 +135,14 @@ def check_benchmarks(benchmarks: list[str], k: int) -> None:
 
 def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report."""
-    from .data import DEFAULT_SYSTEM_PROMPT, load_math_dataset
+    from .data import load_math_dataset, system_prompt_from_flag
     from .rewards import extract_answer, make_math_accuracy_reward
 
     check_benchmarks(benchmarks, args.k)
     backend = args.backend
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
-    system_prompt = (
-        None if (args.system_prompt or "").lower() == "none" else (args.system_prompt or DEFAULT_SYSTEM_PROMPT)
-    )
+    system_prompt = system_prompt_from_flag(args.system_prompt)
     # Load every benchmark first: a missing or unreachable one fails before the model is loaded.
     sets = {b: load_math_dataset(BENCHMARKS[b][0], BENCHMARKS[b][1], limit=args.limit, seed=args.seed,
                                  system_prompt=system_prompt) for b in benchmarks}  # fmt: skip

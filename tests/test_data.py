@@ -172,6 +172,36 @@ def test_arithmetic_deterministic_and_correct():
         assert {"x": 2 <= a <= 9 and 10 <= b <= 99, "+": a >= 10 and b >= 10, "-": a >= b}[symbol]
 
 
+def _problem_key(row):
+    a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", user_text(row)).groups()
+    return symbol, frozenset((int(a), int(b)))  # unordered: "7 x 8" and "8 x 7" are one fact
+
+
+@pytest.mark.parametrize("ops", [("mul1",), ("mul",), ("add", "sub"), ("mul1", "mul", "add", "sub")])
+def test_arithmetic_train_and_test_never_share_a_problem(ops):
+    """Held-out means held out: no test problem (in either operand order) is ever generated for training,
+    whatever the seed or size."""
+    train = set()
+    for seed in range(3):
+        train |= {_problem_key(r) for r in load_math_dataset("arithmetic", limit=3000, seed=seed, ops=ops)}
+    test = load_math_dataset("arithmetic", "test", limit=10**6, ops=ops)
+    assert len(set(map(user_text, test))) == len(test) > 0  # distinct problems
+    assert train.isdisjoint(_problem_key(r) for r in test)
+    expected = sum(len(data.arithmetic_problems(op, "test")) for op in ops)
+    assert len(test) == expected  # every held-out problem, each once
+    total = sum(len(data.arithmetic_problems(op, s)) for op in ops for s in ("train", "test"))
+    assert 0.15 < expected / total < 0.35  # about ARITHMETIC_TEST_FRACTION
+
+
+def test_arithmetic_times_table_split_sizes():
+    """The times table: 64 problems, 16 of them (8 unordered facts and their mirrors, or squares) held out."""
+    train, test = (data.arithmetic_problems("mul1", s) for s in ("train", "test"))
+    assert len(train) + len(test) == 64 and len(test) == 16
+    assert {(b, a) for a, b in test} == set(test)  # mirrors stay together
+    limited = load_math_dataset("arithmetic", "test", limit=5, seed=1)
+    assert len(limited) == 5 and limited.to_list() == load_math_dataset("arithmetic", "test", limit=5, seed=1).to_list()
+
+
 def test_arithmetic_defaults_and_errors():
     ds = load_math_dataset("arithmetic")
     assert len(ds) == data.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul1"}

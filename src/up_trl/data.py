@@ -18,6 +18,7 @@ generated `arithmetic`), named Hub sets (`DATASETS`), and local `.jsonl`/`.json`
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import random
@@ -99,7 +100,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "math": DatasetSpec("math/{split}.jsonl", ("train", "test"), offline=True),  # problem, solution \boxed, level
     "math500": DatasetSpec("math_oai/test.jsonl", ("test",), offline=True),  # problem, answer, subject, level
     "minerva": DatasetSpec("ocw/test.jsonl", ("test",), offline=True),  # Minerva OCW: problem, solution \boxed
-    # Offline, generated in code by `arithmetic_dataset` ("What is 7 x 23?"); the split only changes the stream.
+    # Offline, generated in code by `arithmetic_dataset` ("What is 7 x 23?"); train and test are disjoint by a hash.
     "arithmetic": DatasetSpec("", ("train", "test"), offline=True),
     # Hub only.
     # BytedTsinghua-SIA/DAPO-Math-17k repeats each of its ~17.9k problems ~100 times (1.79M rows); open-r1's copy is
@@ -141,7 +142,8 @@ def load_math_dataset(
         name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), or a path to a
             `.jsonl`/`.json`/`.parquet`/`.csv` file.
         split: the split to read; `None` takes the dataset's first split (`train` where it has one, else `test`).
-        limit: keep the first `limit` rows (after `levels` and `shuffle`); for `arithmetic`, how many to generate.
+        limit: keep the first `limit` rows (after `levels` and `shuffle`); for `arithmetic`, how many to generate
+            (its test split holds at most all of its distinct held-out problems).
         seed: seeds `shuffle` and the `arithmetic` generator.
         shuffle: shuffle with `seed` before `limit` (the MATH files are sorted by subject).
         system_prompt: the system message; `None` leaves it out.
@@ -152,7 +154,7 @@ def load_math_dataset(
 
     Example:
         >>> load_math_dataset("arithmetic", limit=1, system_prompt=None)[0]
-        {'prompt': [{'role': 'user', 'content': 'What is 5 x 6?'}], 'solution': '30', 'op': 'mul1'}
+        {'prompt': [{'role': 'user', 'content': 'What is 4 x 7?'}], 'solution': '28', 'op': 'mul1'}
     """
     name = name_or_path.lower()
     if Path(name_or_path).suffix.lower() in FILE_BUILDERS:
@@ -368,22 +370,54 @@ def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
 # ---- arithmetic ----------------------------------------------------------------------------------------------------
 
 
-def arithmetic_problem(rng: random.Random, op: str) -> tuple[str, int]:
-    """One problem and its answer: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` are 2-digit
-    (never negative)."""
+ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
+
+
+def _arithmetic_operands(op: str) -> tuple[range, range]:
+    """The operand ranges of `op`: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` 2-digit."""
     if op == "mul":
-        a, b = rng.randint(2, 9), rng.randint(10, 99)
-        return f"What is {a} x {b}?", a * b
+        return range(2, 10), range(10, 100)
     if op == "mul1":  # the times table: SmolLM2-135M is right about one time in five
-        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        return range(2, 10), range(2, 10)
+    if op in ("add", "sub"):
+        return range(10, 100), range(10, 100)
+    raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+
+
+def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
+    """The problem text and answer for operands `a`, `b` (`sub` puts the larger first: never negative).
+
+    >>> arithmetic_problem("sub", 12, 30)
+    ('What is 30 - 12?', 18)
+    """
+    if op in ("mul", "mul1"):
         return f"What is {a} x {b}?", a * b
-    a, b = rng.randint(10, 99), rng.randint(10, 99)
     if op == "add":
         return f"What is {a} + {b}?", a + b
     if op == "sub":
         a, b = max(a, b), min(a, b)
         return f"What is {a} - {b}?", a - b
     raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+
+
+def arithmetic_split(op: str, a: int, b: int) -> str:
+    """"train" or "test" for a problem, fixed by a hash of its operands, so the two splits are disjoint by
+    construction. The operands are sorted first: "7 x 8" and "8 x 7" (and "30 - 12", "12 - 30") share a split, so
+    no test fact is trained in the other order. About `ARITHMETIC_TEST_FRACTION` of each op's problems are "test".
+
+    >>> arithmetic_split("mul1", 7, 8) == arithmetic_split("mul1", 8, 7)
+    True
+    """
+    key = f"{'mul' if op == 'mul1' else op}:{min(a, b)},{max(a, b)}".encode()
+    bucket = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    return "test" if bucket < ARITHMETIC_TEST_FRACTION else "train"
+
+
+def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
+    """Every distinct operand pair `(a, b)` of `op` in `split`, in a fixed order."""
+    first, second = _arithmetic_operands(op)
+    pairs = [(a, b) for a in first for b in second if not (op == "sub" and a < b)]  # sub: one order per pair
+    return [(a, b) for a, b in pairs if arithmetic_split(op, a, b) == split]
 
 
 def arithmetic_dataset(
@@ -394,20 +428,36 @@ def arithmetic_dataset(
     split: str = "train",
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
 ) -> Dataset:
-    """`size` generated problems, the same for the same `(ops, seed, split)`; `split` only changes the stream.
+    """Generated problems, the same for the same `(size, ops, seed, split)`; train and test never share a problem.
+
+    `split="train"` is a stream of `size` problems drawn with replacement from the train problems (a training set
+    revisits problems, like epochs). `split="test"` is held out: the distinct test problems of `ops`, shuffled by
+    `seed`, at most `size` of them (the times table `mul1` has 64 problems, of which 16 are test problems;
+    `mul` 720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001).
 
     With strict answer extraction, the offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens,
-    temperature 1) is right on 19% of 1-digit x 1-digit products and 88% of its groups of 8 mix right and wrong
-    answers, the signal GRPO learns from; on 1-digit x 2-digit products only 5% and 12% (measured with
+    temperature 1) is right on about one in five 1-digit x 1-digit products and most of its groups of 8 mix right
+    and wrong answers, the signal GRPO learns from; on 1-digit x 2-digit products far fewer (measured with
     benchmarks/learning_signal.py; README, "The offline default").
     """
+    if split not in ("train", "test"):
+        raise ValueError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
     for op in ops:
         if op not in ARITHMETIC_OPS:
             raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
+    pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}
+    if split == "test":
+        chosen = [(op, a, b) for op, pairs in pools.items() for a, b in pairs]
+        rng.shuffle(chosen)
+        chosen = chosen[:size]
+    else:
+        chosen = []
+        for _ in range(size):
+            op = rng.choice(list(ops))
+            chosen.append((op, *rng.choice(pools[op])))
     rows = []
-    for _ in range(size):
-        op = rng.choice(list(ops))
-        problem, answer = arithmetic_problem(rng, op)
+    for op, a, b in chosen:
+        problem, answer = arithmetic_problem(op, a, b)
         rows.append({"prompt": make_prompt(problem, system_prompt), "solution": str(answer), "op": op})
     return Dataset.from_list(rows)

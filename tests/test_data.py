@@ -199,7 +199,8 @@ def test_arithmetic_times_table_split_sizes():
     assert len(train) + len(test) == 64 and len(test) == 16
     assert {(b, a) for a, b in test} == set(test)  # mirrors stay together
     limited = load_math_dataset("arithmetic", "test", limit=5, seed=1)
-    assert len(limited) == 5 and limited.to_list() == load_math_dataset("arithmetic", "test", limit=5, seed=1).to_list()
+    assert len(limited) == 5
+    assert limited.to_list() == load_math_dataset("arithmetic", "test", limit=5, seed=1).to_list()
 
 
 def test_arithmetic_defaults_and_errors():

@@ -401,7 +401,7 @@ def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
 
 
 def arithmetic_split(op: str, a: int, b: int) -> str:
-    """"train" or "test" for a problem, fixed by a hash of its operands, so the two splits are disjoint by
+    """The split, "train" or "test", of a problem, fixed by a hash of its operands, so the two splits are disjoint by
     construction. The operands are sorted first: "7 x 8" and "8 x 7" (and "30 - 12", "12 - 30") share a split, so
     no test fact is trained in the other order. About `ARITHMETIC_TEST_FRACTION` of each op's problems are "test".
 

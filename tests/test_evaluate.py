@@ -4,7 +4,16 @@ import json
 
 import pytest
 
-from up_trl.evaluate import default_ks, main, majority_correct, pass_at_k, score_problem
+from up_trl.evaluate import (
+    default_ks,
+    equivalence_tables,
+    main,
+    majority_cluster,
+    majority_correct,
+    pass_at_k,
+    score_benchmark,
+    score_problem,
+)
 
 
 @pytest.mark.parametrize(
@@ -27,23 +36,97 @@ def test_pass_at_k_needs_enough_samples():
         pass_at_k(4, 1, 8)
 
 
+HALF = {"\\frac{1}{2}", "0.5", "1/2"}
+
+
+def half_equivalence(answers):
+    """A hand-written equivalence for the tables below: the three spellings of one half are one answer."""
+    return lambda i, j: {answers[i], answers[j]} <= HALF
+
+
 @pytest.mark.parametrize(
     "answers, correct, expected",
     [
         pytest.param(["7", "8", "7", None], [1, 0, 1, 0], 1.0, id="majority_right"),
-        pytest.param(["8", "8", "7", "7"], [0, 0, 1, 1], 0.0, id="tie_goes_to_first"),
+        pytest.param(["8", "8", "7", "7"], [0, 0, 1, 1], 0.0, id="tie_goes_to_the_group_formed_first"),
+        pytest.param(["7", "8", "8", "7"], [1, 0, 0, 1], 1.0, id="tie_first_group_right"),
         pytest.param([None, None, "3"], [0, 0, 1], 1.0, id="no_answer_never_wins"),
         pytest.param([None, None], [0, 0], 0.0, id="nothing_extracted"),
+        pytest.param(
+            ["\\frac{1}{2}", "0.5", "1/2", "3", "3"], [1, 1, 1, 0, 0], 1.0, id="issue_example_3_equal_beat_2"
+        ),
+        pytest.param(["3", "0.5", "3", "1/2", "\\frac{1}{2}"], [0, 1, 0, 1, 1], 1.0, id="equivalents_outvote_later"),
+        pytest.param(["3", "1/2", "3", "0.5"], [0, 1, 0, 1], 0.0, id="equal_groups_tie_to_first"),
     ],
 )
-def test_majority_vote(answers, correct, expected):
-    assert majority_correct(answers, correct) == expected
+def test_majority_vote_groups_equivalent_answers(answers, correct, expected):
+    assert majority_correct(answers, correct, half_equivalence(answers)) == expected
+
+
+def test_majority_vote_by_spelling_alone_would_be_wrong():
+    """The issue's case: voting on raw strings picks "3" (2 votes) over three spellings of 1/2."""
+    answers, correct = ["\\frac{1}{2}", "0.5", "1/2", "3", "3"], [1, 1, 1, 0, 0]
+    assert majority_correct(answers, correct, lambda i, j: False) == 0.0
+    assert majority_cluster(answers, half_equivalence(answers)) == 0
+
+
+def test_equivalence_tables_verify_only_against_representatives():
+    """Round by round, each answer is compared with the groups formed before it; identical strings need none."""
+    from up_trl.rewards import CORRECT, TIMEOUT, WRONG
+
+    groups = [
+        [("1/2", "number"), ("0.5", "number"), ("1/2", "number"), ("3", "number")],
+        [None, ("y", "phrase"), ("x", "phrase")],
+    ]
+    calls = []
+
+    def verify(tasks):
+        calls.append(list(tasks))
+        return [TIMEOUT if "x" in t[0] else CORRECT if {t[0], t[2]} <= HALF else WRONG for t in tasks]
+
+    sames, timeouts = equivalence_tables(groups, verify)
+    assert calls == [
+        [("0.5", "number", "1/2", "number"), ("x", "phrase", "y", "phrase")],
+        [("3", "number", "1/2", "number")],
+    ]
+    assert sames[0](0, 1) and not sames[0](0, 3) and not sames[1](1, 2) and timeouts == 1
 
 
 def test_score_problem_row_and_default_ks():
     assert default_ks(4) == [1, 2, 4] and default_ks(6) == [1, 2, 4, 6] and default_ks(1) == [1]
     row = score_problem(["1", "2", "1", "3"], [1.0, 0.0, 1.0, 0.0], [1, 2, 4])
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
+
+
+def test_maj_at_k_with_real_math_verify():
+    """End to end through the reward's extraction and math-verify: three spellings of 1/2 outvote two 3s."""
+    samples = [["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"]]
+    summary, rows = score_benchmark(samples, ["\\frac{1}{2}"], 5)
+    assert rows[0]["avg@5"] == 0.6 and rows[0]["maj@5"] == 1.0
+    assert summary["problems"] == 1 and summary["excluded"] == {"gold_unparseable": 0, "timeout": 0}
+
+
+class StubReward:
+    """Outcomes chosen by the test: a stand-in for math-verify that can time out or fail on a gold."""
+
+    def __init__(self, outcomes):
+        self._outcomes = outcomes
+
+    def outcomes(self, completions, solution):
+        assert len(completions) == len(solution) == len(self._outcomes)
+        return list(self._outcomes)
+
+
+def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
+    """Problem 1 has a timed-out sample, problem 2 an unparseable gold: neither counts as wrong."""
+    from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
+
+    samples = [["\\boxed{1}", "\\boxed{2}"], ["\\boxed{1}", "\\boxed{1}"], ["\\boxed{1}", "\\boxed{5}"]]
+    reward = StubReward([CORRECT, WRONG, CORRECT, TIMEOUT, GOLD_UNPARSEABLE, GOLD_UNPARSEABLE])
+    summary, rows = score_benchmark(samples, ["1", "1", "???"], 2, reward=reward)
+    assert summary["problems"] == 1 and summary["avg@2"] == 0.5 and summary["pass@2"] == 1.0
+    assert summary["excluded"] == {"gold_unparseable": 1, "timeout": 1} and summary["timeout_samples"] == 1
+    assert [r.get("excluded") for r in rows] == [None, "timeout", "gold_unparseable"]
 
 
 def test_unknown_benchmark_is_refused_before_the_model_loads(monkeypatch):
@@ -70,3 +153,39 @@ def test_tiny_model_end_to_end(tmp_path):
         assert len(row["samples"]) == 2 and all(len(s["completions"]) == 2 for s in row["samples"])
     table = (out / "eval.md").read_text()
     assert "| gsm8k | 2 |" in table and "pass@2" in table
+
+
+def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
+    """--temperature 0 used to crash (greedy decoding with num_return_sequences > 1)."""
+    from up_trl.models import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "tiny")
+    out = tmp_path / "eval"
+    assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "4", "--limit", "2", "--temperature", "0",
+                 "--max_new_tokens", "4", "--output_dir", str(out)]) == 0  # fmt: skip
+    report = json.loads((out / "eval.json").read_text())
+    assert report["k"] == 1 and report["greedy"] is True
+    assert {"avg@1", "maj@1", "pass@1"} <= report["benchmarks"]["gsm8k"].keys()
+    assert "k=1 (not 4)" in capsys.readouterr().out and "greedy" in (out / "eval.md").read_text()
+
+
+def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
+    """No options: the model `up-trl train` left in outputs/quickstart, the held-out arithmetic problems, scored
+    as they were trained (no system prompt, 64 tokens, temperature 1); else the base model, said so."""
+    from up_trl.evaluate import make_parser, resolve_defaults
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("up_trl.models.smollm2_path", lambda: "/base/smollm2")
+    args = make_parser().parse_args([])
+    notes = resolve_defaults(args)
+    assert args.benchmarks == ["arithmetic"] and args.model == "/base/smollm2" and "base" in notes[0]
+    assert (args.system_prompt, args.max_new_tokens, args.temperature, args.top_p) == ("none", 64, 1.0, 1.0)
+    assert args.output_dir == "outputs/eval"
+    (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
+    (tmp_path / "outputs" / "quickstart" / "config.json").write_text("{}")
+    args = make_parser().parse_args([])
+    resolve_defaults(args)
+    assert args.model == "outputs/quickstart" and args.output_dir == "outputs/quickstart/eval"
+    args = make_parser().parse_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
+    resolve_defaults(args)
+    assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)

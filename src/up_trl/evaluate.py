@@ -1,11 +1,14 @@
 """`up-trl eval`: score a model on math benchmarks with k samples per problem: avg@k, pass@k, maj@k.
 
+    up-trl eval                                   # the offline default's model on its held-out task
     up-trl eval --model outputs/quickstart --benchmarks gsm8k math500 --k 4 --limit 50
     up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM
 
 Generation uses vLLM when it is installed (`--backend auto`), else batched transformers generation; answers are
-scored by `rewards.MathAccuracyReward` (math-verify in worker processes with timeouts). Writes
-`<output_dir>/eval.json` and `<output_dir>/eval.md`.
+scored by `rewards.MathAccuracyReward` (math-verify in worker processes, each item with its own time bound).
+Problems whose gold answer does not parse, or with a sample whose scoring timed out, are left out of every score
+and counted (`excluded` in eval.json). maj@k groups answers by mathematical equivalence, not by spelling. With
+`--temperature 0` (greedy) every problem has one sample: k is 1. Writes `<output_dir>/eval.json` and `eval.md`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import json
 import math
 import platform
 import time
-from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -48,25 +51,91 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def majority_correct(answers: list[str | None], correct: list[float]) -> float:
-    """maj@k: 1 if the most frequent extracted answer (ties: the earliest) is correct; no answer never wins.
+def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]) -> int | None:
+    """maj@k's winner: the index of the representative answer of the largest group of equivalent answers.
 
-    >>> majority_correct(["7", "8", "7", None], [1, 0, 1, 0]), majority_correct([None, None], [0, 0])
-    (1.0, 0.0)
+    Groups form greedily in sample order: an answer identical to a group's representative (its first member)
+    joins that group; else it joins the first group whose representative it is equivalent to,
+    `same(representative_index, index)`; else it starts a new group. The largest group wins; a tie goes to the
+    group that formed first. No answer (None) never votes. Returns None when no sample has an answer.
+
+    >>> majority_cluster(["1/2", "0.5", "3", "3", None], lambda i, j: {"1/2", "0.5"} == {["1/2", "0.5", "3", "3"][i],
+    ...                  ["1/2", "0.5", "3", "3"][j]})
+    0
     """
-    votes = Counter(a for a in answers if a is not None)
-    if not votes:
-        return 0.0
-    top = max(votes.values())
-    winner = next(a for a in answers if a is not None and votes[a] == top)
-    return float(correct[answers.index(winner)] > 0)
+    representatives: list[int] = []
+    sizes: list[int] = []
+    for index, answer in enumerate(answers):
+        if answer is None:
+            continue
+        identical = [g for g, rep in enumerate(representatives) if answers[rep] == answer]
+        equivalent = identical or [g for g, rep in enumerate(representatives) if same(rep, index)][:1]
+        if equivalent:
+            sizes[equivalent[0]] += 1
+        else:
+            representatives.append(index)
+            sizes.append(1)
+    if not sizes:
+        return None
+    return representatives[sizes.index(max(sizes))]  # index() finds the first of the largest: the earliest group
 
 
-def score_problem(answers: list[str | None], correct: list[float], ks: list[int]) -> dict[str, float]:
+def majority_correct(answers: list[str | None], correct: list[float], same: Callable[[int, int], bool]) -> float:
+    """maj@k: 1.0 if the majority group's representative answer is correct (`majority_cluster`), else 0.0.
+
+    >>> majority_correct(["7", "8", "7", None], [1, 0, 1, 0], lambda i, j: False)
+    1.0
+    """
+    winner = majority_cluster(answers, same)
+    return 0.0 if winner is None else float(correct[winner] > 0)
+
+
+def score_problem(
+    answers: list[str | None], correct: list[float], ks: list[int], same: Callable[[int, int], bool] | None = None
+) -> dict[str, float]:
+    """avg@n, maj@n and pass@k for one problem's n samples (`same`: answer equivalence, default: identical)."""
     n, c = len(correct), int(sum(x > 0 for x in correct))
-    row = {f"avg@{n}": c / n, f"maj@{n}": majority_correct(answers, correct)}
+    row = {f"avg@{n}": c / n, f"maj@{n}": majority_correct(answers, correct, same or (lambda i, j: False))}
     row.update({f"pass@{k}": pass_at_k(n, c, k) for k in ks})
     return row
+
+
+def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Callable) -> tuple[list[Callable], int]:
+    """For each problem's extracted answers `(answer, kind)`, a `same(i, j)` telling whether answer j is
+    mathematically equivalent to answer i (math-verify, with i as the reference), and the number of comparisons
+    that timed out (counted as "not equivalent").
+
+    Only what the greedy grouping of `majority_cluster` asks is verified: answer j against the representatives
+    formed before it, in rounds, each round one call of `verify` (a list of `(pred, pred_kind, gold, gold_kind)`
+    tasks -> outcomes) over every problem at once.
+    """
+    from .rewards import CORRECT, TIMEOUT
+
+    tables: list[dict[tuple[int, int], bool]] = [{} for _ in groups]
+    representatives: list[list[int]] = [[] for _ in groups]
+    timeouts = 0
+    for position in range(max((len(g) for g in groups), default=0)):
+        tasks, where = [], []
+        for p, group in enumerate(groups):
+            if position >= len(group) or group[position] is None:
+                continue
+            answer = group[position]
+            if any(group[rep][0] == answer[0] for rep in representatives[p]):
+                continue  # identical to a representative: joins it without a comparison
+            for rep in representatives[p]:
+                tasks.append((answer[0], answer[1], group[rep][0], group[rep][1]))
+                where.append((p, rep, position))
+        outcomes = verify(tasks) if tasks else []
+        for (p, rep, position), outcome in zip(where, outcomes):
+            tables[p][(rep, position)] = outcome == CORRECT
+            timeouts += outcome == TIMEOUT
+        for p, group in enumerate(groups):
+            if position >= len(group) or group[position] is None:
+                continue
+            reps = representatives[p]
+            if not any(group[rep][0] == group[position][0] or tables[p].get((rep, position)) for rep in reps):
+                reps.append(position)
+    return [lambda i, j, t=t: t.get((i, j), False) for t in tables], timeouts
 
 
 def default_ks(k: int) -> list[int]:
@@ -133,10 +202,54 @@ def check_benchmarks(benchmarks: list[str], k: int) -> None:
         raise ValueError(f"--k must be at least 1, got {k}.")
 
 
+def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=None) -> tuple[dict, list[dict]]:
+    """Score k samples per problem: the summary row (scores over the problems that could be scored, and what was
+    left out) and one row per problem. A problem is left out when its gold answer does not parse, or when scoring
+    any of its samples timed out: counted, never scored as wrong."""
+    from .rewards import (
+        CORRECT,
+        GOLD_UNPARSEABLE,
+        TIMEOUT,
+        completion_text,
+        extract_answer,
+        make_math_accuracy_reward,
+        verify_many,
+    )
+
+    reward = reward or make_math_accuracy_reward()
+    flat = [c for group in samples for c in group]
+    outcomes = reward.outcomes(flat, [g for g in solutions for _ in range(k)])
+    correct = [float(o == CORRECT) for o in outcomes]
+    extracted = [extract_answer(completion_text(c)) for c in flat]
+    groups = [extracted[i : i + k] for i in range(0, len(flat), k)]
+    sames, equivalence_timeouts = equivalence_tables(groups, lambda tasks: verify_many(tasks))
+    ks = default_ks(k)
+    rows, excluded = [], {"gold_unparseable": 0, "timeout": 0}
+    for p, group in enumerate(groups):
+        problem_outcomes = outcomes[p * k : (p + 1) * k]
+        if GOLD_UNPARSEABLE in problem_outcomes:
+            excluded["gold_unparseable"] += 1
+            rows.append({"excluded": "gold_unparseable"})
+            continue
+        if TIMEOUT in problem_outcomes:
+            excluded["timeout"] += 1
+            rows.append({"excluded": "timeout"})
+            continue
+        answers = [a[0] if a else None for a in group]
+        rows.append(score_problem(answers, correct[p * k : (p + 1) * k], ks, sames[p]))
+    scored = [r for r in rows if "excluded" not in r]
+    summary: dict = {"problems": len(scored)}
+    if scored:
+        summary.update({key: round(sum(r[key] for r in scored) / len(scored), 4) for key in scored[0]})
+    summary["excluded"] = excluded
+    summary["timeout_samples"] = outcomes.count(TIMEOUT)
+    summary["equivalence_timeouts"] = equivalence_timeouts
+    return summary, rows
+
+
 def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report."""
     from .data import load_math_dataset, system_prompt_from_flag
-    from .rewards import extract_answer, make_math_accuracy_reward
 
     check_benchmarks(benchmarks, args.k)
     backend = args.backend
@@ -147,16 +260,16 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     sets = {b: load_math_dataset(BENCHMARKS[b][0], BENCHMARKS[b][1], limit=args.limit, seed=args.seed,
                                  system_prompt=system_prompt) for b in benchmarks}  # fmt: skip
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
-    reward = make_math_accuracy_reward()
-    ks = default_ks(args.k)
     torch.manual_seed(args.seed)
     report = {
         "model": model_path,
         "k": args.k,
+        "greedy": args.temperature == 0,
         "backend": backend,
         "temperature": args.temperature,
         "top_p": args.top_p,
         "max_new_tokens": args.max_new_tokens,
+        "system_prompt": system_prompt,
         "limit": args.limit,
         "seed": args.seed,
         "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
@@ -166,20 +279,8 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     for name, data in sets.items():
         start = time.perf_counter()
         samples = generate(data["prompt"], args.k)
-        flat = [s for group in samples for s in group]
-        golds = [g for g in data["solution"] for _ in range(args.k)]
-        correct = reward(flat, solution=golds)
-        correct = [0.0 if c is None else c for c in correct]
-        answers = [(a[0] if a else None) for a in map(extract_answer, flat)]
-        rows = [
-            score_problem(answers[i : i + args.k], correct[i : i + args.k], ks) for i in range(0, len(flat), args.k)
-        ]
-        summary = {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]}
-        report["benchmarks"][name] = {
-            "problems": len(rows),
-            **{key: round(v, 4) for key, v in summary.items()},
-            "seconds": round(time.perf_counter() - start, 1),
-        }
+        summary, _ = score_benchmark(samples, data["solution"], args.k)
+        report["benchmarks"][name] = {**summary, "seconds": round(time.perf_counter() - start, 1)}
         if args.save_samples:
             report["benchmarks"][name]["samples"] = [
                 {"solution": g, "completions": s} for g, s in zip(data["solution"], samples)
@@ -189,52 +290,102 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
 
 def markdown_table(report: dict) -> str:
     names = list(report["benchmarks"])
-    keys = [k for k in report["benchmarks"][names[0]] if "@" in k]
+    keys = list(dict.fromkeys(k for name in names for k in report["benchmarks"][name] if "@" in k))
+    sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
     lines = [
-        f"Model `{report['model']}`, k={report['k']}, temperature {report['temperature']}, "
+        f"Model `{report['model']}`, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}.",
         "",
-        "| benchmark | problems | " + " | ".join(keys) + " |",
-        "|---|---|" + "---|" * len(keys),
+        "| benchmark | problems | " + " | ".join(keys) + " | left out: gold unparseable | left out: timeout |",
+        "|---|---|" + "---|" * (len(keys) + 2),
     ]
     for name in names:
         row = report["benchmarks"][name]
-        lines.append(f"| {name} | {row['problems']} | " + " | ".join(f"{row[k]:.3f}" for k in keys) + " |")
+        scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
+        excluded = row["excluded"]
+        lines.append(
+            f"| {name} | {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"
+        )
+    lines += ["", "Scores are over the problems scored; left-out problems are counted, never scored as wrong."]
     return "\n".join(lines) + "\n"
 
 
+# Defaults for options left unset. The offline default's task is scored the way it was trained (no system prompt,
+# 64 new tokens, temperature 1, no top-p: configs/recipes/quickstart.yaml); other benchmarks ask for \boxed{}.
+OFFLINE_TASK_DEFAULTS = {"system_prompt": "none", "max_new_tokens": 64, "temperature": 1.0, "top_p": 1.0}
+BENCHMARK_DEFAULTS = {"system_prompt": None, "max_new_tokens": 512, "temperature": 0.6, "top_p": 0.95}
+DEFAULT_MODEL_DIR = "outputs/quickstart"  # where `up-trl train` (the offline default) leaves its model
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="up-trl eval", description="Score a model on math benchmarks.")
-    parser.add_argument("--model", default=None, help="Path or Hub id (default: the offline SmolLM2-135M-Instruct).")
-    parser.add_argument("--benchmarks", nargs="+", default=["gsm8k"], help=f"Any of {sorted(BENCHMARKS)}.")
-    parser.add_argument("--k", type=int, default=4, help="Samples per problem.")
+    parser = argparse.ArgumentParser(
+        prog="up-trl eval",
+        description="Score a model on math benchmarks. With no options: the model `up-trl train` left in "
+        f"{DEFAULT_MODEL_DIR} (else the base SmolLM2-135M-Instruct) on the held-out arithmetic problems.",
+    )
+    parser.add_argument("--model", default=None, help=f"Path or Hub id (default: {DEFAULT_MODEL_DIR} if it holds "
+                        "a model, else the offline SmolLM2-135M-Instruct).")  # fmt: skip
+    parser.add_argument("--benchmarks", nargs="+", default=["arithmetic"], help=f"Any of {sorted(BENCHMARKS)} "
+                        "(default: arithmetic, the offline default's held-out test split).")  # fmt: skip
+    parser.add_argument("--k", type=int, default=4, help="Samples per problem (1 with --temperature 0).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N problems of each benchmark.")
-    parser.add_argument("--temperature", type=float, default=0.6)
-    parser.add_argument("--top_p", type=float, default=0.95)
-    parser.add_argument("--max_new_tokens", type=int, default=512)
+    unset = " (default: {} for arithmetic alone, else {})"
+    for name, kind in (("temperature", float), ("top_p", float), ("max_new_tokens", int)):
+        parser.add_argument(f"--{name}", type=kind, default=None,
+                            help=unset.format(OFFLINE_TASK_DEFAULTS[name], BENCHMARK_DEFAULTS[name]))  # fmt: skip
     parser.add_argument("--batch_size", type=int, default=8, help="Prompts per generate() call (transformers).")
     parser.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
-    parser.add_argument("--system_prompt", default=None, help="Default asks for \\boxed{}; 'none' for none.")
+    parser.add_argument("--system_prompt", default=None, help="'none' for no system turn (the default for arithmetic "
+                        "alone); otherwise the default asks for \\boxed{}.")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output_dir", default="outputs/eval")
+    parser.add_argument("--output_dir", default=None, help="Where eval.json and eval.md go (default: <model>/eval "
+                        "for a local model, else outputs/eval).")  # fmt: skip
     parser.add_argument("--save_samples", action="store_true", help="Keep every completion in eval.json.")
     return parser
+
+
+def resolve_defaults(args: argparse.Namespace) -> list[str]:
+    """Fill the options left unset (see OFFLINE_TASK_DEFAULTS); returns notes to print about what was chosen."""
+    notes = []
+    defaults = OFFLINE_TASK_DEFAULTS if args.benchmarks == ["arithmetic"] else BENCHMARK_DEFAULTS
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.model is None:
+        if (Path(DEFAULT_MODEL_DIR) / "config.json").exists():
+            args.model = DEFAULT_MODEL_DIR
+            notes.append(f"model: {DEFAULT_MODEL_DIR} (what `up-trl train` left there)")
+        else:
+            from .models import smollm2_path
+
+            args.model = smollm2_path()
+            notes.append(f"model: the base SmolLM2-135M-Instruct (no trained model in {DEFAULT_MODEL_DIR} yet)")
+    if args.temperature == 0 and args.k != 1:
+        notes.append(f"--temperature 0 is greedy decoding: one sample per problem, so k=1 (not {args.k})")
+        args.k = 1
+    if args.output_dir is None:
+        local = Path(args.model).is_dir()
+        args.output_dir = str(Path(args.model) / "eval") if local else "outputs/eval"
+    return notes
 
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     check_benchmarks(args.benchmarks, args.k)
-    model = args.model
-    if model is None:
-        from .models import smollm2_path
-
-        model = smollm2_path()
-    report = evaluate(model, args.benchmarks, args)
+    for note in resolve_defaults(args):
+        print(f"up-trl eval: {note}", flush=True)
+    print(
+        f"up-trl eval: {', '.join(args.benchmarks)}, k={args.k}, temperature {args.temperature}, top_p {args.top_p}, "
+        f"{args.max_new_tokens} new tokens, system prompt {args.system_prompt or 'default (boxed)'}",
+        flush=True,
+    )
+    report = evaluate(args.model, args.benchmarks, args)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=2))
     table = markdown_table(report)
     (out / "eval.md").write_text(table)
     print(table)
+    print(f"up-trl eval: wrote {out / 'eval.json'} and {out / 'eval.md'}", flush=True)
     return 0

@@ -165,7 +165,8 @@ def exact_decimal(value: Fraction) -> str | None:
 
 def plain_text(answer: str) -> str:
     """A plain-text rendering of a LaTeX answer (what a model writes without LaTeX); LaTeX left in if none."""
-    text = answer.replace("\\left", "").replace("\\right", "").replace("\\dfrac", "\\frac").replace("\\!", "")
+    text = re.sub(r",\\!\s*", ",", answer)  # 11,\! 111: thousands separators, not a list
+    text = text.replace("\\left", "").replace("\\right", "").replace("\\dfrac", "\\frac")
     text = re.sub(r"\\(?:text|mbox)\{\s*([^{}]*)\}", r" \1", text).strip()
     text = re.sub(r"\\sqrt\s*\{([^{}]+)\}", r"sqrt(\1)", text)
     text = re.sub(r"\\sqrt\s*(\d)", r"sqrt(\1)", text)
@@ -174,7 +175,7 @@ def plain_text(answer: str) -> str:
     text = re.sub(r"\\frac\s*\{(\d+)\}\s*(\d)", r"\1/\2", text)
     text = re.sub(r"\\frac\s*(\d)\s*\{(\d+)\}", r"\1/\2", text)
     text = text.replace("^\\circ", " degrees").replace("\\infty", "∞").replace("\\pi", "pi").replace("\\pm", "±")
-    text = text.replace("\\cot ", "cot ").replace("\\$", "$").replace("\\in", "in")
+    text = text.replace("\\cot ", "cot ").replace("\\$", "$").replace("\\cup", "∪").replace("\\in", "in")
     text = text.replace("\\{", "{").replace("\\}", "}")
     return re.sub(r"\s+", " ", text).strip()
 

@@ -45,3 +45,48 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
                                    "--max_completion_length", "4", "--threads", "1"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
+
+
+# The categories the issue asks the scorer benchmark to cover (right forms, answer shapes, wrong perturbations).
+SCORER_CATEGORIES = {
+    "boxed", "phrase_latex", "phrase_plain", "answer_colon", "hash", "fraction_decimal", "assignment", "units",
+    "thousands_separator", "polynomial_constant", "polynomial_coefficient", "opposite_sign", "echoed_question",
+    "hedged", "retraction", "partial",
+}  # fmt: skip
+SCORER_GOLD_TYPES = {"integer", "fraction", "decimal", "interval", "tuple", "matrix", "text", "units", "thousands"}
+
+
+def test_scorer_cases_cover_the_issue():
+    lines = (ROOT / "benchmarks" / "data" / "scorer_cases.jsonl").read_text().splitlines()
+    cases = [json.loads(line) for line in lines]
+    assert len(cases) >= 300
+    assert {c["label"] for c in cases} == {0, 1}
+    assert 0.35 < sum(c["label"] for c in cases) / len(cases) < 0.65  # roughly balanced
+    assert SCORER_CATEGORIES <= {c["category"] for c in cases}
+    assert SCORER_GOLD_TYPES <= {c["gold_type"] for c in cases}
+    pairs = [(c["completion"], c["gold"]) for c in cases]
+    assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
+    assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k", "issue8"}
+    issue = {(c["completion"], c["gold"]): c["label"] for c in cases if c["source"] == "issue8"}
+    assert issue[("The answer is 2x + 3.", "3")] == 0 and issue[("The answer is 2x + 3.", "$2x+3$")] == 1
+    assert issue[("Answer: 3n + 12", "12")] == 0 and issue[("The answer is 5 - 2i.", "2")] == 0
+
+
+def test_scorer_cases_generator_is_deterministic(tmp_path):
+    _load("make_scorer_cases").main(["--output", str(tmp_path / "cases.jsonl")])
+    assert (tmp_path / "cases.jsonl").read_text() == (ROOT / "benchmarks" / "data" / "scorer_cases.jsonl").read_text()
+
+
+@pytest.mark.slow
+def test_scorer_smoke_run(capsys):
+    _load("scorer").main(["--limit", "20", "--scorers", "up-trl", "trl", "math-verify"])
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["cases"] == 20 and result["right"] + result["wrong"] == 20
+    for name in ("up-trl", "trl", "math-verify"):
+        m = result[name]
+        assert (
+            m["true_positives"] + m["false_positives"] + m["false_negatives"] + m["true_negatives"] + m["skipped"]
+            == 20
+        )
+        assert m["items_per_s"] > 0
+    assert "CPU" in result["machine"]

@@ -10,7 +10,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
 from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-from up_trl.trainer import UP_METRICS
+from up_trl.trainer import CLIP_RATIO_METRICS, UP_METRICS
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
@@ -52,6 +52,19 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
     # Off-policy for real: positive tokens drifted from pi_old by the second step.
     assert max(_logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
     assert all(0 <= v <= 1 for v in _logged(trainer, "up/capacity_up_mean"))
+
+
+def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_dataset):
+    # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too.
+    from up_trl.models import tiny_model_and_tokenizer
+
+    logged = {}
+    for up_mode in ("asymmetric", "off"):
+        trainer, _ = _train(tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2,
+                            up_mode=up_mode)  # fmt: skip
+        logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS}
+    assert logged["asymmetric"] == logged["off"]
+    assert logged["asymmetric"]["clip_ratio/high_mean"][-1] > 0  # read 0 under UP when counted on the zeroed copy
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):

@@ -322,14 +322,10 @@ class UPGRPOTrainer(GRPOTrainer):
         def masked_seq_mean(x):
             return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
 
-        low, high = low.float(), high.float()
-        values = (
-            global_masked_mean(low),
-            global_masked_mean(high),
-            global_masked_mean((low.bool() | high.bool()).float()),
-            nanmin(self.accelerator.gather(masked_seq_mean(low))).item(),
-            nanmax(self.accelerator.gather(masked_seq_mean(high))).item(),
-        )
+        values = [global_masked_mean(clipped.float()) for clipped in (low, high, low | high)] + [
+            nanmin(self.accelerator.gather(masked_seq_mean(low.float()))).item(),
+            nanmax(self.accelerator.gather(masked_seq_mean(high.float()))).item(),
+        ]
         for name, value in zip(CLIP_RATIO_METRICS, values):
             self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call
 

@@ -287,3 +287,67 @@ def test_up_metrics_closed_form(setup):
     assert m["up/positive_abs_log_ratio_mean"] == pytest.approx((logps - old).abs()[pos].mean().item(), rel=1e-5)
     assert 0 < m["up/would_clip_frac"] < 1  # the batch really is off-policy on positive tokens
     assert m["up/capacity_up_mean"] > m["up/capacity_clipped_mean"]
+
+
+def _clip_ratio_closed_form(trainer, batch, level, delta):
+    """TRL's clip_ratio/* written out on the real advantages: r (capped at delta) outside the band, by sign."""
+    with torch.no_grad():
+        logps, _ = _forward(trainer, trainer.model, batch)
+    mask = batch["completion_mask"].float()
+    log_r = logps - batch["old_per_token_logps"]
+    adv = batch["advantages"].unsqueeze(1)
+    if level == "sequence":
+        log_r = ((log_r * mask).sum(1) / mask.sum(1)).unsqueeze(1)
+    r = log_r.exp() if delta is None else log_r.exp().clamp(max=delta)
+    low, high = ((r < 0.8) & (adv < 0)).float(), ((r > 1.2) & (adv > 0)).float()
+    region = torch.maximum(low, high)
+    if level == "sequence":  # one value per sequence
+        mean, per_seq = (lambda x: x.mean().item()), (lambda x: x.squeeze(1))
+    else:  # token-weighted over the batch; per sequence, the token mean
+        mean, per_seq = (lambda x: ((x * mask).sum() / mask.sum()).item()), (lambda x: (x * mask).sum(1) / mask.sum(1))
+    return {
+        "clip_ratio/low_mean": mean(low),
+        "clip_ratio/high_mean": mean(high),
+        "clip_ratio/region_mean": mean(region),
+        "clip_ratio/low_min": per_seq(low).min().item(),
+        "clip_ratio/high_max": per_seq(high).max().item(),
+    }
+
+
+@pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_clip_ratio_metrics_count_the_real_advantages_in_every_up_mode(setup, level, delta):
+    up, _, batch = setup
+    if level == "sequence":  # per-sequence ratios e^0.4 (A > 0), e^-0.5 (A < 0) leave the band; the others stay in
+        with torch.no_grad():
+            current, _ = _forward(up, up.model, batch)
+        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    expected = _clip_ratio_closed_form(up, batch, level, delta)
+    # The stale batch has positive entries past 1 + eps_high and negative ones below 1 - eps_low.
+    assert expected["clip_ratio/high_mean"] > 0 and expected["clip_ratio/low_mean"] > 0
+    logged = {}
+    for up_mode in ("off", "asymmetric", "both"):
+        _configure(up, loss_type="dapo", level=level, delta=delta, up_mode=up_mode)
+        up._metrics["train"].clear()
+        up.compute_loss(up.model, batch)
+        metrics = up._metrics["train"]
+        assert all(len(metrics[k]) == 1 for k in expected), "one value per call, the parent's replaced"
+        logged[up_mode] = {k: metrics[k][0] for k in expected}
+    assert logged["asymmetric"] == logged["off"] == logged["both"]
+    assert logged["off"] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
+def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
+    # A vLLM run with aligned steps: TRL recomputes old_per_token_logps with the current weights (ratio 1) and
+    # multiplies both branches by the sampler/trainer importance_sampling_ratio. UP then is its parent exactly.
+    up, _, batch = setup
+    with torch.no_grad():
+        current, _ = _forward(up, up.model, batch)
+    aligned = {**batch, "old_per_token_logps": current}
+    grads = {}
+    for up_mode in ("asymmetric", "off"):
+        _configure(up, loss_type=loss_type, level=level, up_mode=up_mode, vllm_is=True)
+        grads[up_mode] = _grads(up.model, up.compute_loss(up.model, aligned))
+    assert max((a - b).abs().max().item() for a, b in zip(grads["asymmetric"], grads["off"])) == 0.0

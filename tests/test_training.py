@@ -1,14 +1,16 @@
 """Short real training runs on a tiny model, the refusals, and the on-policy notice."""
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import cpu_args, length_reward, make_trainer
-from trl import GRPOConfig
+from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
-from up_trl.trainer import UP_METRICS
+from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+from up_trl.trainer import CLIP_RATIO_METRICS, UP_METRICS
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
@@ -50,6 +52,19 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
     # Off-policy for real: positive tokens drifted from pi_old by the second step.
     assert max(_logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
     assert all(0 <= v <= 1 for v in _logged(trainer, "up/capacity_up_mean"))
+
+
+def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_dataset):
+    # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too.
+    from up_trl.models import tiny_model_and_tokenizer
+
+    logged = {}
+    for up_mode in ("asymmetric", "off"):
+        trainer, _ = _train(tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2,
+                            up_mode=up_mode)  # fmt: skip
+        logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS}
+    assert logged["asymmetric"] == logged["off"]
+    assert logged["asymmetric"]["clip_ratio/high_mean"][-1] > 0  # read 0 under UP when counted on the zeroed copy
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
@@ -192,6 +207,56 @@ def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, promp
         )
 
 
+@pytest.mark.parametrize("loss_type", CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)
+def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset, loss_type):
+    level = "sequence" if loss_type == "luspo" else "token"  # TRL: luspo is sequence level only
+    trainer, before = _train(
+        tmp_path, tiny, prompts_dataset, loss_type=loss_type, up_mode="off", num_iterations=2,
+        importance_sampling_level=level,
+    )  # fmt: skip
+    losses = _logged(trainer, "loss")
+    assert len(losses) == 2 and all(torch.isfinite(torch.tensor(losses)))
+    assert _changed(trainer.model, before) > 0
+    if loss_type in OTHER_LOSS_TYPES:  # other objectives: the parent's metrics only, no clipped-surrogate value
+        assert not _logged(trainer, "policy_loss") and not _logged(trainer, "up/capacity_clipped_mean")
+    else:
+        assert _logged(trainer, "policy_loss") and _logged(trainer, "clip_ratio/high_mean")
+
+
+def test_up_seen_is_declared_on_the_class():
+    # A Mock of the class, or an instance made with __new__, reaches the hooks before __init__ runs.
+    assert UPGRPOTrainer._up_seen is None
+    trainer = UPGRPOTrainer.__new__(UPGRPOTrainer)
+    trainer.accelerator = SimpleNamespace(pad_across_processes=lambda x, **kwargs: x, gather=lambda x: x)
+    entropies, mask = torch.tensor([[0.1, 0.9, 0.5, 0.7]]), torch.ones(1, 4)
+    expected = GRPOTrainer.get_high_entropy_mask(trainer, entropies, mask, 0.5)
+    assert torch.equal(trainer.get_high_entropy_mask(entropies, mask, 0.5), expected)
+    assert trainer._up_seen is None and trainer._nonfinite_guard is None
+
+
+@pytest.mark.parametrize(
+    "ga, spg, num_iterations, use_vllm, off_policy",
+    [
+        pytest.param(1, 1, 1, False, False, id="on_policy"),
+        pytest.param(1, 1, 1, True, False, id="vllm_aligned"),  # TRL recomputes pi_old with the current weights
+        pytest.param(2, 2, 1, True, False, id="vllm_aligned_spg_eq_ga"),
+        pytest.param(4, 1, 2, False, False, id="num_iterations2_within_one_step"),  # both passes before the update
+        pytest.param(1, 1, 2, False, True, id="num_iterations2"),
+        pytest.param(2, 4, 1, True, True, id="spg_gt_ga_vllm"),
+        pytest.param(3, 2, 1, False, True, id="ga_not_a_multiple"),
+    ],
+)
+def test_up_is_off_policy_is_trl_alignment_condition(
+    tmp_path, tiny, prompts_dataset, ga, spg, num_iterations, use_vllm, off_policy
+):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
+    trainer.args.gradient_accumulation_steps, trainer.args.steps_per_generation = ga, spg
+    trainer.num_iterations = num_iterations
+    trainer.use_vllm = trainer.vllm_importance_sampling_correction = use_vllm
+    assert trainer.up_is_off_policy == off_policy
+    assert (ga % (spg * num_iterations) != 0) == off_policy  # TRL's condition for stale old_per_token_logps
+
+
 @pytest.mark.parametrize(
     "overrides, warns",
     [
@@ -207,7 +272,8 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
     assert bool(said) == warns
     assert trainer.up_is_off_policy == (overrides.get("num_iterations", 1) > 1)
     if warns:
-        assert "num_iterations > 1" in said[0] and len(said) == 1
+        assert len(said) == 1 and "vllm" not in said[0].split("UP differs only off-policy")[1].lower()
+        assert "set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps" in said[0]
 
 
 def test_guard_bound_must_be_positive(tmp_path):

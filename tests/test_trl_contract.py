@@ -2,6 +2,7 @@
 re-check `up_trl/trainer.py` (and re-run test_trainer_gradients.py) before raising the TRL pin."""
 
 import inspect
+import re
 
 import pytest
 from trl import GRPOTrainer
@@ -34,6 +35,19 @@ RELIED_ON = [
     'normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes',
     "normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation",
     "loss = (per_token_loss * mask).sum(-1).mean()",
+    # the clip metrics UPGRPOTrainer._recount_clip_ratios recounts on the real advantages (losses.clip_masks), on
+    # the delta-capped coef_1, with the same reductions, replacing the one value the parent appended
+    "is_low_clipped = (coef_1 < 1 - self.epsilon_low) & (advantages < 0)",
+    "is_high_clipped = (coef_1 > 1 + self.epsilon_high) & (advantages > 0)",
+    "is_region_clipped = is_low_clipped | is_high_clipped",
+    'self._metrics[mode]["clip_ratio/low_mean"].append(global_masked_mean(is_low_clipped.float()))',
+    'self._metrics[mode]["clip_ratio/high_mean"].append(global_masked_mean(is_high_clipped.float()))',
+    'self._metrics[mode]["clip_ratio/region_mean"].append(global_masked_mean(is_region_clipped.float()))',
+    'self._metrics[mode]["clip_ratio/low_min"].append(nanmin(gathered_low_clip).item())',
+    'self._metrics[mode]["clip_ratio/high_max"].append(nanmax(gathered_high_clip).item())',
+    "local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]), device=x.device)",
+    "local_sum, local_count = (x * mask).sum(), mask.sum().float()",
+    "return (x * mask).sum(-1) / mask.sum(-1)",
     # policy_loss is logged by the parent only with the entropy bonus: UP replaces that one value
     'self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())',
 ]
@@ -60,8 +74,20 @@ def test_hooks_and_helpers_exist_with_expected_shape():
 
 
 def test_old_logps_are_stale_only_when_trl_says_so():
-    # UPGRPOTrainer.up_is_off_policy mirrors this condition.
+    # UPGRPOTrainer.up_is_off_policy is the first half of this condition. The second half (vLLM with its
+    # importance-sampling correction) recomputes old_per_token_logps with the current weights: not stale.
     source = inspect.getsource(GRPOTrainer._generate_and_score_completions)
     assert "generate_every = self.args.steps_per_generation * self.num_iterations" in source
     assert "if self.args.gradient_accumulation_steps % generate_every != 0 or (" in source
     assert "self.use_vllm and self.vllm_importance_sampling_correction" in source
+
+
+def test_loss_type_lists_match_trl():
+    from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+    from up_trl.losses import GENERATION_BATCH_NORMALISED
+
+    named = set(re.findall(r"self\.loss_type (?:==|!=|in) \[?([^\]:]+)", COMPUTE_LOSS))
+    every = {name for group in named for name in re.findall(r'"(\w+)"', group)}
+    assert every == set(CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)  # every objective the parent trains
+    assert f"elif self.loss_type in {list(CLIPPED_LOSS_TYPES)}:".replace("'", '"') in COMPUTE_LOSS
+    assert f"elif self.loss_type in {list(GENERATION_BATCH_NORMALISED)}:".replace("'", '"') in COMPUTE_LOSS

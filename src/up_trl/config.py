@@ -48,6 +48,11 @@ class UPGRPOConfig(GRPOConfig):
             the parent's clipped objective (`epsilon`, `epsilon_high`, `delta`). `"both"` uses the
             self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent
             objective, for A/B runs with one flag.
+
+            Under `"asymmetric"`, `epsilon_high` acts only through the dual clip: for A < 0 TRL's loss is
+            |A| * clip(r, 1 - epsilon, max(delta, 1 + epsilon_high)), so `epsilon_high` changes anything only when
+            `delta` < 1 + `epsilon_high` (then it replaces `delta` as the cap on r). With `delta` unset or
+            `delta` >= 1 + `epsilon_high` (the paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no token.
         up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
             An optional guard (ours, not the paper's): routed tokens with |log pi_theta - log pi_old| above it get no
             gradient. `None` keeps the paper's objective.

@@ -25,6 +25,8 @@ import torch
 UpMode = Literal["asymmetric", "both", "off"]
 UP_MODES: tuple[str, ...] = ("asymmetric", "both", "off")
 ImportanceSamplingLevel = Literal["token", "sequence"]
+# Loss types TRL normalises by the active tokens of the whole generation batch (`num_items_in_batch`).
+GENERATION_BATCH_NORMALISED: tuple[str, ...] = ("cispo", "dapo", "vespo")
 
 
 def _as_2d(advantages: torch.Tensor) -> torch.Tensor:
@@ -82,8 +84,13 @@ def clipped_surrogate_loss(
 
         L = -min(min(r, delta) * A, clip(r, 1 - eps_low, 1 + eps_high) * A)
 
-    `delta` (TRL's two-sided clipping) only bites for A < 0: for A > 0 the clip already caps r at
-    1 + eps_high < delta.
+    `delta` (TRL's two-sided clipping, the dual clip) only bites for A < 0: for A > 0 the clip already caps r at
+    1 + eps_high < delta. For A < 0 the loss is |A| * max(min(r, delta), clip(r, 1 - eps_low, 1 + eps_high)), i.e.
+
+        A < 0:   L = |A| * clip(r, 1 - eps_low, max(delta, 1 + eps_high))         (delta = inf when None)
+
+    so eps_high acts on negative tokens only when delta < 1 + eps_high (it then replaces delta as the cap).
+    Under UP (positive tokens unclipped) that is the only place eps_high still acts.
 
     >>> clipped_surrogate_loss(torch.tensor([[1.5, 0.5]]), torch.tensor([1.0]), epsilon_low=0.2, epsilon_high=0.2)
     tensor([[-1.2000, -0.5000]])
@@ -93,6 +100,31 @@ def clipped_surrogate_loss(
     if delta is not None:
         coef_1 = torch.clamp(coef_1, max=delta)
     return -torch.min(coef_1 * advantages, coef_2 * advantages)
+
+
+def clip_masks(
+    coef_1: torch.Tensor,
+    advantages: torch.Tensor,
+    *,
+    epsilon_low: float,
+    epsilon_high: float,
+    delta: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where the parent's clip bites, as TRL counts it in its `clip_ratio/*` metrics (low, high):
+
+        low  = (r < 1 - eps_low)                 & (A < 0)
+        high = (min(r, delta) > 1 + eps_high)    & (A > 0)      (TRL counts on its delta-capped ratio)
+
+    Under UP these are counted on the real advantages: `high` then marks positive tokens UP did *not* clip.
+
+    >>> r, adv = torch.tensor([[0.5, 1.5, 1.5]]), torch.tensor([[-1.0, 1.0, -1.0]])
+    >>> clip_masks(r, adv, epsilon_low=0.2, epsilon_high=0.2)
+    (tensor([[ True, False, False]]), tensor([[False,  True, False]]))
+    """
+    advantages = _as_2d(advantages)
+    if delta is not None:
+        coef_1 = torch.clamp(coef_1, max=delta)
+    return (coef_1 < 1 - epsilon_low) & (advantages < 0), (coef_1 > 1 + epsilon_high) & (advantages > 0)
 
 
 def up_routes(advantages: torch.Tensor, up_mode: UpMode = "asymmetric") -> torch.Tensor:
@@ -223,7 +255,7 @@ def aggregate_loss(
         if max_completion_length is None:
             raise ValueError("loss_type='dr_grpo' needs max_completion_length.")
         return masked.sum() / (per_token_loss.size(0) * max_completion_length)
-    if loss_type in ("dapo", "cispo", "vespo"):
+    if loss_type in GENERATION_BATCH_NORMALISED:
         if num_items is None:
             raise ValueError(f"loss_type={loss_type!r} needs num_items (active tokens in the generation batch).")
         return masked.sum() / num_items

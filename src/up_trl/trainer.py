@@ -16,11 +16,14 @@ import textwrap
 import torch
 from accelerate.logging import get_logger
 from trl import GRPOTrainer
+from trl.trainer.utils import nanmax, nanmin
 
 from .callbacks import NonFiniteGuardCallback
-from .config import UPGRPOConfig, check_up_compatible
+from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .losses import (
+    GENERATION_BATCH_NORMALISED,
     aggregate_loss,
+    clip_masks,
     clipped_surrogate_loss,
     log_importance_weights,
     probability_capacity,
@@ -37,6 +40,14 @@ UP_METRICS = (
     "up/capacity_up_mean",
     "up/would_clip_frac",
     "up/positive_abs_log_ratio_mean",
+)
+# TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
+CLIP_RATIO_METRICS = (
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
 )
 
 
@@ -76,23 +87,27 @@ class UPGRPOTrainer(GRPOTrainer):
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
-        self._up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._refuse_zero_step_setups()
-        self._nonfinite_guard = None
         if getattr(args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)
         if self.up_mode != "off" and not self.up_is_off_policy:
+            a = self.args
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
-                "old_per_token_logps are never stale, so the ratio pi_theta/pi_old is exactly 1. UP differs only "
-                "off-policy: set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps, or "
-                "use_vllm=True with vllm_importance_sampling_correction=True.",
+                f"gradient_accumulation_steps={a.gradient_accumulation_steps} is a multiple of steps_per_generation"
+                f" * num_iterations = {a.steps_per_generation} * {self.num_iterations}, so each batch is trained on"
+                " only by the weights that generated it and the ratio pi_theta/pi_old is exactly 1 (with vLLM too: "
+                "TRL then recomputes pi_old with the current weights). UP differs only off-policy: set "
+                "num_iterations > 1, or steps_per_generation > gradient_accumulation_steps, so that "
+                "gradient_accumulation_steps is not a multiple of their product.",
                 main_process_only=True,
             )
 
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
+    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
+    _nonfinite_guard: NonFiniteGuardCallback | None = None
 
     def _refuse_zero_step_setups(self) -> None:
         """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
@@ -124,11 +139,16 @@ class UPGRPOTrainer(GRPOTrainer):
 
     @property
     def up_is_off_policy(self) -> bool:
-        """True when TRL keeps stale `old_per_token_logps` (the only case where UP differs from its parent)."""
+        """True when some optimizer steps train on a batch sampled by older weights, so that `old_per_token_logps`
+        are stale: TRL's condition `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`.
+        The only case where UP differs from its parent.
+
+        vLLM does not change this: with aligned steps TRL recomputes `old_per_token_logps` with the current
+        weights (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's
+        branch and the parent's alike.
+        """
         generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
-            self.use_vllm and self.vllm_importance_sampling_correction
-        )
+        return self.args.gradient_accumulation_steps % generate_every != 0
 
     def _calculate_rewards(self, *args, **kwargs):
         """The parent's rewards, plus `up/unscorable_frac`: completions no reward function gave a finite value
@@ -154,6 +174,8 @@ class UPGRPOTrainer(GRPOTrainer):
         return entropy_mask
 
     def _compute_loss(self, model, inputs):
+        if self.loss_type not in CLIPPED_LOSS_TYPES:  # cispo, sapo, vespo (up_mode="off" only): the parent, untouched
+            return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
         routes = up_routes(advantages, self.up_mode)
         # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
@@ -210,14 +232,14 @@ class UPGRPOTrainer(GRPOTrainer):
         """`losses.aggregate_loss` with TRL's batch-size and gradient-accumulation factors."""
         accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1
         num_items = None
-        if self.loss_type == "dapo":  # normalised by the generation batch's token count, rescaled to one window
+        if self.loss_type in GENERATION_BATCH_NORMALISED:  # by the generation batch's tokens, rescaled to one window
             num_items = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
             if mode == "train":
                 num_items = num_items * accumulation / self.args.steps_per_generation
         loss = aggregate_loss(
             per_token_loss, mask, self.loss_type, max_completion_length=self.max_completion_length, num_items=num_items
         )
-        if scale_for_accumulation and self.loss_type != "dapo":
+        if scale_for_accumulation and self.loss_type not in GENERATION_BATCH_NORMALISED:
             loss = loss / accumulation
         return loss
 
@@ -245,6 +267,8 @@ class UPGRPOTrainer(GRPOTrainer):
         if self._entropy_bonus_enabled:  # the parent logged its own (clipped-only) value: replace it
             self._metrics[mode]["policy_loss"].pop()
         self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())
+        if self.up_mode != "off":
+            self._recount_clip_ratios(coef_1, advantages, mask, mode)
 
         # Capacity and drift on positive-advantage tokens (both rules, whatever up_mode is: A/B comparable).
         valid = mask.bool()
@@ -278,6 +302,32 @@ class UPGRPOTrainer(GRPOTrainer):
         names = UP_METRICS + (("up/guard_masked_frac",) if guarded else ())
         for name, value in zip(names, values):
             self._metrics[mode][name].append(value)
+
+    def _recount_clip_ratios(self, coef_1, advantages, mask, mode):
+        """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's
+        values (counted on the copy whose routed advantages are zeroed). Under UP `high_*` counts positive tokens
+        past 1 + epsilon_high that UP did not clip."""
+        low, high = clip_masks(
+            coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
+        )
+
+        def global_masked_mean(x):  # TRL's: (B, 1) at sequence level counts sequences, (B, T) counts tokens
+            if x.shape[1] == 1:
+                local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]), device=x.device)
+            else:
+                local_sum, local_count = (x * mask).sum(), mask.sum().float()
+            totals = self.accelerator.reduce(torch.stack([local_sum, local_count]), reduction="sum")
+            return (totals[0] / totals[1].clamp(min=1.0)).item()
+
+        def masked_seq_mean(x):
+            return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
+
+        values = [global_masked_mean(clipped.float()) for clipped in (low, high, low | high)] + [
+            nanmin(self.accelerator.gather(masked_seq_mean(low.float()))).item(),
+            nanmax(self.accelerator.gather(masked_seq_mean(high.float()))).item(),
+        ]
+        for name, value in zip(CLIP_RATIO_METRICS, values):
+            self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call
 
 
 def model_card_section(trainer: UPGRPOTrainer) -> str:

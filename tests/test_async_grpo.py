@@ -24,12 +24,12 @@ from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_at
 from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
 from up_trl.async_rollout import async_grpo_on_cpu, in_process_rollout
 from up_trl.models import save_tiny_model
+from up_trl.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
 from up_trl.tree_attention import (
     register_reference_tree_attention,
     tree_attention_reference,
     varlen_causal_attention,
 )
-from up_trl.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
 

@@ -384,3 +384,17 @@ def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="positive"):
         _args(tmp_path, up_positive_log_ratio_bound=0.0)
     assert _args(tmp_path, up_mode=False).up_mode == "off"  # YAML's unquoted `off`
+
+
+@pytest.mark.slow
+def test_cpu_example_script_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo_cpu.py"
+    out = subprocess.run([sys.executable, str(script), "--steps", "2"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "asymmetric: 2 steps" in out.stdout and "off: 2 steps" in out.stdout

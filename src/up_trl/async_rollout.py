@@ -5,7 +5,10 @@
 (loaded from the same checkpoint, attention "sdpa"), samples each group with transformers `generate`, records the
 sampler's log-probabilities of the sampled tokens as `old_log_probs`,
 
-    old_log_probs_t = log softmax(logits_t / temperature)[y_t]        (the sampler's weights, TRL's definition)
+    old_log_probs_t = log softmax(processed_logits_t)[y_t] = log softmax(logits_t / temperature)[y_t]
+                      (the second form when no top_k / top_p / min_p / repetition_penalty is set)
+
+which is what `trl vllm-serve` returns (it starts vLLM with `--logprobs-mode processed_logprobs`),
 
 scores the group with TRL's own `_AsyncRolloutLoop._score_group` (same rewards, advantages, metrics and
 `RolloutSample` format as the vLLM worker), and queues the samples tagged with its policy version.
@@ -192,11 +195,11 @@ class InProcessRolloutWorker:
                 repetition_penalty=args.repetition_penalty,
                 eos_token_id=self.eos_token_ids,
                 pad_token_id=self.tokenizer.pad_token_id,
-                output_logits=True,
+                output_scores=True,  # the logits after temperature and filtering: vLLM's processed logprobs
                 return_dict_in_generate=True,
             )
         generated = out.sequences[:, len(prompt_ids) :]
-        logps = torch.log_softmax(torch.stack(out.logits, 1).float() / args.temperature, -1)
+        logps = torch.log_softmax(torch.stack(out.scores, 1).float(), -1)
         logps = logps.gather(-1, generated.unsqueeze(-1)).squeeze(-1)
 
         completions, completions_ids, sequences = [], [], []

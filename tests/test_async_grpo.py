@@ -378,6 +378,13 @@ def test_cpu_seams_and_worker_contract():
     assert AsyncGRPOTrainer.loss_is_scaled_for_ga is True
 
 
+def test_on_policy_only_without_staleness_and_with_a_sync_every_step(checkpoint, prompts, tmp_path):
+    on = _trainer(checkpoint, prompts, _args(tmp_path / "a", max_staleness=0, weight_sync_steps=1))
+    assert not on.up_is_off_policy
+    assert _trainer(checkpoint, prompts, _args(tmp_path / "b", max_staleness=0, weight_sync_steps=2)).up_is_off_policy
+    assert _trainer(checkpoint, prompts, _args(tmp_path / "c", max_staleness=1, weight_sync_steps=1)).up_is_off_policy
+
+
 def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="up_mode"):
         _args(tmp_path, up_mode="clipped")

@@ -35,6 +35,7 @@ import textwrap
 from dataclasses import dataclass, field
 
 import torch
+from accelerate.logging import get_logger
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
 from .async_rollout import async_grpo_on_cpu
@@ -48,6 +49,8 @@ from .losses import (
     up_routes,
 )
 from .trainer import UP_METRICS
+
+logger = get_logger(__name__)
 
 
 @dataclass
@@ -133,6 +136,20 @@ class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
         else:  # no FA3 kernel and no CUDA device: the pure-PyTorch tree attention, no peak-FLOPs probe
             with async_grpo_on_cpu():
                 super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        if self.up_mode != "off" and not self.up_is_off_policy:
+            logger.warning(
+                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration, up to the "
+                "sampler's numerical mismatch: with max_staleness=0 and weight_sync_steps=1 every trained sample was generated "
+                "by the weights being trained, so pi_theta/pi_old = 1. UP differs off-policy: raise max_staleness or "
+                "weight_sync_steps.",
+                main_process_only=True,
+            )
+
+    @property
+    def up_is_off_policy(self) -> bool:
+        """False only when every trained sample comes from the current weights: max_staleness=0 (older samples are
+        dropped) and a weight sync after every optimizer step."""
+        return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         routes = up_routes(inputs["advantages"], self.up_mode)

@@ -144,15 +144,17 @@ def stale_batch(checkpoint):
     return samples, batch
 
 
-def closed_form_loss(model, samples, up_mode):
-    """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA."""
+def closed_form_loss(model, samples, up_mode, bound=None):
+    """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA.
+    With a guard `bound`, routed tokens with |log r| > bound contribute 0."""
     terms = []
     for sample in samples:
         logp = _sampled_logps(model, sample)
         old = sample["old_log_probs"][sample["completion_mask"].bool()]
         a = sample["advantage"]
         if up_mode == "both" or (up_mode == "asymmetric" and a > 0):
-            terms.append(-a * torch.exp(logp - logp.detach()))
+            kept = torch.ones_like(logp) if bound is None else ((logp - old).abs() <= bound).float()
+            terms.append(-a * torch.exp(logp - logp.detach()) * kept.detach())
         else:
             r = torch.exp(logp - old)
             terms.append(-torch.minimum(r * a, r.clamp(1 - EPS_LOW, 1 + EPS_HIGH) * a))
@@ -175,14 +177,16 @@ def parent_result(checkpoint, prompts, stale_batch, tmp_path_factory):
     return _loss_and_grads(_trainer(checkpoint, prompts, args, parent=True), stale_batch[1])
 
 
-@pytest.mark.parametrize("up_mode", ["asymmetric", "both", "off"])
-def test_loss_and_every_gradient_equal_the_closed_form(up_mode, checkpoint, prompts, stale_batch, tmp_path):
+@pytest.mark.parametrize(
+    "up_mode,bound", [("asymmetric", None), ("both", None), ("off", None), ("asymmetric", 0.5)], ids=str
+)
+def test_loss_and_every_gradient_equal_the_closed_form(up_mode, bound, checkpoint, prompts, stale_batch, tmp_path):
     samples, batch = stale_batch
-    trainer = _trainer(checkpoint, prompts, _args(tmp_path, up_mode=up_mode))
-    loss, grads = _loss_and_grads(trainer, batch)
+    args = _args(tmp_path, up_mode=up_mode, up_positive_log_ratio_bound=bound)
+    loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
 
     reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
-    expected = closed_form_loss(reference, samples, up_mode)
+    expected = closed_form_loss(reference, samples, up_mode, bound)
     expected.backward()
     torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
     expected_grads = dict(reference.named_parameters())

@@ -262,3 +262,56 @@ def aggregate_loss(
     if loss_type == "luspo":
         return masked.sum(-1).mean()
     raise ValueError(f"Unknown loss_type {loss_type!r}.")
+
+
+def packed_token_sum_loss(
+    per_token_loss: torch.Tensor,
+    global_n_tokens: torch.Tensor | float,
+    num_processes: int = 1,
+    gradient_accumulation_steps: int = 1,
+) -> torch.Tensor:
+    """The normalisation of TRL's asynchronous GRPO trainer, on a packed (flat) list of trained tokens:
+
+        L = sum_t L_t / max(1, global_n_tokens / num_processes) / gradient_accumulation_steps
+
+    `global_n_tokens` counts the trained tokens of the whole micro-batch over all ranks (DDP then averages over
+    ranks, so the result is a token mean over the micro-batch).
+
+    >>> packed_token_sum_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(6.0), num_processes=2,
+    ...                       gradient_accumulation_steps=2)
+    tensor(1.)
+    """
+    tokens_per_rank = torch.as_tensor(global_n_tokens, dtype=torch.float32) / num_processes
+    return per_token_loss.sum() / tokens_per_rank.clamp(min=1.0) / gradient_accumulation_steps
+
+
+def up_positive_token_sums(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    epsilon_high: float,
+) -> torch.Tensor:
+    """Token-level sums behind the `up/*` metrics (no gradient), in this order:
+
+        [#positive, #valid, sum Cap_clipped, sum Cap_up, sum 1{r > 1 + eps_high}, sum |log r|]
+
+    the last four over positive-advantage tokens (A > 0, mask = 1). Divide the first by the second for
+    `up/positive_token_frac`, the others by the first for `up/capacity_clipped_mean`, `up/capacity_up_mean`,
+    `up/would_clip_frac` and `up/positive_abs_log_ratio_mean`. `advantages` broadcasts against the log-probs.
+
+    >>> logp = torch.log(torch.tensor([0.5, 0.5, 0.2])); old = torch.log(torch.tensor([0.25, 0.5, 0.2]))
+    >>> up_positive_token_sums(logp, old, torch.tensor([1.0, 1.0, -1.0]), torch.ones(3), epsilon_high=0.2)
+    tensor([2.0000, 3.0000, 0.1000, 1.0000, 1.0000, 0.6931])
+    """
+    per_token_logps, old_per_token_logps = per_token_logps.detach(), old_per_token_logps.detach()
+    positive = ((advantages > 0) & mask.bool()).float().expand_as(per_token_logps)
+    log_ratio = per_token_logps - old_per_token_logps
+    terms = [
+        probability_capacity(per_token_logps, old_per_token_logps, epsilon_high=epsilon_high, rule="clipped"),
+        probability_capacity(per_token_logps, rule="up"),
+        (log_ratio.exp() > 1 + epsilon_high).float(),
+        log_ratio.abs(),
+    ]
+    return torch.stack([positive.sum(), mask.float().sum()] + [(term * positive).sum() for term in terms])

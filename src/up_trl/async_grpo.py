@@ -1,0 +1,200 @@
+"""UPAsyncGRPOTrainer: TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`) with UP's objective.
+
+Where async GRPO is off-policy: a background worker samples from a vLLM copy of the policy that is refreshed every
+`weight_sync_steps` optimizer steps, and a sample may be trained up to `max_staleness` policy versions later. So
+pi_old (`old_log_probs`, the sampler's log-probabilities) differs from pi_theta on every step, and the clip
+withholds probability capacity from positive tokens all the time, not only when a batch is reused.
+
+The seam (TRL 1.16, `AsyncGRPOTrainer.compute_loss`, one ~130-line method with the forward inline). It reads the
+advantages from the packed batch it is handed (`inputs["advantages"][selected]`), forwards `model(...)` once, then
+
+    L_parent = sum_t -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t) / max(1, N / world) / GA  (+ MoE aux)
+
+over the M trained tokens of the row (N: trained tokens of the micro-batch over all ranks). So, as
+`UPGRPOTrainer` does for GRPO, no line of it is copied:
+
+1. the parent computes everything (forward, loss, aux loss, metrics, timing) on a copy of the batch whose routed
+   advantages are zeroed, so its clipped term vanishes exactly there (value 0, gradient 0);
+2. a forward hook on the model records the per-position log-probabilities of that same forward (no second forward);
+3. UP adds sum_{routed t} -A_t * exp(logp_t - sg(logp_t)) through the same normalisation
+   (`losses.packed_token_sum_loss`), and logs the `up/*` metrics as (numerator, denominator) rates.
+
+The two terms touch disjoint tokens, so loss and gradient are exact; `tests/test_async_grpo.py` checks both against
+a closed form, checks `up_mode="off"` against the parent bit for bit, and pins the lines of `compute_loss` this
+relies on. Side effect of step 1: the parent's `clip_ratio/high_mean` counts only tokens still under the clip
+(routed tokens have no clip); `up/would_clip_frac` says how many positive tokens the clip would have stopped.
+
+On a machine without CUDA the trainer registers `tree_attention.tree_attention_reference` in place of the FA3 kernel
+and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); vLLM is replaced by passing
+`rollout_worker` / `weight_transfer` from `async_rollout.in_process_rollout`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+import torch
+from accelerate.logging import get_logger
+from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+
+from .async_rollout import async_grpo_on_cpu
+from .losses import (
+    UP_MODES,
+    log_importance_weights,
+    packed_token_sum_loss,
+    self_anchored_ratio,
+    up_guard_mask,
+    up_positive_token_sums,
+    up_routes,
+)
+from .trainer import UP_METRICS
+
+logger = get_logger(__name__)
+
+
+@dataclass
+class UPAsyncGRPOConfig(AsyncGRPOConfig):
+    r"""AsyncGRPOConfig for [`UPAsyncGRPOTrainer`]. Every AsyncGRPOConfig argument keeps its meaning.
+
+    Args:
+        up_mode (`str`, *optional*, defaults to `"asymmetric"`):
+            `"asymmetric"` is UP: tokens with a positive advantage use the self-anchored ratio pi_theta/sg(pi_theta),
+            never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`). `"both"` uses
+            the self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent.
+        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
+            An optional guard (ours, not the paper's): routed tokens with |log pi_theta - log pi_old| above it get no
+            gradient. `None` keeps the paper's objective.
+    """
+
+    up_mode: str = field(
+        default="asymmetric",
+        metadata={
+            "help": "UP routing: 'asymmetric' (UP: positive advantages unclipped, self-anchored), 'both' "
+            "(unclipped for every sign, the paper's ablation) or 'off' (the parent async GRPO objective).",
+            "choices": list(UP_MODES),
+        },
+    )
+    up_positive_log_ratio_bound: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): tokens on UP's unclipped branch whose "
+            "|log pi_theta - log pi_old| exceeds this bound contribute no gradient."
+        },
+    )
+
+    def __post_init__(self):
+        if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
+            self.up_mode = "off"
+        if self.up_mode not in UP_MODES:
+            raise ValueError(f"up_mode={self.up_mode!r} is not one of {UP_MODES}.")
+        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
+            raise ValueError(
+                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
+                "or None to keep the paper's objective."
+            )
+        super().__post_init__()
+
+
+class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
+    """A drop-in replacement for `trl.experimental.async_grpo.AsyncGRPOTrainer` that trains with UP (arXiv 2607.06987).
+
+    Takes exactly AsyncGRPOTrainer's arguments; `args` may be a [`UPAsyncGRPOConfig`] (for `up_mode`) or a plain
+    `AsyncGRPOConfig` (then `up_mode="asymmetric"`).
+
+    Example (GPUs, with `trl vllm-serve --model Qwen/Qwen3-0.6B` running):
+    ```python
+    from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+    args = UPAsyncGRPOConfig(output_dir="out", epsilon_high=0.28, max_staleness=4, weight_sync_steps=1)
+    trainer = UPAsyncGRPOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
+    trainer.train()
+    ```
+    Without vLLM (CPU, tests): pass `**in_process_rollout(...)` from `up_trl.async_rollout`.
+    """
+
+    _tag_names = ["trl", "async-grpo", "up"]
+    _name = "UP-AsyncGRPO"
+    _paper = {
+        "title": "UP: Unbounded Positive Asymmetric Optimization",
+        "id": "2607.06987",
+        # docstyle-ignore
+        "citation": textwrap.dedent("""\
+            @article{up2026,
+                title        = {{UP: Unbounded Positive Asymmetric Optimization}},
+                year         = 2026,
+                eprint       = {arXiv:2607.06987},
+            }"""),
+    }
+
+    def __init__(self, model: str, reward_funcs=None, args: AsyncGRPOConfig | None = None, *pargs, **kwargs):
+        if args is None:
+            args = UPAsyncGRPOConfig(f"{str(model).rstrip('/').split('/')[-1]}-UP-AsyncGRPO")
+        self.up_mode = getattr(args, "up_mode", "asymmetric")
+        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        if torch.cuda.is_available() and not args.use_cpu:
+            super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        else:  # no FA3 kernel and no CUDA device: the pure-PyTorch tree attention, no peak-FLOPs probe
+            with async_grpo_on_cpu():
+                super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        if self.up_mode != "off" and not self.up_is_off_policy:
+            logger.warning(
+                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration, up to the "
+                "sampler's numerical mismatch: with max_staleness=0 and weight_sync_steps=1 every trained sample was "
+                "generated by the weights being trained, so pi_theta/pi_old = 1. UP differs off-policy: raise "
+                "max_staleness or weight_sync_steps.",
+                main_process_only=True,
+            )
+
+    @property
+    def up_is_off_policy(self) -> bool:
+        """False only when every trained sample comes from the current weights: max_staleness=0 (older samples are
+        dropped) and a weight sync after every optimizer step."""
+        return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        routes = up_routes(inputs["advantages"], self.up_mode)
+        # A copy, never the batch itself: the parent's clipped term vanishes on routed tokens.
+        parent_inputs = (
+            inputs if self.up_mode == "off" else {**inputs, "advantages": inputs["advantages"].masked_fill(routes, 0)}
+        )
+        seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
+        hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))
+        try:
+            loss = super().compute_loss(model, parent_inputs, return_outputs, num_items_in_batch)
+        finally:
+            hook.remove()
+
+        selected = inputs["token_index"] >= 0  # the parent's own selection of this row's trained tokens
+        log_probs = seen["log_probs"].flatten()[inputs["token_index"][selected]]
+        old_log_probs = inputs["old_log_probs"][selected]
+        advantages = inputs["advantages"][selected]
+        routes = routes[selected]
+        if self.up_mode != "off":
+            anchored = -self_anchored_ratio(log_probs, torch.ones_like(log_probs)) * advantages
+            if self.up_guard_bound is not None:
+                anchored = anchored * up_guard_mask(log_probs - old_log_probs, self.up_guard_bound)
+            loss = loss + packed_token_sum_loss(
+                torch.where(routes, anchored, 0.0),
+                inputs["global_n_tokens"][0],
+                self.accelerator.num_processes,
+                self.current_gradient_accumulation_steps,
+            )
+        self._log_up_metrics(log_probs, old_log_probs, advantages)
+        return loss
+
+    @torch.no_grad()
+    def _log_up_metrics(self, log_probs, old_log_probs, advantages):
+        """`up/*` as (numerator, denominator) rates, so the parent's `log` reduces a window exactly (sum / sum)."""
+        mask = torch.ones_like(log_probs)
+        sums = up_positive_token_sums(log_probs, old_log_probs, advantages, mask, epsilon_high=self.epsilon_high)
+        if self.up_guard_bound is not None:
+            log_ratio = log_importance_weights(log_probs, old_log_probs, mask)
+            masked = (1 - up_guard_mask(log_ratio, self.up_guard_bound)) * (advantages > 0)
+            sums = torch.cat([sums, masked.sum().unsqueeze(0)])
+        sums = self.accelerator.reduce(sums, reduction="sum").tolist()
+        n_pos, n_valid = sums[0], sums[1]
+        metrics = self._metrics["train"]
+        metrics[UP_METRICS[0]].append((n_pos, n_valid))
+        names = UP_METRICS[1:] + (("up/guard_masked_frac",) if self.up_guard_bound is not None else ())
+        for name, total in zip(names, sums[2:]):
+            metrics[name].append((total, n_pos))

@@ -1,0 +1,411 @@
+"""UP on TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`), on CPU, without vLLM.
+
+(a) exactness: on a packed, stale batch (TRL's own packer) with mixed-sign advantages, the trainer's loss and every
+    gradient equal a closed form written here; up_mode="off" is AsyncGRPOTrainer bit for bit;
+(b) the pure-PyTorch tree attention against the model's sdpa attention and against a per-query loop;
+(c) end to end with the in-process rollout worker: UP trains, differs from its parent, and "off" equals the parent;
+(d) the pieces of TRL this relies on (a contract: if TRL changes them, these fail loudly).
+"""
+
+import inspect
+import math
+import re
+
+import pytest
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+from trl.experimental.async_grpo import async_grpo_trainer as trl_async
+from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout
+from trl.experimental.async_grpo.async_rollout_worker import RolloutSample, _AsyncRolloutLoop
+from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_attention
+
+from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+from up_trl.async_rollout import async_grpo_on_cpu, in_process_rollout
+from up_trl.models import save_tiny_model
+from up_trl.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
+from up_trl.tree_attention import (
+    register_reference_tree_attention,
+    tree_attention_reference,
+    varlen_causal_attention,
+)
+
+EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
+
+
+def length_reward(completions, **kwargs):
+    """Shorter replies score higher: a dense reward with spread inside every group."""
+    return [-float(len(c[0]["content"])) for c in completions]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(8)]})
+
+
+def _args(tmp_path, config_cls=UPAsyncGRPOConfig, **overrides):
+    kwargs = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=GA,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=3,
+        token_budget=0,  # fixed-count micro-batches (the default asks the vLLM server for its max_model_len)
+        learning_rate=1e-2,
+        logging_steps=1,
+        save_strategy="no",
+        seed=0,
+        epsilon=EPS_LOW,
+        epsilon_high=EPS_HIGH,
+        weight_sync_steps=2,
+    )
+    kwargs.update(overrides)
+    return config_cls(**kwargs)
+
+
+def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    rollout = in_process_rollout(
+        checkpoint,
+        train_dataset=dataset,
+        reward_funcs=length_reward,
+        processing_class=tokenizer,
+        args=args,
+        **rollout_kwargs,
+    )
+    kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer, **rollout)
+    if parent:
+        with async_grpo_on_cpu():
+            return AsyncGRPOTrainer(checkpoint, **kwargs)
+    return UPAsyncGRPOTrainer(checkpoint, **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (a) exactness on a packed, stale batch
+
+
+def _samples(vocab, seed=0):
+    """Two prompt groups (so the tree shares prefixes), completions of different lengths, mixed-sign advantages."""
+    g = torch.Generator().manual_seed(seed)
+    prompts = [torch.randint(4, vocab, (n,), generator=g) for n in (5, 3)]
+    spec = [(0, 4, 1.2), (0, 6, -0.7), (0, 3, 0.5), (1, 5, -1.5), (1, 2, 0.9)]  # (group, completion length, A)
+    samples = []
+    for group, length, advantage in spec:
+        completion = torch.randint(4, vocab, (length,), generator=g)
+        ids = torch.cat([prompts[group], completion])
+        samples.append(
+            {
+                "input_ids": ids,
+                "completion_mask": torch.cat([torch.zeros_like(prompts[group]), torch.ones_like(completion)]),
+                "advantage": advantage,
+                "group_id": group,
+                "metrics": {},
+            }
+        )
+    return samples
+
+
+def _sampled_logps(model, sample):
+    """log pi(y_t | y_<t) of each completion token, with an ordinary (unpacked, sdpa) forward."""
+    ids = sample["input_ids"]
+    logits = model(input_ids=ids[None]).logits[0, :-1].float()
+    logps = torch.log_softmax(logits, -1).gather(-1, ids[1:, None]).squeeze(-1)
+    return logps[sample["completion_mask"][1:].bool()]
+
+
+@pytest.fixture(scope="module")
+def stale_batch(checkpoint):
+    """The samples with stale old log-probs (current ones + noise), packed by TRL's own collator."""
+    model = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
+    samples = _samples(model.config.vocab_size)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for sample in samples:
+            old = torch.zeros(len(sample["input_ids"]))
+            trained = sample["completion_mask"].bool()
+            # Stale by up to ~e^1: many ratios leave [1 - eps_low, 1 + eps_high] on both sides.
+            old[trained] = _sampled_logps(model, sample) + 0.6 * torch.randn(int(trained.sum()), generator=g)
+            sample["old_log_probs"] = old
+    row = TreeRow()
+    for sample in samples:
+        row.add(sample)
+    batch = DataCollatorForRollout(pad_token_id=0, num_processes=1)([[row]])
+    assert batch["tree_cu_seqlens_q"].numel() - 1 > len(samples) - 1  # a real tree: shared prefixes, branches
+    return samples, batch
+
+
+def closed_form_loss(model, samples, up_mode, bound=None):
+    """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA.
+    With a guard `bound`, routed tokens with |log r| > bound contribute 0."""
+    terms = []
+    for sample in samples:
+        logp = _sampled_logps(model, sample)
+        old = sample["old_log_probs"][sample["completion_mask"].bool()]
+        a = sample["advantage"]
+        if up_mode == "both" or (up_mode == "asymmetric" and a > 0):
+            kept = torch.ones_like(logp) if bound is None else ((logp - old).abs() <= bound).float()
+            terms.append(-a * torch.exp(logp - logp.detach()) * kept.detach())
+        else:
+            r = torch.exp(logp - old)
+            terms.append(-torch.minimum(r * a, r.clamp(1 - EPS_LOW, 1 + EPS_HIGH) * a))
+    terms = torch.cat(terms)
+    return terms.sum() / terms.numel() / GA
+
+
+def _loss_and_grads(trainer, batch):
+    trainer.model.train()
+    trainer.model.zero_grad()
+    trainer.current_gradient_accumulation_steps = GA
+    loss = trainer.compute_loss(trainer.model, batch)
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in trainer.model.named_parameters()}
+
+
+@pytest.fixture(scope="module")
+def parent_result(checkpoint, prompts, stale_batch, tmp_path_factory):
+    args = _args(tmp_path_factory.mktemp("parent"), config_cls=AsyncGRPOConfig)
+    return _loss_and_grads(_trainer(checkpoint, prompts, args, parent=True), stale_batch[1])
+
+
+@pytest.mark.parametrize(
+    "up_mode,bound", [("asymmetric", None), ("both", None), ("off", None), ("asymmetric", 0.5)], ids=str
+)
+def test_loss_and_every_gradient_equal_the_closed_form(up_mode, bound, checkpoint, prompts, stale_batch, tmp_path):
+    samples, batch = stale_batch
+    args = _args(tmp_path, up_mode=up_mode, up_positive_log_ratio_bound=bound)
+    loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
+
+    reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
+    expected = closed_form_loss(reference, samples, up_mode, bound)
+    expected.backward()
+    torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
+    expected_grads = dict(reference.named_parameters())
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, expected_grads[name].grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale_batch, parent_result, tmp_path):
+    parent_loss, parent_grads = parent_result
+    off_loss, off_grads = _loss_and_grads(
+        _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off")), stale_batch[1]
+    )
+    assert torch.equal(off_loss, parent_loss)
+    assert all(torch.equal(off_grads[name], grad) for name, grad in parent_grads.items())
+
+    up_loss, up_grads = _loss_and_grads(_trainer(checkpoint, prompts, _args(tmp_path / "up")), stale_batch[1])
+    assert not torch.allclose(up_loss, parent_loss)
+    assert any(not torch.allclose(up_grads[name], grad) for name, grad in parent_grads.items())
+
+
+def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path):
+    samples, batch = stale_batch
+    trainer = _trainer(checkpoint, prompts, _args(tmp_path))
+    _loss_and_grads(trainer, batch)
+    n_tokens = [int(s["completion_mask"].sum()) for s in samples]
+    n_positive = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] > 0)
+    assert trainer._metrics["train"]["up/positive_token_frac"] == [(n_positive, sum(n_tokens))]
+    # |log r| on positive tokens: the noise added to the old log-probs, read back through the packed forward
+    (total, count) = trainer._metrics["train"]["up/positive_abs_log_ratio_mean"][0]
+    assert count == n_positive and total > 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (b) the tree attention reference
+
+
+def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(checkpoint):
+    register_reference_tree_attention()
+    plain = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa").eval()
+    tree = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation=OUR_TREE_ATTENTION).eval()
+    samples = _samples(plain.config.vocab_size, seed=3)
+    for sample in samples:
+        sample["completion_mask"] = torch.ones_like(sample["input_ids"])  # score every position
+        sample["old_log_probs"] = torch.zeros(len(sample["input_ids"]))
+    row = TreeRow()
+    for sample in samples:
+        row.add(sample)
+    packed = row.pack()
+    with torch.no_grad():
+        logits = tree(
+            input_ids=packed["input_ids"][None],
+            position_ids=packed["position_ids"][None],
+            tree_kv_index=packed["tree_kv_index"],
+            tree_cu_seqlens_q=packed["tree_cu_seqlens_q"],
+            tree_cu_seqlens_k=packed["tree_cu_seqlens_k"],
+            tree_max_seqlen_q=int(packed["tree_max_seqlens"][0]),
+            tree_max_seqlen_k=int(packed["tree_max_seqlens"][1]),
+        ).logits[0]
+        for i, sample in enumerate(samples):
+            expected = plain(input_ids=sample["input_ids"][None]).logits[0, :-1]
+            got = logits[packed["token_index"][packed["segment_id"] == i]]
+            torch.testing.assert_close(got, expected, rtol=0, atol=1e-5)
+
+
+def _per_query_attention(q, k, v, cu_q, cu_k, scale, window, softcap):
+    """The FA3 causal varlen contract, one query at a time (bottom-right aligned mask)."""
+    out = torch.zeros_like(q)
+    group = q.shape[1] // k.shape[1]
+    for s in range(len(cu_q) - 1):
+        lq, lk = int(cu_q[s + 1] - cu_q[s]), int(cu_k[s + 1] - cu_k[s])
+        for i in range(lq):
+            last = i + lk - lq
+            first = max(0, last - window) if window >= 0 else 0
+            if last < 0:
+                continue
+            keys = slice(int(cu_k[s]) + first, int(cu_k[s]) + last + 1)
+            for h in range(q.shape[1]):
+                scores = k[keys, h // group] @ q[int(cu_q[s]) + i, h] * scale
+                if softcap:
+                    scores = softcap * torch.tanh(scores / softcap)
+                out[int(cu_q[s]) + i, h] = torch.softmax(scores, 0) @ v[keys, h // group]
+    return out
+
+
+@pytest.mark.parametrize(
+    "window,softcap", [(-1, 0.0), (2, 0.0), (-1, 5.0)], ids=["causal", "sliding_window", "softcap"]
+)
+def test_varlen_reference_matches_a_per_query_loop(window, softcap):
+    g = torch.Generator().manual_seed(0)
+    cu_q, cu_k = torch.tensor([0, 4, 5, 7]), torch.tensor([0, 4, 9, 13])  # a root, then branches with longer paths
+    q = torch.randn(7, 4, 8, generator=g)
+    k, v = torch.randn(13, 2, 8, generator=g), torch.randn(13, 2, 8, generator=g)  # GQA: 4 query heads, 2 kv heads
+    got = varlen_causal_attention(q, k, v, cu_q, cu_k, softmax_scale=0.3, window_size=(window, 0), softcap=softcap)
+    expected = _per_query_attention(q, k, v, cu_q, cu_k, 0.3, window, softcap)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (c) end to end with the in-process rollout worker
+
+
+def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
+    trainer = _trainer(checkpoint, prompts, args, parent=parent, **rollout_kwargs)
+    trainer.train()
+    return trainer, [p.detach().clone() for p in trainer.model.parameters()]
+
+
+def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(checkpoint, prompts, tmp_path):
+    overrides = dict(max_steps=4, weight_sync_steps=1, max_staleness=4)
+    fill = dict(groups_per_fill=4)  # 16 samples a fill, 8 a step: every second step trains one-version-old samples
+    parent, parent_params = _train(
+        checkpoint, prompts, _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides), parent=True, **fill
+    )
+    off, off_params = _train(checkpoint, prompts, _args(tmp_path / "o", up_mode="off", **overrides), **fill)
+    up, up_params = _train(checkpoint, prompts, _args(tmp_path / "u", **overrides), **fill)
+
+    assert up.state.global_step == 4
+    initial = AutoModelForCausalLM.from_pretrained(checkpoint).parameters()
+    assert any(not torch.equal(p, q) for p, q in zip(up_params, initial))  # it trained
+    assert all(torch.equal(p, q) for p, q in zip(off_params, parent_params))  # "off" is the parent, bit for bit
+    assert max((p - q).abs().max().item() for p, q in zip(up_params, parent_params)) > 1e-6  # UP is not
+
+    logs = [record for record in up.state.log_history if "loss" in record]
+    assert max(record["sample/staleness_max"] for record in logs) >= 1  # samples trained a policy version late
+    assert any(abs(record["ratio"] - 1) > 1e-3 for record in logs)  # pi_theta != pi_old: off-policy for real
+    for name in ("up/positive_token_frac", "up/capacity_up_mean", "up/would_clip_frac"):
+        assert all(math.isfinite(record[name]) for record in logs), name
+
+
+def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_path):
+    """old_log_probs are the sampler copy's log-probabilities of the sampled tokens, tagged with its version."""
+    args = _args(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    worker = in_process_rollout(
+        checkpoint, train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args
+    )["rollout_worker"]
+    worker.update_model_version(3)
+    samples = worker.generate_group(0, prompts[0])
+    assert len(samples) == args.num_generations and all(isinstance(s, RolloutSample) for s in samples)
+    advantages = torch.tensor([s.advantage for s in samples])
+    rewards = torch.tensor([s.metrics["reward"] for s in samples])
+    torch.testing.assert_close(advantages, (rewards - rewards.mean()) / (rewards.std(unbiased=False) + 1e-8))
+    for sample in samples:
+        assert sample.model_version == 3
+        ids, mask = torch.tensor(sample.input_ids), torch.tensor(sample.completion_mask)
+        logits = worker.sampler(input_ids=ids[None]).logits[0, :-1]
+        logps = torch.log_softmax(logits / args.temperature, -1).gather(-1, ids[1:, None]).squeeze(-1)
+        torch.testing.assert_close(torch.tensor(sample.old_log_probs)[1:][mask[1:].bool()], logps[mask[1:].bool()],
+                                   rtol=0, atol=1e-5)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# (d) what this relies on inside TRL
+
+COMPUTE_LOSS = inspect.getsource(AsyncGRPOTrainer.compute_loss)
+RELIED_ON = [
+    # the parent reads the advantages UP zeroes from the batch it is handed, with this selection
+    'selected = inputs["token_index"] >= 0',
+    'advantages = inputs["advantages"][selected]',
+    'token_index = inputs["token_index"][selected]',
+    # one forward through the model (the hook records it) and the log-probs UP reads the same way
+    "outputs = model(",
+    "log_probs = outputs.log_probs.flatten()[token_index]",
+    # the clipped term the closed form mirrors
+    "coef_1 = torch.exp(log_ratio)",
+    "coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)",
+    "per_token_loss = -torch.min(per_token_loss1, per_token_loss2)",
+    # the normalisation losses.packed_token_sum_loss mirrors
+    "loss = per_token_loss.sum()",
+    'global_n_tokens = inputs["global_n_tokens"][0]',
+    "tokens_per_rank = (global_n_tokens / world_size).clamp(min=1.0)",
+    "loss = loss / tokens_per_rank.to(torch.float32)",
+    "loss = loss / self.current_gradient_accumulation_steps",
+]
+
+
+@pytest.mark.parametrize("line", RELIED_ON)
+def test_async_compute_loss_still_has(line):
+    assert line in COMPUTE_LOSS, f"TRL's AsyncGRPOTrainer.compute_loss no longer contains: {line}"
+
+
+def test_cpu_seams_and_worker_contract():
+    # async_grpo_on_cpu swaps these two module-level names, called once each in the constructor
+    init = inspect.getsource(AsyncGRPOTrainer.__init__)
+    assert "register_tree_attention()" in init and "get_peak_flops_per_device(self.accelerator, dtype)" in init
+    assert callable(trl_async.register_tree_attention) and callable(trl_async.get_peak_flops_per_device)
+    # the reference has the kernel wrapper's exact call contract, under its name
+    assert OUR_TREE_ATTENTION == TREE_ATTENTION
+    assert inspect.signature(tree_attention_reference) == inspect.signature(tree_attention)
+    # the in-process worker scores through TRL's _score_group with a shim holding exactly what it reads
+    used = set(re.findall(r"self\.(\w+)", inspect.getsource(_AsyncRolloutLoop._score_group)))
+    assert used == {"reward_funcs", "reward_func_names", "_env_reward_types", "_provides_rollout_reward"}
+    assert AsyncGRPOTrainer.loss_is_scaled_for_ga is True
+
+
+def test_on_policy_only_without_staleness_and_with_a_sync_every_step(checkpoint, prompts, tmp_path):
+    on = _trainer(checkpoint, prompts, _args(tmp_path / "a", max_staleness=0, weight_sync_steps=1))
+    assert not on.up_is_off_policy
+    assert _trainer(checkpoint, prompts, _args(tmp_path / "b", max_staleness=0, weight_sync_steps=2)).up_is_off_policy
+    assert _trainer(checkpoint, prompts, _args(tmp_path / "c", max_staleness=1, weight_sync_steps=1)).up_is_off_policy
+
+
+def test_config_refusals(tmp_path):
+    with pytest.raises(ValueError, match="up_mode"):
+        _args(tmp_path, up_mode="clipped")
+    with pytest.raises(ValueError, match="positive"):
+        _args(tmp_path, up_positive_log_ratio_bound=0.0)
+    assert _args(tmp_path, up_mode=False).up_mode == "off"  # YAML's unquoted `off`
+
+
+@pytest.mark.slow
+def test_cpu_example_script_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo_cpu.py"
+    out = subprocess.run([sys.executable, str(script), "--steps", "2"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "asymmetric: 2 steps" in out.stdout and "off: 2 steps" in out.stdout

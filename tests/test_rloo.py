@@ -267,8 +267,29 @@ def test_real_run_trains_and_logs_up_metrics(two_runs):
         assert h["up/nonfinite_skipped_steps"] == 0
     assert logs[0]["up/positive_abs_log_ratio_mean"] == 0.0  # step 1: fresh rollouts, on-policy
     assert logs[1]["up/positive_abs_log_ratio_mean"] > 0.0  # step 2: the same rollouts, one update later
-    card = model_card_section(trainer)
-    assert "UPRLOOTrainer" in card and "| up_mode | asymmetric |" in card and "| off-policy" in card
+    assert model_card_section(trainer) in _written_card(trainer)
+
+
+def _written_card(trainer):
+    Path(trainer.args.output_dir).mkdir(parents=True, exist_ok=True)
+    trainer.create_model_card(model_name="tiny-up-rloo")
+    card = (Path(trainer.args.output_dir) / "README.md").read_text()
+    assert "RLOO" in card  # TRL's own card first
+    assert "## UP: Unbounded Positive Asymmetric Optimization (on RLOO)" in card
+    assert "| up_mode | asymmetric |" in card and "| off-policy (UP differs from its parent) | True |" in card
+    assert "| up/would_clip_frac |" in card and "arXiv:2607.06987" in card
+    return card
+
+
+def test_plain_rloo_config_means_up_asymmetric(tmp_path, tiny, prompts_dataset):
+    from trl import RLOOConfig
+
+    model, tokenizer = tiny
+    args = RLOOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", beta=0.0,
+                      per_device_train_batch_size=8, num_generations=4, num_iterations=2)  # fmt: skip
+    trainer = UPRLOOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
+                            processing_class=tokenizer)  # fmt: skip
+    assert trainer.up_mode == "asymmetric" and trainer.up_guard_bound is None and trainer.up_is_off_policy
 
 
 def test_real_run_up_equals_off_on_policy_and_differs_off_policy(two_runs):

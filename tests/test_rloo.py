@@ -1,0 +1,323 @@
+"""UPRLOOTrainer: the loss and every gradient equal a closed form written here, on a stale batch with mixed-sign
+advantages; up_mode="off" is trl.RLOOTrainer bit for bit; a short real run trains and logs up/* metrics."""
+
+import copy
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from conftest import length_reward, param_snapshots
+from datasets import Dataset
+from trl import RLOOTrainer
+
+from up_trl.rloo import UPRLOOConfig, UPRLOOTrainer, model_card_section
+
+EPS_LOW, EPS_HIGH = 0.2, 0.28
+MAX_LEN = 6
+
+
+def rloo_args(tmp_path, **overrides):
+    """UPRLOOConfig for a seconds-long CPU run (beta=0: no reference model)."""
+    kwargs = dict(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=2,
+        logging_steps=1,
+        learning_rate=1e-2,
+        save_strategy="no",
+        seed=0,
+        temperature=1.0,
+        beta=0.0,
+    )
+    kwargs.update(overrides)
+    return UPRLOOConfig(**kwargs)
+
+
+def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):
+    """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)`."""
+    model, tokenizer = tiny
+    return UPRLOOTrainer(model=model, reward_funcs=reward, args=rloo_args(tmp_path, **overrides),
+                         train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)  # fmt: skip
+
+
+def _sequence_logps(trainer, model, batch):
+    """TRL's own forward (not the UP hook), summed over the completion: log pi_theta(y_i | x_i)."""
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    per_token, _, _ = RLOOTrainer._get_per_token_logps_and_entropies(
+        trainer, model, ids, attn, batch["completion_ids"].size(1)
+    )
+    return (per_token * batch["completion_mask"]).sum(1)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from up_trl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=0)
+    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    tmp = tmp_path_factory.mktemp("rloo")
+    args = dict(max_completion_length=MAX_LEN, epsilon=EPS_LOW, epsilon_high=EPS_HIGH)
+    up = UPRLOOTrainer(model=model, reward_funcs=length_reward, args=rloo_args(tmp, **args), train_dataset=ds,
+                       processing_class=tokenizer)  # fmt: skip
+    parent = RLOOTrainer(model=copy.deepcopy(model), reward_funcs=length_reward, args=rloo_args(tmp, **args),
+                         train_dataset=ds, processing_class=tokenizer)  # fmt: skip
+    for t in (up, parent):
+        t.model.train()
+
+    # A hand-made, off-policy batch: 6 completions of different lengths, mixed-sign advantages.
+    g = torch.Generator().manual_seed(0)
+    B, P, T = 6, 3, MAX_LEN
+    batch = {
+        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
+        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]]),
+        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
+        "completion_mask": torch.tensor(
+            [[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1] * 6]
+        ),
+        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.4]),
+    }
+    with torch.no_grad():
+        logps = _sequence_logps(up, model, batch)
+    # Stale: log r = logp - old_logp per sequence, chosen on both sides of [1 - eps_low, 1 + eps_high].
+    batch["old_logps"] = logps - torch.tensor([0.6, -0.5, 0.05, 0.4, -0.3, -0.1])
+    return up, parent, batch
+
+
+def _closed_form(trainer, batch, up_mode, guard=None):
+    """Written out: A > 0 (every sequence for "both") -> -A * exp(logp - sg(logp)); else RLOO's clipped term."""
+    logp = _sequence_logps(trainer, trainer.model, batch)
+    adv, old = batch["advantages"], batch["old_logps"]
+    r = torch.exp(logp - old)
+    clipped = -torch.min(r * adv, torch.clamp(r, 1 - EPS_LOW, 1 + EPS_HIGH) * adv)
+    reinforce = -adv * torch.exp(logp - logp.detach())
+    if guard is not None:
+        reinforce = reinforce * ((logp - old).abs() <= guard).float()
+    routed = adv > 0 if up_mode == "asymmetric" else torch.ones_like(adv, dtype=torch.bool)
+    return torch.where(routed, reinforce, clipped).mean()
+
+
+def _grads(model, loss):
+    model.zero_grad()
+    loss.backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+
+
+def _configure(trainer, up_mode, guard=None):
+    trainer.up_mode = up_mode
+    trainer.up_guard_bound = guard
+
+
+@pytest.mark.parametrize("guard", [None, 0.35], ids=["paper", "guard0.35"])
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
+def test_loss_and_gradient_equal_closed_form(setup, up_mode, guard):
+    up, _, batch = setup
+    _configure(up, up_mode, guard)
+    actual_loss = up.compute_loss(up.model, batch)
+    actual = _grads(up.model, actual_loss)
+    expected_loss = _closed_form(up, batch, up_mode, guard)
+    expected = _grads(up.model, expected_loss)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-6, atol=1e-7)
+    assert len(actual) == len(list(up.model.parameters())) and any(a.abs().max() > 0 for a in actual)
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-7)
+
+
+def test_up_mode_off_is_rloo_trainer_bit_for_bit(setup):
+    up, parent, batch = setup
+    _configure(up, "off")
+    up_loss = up.compute_loss(up.model, batch)
+    parent_loss = parent.compute_loss(parent.model, batch)
+    assert torch.equal(up_loss, parent_loss)
+    for a, e in zip(_grads(up.model, up_loss), _grads(parent.model, parent_loss)):
+        assert torch.equal(a, e)
+    for key in [k for k in parent._metrics["train"] if k.startswith("clip_ratio/")]:
+        assert up._metrics["train"][key][-1] == parent._metrics["train"][key][-1], key
+
+
+def test_up_differs_from_rloo_off_policy_and_equals_it_on_policy(setup):
+    up, _, batch = setup
+    _configure(up, "asymmetric")
+    g_up = _grads(up.model, up.compute_loss(up.model, batch))
+    _configure(up, "off")
+    g_off = _grads(up.model, up.compute_loss(up.model, batch))
+    assert max((a - b).abs().max().item() for a, b in zip(g_up, g_off)) > 1e-4
+    # On-policy: RLOO's old_logps are the current policy's (ratio exactly 1): the same gradient.
+    with torch.no_grad():
+        on_policy = {**batch, "old_logps": _sequence_logps(up, up.model, batch)}
+    _configure(up, "asymmetric")
+    g_up = _grads(up.model, up.compute_loss(up.model, on_policy))
+    _configure(up, "off")
+    g_off = _grads(up.model, up.compute_loss(up.model, on_policy))
+    for a, e in zip(g_up, g_off):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-7)
+
+
+def test_inputs_batch_is_never_mutated(setup):
+    up, _, batch = setup
+    _configure(up, "both")
+    before = {k: v.clone() for k, v in batch.items()}
+    up.compute_loss(up.model, batch).backward()
+    up.model.zero_grad()
+    assert batch.keys() == before.keys()
+    for k in before:
+        assert torch.equal(batch[k], before[k]), k
+
+
+def test_up_and_clip_metrics_closed_form(setup):
+    up, parent, batch = setup
+    _configure(up, "asymmetric", guard=0.35)
+    up._metrics["train"].clear()
+    up.compute_loss(up.model, batch)
+    m = {k: v[-1] for k, v in up._metrics["train"].items()}
+    with torch.no_grad():
+        logp = _sequence_logps(up, up.model, batch)
+    adv, old = batch["advantages"], batch["old_logps"]
+    pos = adv > 0  # sequences 0, 2, 4
+    pi, pi_old, r = logp.exp(), old.exp(), (logp - old).exp()
+    cap_clip = torch.clamp(torch.clamp((1 + EPS_HIGH) * pi_old, max=1.0) - pi, min=0.0)
+    assert m["up/positive_token_frac"] == pytest.approx(3 / 6)
+    assert m["up/capacity_up_mean"] == pytest.approx((1 - pi)[pos].mean().item(), rel=1e-5)
+    assert m["up/capacity_clipped_mean"] == pytest.approx(cap_clip[pos].mean().item(), rel=1e-5, abs=1e-12)
+    assert m["up/would_clip_frac"] == pytest.approx(1 / 3)  # only sequence 0 (log r = 0.6) leaves the band
+    assert m["up/positive_abs_log_ratio_mean"] == pytest.approx((0.6 + 0.05 + 0.3) / 3, rel=1e-4)
+    assert m["up/guard_masked_frac"] == pytest.approx(1 / 3)  # |0.6| > 0.35; 0.05 and 0.3 are kept
+    # clip_ratio/* as the parent computes them, on the real advantages (not the zeroed copy UP hands it).
+    high = ((r > 1 + EPS_HIGH) & pos).float()
+    low = ((r < 1 - EPS_LOW) & (adv < 0)).float()
+    assert m["clip_ratio/high_mean"] == pytest.approx(high.mean().item()) and m["clip_ratio/high_mean"] > 0
+    assert m["clip_ratio/high_max"] == 1.0
+    assert m["clip_ratio/low_mean"] == pytest.approx(low.mean().item()) and m["clip_ratio/low_mean"] > 0
+    assert m["clip_ratio/region_mean"] == pytest.approx((high + low).mean().item())
+    _configure(parent, "off")
+    parent.compute_loss(parent.model, batch)
+    for key in ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"):
+        assert m[key] == parent._metrics["train"][key][-1], key
+
+
+def test_config_refusals(tmp_path):
+    with pytest.raises(ValueError, match="up_mode='asymmetric'"):
+        UPRLOOConfig(output_dir=str(tmp_path), up_mode="sometimes", use_cpu=True)
+    with pytest.raises(ValueError, match="must be positive"):
+        UPRLOOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
+    assert UPRLOOConfig(output_dir=str(tmp_path), up_mode=False, use_cpu=True).up_mode == "off"  # YAML `off`
+
+
+def test_zero_step_setup_is_refused(tmp_path, tiny):
+    few = Dataset.from_dict({"prompt": ["1 + 1 = "]})  # one generation batch takes 8 / 4 = 2 prompts
+    with pytest.raises(ValueError, match="zero steps"):
+        make_rloo_trainer(tmp_path, tiny, few)
+
+
+@pytest.mark.parametrize(
+    "overrides, warns, off_policy",
+    [
+        pytest.param({}, True, False, id="on_policy_default"),
+        pytest.param(dict(num_iterations=2), False, True, id="num_iterations2"),
+        pytest.param(dict(steps_per_generation=2), False, True, id="steps_per_generation2"),
+        pytest.param(dict(up_mode="off"), False, False, id="up_off"),
+    ],
+)
+def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns, off_policy):
+    with caplog.at_level(logging.WARNING):
+        trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, **overrides)
+    said = [r.getMessage() for r in caplog.records if "equals its parent" in r.getMessage()]
+    assert bool(said) == warns
+    assert trainer.up_is_off_policy == off_policy
+    if warns:
+        assert "num_iterations > 1" in said[0] and len(said) == 1
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off"."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
+    runs = {}
+    for up_mode in ("asymmetric", "off"):
+        snapshots = param_snapshots()
+        trainer = make_rloo_trainer(tmp_path_factory.mktemp(up_mode), tiny_model_and_tokenizer(seed=0), prompts,
+                                    callbacks=[snapshots], up_mode=up_mode, num_iterations=2, optim="sgd",
+                                    learning_rate=0.1)  # fmt: skip
+        initial = [p.detach().clone() for p in trainer.model.parameters()]
+        trainer.train()
+        runs[up_mode] = (trainer, initial, snapshots.params)
+    return runs
+
+
+def test_real_run_trains_and_logs_up_metrics(two_runs):
+    trainer, initial, params = two_runs["asymmetric"]
+    assert trainer.state.global_step == 2
+    assert any(not torch.equal(a, b) for a, b in zip(initial, params[2]))
+    logs = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(logs) == 2
+    for h in logs:
+        for key in ("up/positive_token_frac", "up/capacity_up_mean", "up/would_clip_frac", "clip_ratio/high_mean"):
+            assert key in h, key
+        assert h["up/nonfinite_skipped_steps"] == 0
+    assert logs[0]["up/positive_abs_log_ratio_mean"] == 0.0  # step 1: fresh rollouts, on-policy
+    assert logs[1]["up/positive_abs_log_ratio_mean"] > 0.0  # step 2: the same rollouts, one update later
+    assert model_card_section(trainer) in _written_card(trainer)
+
+
+def _written_card(trainer):
+    Path(trainer.args.output_dir).mkdir(parents=True, exist_ok=True)
+    trainer.create_model_card(model_name="tiny-up-rloo")
+    card = (Path(trainer.args.output_dir) / "README.md").read_text()
+    assert "RLOO" in card  # TRL's own card first
+    assert "## UP: Unbounded Positive Asymmetric Optimization (on RLOO)" in card
+    assert "| up_mode | asymmetric |" in card and "| off-policy (UP differs from its parent) | True |" in card
+    assert "| up/would_clip_frac |" in card and "arXiv:2607.06987" in card
+    return card
+
+
+def test_plain_rloo_config_means_up_asymmetric(tmp_path, tiny, prompts_dataset):
+    from trl import RLOOConfig
+
+    model, tokenizer = tiny
+    args = RLOOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", beta=0.0,
+                      per_device_train_batch_size=8, num_generations=4, num_iterations=2)  # fmt: skip
+    trainer = UPRLOOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
+                            processing_class=tokenizer)  # fmt: skip
+    assert trainer.up_mode == "asymmetric" and trainer.up_guard_bound is None and trainer.up_is_off_policy
+
+
+def test_real_run_up_equals_off_on_policy_and_differs_off_policy(two_runs):
+    _, initial, up = two_runs["asymmetric"]
+    _, initial_off, off = two_runs["off"]
+    assert all(torch.equal(a, b) for a, b in zip(initial, initial_off))
+    # Step 1 (on-policy rollouts): the same update up to float rounding.
+    for a, b in zip(up[1], off[1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    # Step 2 (the same rollouts, stale by one update): UP's positive-sequence gradient is not weighted by r.
+    assert max((a - b).abs().max().item() for a, b in zip(up[2], off[2])) > 1e-4
+
+
+RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
+
+
+def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():
+    from trl import ModelConfig, TrlParser
+
+    from up_trl.cli import TrainScriptArguments
+
+    up, base = (yaml.safe_load((RECIPES / name).read_text()) for name in ("up_rloo.yaml", "rloo.yaml"))
+    assert {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)} == {"up_mode", "output_dir"}
+    parser = TrlParser((TrainScriptArguments, UPRLOOConfig, ModelConfig))
+    for name, up_mode in (("up_rloo.yaml", "asymmetric"), ("rloo.yaml", "off")):
+        _, args, _ = parser.parse_args_and_config(
+            ["--config", str(RECIPES / name), "--use_cpu", "true", "--bf16", "false"]
+        )
+        assert isinstance(args, UPRLOOConfig) and args.up_mode == up_mode
+        # off-policy by construction (several updates per rollout batch), so UP differs from RLOO
+        assert args.gradient_accumulation_steps % (args.steps_per_generation * args.num_iterations) != 0

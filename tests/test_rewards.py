@@ -6,6 +6,7 @@ the last final-answer phrase, else the last number, and only that string meets m
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import pickle
@@ -42,8 +43,8 @@ from up_trl.rewards import pool as reward_pool
 torch.set_num_threads(1)
 
 # One call on a warm pool scores in milliseconds; math-verify's own alarm is 1 s per parse/verify, so a hostile item
-# costs at most ~3 s (and item_timeout_s, 4 s, in any case). The bound leaves room for a slow, shared CI core.
-CALL_BOUND_S = 8.0
+# costs at most ~6 s (and item_timeout_s, 8 s, in any case). The bound leaves room for a slow, shared CI core.
+CALL_BOUND_S = 14.0
 
 
 def chat(text):
@@ -637,12 +638,45 @@ def test_failed_gold_parse_is_not_cached(monkeypatch):
 
     def parse_timing_out_once(text, *args, **kwargs):
         calls.append(text)
-        return [] if len(calls) == 1 else real(text, *args, **kwargs)  # math-verify returns [] on its timeout
+        if len(calls) == 1:  # what math-verify does when its SIGALRM fires: a warning and []
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real(text, *args, **kwargs)
 
     monkeypatch.setattr(math_verify, "parse", parse_timing_out_once)
     gold = r"\frac{123}{457}"  # a gold no other test parses in this process
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.GOLD_UNPARSEABLE
+    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
     assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     parses = len(calls)
     assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     assert len(calls) == parses + 1  # the successful gold parse is cached: only the prediction is parsed again
+
+
+@pytest.mark.parametrize("where", ["gold", "answer", "comparison"])
+def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
+    """math-verify turns its SIGALRM timeout into [] / False and a warning; the reward must count it as TIMEOUT."""
+    import math_verify
+
+    from up_trl.rewards import verification
+
+    real_parse, real_verify = math_verify.parse, math_verify.verify
+
+    def parse(text, *args, **kwargs):
+        if (where == "gold" and "31/57" in text) or (where == "answer" and "62/114" in text):
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real_parse(text, *args, **kwargs)
+
+    def verify(*args, **kwargs):
+        if where == "comparison":
+            logging.getLogger("math_verify.grader").warning("Timeout during comparison")
+            return False
+        return real_verify(*args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", parse)
+    monkeypatch.setattr(math_verify, "verify", verify)
+    verification._GOLD_CACHE.clear()
+    assert verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
+    assert verification.verify_answer("1", "number", "2", "number", None) == (
+        rewards.TIMEOUT if where == "comparison" else rewards.WRONG
+    )

@@ -20,11 +20,19 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
 
-from .verification import CORRECT, GOLD_UNPARSEABLE, MATH_VERIFY_TIMEOUT, TIMEOUT, WRONG, verify_answer
+from .verification import (
+    CORRECT,
+    GOLD_UNPARSEABLE,
+    MATH_VERIFY_LOGGERS,
+    MATH_VERIFY_TIMEOUT,
+    TIMEOUT,
+    WRONG,
+    verify_answer,
+)
 
 logger = logging.getLogger(__name__)
 
-ITEM_TIMEOUT_S = 4.0  # per item: math-verify's own bound is 1 s per parse and verify, so ~3 s for a hostile item
+ITEM_TIMEOUT_S = 8.0  # per item: math-verify's own bound is 2 s per parse and verify, so ~6 s for a hostile item
 STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the workers to start and import math-verify
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 
@@ -47,7 +55,10 @@ def default_num_workers() -> int:
 
 
 def _worker_init() -> None:
-    logging.disable(logging.CRITICAL)  # math-verify logs each timeout; the parent counts outcomes instead
+    logging.disable(logging.INFO)  # quiet workers; math-verify's timeout warnings still reach verify_answer's counter
+    for name in MATH_VERIFY_LOGGERS:
+        logging.getLogger(name).propagate = False
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         import resource
 
@@ -151,7 +162,11 @@ def score_in_process(tasks: Sequence[Task]) -> list[int]:
     """Outcomes in this process: math-verify's SIGALRM bound only in the main thread, none elsewhere."""
     in_main = threading.current_thread() is threading.main_thread() and os.name == "posix"
     timeout = MATH_VERIFY_TIMEOUT if in_main else None
-    if not in_main:
+    if in_main:
+        for name in MATH_VERIFY_LOGGERS:  # math-verify's timeout warnings must reach verify_answer's counter
+            if logging.getLogger(name).getEffectiveLevel() > logging.WARNING:
+                logging.getLogger(name).setLevel(logging.WARNING)
+    else:
         for name in ("math_verify.parser", "math_verify.grader", "math_verify.utils"):
             logging.getLogger(name).setLevel(logging.ERROR)  # "Timeout is disabled" on every call otherwise
     return [verify_answer(*task, timeout) for task in tasks]

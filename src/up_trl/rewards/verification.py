@@ -2,18 +2,23 @@ r"""Verification: one extracted answer against one gold answer with math-verify,
 
 Runs inside a worker process of `pool.py` (or in-process when workers are off). math-verify's own SIGALRM bound
 (`MATH_VERIFY_TIMEOUT`, whole seconds) works only in a process's main thread: the caller passes `timeout=None`
-elsewhere. Gold answers are parsed once per process; only successful parses are cached, so a gold answer whose parse
-timed out once (a busy machine) is parsed again next time instead of being unscorable for good.
+elsewhere. math-verify turns its own timeouts into `[]` / False and a warning; `verify_answer` counts those warnings
+(`_TIMEOUT_LOG`) so that an answer whose parse or comparison timed out is a TIMEOUT, never a silent WRONG. Gold answers
+are parsed once per process; only successful parses are cached, so a gold answer whose parse timed out once (a busy
+machine) is parsed again next time instead of being unscorable for good.
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 
 from .extraction import phrase_expression
 
-MATH_VERIFY_TIMEOUT = 1  # seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds)
+# Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds). 1 s fired on right MATH-500
+# answers on a 2-core machine under a load of 12; an item (gold parse, answer parse, verify) is at most ~3x this.
+MATH_VERIFY_TIMEOUT = 2
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
 GOLD_CACHE_SIZE = 4096
@@ -63,6 +68,27 @@ class _SuccessCache:
 
 
 _GOLD_CACHE = _SuccessCache(GOLD_CACHE_SIZE)
+MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
+
+
+class _TimeoutLog(logging.Handler):
+    """Counts math-verify's "Timeout during parsing/comparison" warnings, per thread."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith("Timeout during"):
+            self.local.count = self.count() + 1
+
+    def count(self) -> int:
+        return getattr(self.local, "count", 0)
+
+
+_TIMEOUT_LOG = _TimeoutLog()
+for _name in MATH_VERIFY_LOGGERS:
+    logging.getLogger(_name).addHandler(_TIMEOUT_LOG)
 
 
 def parse_gold(gold: str, kind: str, timeout: int | None) -> list:
@@ -91,21 +117,24 @@ def _parse_gold_uncached(gold: str, kind: str, timeout: int | None) -> list:
 
 
 def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, timeout: int | None) -> int:
-    """CORRECT, WRONG or GOLD_UNPARSEABLE for one extracted prediction (None: no answer) against one gold answer.
+    """CORRECT, WRONG, GOLD_UNPARSEABLE or TIMEOUT (math-verify's own bound fired and nothing was found correct) for
+    one extracted prediction (None: no answer) against one gold answer.
 
     >>> [verify_answer("2x + 3", "phrase", gold, "phrase", None) for gold in ("2x+3", "3")]
     [1, 0]
     """
     from math_verify import parse, verify
 
+    timeouts_before = _TIMEOUT_LOG.count()
     try:
         gold_parsed = parse_gold(gold, gold_kind, timeout)
         if not gold_parsed:
-            return GOLD_UNPARSEABLE
-        pred_input = None if pred is None else parse_input(pred, pred_kind)
-        if pred_input is None:
-            return WRONG
-        pred_parsed = parse(pred_input, parsing_timeout=timeout)
-        return CORRECT if pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout) else WRONG
+            outcome = GOLD_UNPARSEABLE
+        else:
+            pred_input = None if pred is None else parse_input(pred, pred_kind)
+            pred_parsed = [] if pred_input is None else parse(pred_input, parsing_timeout=timeout)
+            correct = pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
+            outcome = CORRECT if correct else WRONG
     except Exception:  # math-verify catches its own errors; this is the last net (RecursionError, MemoryError)
-        return WRONG
+        outcome = WRONG
+    return TIMEOUT if outcome != CORRECT and _TIMEOUT_LOG.count() > timeouts_before else outcome

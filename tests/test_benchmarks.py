@@ -45,3 +45,12 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
                                    "--max_completion_length", "4", "--threads", "1"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
+
+
+@pytest.mark.slow
+def test_reward_throughput_quick(capsys):
+    result = _load("reward_throughput").main(["--quick"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    assert result["completions"] == 160 and result["right"] == 120 and result["wrong"] == 40
+    assert result["timeouts"] == 0 and result["wrong_scored_correct"] == 0
+    assert result["right_scored_correct"] >= 100 and result["items_per_s"] > 0

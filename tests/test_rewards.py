@@ -680,3 +680,21 @@ def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
     assert verification.verify_answer("1", "number", "2", "number", None) == (
         rewards.TIMEOUT if where == "comparison" else rewards.WRONG
     )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched parse")
+def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools):
+    import math_verify
+
+    real_parse = math_verify.parse
+
+    def parse(text, *args, **kwargs):
+        if "62/114" in text:
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real_parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", parse)
+    reward = make_math_accuracy_reward(num_workers=1, timeout_reward=-0.5)
+    assert reward([r"\boxed{62/114}", r"\boxed{1}"], solution=["31/57", "2"]) == [-0.5, 0.0]
+    assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 0)

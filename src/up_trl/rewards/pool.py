@@ -86,6 +86,7 @@ class _Pool:
         from pebble import ProcessPool
 
         self.pid, self.num_workers = os.getpid(), num_workers
+        self.ready = False  # True once a task came back: from then on a queued item may wait behind others freely
         self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=_context())
 
     def close(self) -> None:
@@ -146,10 +147,11 @@ def _run(pool: _Pool, tasks: Sequence[Task], item_timeout_s: float, first_timeou
     outcomes, replaced = [], 0
     for i, future in enumerate(futures):
         try:
-            outcome = future.result(timeout=first_timeout_s if i == 0 else None)
-            outcomes.append(outcome if outcome in (CORRECT, WRONG, GOLD_UNPARSEABLE) else WRONG)
+            outcome = future.result(timeout=None if pool.ready or i else first_timeout_s)
+            outcomes.append(outcome if outcome in (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) else WRONG)
+            pool.ready = True
         except (FutureTimeoutError, ProcessExpired) as exc:
-            if i == 0 and isinstance(exc, FutureTimeoutError) and not future.done():  # workers never started
+            if not future.done():  # the first task of a new pool got no answer at all: workers never started
                 for f in futures:
                     f.cancel()
                 raise PoolUnavailable(f"no worker answered within {first_timeout_s:.0f} s") from exc

@@ -32,7 +32,7 @@ from .verification import (
 
 logger = logging.getLogger(__name__)
 
-ITEM_TIMEOUT_S = 8.0  # per item: math-verify's own bound is 2 s per parse and verify, so ~6 s for a hostile item
+ITEM_TIMEOUT_S = 10.0  # per item: math-verify's own bound is 3 s per parse and verify, so ~9 s for a hostile item
 STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the workers to start and import math-verify
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 

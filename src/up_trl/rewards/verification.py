@@ -16,9 +16,9 @@ import threading
 
 from .extraction import phrase_expression
 
-# Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds). 1 s fired on right MATH-500
-# answers on a 2-core machine under a load of 12; an item (gold parse, answer parse, verify) is at most ~3x this.
-MATH_VERIFY_TIMEOUT = 2
+# Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds; its default is 5). 1 s and 2 s
+# fired on right MATH-500 answers (0.3 s of CPU) on a 2-core machine under a load of 10; an item is at most ~3x this.
+MATH_VERIFY_TIMEOUT = 3
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
 GOLD_CACHE_SIZE = 4096

@@ -90,3 +90,12 @@ def test_scorer_smoke_run(capsys):
         )
         assert m["items_per_s"] > 0
     assert "CPU" in result["machine"]
+
+
+@pytest.mark.slow
+def test_reward_throughput_quick(capsys):
+    result = _load("reward_throughput").main(["--quick"])
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
+    assert result["completions"] == 160 and result["right"] == 120 and result["wrong"] == 40
+    assert result["timeouts"] == 0 and result["wrong_scored_correct"] == 0
+    assert result["right_scored_correct"] >= 100 and result["items_per_s"] > 0

@@ -6,9 +6,12 @@ the last final-answer phrase, else the last number, and only that string meets m
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
 import pickle
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -35,12 +38,13 @@ from up_trl.rewards import (
     math_accuracy_reward,
     think_format_reward,
 )
+from up_trl.rewards import pool as reward_pool
 
 torch.set_num_threads(1)
 
 # One call on a warm pool scores in milliseconds; math-verify's own alarm is 1 s per parse/verify, so a hostile item
-# costs at most ~3 s. The bound leaves room for a slow, shared CI core.
-CALL_BOUND_S = 8.0
+# costs at most ~9 s (and item_timeout_s, 10 s, in any case). The bound leaves room for a slow, shared CI core.
+CALL_BOUND_S = 25.0
 
 
 def chat(text):
@@ -298,13 +302,15 @@ def test_hostile_completion(completion, expected):
     assert time.monotonic() - start < CALL_BOUND_S
 
 
-def test_hostile_batch_within_call_bound():
+def test_hostile_batch_is_bounded_per_item():
+    """No call budget: every item has its own bound, so a batch costs at most its items' bounds over the workers."""
     batch = list(HOSTILE.values())
-    reward = make_math_accuracy_reward(timeout_s=3.0)
+    reward = make_math_accuracy_reward(num_workers=2, item_timeout_s=3.0)
     start = time.monotonic()
     out = reward(batch, solution=["42"] * len(batch))
-    assert time.monotonic() - start < 3.0 + 2.0  # timeout_s plus joining a killed worker
+    assert time.monotonic() - start < len(batch) * 3.0 / 2 + 2.0
     assert all(v in (0.0, 1.0) for v in out) and len(out) == len(batch)
+    assert out[list(HOSTILE).index("huge_then_answer")] == 1.0
 
 
 def test_hostile_gold_never_raises():
@@ -360,22 +366,17 @@ def test_reward_from_a_thread_pool_concurrently():
         assert list(pool.map(score, range(8))) == [[1.0, 0.0]] * 8
 
 
-@pytest.mark.skipif(os.name != "posix", reason="SIGSTOP/SIGKILL")
-def test_hung_and_dead_workers_are_replaced():
-    reward = make_math_accuracy_reward(num_workers=1, item_timeout_s=1.0, timeout_s=6.0)
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL")
+def test_dead_worker_between_calls_is_replaced():
+    reward = make_math_accuracy_reward(num_workers=1)
     assert reward([r"\boxed{1}"], solution=["1"]) == [1.0]  # starts the one-worker pool
-    pool = rewards._pool(1)
-
-    os.kill(pool.procs[0].pid, signal.SIGSTOP)  # a worker that never answers, like a C-level hang
-    start = time.monotonic()
-    assert reward([r"\boxed{2}", r"\boxed{3}"], solution=["2", "3"]) == [0.0, 1.0]  # first item timed out
-    assert time.monotonic() - start < 6.0
-    assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 1)
-
-    os.kill(pool.procs[0].pid, signal.SIGKILL)  # a worker that died between calls
-    pool.procs[0].wait(timeout=5)
-    assert reward([r"\boxed{4}"], solution=["4"]) == [1.0]
-    assert reward.stats.worker_restarts == 2
+    workers = [p for p in multiprocessing.active_children() if p.is_alive()]
+    assert workers
+    for worker in workers:  # pebble's workers (and any other child): a worker that died between calls
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.join(timeout=5)
+    assert reward([r"\boxed{4}", r"\boxed{5}"], solution=["4", "4"]) == [1.0, 0.0]
+    assert reward.stats.timeouts == 0
 
 
 # In-process, math-verify's SIGALRM can fire inside hypothesis' gc callback, which swallows it (a warning): one more
@@ -394,11 +395,16 @@ def test_in_process_mode_main_thread_and_thread(monkeypatch):
 
 
 def test_falls_back_in_process_when_workers_cannot_start(monkeypatch):
-    monkeypatch.setattr(rewards, "_POOLS", {})
-    monkeypatch.setattr(sys, "executable", "")
+    def no_fork(num_workers):
+        raise OSError("fork refused")
+
+    monkeypatch.setattr(reward_pool, "_POOLS", {})
+    monkeypatch.setattr(reward_pool, "_Pool", no_fork)
+    monkeypatch.setattr(reward_pool, "_UNAVAILABLE_IN", set())
     reward = make_math_accuracy_reward(num_workers=3)
     assert reward([r"\boxed{42}"], solution=["42"]) == [1.0]
-    assert reward.num_workers == 0
+    assert reward_pool._UNAVAILABLE_IN == {os.getpid()}  # in-process from now on, not one failed start per call
+    assert reward([r"\boxed{41}"], solution=["42"]) == [0.0]
 
 
 def test_batch_of_64_is_fast_on_a_warm_pool():
@@ -455,9 +461,9 @@ def test_registry_options_build_new_rewards():
         ["math_accuracy", "dapo_math", "soft_overlong"],
         max_completion_length=100,
         soft_punish_cache=20,
-        timeout_s=5.0,
+        item_timeout_s=5.0,
     )
-    assert acc is not math_accuracy_reward and acc.timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
+    assert acc is not math_accuracy_reward and acc.item_timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
     assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
     assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
     assert type(overlong).__module__ == "trl.rewards.other_rewards"
@@ -468,3 +474,227 @@ def test_registry_options_build_new_rewards():
         get_reward_funcs(["soft_overlong"])
     with pytest.raises(ValueError, match="soft_punish_cache=200"):
         get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A final-answer phrase is one expression, never one number of it (issue 8, item 1).
+
+PHRASE_CASES = [
+    pytest.param("The answer is 2x + 3.", "$2x+3$", 1.0, id="polynomial_right"),
+    pytest.param("The answer is 2x + 3.", "3", 0.0, id="polynomial_vs_its_constant"),
+    pytest.param("The answer is 2x + 3.", "2", 0.0, id="polynomial_vs_its_coefficient"),
+    pytest.param("Answer: 3n + 12", "12", 0.0, id="answer_colon_polynomial_vs_constant"),
+    pytest.param("Answer: 3n + 12", "3n+12", 1.0, id="answer_colon_polynomial_right"),
+    pytest.param("The answer is 5 - 2i.", "2", 0.0, id="complex_vs_a_part"),
+    pytest.param("The answer is 5 - 2i.", "5-2i", 1.0, id="complex_right"),
+    pytest.param("The answer is 12 apples.", "12", 1.0, id="unit_prose_after"),
+    pytest.param("The answer is 12 apples and 3 oranges.", "12", 0.0, id="second_value_after"),
+    pytest.param("The answer is 5 or 6.", "5", 0.0, id="hedge_or"),
+    pytest.param("The answer is $2$ or $3$.", "2", 0.0, id="hedge_two_latex_segments"),
+    pytest.param("The answer is 12 because 3 x 4 = 13.", "13", 0.0, id="justification_with_an_equation"),
+    pytest.param("The answer is not 12.", "12", 0.0, id="negation_first"),
+    pytest.param("The answer is 12, not 13.", "13", 0.0, id="negation_after"),
+    pytest.param("The answer is 1,000.", "1000", 1.0, id="thousands_separator"),
+    pytest.param("#### 1,000,000", "1000000", 1.0, id="hash_thousands"),
+    pytest.param("The answer is x = 4.", "4", 1.0, id="x_equals"),
+    pytest.param("The answer is x = 4 or x = 5.", "5", 0.0, id="x_equals_hedge"),
+    pytest.param("The answer is 50%.", "50", 1.0, id="percent"),
+    pytest.param("The answer is $12.", "12", 1.0, id="currency_sign"),
+    pytest.param("The answer is 2pi.", r"2\pi", 1.0, id="bare_pi"),
+    pytest.param("The answer is sqrt(2)/2.", r"\frac{\sqrt{2}}{2}", 1.0, id="bare_sqrt"),
+    pytest.param("The answer is Evelyn.", r"\text{Evelyn}", 1.0, id="text_answer"),
+    pytest.param("The answer is $2x+3$ for every x.", "3", 0.0, id="latex_polynomial_vs_constant"),
+    pytest.param("The answer is 71 + 88.", "159", 0.0, id="echo_still_refused"),
+    pytest.param("The answer is 71 + 88.", "71 + 88", 1.0, id="echo_shape_gold"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES)
+def test_phrase_answer_is_one_expression(reply, gold, expected):
+    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
+
+
+def test_boxed_and_phrase_agree_on_expressions():
+    """The same answer, boxed or in a phrase, gets the same score (today's boxed path was already right)."""
+    answers, golds = ["2x + 3", "3n + 12", "5 - 2i"], ["3", "12", "2"]
+    boxed = [rf"\boxed{{{a}}}" for a in answers]
+    phrases = [f"The answer is {a}." for a in answers]
+    assert math_accuracy_reward(boxed, solution=golds) == math_accuracy_reward(phrases, solution=golds) == [0.0] * 3
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Each item bounded, never the call; the pool's process rules (issue 8, item 2).
+
+
+def _hang_on(marker):
+    """verify_answer that never returns for the prediction `marker` (a stand-in for a C-level hang)."""
+    real = reward_pool.verify_answer
+
+    def verify(pred, *args):
+        if pred == marker:
+            time.sleep(3600)
+        return real(pred, *args)
+
+    return verify
+
+
+@pytest.fixture
+def fresh_pools(monkeypatch):
+    """Pools started inside the test (forked after any monkeypatch), stopped after it."""
+    monkeypatch.setattr(reward_pool, "_POOLS", {})
+    yield
+    reward_pool.shutdown_workers()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
+def test_hung_item_costs_its_own_bound_and_is_counted(monkeypatch, fresh_pools):
+    monkeypatch.setattr(reward_pool, "verify_answer", _hang_on("777"))
+    reward = make_math_accuracy_reward(num_workers=1, item_timeout_s=1.0, timeout_reward=-0.5, name="acc")
+    metrics = {}
+    replies = [r"\boxed{777}", r"\boxed{2}", r"\boxed{5}", r"\boxed{3}"]
+    start = time.monotonic()
+    out = reward(replies, solution=["777", "2", "2", "3"], log_metric=metrics.__setitem__)
+    elapsed = time.monotonic() - start
+    assert out == [-0.5, 1.0, 0.0, 1.0]  # the hung item gets timeout_reward, never a silent "wrong"
+    assert 1.0 <= elapsed < 1.0 + 3.0  # one item's bound plus pebble's replacement of the worker
+    assert metrics["rewards/acc/timeout_frac"] == 0.25
+    assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 1)
+    assert reward.outcomes([r"\boxed{777}", r"\boxed{9}"], ["777", "9"]) == [rewards.TIMEOUT, rewards.CORRECT]
+    assert reward([r"\boxed{4}"], solution=["4"]) == [1.0]  # the pool keeps working
+    assert reward.stats.timeouts == 1  # outcomes() does not touch the stats
+
+
+def test_a_large_call_has_no_call_budget(monkeypatch):
+    """Old code: 10 s for the whole call. Now 400 distinct items scored in one call all come back scored."""
+    replies = [rf"\boxed{{\frac{{{i}}}{{{i + 1}}}}}" for i in range(400)]
+    golds = [f"{i}/{i + 1}" if i % 2 else f"{i + 1}/{i + 2}" for i in range(400)]
+    reward = make_math_accuracy_reward(num_workers=2)
+    out = reward(replies, solution=golds)
+    assert out == [1.0 if i % 2 else 0.0 for i in range(400)] and reward.stats.timeouts == 0
+
+
+@pytest.mark.skipif(os.name != "posix", reason="os.fork")
+def test_forked_child_gets_its_own_pool(fresh_pools):
+    assert math_accuracy_reward([r"\boxed{1}"], solution=["1"]) == [1.0]  # the parent's pool exists
+    parent_pool = reward_pool._POOLS[reward_pool.default_num_workers()]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a DataLoader worker, say
+        try:
+            ok = not reward_pool._POOLS and math_accuracy_reward([r"\boxed{2}"], solution=["2"]) == [1.0]
+            ok = ok and all(p.pid == os.getpid() for p in reward_pool._POOLS.values())
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    assert os.read(read, 2) == b"ok"
+    os.waitpid(pid, 0)
+    assert reward_pool._POOLS[reward_pool.default_num_workers()] is parent_pool
+    assert math_accuracy_reward([r"\boxed{3}"], solution=["3"]) == [1.0]
+
+
+def test_unguarded_main_script_runs_once(tmp_path):
+    """A script without `if __name__ == "__main__"` that calls the reward is not re-run by the workers."""
+    log = tmp_path / "runs.txt"
+    script = tmp_path / "train.py"
+    script.write_text(
+        "from up_trl.rewards import make_math_accuracy_reward\n"
+        f"open({str(log)!r}, 'a').write('run\\n')\n"
+        "reward = make_math_accuracy_reward(num_workers=2)\n"
+        "print(reward([r'\\boxed{1}', r'\\boxed{2}', r'\\boxed{3}'], solution=['1', '2', '4']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[1.0, 1.0, 0.0]"
+    assert log.read_text() == "run\n"
+
+
+def test_verify_many_and_outcome_constants():
+    assert (rewards.CORRECT, rewards.WRONG, rewards.GOLD_UNPARSEABLE, rewards.TIMEOUT) == (1, 0, 2, 3)
+    tasks = [
+        (r"\frac{1}{2}", "boxed", "0.5", "number"),
+        ("1/2", "number", r"\frac{1}{2}", "phrase"),
+        ("2x + 3", "phrase", "3", "number"),
+        (None, "", "3", "number"),
+        ("3", "number", "", "phrase"),
+    ]
+    expected = [rewards.CORRECT, rewards.CORRECT, rewards.WRONG, rewards.WRONG, rewards.GOLD_UNPARSEABLE]
+    assert rewards.verify_many(tasks) == expected
+    assert rewards.verify_many(tasks, num_workers=0) == expected
+    assert rewards.verify_many([]) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# A failed gold parse is not cached (issue 8, item 3).
+
+
+def test_failed_gold_parse_is_not_cached(monkeypatch):
+    import math_verify
+
+    from up_trl.rewards import verification
+
+    real, calls = math_verify.parse, []
+
+    def parse_timing_out_once(text, *args, **kwargs):
+        calls.append(text)
+        if len(calls) == 1:  # what math-verify does when its SIGALRM fires: a warning and []
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", parse_timing_out_once)
+    gold = r"\frac{123}{457}"  # a gold no other test parses in this process
+    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
+    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    parses = len(calls)
+    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    assert len(calls) == parses + 1  # the successful gold parse is cached: only the prediction is parsed again
+
+
+@pytest.mark.parametrize("where", ["gold", "answer", "comparison"])
+def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
+    """math-verify turns its SIGALRM timeout into [] / False and a warning; the reward must count it as TIMEOUT."""
+    import math_verify
+
+    from up_trl.rewards import verification
+
+    real_parse, real_verify = math_verify.parse, math_verify.verify
+
+    def parse(text, *args, **kwargs):
+        if (where == "gold" and "31/57" in text) or (where == "answer" and "62/114" in text):
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real_parse(text, *args, **kwargs)
+
+    def verify(*args, **kwargs):
+        if where == "comparison":
+            logging.getLogger("math_verify.grader").warning("Timeout during comparison")
+            return False
+        return real_verify(*args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", parse)
+    monkeypatch.setattr(math_verify, "verify", verify)
+    verification._GOLD_CACHE.clear()
+    assert verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
+    assert verification.verify_answer("1", "number", "2", "number", None) == (
+        rewards.TIMEOUT if where == "comparison" else rewards.WRONG
+    )
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched parse")
+def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools):
+    import math_verify
+
+    real_parse = math_verify.parse
+
+    def parse(text, *args, **kwargs):
+        if "62/114" in text:
+            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
+            return []
+        return real_parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", parse)
+    reward = make_math_accuracy_reward(num_workers=1, timeout_reward=-0.5)
+    assert reward([r"\boxed{62/114}", r"\boxed{1}"], solution=["31/57", "2"]) == [-0.5, 0.0]
+    assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 0)

@@ -1,0 +1,214 @@
+"""The worker pool: math-verify in worker processes, each item bounded on its own, never the call.
+
+pebble's `ProcessPool` runs one task per item with `timeout=item_timeout_s`; a worker whose task times out (or
+dies) is killed and replaced by pebble, and the item's outcome is TIMEOUT, which the reward counts and scores as
+its `timeout_reward`. Inside a worker math-verify's own SIGALRM bound works (each worker runs in its main thread),
+so a call from any thread of the trainer (TRL may score rewards in threads) gets bounded verification.
+
+Each process has its own pool (a forked child, e.g. a DataLoader worker, starts a new one on first use); workers
+start on the first call and stop at exit (`shutdown_workers`). `num_workers=0` (or `UP_TRL_REWARD_WORKERS=0`) scores
+in-process, where math-verify's timeouts work only in the main thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import multiprocessing
+import os
+import threading
+from collections.abc import Sequence
+from concurrent.futures import TimeoutError as FutureTimeoutError
+
+from .verification import (
+    CORRECT,
+    GOLD_UNPARSEABLE,
+    MATH_VERIFY_LOGGERS,
+    MATH_VERIFY_TIMEOUT,
+    TIMEOUT,
+    WRONG,
+    verify_answer,
+)
+
+logger = logging.getLogger(__name__)
+
+ITEM_TIMEOUT_S = 10.0  # per item: math-verify's own bound is 3 s per parse and verify, so ~9 s for a hostile item
+STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the workers to start and import math-verify
+Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
+
+
+class PoolUnavailable(RuntimeError):
+    """Worker processes cannot be started here; the caller scores in-process instead."""
+
+
+def default_num_workers() -> int:
+    """`UP_TRL_REWARD_WORKERS` if set (0: in-process), else min(2, CPU count)."""
+    value = os.environ.get("UP_TRL_REWARD_WORKERS", "").strip()
+    if value:
+        try:
+            return max(int(value), 0)
+        except ValueError:
+            raise ValueError(
+                f"UP_TRL_REWARD_WORKERS={value!r}: set a number of worker processes, 0 for in-process"
+            ) from None
+    return min(2, os.cpu_count() or 1)
+
+
+def _worker_init() -> None:
+    logging.disable(logging.INFO)  # quiet workers; math-verify's timeout warnings still reach verify_answer's counter
+    for name in MATH_VERIFY_LOGGERS:
+        logging.getLogger(name).propagate = False
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a blow-up is a MemoryError, not the OOM killer
+    except Exception:
+        pass
+
+
+def _verify_in_worker(task: Task) -> int:
+    timeout = MATH_VERIFY_TIMEOUT if os.name == "posix" else None  # on Windows math-verify would spawn per call
+    return verify_answer(*task, timeout)
+
+
+def _context():
+    # fork on POSIX: a spawned or forkserver worker re-imports the user's __main__, re-running a script that has no
+    # `if __name__ == "__main__"` guard; a fork starts from a copy of this process and imports nothing again.
+    return multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+
+
+class _Pool:
+    """A pebble `ProcessPool` owned by one process; rebuilt when pebble reports it broken."""
+
+    def __init__(self, num_workers: int):
+        import math_verify  # noqa: F401  (imported once here, so forked workers start warm)
+        from pebble import ProcessPool
+
+        self.pid, self.num_workers = os.getpid(), num_workers
+        self.ready = False  # True once a task came back: from then on a queued item may wait behind others freely
+        self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=_context())
+
+    def close(self) -> None:
+        try:
+            self.pool.stop()
+            self.pool.join(timeout=5)
+        except Exception:
+            pass
+
+
+_POOLS: dict[int, _Pool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(num_workers: int, fresh: bool = False) -> _Pool:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(num_workers)
+        if pool is not None and (fresh or pool.pid != os.getpid() or not pool.pool.active):
+            if pool.pid == os.getpid():
+                pool.close()
+            pool = None
+        if pool is None:
+            try:
+                pool = _POOLS[num_workers] = _Pool(num_workers)
+            except (OSError, ValueError, ImportError) as exc:  # no fork, no pipes, no math-verify
+                raise PoolUnavailable(f"cannot start worker processes: {exc}") from exc
+        return pool
+
+
+def _forget_pools_in_child() -> None:
+    global _POOLS_LOCK
+    _POOLS.clear()  # the parent's pool threads do not exist in a forked child; it starts its own pool on first use
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_in_child)
+
+
+def shutdown_workers() -> None:
+    """Stop every math-verify worker process of this process (they restart on the next call). Runs at exit."""
+    with _POOLS_LOCK:
+        pools = [p for p in _POOLS.values() if p.pid == os.getpid()]
+        _POOLS.clear()
+    for pool in pools:
+        pool.close()
+
+
+atexit.register(shutdown_workers)
+
+
+def _run(pool: _Pool, tasks: Sequence[Task], item_timeout_s: float, first_timeout_s: float) -> tuple[list[int], int]:
+    """Outcomes of `tasks` on `pool` and the number of workers pebble replaced. Raises BrokenProcessPool/RuntimeError
+    when the pool itself broke (not an item's fault)."""
+    from pebble import ProcessExpired
+
+    futures = [pool.pool.schedule(_verify_in_worker, args=(tuple(t),), timeout=item_timeout_s) for t in tasks]
+    outcomes, replaced = [], 0
+    for i, future in enumerate(futures):
+        try:
+            outcome = future.result(timeout=None if pool.ready or i else first_timeout_s)
+            outcomes.append(outcome if outcome in (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) else WRONG)
+            pool.ready = True
+        except (FutureTimeoutError, ProcessExpired) as exc:
+            if not future.done():  # the first task of a new pool got no answer at all: workers never started
+                for f in futures:
+                    f.cancel()
+                raise PoolUnavailable(f"no worker answered within {first_timeout_s:.0f} s") from exc
+            outcomes.append(TIMEOUT)  # pebble killed (or lost) this item's worker and started another
+            replaced += 1
+    return outcomes, replaced
+
+
+def score_in_process(tasks: Sequence[Task]) -> list[int]:
+    """Outcomes in this process: math-verify's SIGALRM bound only in the main thread, none elsewhere."""
+    in_main = threading.current_thread() is threading.main_thread() and os.name == "posix"
+    timeout = MATH_VERIFY_TIMEOUT if in_main else None
+    if in_main:
+        for name in MATH_VERIFY_LOGGERS:  # math-verify's timeout warnings must reach verify_answer's counter
+            if logging.getLogger(name).getEffectiveLevel() > logging.WARNING:
+                logging.getLogger(name).setLevel(logging.WARNING)
+    else:
+        for name in ("math_verify.parser", "math_verify.grader", "math_verify.utils"):
+            logging.getLogger(name).setLevel(logging.ERROR)  # "Timeout is disabled" on every call otherwise
+    return [verify_answer(*task, timeout) for task in tasks]
+
+
+_UNAVAILABLE_IN: set[int] = set()  # pids where workers could not start: in-process from then on, warned once
+
+
+def score(
+    tasks: Sequence[Task],
+    num_workers: int | None = None,
+    item_timeout_s: float = ITEM_TIMEOUT_S,
+    startup_timeout_s: float = STARTUP_TIMEOUT_S,
+) -> tuple[list[int], int]:
+    """Outcomes of `tasks` and the number of workers replaced; in-process when `num_workers` is 0 or workers cannot
+    start (warned once). `num_workers=None` reads `UP_TRL_REWARD_WORKERS`."""
+    num_workers = default_num_workers() if num_workers is None else num_workers
+    if num_workers > 0 and tasks and os.getpid() not in _UNAVAILABLE_IN:
+        try:
+            try:
+                return _run(_pool(num_workers), tasks, item_timeout_s, startup_timeout_s)
+            except RuntimeError as exc:  # BrokenProcessPool / "pool not running": a worker died outside a task
+                if isinstance(exc, PoolUnavailable):
+                    raise
+                logger.warning("math-verify worker pool broke (%s); starting a new one.", exc)
+                return _run(_pool(num_workers, fresh=True), tasks, item_timeout_s, startup_timeout_s)
+        except PoolUnavailable as exc:
+            logger.warning("math-verify workers unavailable (%s); scoring in-process from now on.", exc)
+            _UNAVAILABLE_IN.add(os.getpid())
+    return score_in_process(tasks), 0
+
+
+def verify_many(
+    tasks: Sequence[Task], *, num_workers: int | None = None, item_timeout_s: float = ITEM_TIMEOUT_S
+) -> list[int]:
+    """One outcome (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) per `(pred, pred_kind, gold, gold_kind)` task, kinds
+    "boxed" | "phrase" | "number" as `extract_answer` returns them (pred None: no answer). Each item is bounded by
+    `item_timeout_s` in the worker pool. The gold side is read as a gold answer; no anti-echo rule is applied.
+
+    >>> verify_many([("1/2", "boxed", "0.5", "number"), ("5 or 6", "phrase", "5", "number")], num_workers=0)
+    [1, 0]
+    """
+    return score(list(tasks), num_workers, item_timeout_s)[0]

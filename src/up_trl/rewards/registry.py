@@ -1,0 +1,103 @@
+"""Registry: reward names for recipes and `--reward_funcs`, factories that take options, dotted import paths."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .functions import (
+    MathAccuracyReward,
+    boxed_format_reward,
+    dapo_math_reward,
+    make_math_accuracy_reward,
+    make_soft_overlong_punishment,
+    math_accuracy_reward,
+    think_format_reward,
+)
+
+logger = logging.getLogger(__name__)
+
+REWARD_FUNCS: dict[str, Callable] = {
+    "math_accuracy": math_accuracy_reward,
+    "dapo_math": dapo_math_reward,
+    "boxed_format": boxed_format_reward,
+    "think_format": think_format_reward,
+}
+# Rewards built from options (get_reward_funcs passes each factory the options its signature names).
+REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
+    "math_accuracy": make_math_accuracy_reward,
+    "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
+    "soft_overlong": make_soft_overlong_punishment,
+}
+_ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name", "timeout_s"}
+_FACTORY_OPTIONS: dict[str, set[str]] = {
+    "math_accuracy": _ACCURACY_OPTIONS,
+    "dapo_math": _ACCURACY_OPTIONS - {"correct", "incorrect"},
+    "soft_overlong": {"max_completion_length", "soft_punish_cache"},
+}
+
+
+def _import_reward(path: str) -> Callable:
+    module_path, _, attr = path.rpartition(".")
+    try:
+        try:
+            module = importlib.import_module(module_path)
+        except ModuleNotFoundError:
+            if os.getcwd() in sys.path:
+                raise
+            sys.path.insert(0, os.getcwd())  # as `trl grpo` does: local files next to the recipe
+            module = importlib.import_module(module_path)
+        func = getattr(module, attr)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"Could not load reward function {path!r}: {exc}. {_known()}") from exc
+    if not callable(func):
+        raise ValueError(f"{path!r} is a {type(func).__name__}, not a reward function (a callable).")
+    return func
+
+
+def _known() -> str:
+    names = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
+    return f"Known names: {', '.join(names)}; or a dotted import path such as 'my_pkg.my_module.my_reward'."
+
+
+def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
+    """Reward functions for `GRPOTrainer(reward_funcs=...)` from registry names or dotted import paths.
+
+    `options` go to the factories that name them (`max_completion_length`, `soft_punish_cache` for
+    "soft_overlong"; `item_timeout_s`, `num_workers`, ... for the accuracy rewards).
+
+    >>> [f.__name__ for f in get_reward_funcs(["math_accuracy", "up_trl.rewards.boxed_format_reward"])]
+    ['math_accuracy_reward', 'boxed_format_reward']
+    """
+    if isinstance(names, str):
+        names = [names]
+    funcs, used = [], set()
+    for name in names:
+        if name in REWARD_FACTORIES:
+            kwargs = {k: v for k, v in options.items() if k in _FACTORY_OPTIONS[name]}
+            used |= set(kwargs)
+            if kwargs or name not in REWARD_FUNCS:
+                try:
+                    funcs.append(REWARD_FACTORIES[name](**kwargs))
+                except TypeError as exc:
+                    needed = ", ".join(f"{k}=..." for k in sorted(_FACTORY_OPTIONS[name]))
+                    raise ValueError(
+                        f"Reward {name!r} needs options: get_reward_funcs([...], {needed}) ({exc})."
+                    ) from exc
+            else:
+                funcs.append(REWARD_FUNCS[name])
+        elif name in REWARD_FUNCS:
+            funcs.append(REWARD_FUNCS[name])
+        elif "." in name:
+            funcs.append(_import_reward(name))
+        else:
+            raise ValueError(f"Unknown reward function {name!r}. {_known()}")
+    unused = sorted(set(options) - used)
+    if unused:
+        logger.warning("get_reward_funcs: options %s are used by none of %s.", unused, list(names))
+    return funcs

@@ -218,9 +218,15 @@ def train_help() -> str:
 def train(argv: list[str] | None = None):
     """Run the main job; returns the trainer."""
     from accelerate import PartialState
+    from transformers.trainer_callback import ProgressCallback
     from trl import get_peft_config
 
-    from .callbacks import GracefulStopCallback, JsonlMetricsCallback
+    from .callbacks import (
+        FirstRolloutProgressCallback,
+        GracefulStopCallback,
+        JsonlMetricsCallback,
+        SteadyEtaProgressCallback,
+    )
     from .data import load_math_dataset, system_prompt_from_flag
     from .models import smollm2_path
     from .plots import plot_metrics
@@ -264,14 +270,17 @@ def train(argv: list[str] | None = None):
     }
     training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
     metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
+    state.print(f"up-trl: loading {model} ...", flush=True)
     trainer = UPGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
-        callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback()],
+        callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback(), FirstRolloutProgressCallback()],
     )
+    if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA that leaves out step 1
+        trainer.add_callback(SteadyEtaProgressCallback())
     trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
     state.print(
         f"up-trl: up_mode={trainer.up_mode} loss_type={training_args.loss_type} model={model} "

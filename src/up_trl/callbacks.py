@@ -152,11 +152,9 @@ class SteadyEtaProgressCallback(ProgressCallback):
     """
 
     def on_train_begin(self, args, state, control, **kwargs):
-        super().on_train_begin(args, state, control, **kwargs)
-        if state.is_world_process_zero:
-            self.training_bar.close()
+        if state.is_world_process_zero:  # the parent's, with our bar
             self.training_bar = SteadyEtaBar(total=state.max_steps, dynamic_ncols=True, smoothing=0)
-        self._steps_seen = 0
+        self.current_step = self._steps_seen = 0
 
     def on_step_end(self, args, state, control, **kwargs):
         super().on_step_end(args, state, control, **kwargs)

@@ -74,7 +74,7 @@ def run_cli(*args, timeout=120):
         pytest.param(lambda tmp: ["--leraning_rate", "1e-5"], "--learning_rate", id="misspelt_flag"),
         pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
         pytest.param(lambda tmp: ["--config"], "needs the path", id="config_without_path"),
-        pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "No such file", id="missing_recipe"),
+        pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):

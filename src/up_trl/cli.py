@@ -110,6 +110,10 @@ class UsageError(ValueError):
     """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
 
 
+class RecipeNotFoundError(UsageError, FileNotFoundError):
+    """`--config` names a file that does not exist."""
+
+
 def make_parser():
     from trl import ModelConfig, TrlParser
 
@@ -137,8 +141,8 @@ def check_recipe_keys(parser, path: str) -> None:
     try:
         with open(path) as f:
             recipe = yaml.safe_load(f)
-    except OSError as error:
-        raise UsageError(f"--config {path}: {error.strerror}.") from None
+    except FileNotFoundError:
+        raise RecipeNotFoundError(f"--config {path}: no such file (the recipes are in configs/recipes/).") from None
     if not isinstance(recipe, dict):
         raise UsageError(f"recipe {path} must be a YAML mapping of option names to values.")
     known = {action.dest for action in parser._actions} | {"env"}

@@ -25,7 +25,7 @@ def brevity_reward(completions, **kwargs):
 model, tokenizer = tiny_model_and_tokenizer(seed=0)
 dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(64)]})
 args = UPGRPOConfig(
-    output_dir="outputs/quickstart",
+    output_dir="outputs/quickstart-example",  # its own folder: outputs/quickstart is `up-trl train`'s
     up_mode="asymmetric",  # "off" trains plain GRPO with the same settings
     num_iterations=2,  # off-policy reuse: where UP differs from its parent
     per_device_train_batch_size=16,
@@ -46,5 +46,8 @@ trainer = UPGRPOTrainer(
 start = time.perf_counter()
 trainer.train()
 seconds = time.perf_counter() - start
+trainer.save_model()  # the tiny model, in args.output_dir
+trainer.create_model_card()  # and its model card (README.md): objective, settings, final metrics
 rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
 print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {args.max_steps} steps, {seconds / args.max_steps:.2f} s/step")
+print(f"model and model card in {args.output_dir}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from up_trl.cli import OFFLINE_DEFAULT, main, parse_train_args, train
+from up_trl.cli import OFFLINE_DEFAULT, UsageError, main, make_parser, parse_train_args, train
 
 RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
 
@@ -55,8 +55,35 @@ def test_command_line_overrides_recipe():
 def test_unknown_recipe_key_is_an_error(tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("up_mode: asymmetric\nepsilon_hihg: 0.3\n")
-    with pytest.raises(ValueError, match="unknown key .epsilon_hihg.. Did you mean epsilon_high"):
+    with pytest.raises(UsageError, match=r"unknown key 'epsilon_hihg' \(did you mean epsilon_high, epsilon\?\)"):
         parse_train_args(["--config", str(recipe)])
+
+
+def test_unknown_flag_names_the_closest_real_ones():
+    with pytest.raises(UsageError, match=r"unknown option --leraning_rate \(did you mean --learning_rate[,?]"):
+        parse_train_args(["--leraning_rate", "1e-5"])
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "up_trl", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    "make_args, suggestion",
+    [
+        pytest.param(lambda tmp: ["--leraning_rate", "1e-5"], "--learning_rate", id="misspelt_flag"),
+        pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
+        pytest.param(lambda tmp: ["--config"], "needs the path", id="config_without_path"),
+        pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
+    (tmp_path / "bad.yaml").write_text("up_mode: asymmetric\nepsilon_hihg: 0.3\n")
+    out = run_cli("train", *make_args(tmp_path))
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr and suggestion in out.stderr
+    errors = [line for line in out.stderr.splitlines() if line.startswith("up-trl train: error:")]
+    assert len(errors) == 1, out.stderr
 
 
 @pytest.mark.parametrize(
@@ -107,23 +134,49 @@ def test_tiny_end_to_end_run_leaves_model_metrics_plot_and_card(tiny_run):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
 
-def test_model_card_names_up_recipe_and_final_metrics(tiny_run):
+def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     trainer, out = tiny_run
-    card = (out / "README.md").read_text()
-    assert "UP: Unbounded Positive Asymmetric Optimization" in card
-    assert "| up_mode | asymmetric |" in card
-    assert "| recipe | built-in offline default |" in card
-    assert "| loss_type | dapo |" in card
+    card = (out / "README.md").read_text()  # tests/test_card.py checks the card case by case
+    assert "fine-tuned with **UP-DAPO** on the bundled `arithmetic` task" in card
+    assert "| up_mode | asymmetric |" in card and "| recipe | built-in offline default |" in card
+    assert "Rewards: `math_accuracy_reward`, `length_reward`" in card
     assert "| off-policy (UP differs from its parent) | True |" in card
-    assert "up/capacity_up_mean" in card and "2607.06987" in card
-    assert "@article{up2026" in card
-    assert "tags:" in card and "- up" in card  # TRL's front matter with UP's tag
+    assert "| up/capacity_up_mean |" in card and card.count("@article{up2026") == 1
+    assert "](metrics.png)" in card  # the plot is written before the card
+    assert "tags:" in card and "- up-dapo" in card
 
 
 def test_console_entry_points():
     assert main(["--help"]) == 0
     assert main(["bogus"]) == 2
-    out = subprocess.run(
-        [sys.executable, "-m", "up_trl", "train", "--help"], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0 and "--up_mode" in out.stdout and "--dataset_name" in out.stdout
+
+
+def test_train_help_leads_with_what_a_user_sets():
+    out = run_cli("train", "--help")
+    assert out.returncode == 0
+    lines = out.stdout.splitlines()
+    assert len(lines) < 60 and "--config RECIPE.yaml" in out.stdout
+    options = [line.split()[0] for line in lines if line.startswith("  --")]
+    first = ["--config", "--model_name_or_path", "--dataset_name"]
+    assert options[:3] == first
+    for name in ("--reward_funcs", "--up_mode", "--loss_type", "--epsilon", "--epsilon_high", "--delta",
+                 "--num_iterations", "--steps_per_generation", "--output_dir"):  # fmt: skip
+        assert name in options
+    assert "(default: asymmetric)" in out.stdout and "up-trl train --help-all" in out.stdout
+    parser = make_parser()  # every option the short help names is a real one
+    assert all(option in parser._option_string_actions for option in options[1:])
+
+
+def test_help_all_lists_every_option():
+    out = run_cli("train", "--help-all")
+    assert out.returncode == 0 and "--gradient_checkpointing" in out.stdout and "--up_mode" in out.stdout
+
+
+def test_importing_the_package_and_cli_is_light():
+    # `up-trl train --help` must not pay for torch/TRL: the package exports load on first use (PEP 562).
+    code = "import sys, up_trl, up_trl.cli; print('torch' in sys.modules, 'trl' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+    code = "from up_trl import UPGRPOTrainer, UPGRPOConfig, up_per_token_loss; print(UPGRPOTrainer.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "UPGRPOTrainer", out.stderr

@@ -16,6 +16,9 @@ def test_quickstart_script(tmp_path):
                          text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert "reward" in out.stdout and "s/step" in out.stdout
+    # its own folder, never the main job's outputs/quickstart
+    assert (tmp_path / "outputs" / "quickstart-example" / "model.safetensors").exists()
+    assert not (tmp_path / "outputs" / "quickstart").exists()
 
 
 @pytest.mark.slow

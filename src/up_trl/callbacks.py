@@ -1,4 +1,5 @@
-"""Trainer callbacks for the main job: metrics as JSON lines, and a graceful stop on SIGTERM / Ctrl-C."""
+"""Trainer callbacks for the main job: metrics as JSON lines, a graceful stop on SIGTERM / Ctrl-C, the non-finite
+step guard, and signs of life (the first rollout batch's progress, an ETA that leaves out the first step)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import time
 from pathlib import Path
 
 import torch
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
+from transformers.generation.streamers import BaseStreamer
+from transformers.trainer_callback import ProgressCallback
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
@@ -114,3 +118,125 @@ class NonFiniteGuardCallback(TrainerCallback):
             control.should_save = True
             control.should_training_stop = True
         return control
+
+
+class SteadyEtaBar(tqdm):
+    """A tqdm bar whose rate and ETA count only the steps after the first.
+
+    The first step holds one-time work (model warm-up, the first rollout batch on a cold machine), so an ETA that
+    includes it overstates the rest: ETA = (total - n) * (t_now - t_1) / (n - n_1), unknown ("?") until the second
+    step ends. Call `first_step_done()` at the end of the first step.
+    """
+
+    first_step: tuple[int, float] | None = None
+
+    def first_step_done(self) -> None:
+        self.first_step = (self.n, self._time())
+
+    @property
+    def format_dict(self):
+        d = super().format_dict
+        if self.first_step is not None:
+            n1, t1 = self.first_step
+            elapsed = self._time() - t1
+            d["rate"] = (self.n - n1) / elapsed if self.n > n1 and elapsed > 0 else None
+        if d["rate"] is None:
+            d["initial"] = self.n  # tqdm's fallback rate (n - initial) / elapsed would count the first step: none
+        return d
+
+
+class SteadyEtaProgressCallback(ProgressCallback):
+    """transformers' progress bar with an ETA from the steps after the first (see `SteadyEtaBar`).
+
+    Replace the default one with `trainer.remove_callback(ProgressCallback); trainer.add_callback(...)`.
+    """
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:  # the parent's, with our bar
+            self.training_bar = SteadyEtaBar(total=state.max_steps, dynamic_ncols=True, smoothing=0)
+        self.current_step = self._steps_seen = 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        super().on_step_end(args, state, control, **kwargs)
+        self._steps_seen += 1
+        if state.is_world_process_zero and self._steps_seen == 1:
+            self.training_bar.first_step_done()
+
+
+class RolloutProgress(BaseStreamer):
+    """A generation streamer that prints, every `interval` seconds, how far a rollout batch has got.
+
+    `generate` calls `put` once with the prompts, then once per decoding step with one new token per completion.
+    """
+
+    def __init__(self, num_completions: int, max_new_tokens: int | None, interval: float = 10.0, write=tqdm.write):
+        self.num_completions, self.max_new_tokens, self.interval, self.write = (
+            num_completions,
+            max_new_tokens,
+            interval,
+            write,
+        )
+        self.tokens = -1  # the first put is the prompts
+        self.start = self.last = time.perf_counter()
+
+    def put(self, value) -> None:
+        self.tokens += 1
+        now = time.perf_counter()
+        if self.tokens > 0 and now - self.last >= self.interval:
+            self.last = now
+            rate = self.tokens * self.num_completions / (now - self.start)
+            of = f" of up to {self.max_new_tokens}" if self.max_new_tokens else ""
+            self.write(
+                f"up-trl: first rollout batch: token {self.tokens}{of} for {self.num_completions} completions "
+                f"({rate:.0f} tokens/s)"
+            )
+
+    def end(self) -> None:
+        pass
+
+
+class FirstRolloutProgressCallback(TrainerCallback):
+    """Says what the first optimizer step is busy with: generating the first rollout batch (with transformers'
+    `generate`; vLLM prints its own progress), with tokens/s every `interval` seconds, and how long it took."""
+
+    def __init__(self, interval: float = 10.0):
+        self.interval = interval
+        self._model = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        if not state.is_world_process_zero or model is None or getattr(args, "use_vllm", False):
+            return
+        self._model, callback = model, self
+        original = model.generate
+
+        def generate(*gen_args, **gen_kwargs):
+            callback.restore()  # only the first rollout batch is reported
+            if gen_kwargs.get("streamer") is not None:
+                return original(*gen_args, **gen_kwargs)
+            input_ids = gen_kwargs.get("input_ids", gen_args[0] if gen_args else None)
+            num = int(input_ids.shape[0]) if input_ids is not None else 0
+            config = gen_kwargs.get("generation_config") or getattr(model, "generation_config", None)
+            max_new = getattr(config, "max_new_tokens", None)
+            tqdm.write(
+                f"up-trl: generating the first rollout batch: {num} completions of up to {max_new} tokens "
+                "(this process's share; the first step also warms up, so it is the slowest)"
+            )
+            start = time.perf_counter()
+            streamer = RolloutProgress(num, max_new, interval=callback.interval)
+            out = original(*gen_args, streamer=streamer, **gen_kwargs)
+            seconds = time.perf_counter() - start
+            tqdm.write(
+                f"up-trl: first rollout batch done in {seconds:.1f} s "
+                f"({streamer.tokens * num / max(seconds, 1e-9):.0f} tokens/s); now scoring and updating"
+            )
+            return out
+
+        model.generate = generate
+
+    def restore(self) -> None:
+        if self._model is not None and "generate" in vars(self._model):
+            del self._model.generate  # back to the class's method
+        self._model = None
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.restore()

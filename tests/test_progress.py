@@ -48,7 +48,9 @@ def test_rollout_progress_reports_tokens_per_second():
 
 
 def test_training_announces_the_first_rollout_batch_and_keeps_the_eta_bar(tmp_path, tiny, prompts_dataset, capsys):
-    trainer = make_trainer(tmp_path, tiny, prompts_dataset, callbacks=[FirstRolloutProgressCallback(interval=0.0)])
+    callbacks = [FirstRolloutProgressCallback(interval=0.0)]
+    # disable_tqdm explicit: its default follows the logging level, which other tests may have changed
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, callbacks=callbacks, disable_tqdm=False)
     assert trainer.pop_callback(ProgressCallback) is not None
     bars = []
 

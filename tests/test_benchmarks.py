@@ -45,3 +45,24 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
                                    "--max_completion_length", "4", "--threads", "1"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
+
+
+@pytest.mark.slow
+def test_gpu_suite_dry_run_writes_json_and_png(tmp_path):
+    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO", "--output_dir", str(tmp_path)])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["dry_run"] is True and set(saved["overhead"]) == {"token", "sequence"}
+    for level in ("token", "sequence"):
+        assert saved["overhead"][level]["step_time_ratio"] > 0 and saved["overhead"][level]["peak_memory_ratio"] > 0
+    (row,) = report["ab"]["summary"]
+    assert row["pair"] == "DAPO" and row["seeds"] == [0]
+    # Paired: one parent run and one UP run per seed, on the same seed.
+    assert sorted((r["up_mode"], r["seed"]) for r in report["ab"]["runs"]) == [("asymmetric", 0), ("off", 0)]
+    assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_step_profile_splits_a_step_into_phases():
+    module = _load("step_profile")
+    steps = [{**dict.fromkeys(module.PHASES, 1.0), "total": 7.0}, {**dict.fromkeys(module.PHASES, 3.0), "total": 21.0}]
+    assert module.mean_per_step(steps) == {**dict.fromkeys(module.PHASES, 2.0), "total": 14.0}
+    assert module.split_flags("--threads 1 --bf16 true") == (["--bf16", "true"], {"threads": 1})

@@ -43,7 +43,7 @@ OFFLINE_DEFAULT = {
     "save_strategy": "no",
     "report_to": "none",
     "use_cpu": True,
-    "bf16": False,
+    "bf16": True,
     "seed": 42,
 }
 

@@ -1,0 +1,287 @@
+"""Where a training step's time goes on the offline default (`up-trl train` with no flags), and old settings against
+new ones side by side.
+
+    python benchmarks/step_profile.py                       # breakdown of the offline default as it is now
+    python benchmarks/step_profile.py --settings old        # ... with the settings it had before this benchmark
+    python benchmarks/step_profile.py --compare             # old vs new, interleaved A B A B, median ratio
+    python benchmarks/step_profile.py --compare --b_flags "--cache_implementation static"   # try a lever
+
+The trainer's own methods are timed by wrapping them on the instance: `_generate` (tokenise, `generate`, decode),
+`_calculate_rewards` (scoring), `_get_per_token_logps_and_entropies` without gradients (the old-log-prob pass) and
+with them (the policy forward), `accelerator.backward`, and the optimizer step (between the Trainer's
+`on_pre_optimizer_step` and `on_optimizer_step` callbacks). "other" is the rest of the step (loss maths, clipping,
+logging). Generation happens once every `steps_per_generation` steps, so figures are seconds per step averaged
+over whole generation cycles, after one warm-up cycle.
+
+`--compare` runs two training processes (A = `--a_flags`, default the old settings; B = `--b_flags`, default the
+current offline default) and lets them take turns, one generation cycle each, so that the shared machine's drift
+hits both alike. It reports the median cycle time of each and their ratio, and whether the two runs logged the
+same rewards (same sampled completions) for the fixed seed. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import shlex
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+
+PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
+
+# The offline default before this benchmark's changes, as flags over today's OFFLINE_DEFAULT.
+OLD_FLAGS = "--bf16 false"  # float32 throughout
+NEW_FLAGS = ""  # today's OFFLINE_DEFAULT as it stands
+
+
+def split_flags(flags: str) -> tuple[list[str], dict]:
+    """(flags for `up-trl train`, process settings this script applies itself: --threads)."""
+    argv, process = shlex.split(flags), {}
+    if "--threads" in argv:
+        i = argv.index("--threads")
+        process["threads"] = int(argv[i + 1])
+        del argv[i : i + 2]
+    return argv, process
+
+
+def build_trainer(argv: list[str], output_dir: str):
+    """The trainer `up-trl train <argv>` builds (same parser, data, rewards and model), without its callbacks."""
+    from up_trl.cli import parse_train_args
+    from up_trl.data import load_math_dataset, system_prompt_from_flag
+    from up_trl.models import smollm2_path
+    from up_trl.rewards import get_reward_funcs
+    from up_trl.trainer import UPGRPOTrainer
+
+    script_args, training_args, model_args = parse_train_args([*argv, "--output_dir", output_dir])
+    dataset = load_math_dataset(
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        limit=script_args.dataset_limit,
+        seed=training_args.seed,
+        shuffle=script_args.dataset_limit is not None,
+        system_prompt=system_prompt_from_flag(script_args.system_prompt),
+    )
+    options = {"max_completion_length": training_args.max_completion_length}
+    reward_funcs = get_reward_funcs(
+        script_args.reward_funcs, **(options if "soft_overlong" in script_args.reward_funcs else {})
+    )
+    init = {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
+    training_args.model_init_kwargs = {**init, **(training_args.model_init_kwargs or {})}
+    return UPGRPOTrainer(
+        model=model_args.model_name_or_path or smollm2_path(),
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=dataset,
+    )
+
+
+class StepTimer:
+    """Seconds per phase for each optimizer step, by wrapping the trainer's methods on the instance."""
+
+    def __init__(self, trainer):
+        from transformers import TrainerCallback
+
+        self.steps: list[dict[str, float]] = []
+        self.current: dict[str, float] = defaultdict(float)
+        self._wrap(trainer, "_generate", lambda: "generation")
+        self._wrap(trainer, "_calculate_rewards", lambda: "scoring")
+        self._wrap(
+            trainer,
+            "_get_per_token_logps_and_entropies",
+            lambda: "policy_forward" if _grad_enabled() else "old_logps",
+        )
+        self._wrap(trainer.accelerator, "backward", lambda: "backward")
+        timer = self
+
+        class Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                timer.current = defaultdict(float)
+                timer.current["_start"] = time.perf_counter()
+
+            def on_pre_optimizer_step(self, args, state, control, **kwargs):
+                timer.current["_opt"] = time.perf_counter()
+
+            def on_optimizer_step(self, args, state, control, **kwargs):
+                timer.current["optimizer"] += time.perf_counter() - timer.current.pop("_opt")
+
+            def on_step_end(self, args, state, control, **kwargs):
+                step = dict(timer.current)
+                step["total"] = time.perf_counter() - step.pop("_start")
+                step["other"] = step["total"] - sum(step.get(p, 0.0) for p in PHASES if p != "other")
+                timer.steps.append({p: step.get(p, 0.0) for p in (*PHASES, "total")})
+
+        trainer.add_callback(Callback())
+
+    def _wrap(self, owner, name, phase):
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.current[phase()] += time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return torch.is_grad_enabled()
+
+
+def mean_per_step(steps: list[dict[str, float]]) -> dict[str, float]:
+    return {p: round(statistics.fmean(s[p] for s in steps), 3) for p in (*PHASES, "total")}
+
+
+def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
+    """Train with `flags` for `max_steps` steps and time each step. With `conn`, wait for "go" before each turn of
+    `steps_per_turn` steps and send that turn's step times back (the --compare baton)."""
+    argv, process = split_flags(flags)
+    import torch
+    from transformers import TrainerCallback
+
+    if process.get("threads"):
+        torch.set_num_threads(process["threads"])
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = build_trainer([*argv, "--max_steps", str(max_steps), "--plot", "false"], tmp)
+        timer = StepTimer(trainer)
+        if conn is not None:
+
+            class Baton(TrainerCallback):
+                def on_step_begin(self, args, state, control, **kwargs):
+                    if state.global_step % steps_per_turn == 0:
+                        assert conn.recv() == "go"
+
+                def on_step_end(self, args, state, control, **kwargs):
+                    if state.global_step % steps_per_turn == 0:
+                        conn.send(timer.steps[-steps_per_turn:])
+
+            trainer.add_callback(Baton())
+            conn.send("loaded")
+        trainer.train()
+        rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+        completion_length = [h["completions/mean_length"] for h in trainer.state.log_history if "reward" in h]
+    result = {
+        "flags": flags,
+        "torch_threads": torch.get_num_threads(),
+        "dtype": str(next(trainer.model.parameters()).dtype).removeprefix("torch."),
+        "generation_kwargs": {k: v for k, v in trainer.generation_kwargs.items() if v is not None},
+        "steps": timer.steps,
+        "rewards": rewards,
+        "mean_completion_length": completion_length,
+    }
+    if conn is not None:
+        conn.send(result)
+    return result
+
+
+def _worker(flags, max_steps, conn, steps_per_turn):
+    run(flags, max_steps, conn, steps_per_turn)
+
+
+def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict:
+    """A and B in two processes taking turns (A B A B ...), one turn = `steps_per_turn` steps; the first turn of
+    each is a warm-up."""
+    ctx = mp.get_context("spawn")
+    max_steps = turns * steps_per_turn
+    pipes, procs = {}, {}
+    for name, flags in (("A", a_flags), ("B", b_flags)):
+        parent, child = ctx.Pipe()
+        procs[name] = ctx.Process(target=_worker, args=(flags, max_steps, child, steps_per_turn))
+        procs[name].start()
+        pipes[name] = parent
+    for name in pipes:
+        assert pipes[name].recv() == "loaded"
+    cycles = {"A": [], "B": []}
+    for turn in range(turns):
+        for name in ("A", "B") if turn % 2 == 0 else ("B", "A"):  # alternate who goes first, too
+            pipes[name].send("go")
+            steps = pipes[name].recv()
+            print(f"turn {turn} {name}: {sum(s['total'] for s in steps):.1f} s", flush=True)
+            cycles[name].append(steps)
+    results = {name: pipes[name].recv() for name in pipes}
+    for proc in procs.values():
+        proc.join()
+    report = {}
+    for name in ("A", "B"):
+        measured = [s for cycle in cycles[name][1:] for s in cycle]  # first turn: warm-up
+        cycle_times = [sum(s["total"] for s in cycle) / len(cycle) for cycle in cycles[name][1:]]
+        report[name] = {
+            "flags": results[name]["flags"],
+            "torch_threads": results[name]["torch_threads"],
+            "dtype": results[name]["dtype"],
+            "generation_kwargs": results[name]["generation_kwargs"],
+            "median_step_s": round(statistics.median(cycle_times), 2),
+            "step_s_per_cycle": [round(t, 2) for t in cycle_times],
+            "breakdown_s_per_step": mean_per_step(measured),
+            "rewards": results[name]["rewards"],
+            "mean_completion_length": results[name]["mean_completion_length"],
+        }
+    report["speedup"] = round(report["A"]["median_step_s"] / report["B"]["median_step_s"], 2)
+    report["paired_speedups"] = [
+        round(a / b, 2) for a, b in zip(report["A"]["step_s_per_cycle"], report["B"]["step_s_per_cycle"], strict=True)
+    ]
+    report["same_rewards"] = report["A"]["rewards"] == report["B"]["rewards"]
+    return report
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.machine()} {cpu}, {os.cpu_count()} cores, shared with other jobs"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", choices=["old", "new"], default="new", help="Which settings to profile.")
+    parser.add_argument("--flags", default=None, help="Extra `up-trl train` flags (and --threads N) to profile.")
+    parser.add_argument("--cycles", type=int, default=3, help="Generation cycles, the first one a warm-up.")
+    parser.add_argument("--compare", action="store_true", help="A vs B side by side, interleaved.")
+    parser.add_argument("--a_flags", default=OLD_FLAGS)
+    parser.add_argument("--b_flags", default=NEW_FLAGS)
+    parser.add_argument("--output", default=None, help="Write the JSON here too.")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    steps_per_turn = 2  # the offline default's steps_per_generation
+
+    if args.compare:
+        report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
+        for name in ("A", "B"):
+            print(f"{name} ({report[name]['flags'] or 'offline default'}): median {report[name]['median_step_s']} "
+                  f"s/step; per step: {report[name]['breakdown_s_per_step']}")  # fmt: skip
+        print(f"speedup A/B = {report['speedup']} (paired {report['paired_speedups']}); "
+              f"same rewards: {report['same_rewards']}")  # fmt: skip
+    else:
+        flags = args.flags if args.flags is not None else (OLD_FLAGS if args.settings == "old" else NEW_FLAGS)
+        result = run(flags, args.cycles * steps_per_turn)
+        measured = result.pop("steps")[steps_per_turn:]
+        report = {**result, "breakdown_s_per_step": mean_per_step(measured), "measured_steps": len(measured)}
+        total = report["breakdown_s_per_step"]["total"]
+        for phase in (*PHASES, "total"):
+            seconds = report["breakdown_s_per_step"][phase]
+            print(f"{phase:>15}: {seconds:7.2f} s/step  {100 * seconds / total:5.1f}%")
+    report["machine"] = machine()
+    import torch
+
+    report["torch"] = torch.__version__
+    if args.output:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+        with open(args.output, "w") as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

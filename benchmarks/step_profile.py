@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import platform
 import shlex
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -172,6 +173,7 @@ def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
         "flags": flags,
         "torch_threads": torch.get_num_threads(),
         "dtype": str(next(trainer.model.parameters()).dtype).removeprefix("torch."),
+        "bf16_autocast": trainer.args.bf16,
         "generation_kwargs": {k: v for k, v in trainer.generation_kwargs.items() if v is not None},
         "steps": timer.steps,
         "rewards": rewards,
@@ -182,21 +184,19 @@ def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
     return result
 
 
-def _worker(flags, max_steps, conn, steps_per_turn):
-    run(flags, max_steps, conn, steps_per_turn)
-
-
 def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict:
-    """A and B in two processes taking turns (A B A B ...), one turn = `steps_per_turn` steps; the first turn of
-    each is a warm-up."""
-    ctx = mp.get_context("spawn")
-    max_steps = turns * steps_per_turn
+    """A and B in two processes taking turns (A B, then B A, ...), one turn = `steps_per_turn` steps; the first
+    turn of each is a warm-up."""
+    from multiprocessing.connection import Listener
+
     pipes, procs = {}, {}
-    for name, flags in (("A", a_flags), ("B", b_flags)):
-        parent, child = ctx.Pipe()
-        procs[name] = ctx.Process(target=_worker, args=(flags, max_steps, child, steps_per_turn))
-        procs[name].start()
-        pipes[name] = parent
+    with Listener(family="AF_UNIX") as listener:
+        for name, flags in (("A", a_flags), ("B", b_flags)):
+            argv = ["--worker", listener.address, f"--flags={flags}", f"--cycles={turns}", f"--worker_name={name}"]
+            procs[name] = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv])
+        for _ in procs:
+            conn = listener.accept()
+            pipes[conn.recv()] = conn
     for name in pipes:
         assert pipes[name].recv() == "loaded"
     cycles = {"A": [], "B": []}
@@ -208,7 +208,7 @@ def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict
             cycles[name].append(steps)
     results = {name: pipes[name].recv() for name in pipes}
     for proc in procs.values():
-        proc.join()
+        proc.wait()
     report = {}
     for name in ("A", "B"):
         measured = [s for cycle in cycles[name][1:] for s in cycle]  # first turn: warm-up
@@ -217,6 +217,7 @@ def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict
             "flags": results[name]["flags"],
             "torch_threads": results[name]["torch_threads"],
             "dtype": results[name]["dtype"],
+            "bf16_autocast": results[name]["bf16_autocast"],
             "generation_kwargs": results[name]["generation_kwargs"],
             "median_step_s": round(statistics.median(cycle_times), 2),
             "step_s_per_cycle": [round(t, 2) for t in cycle_times],
@@ -251,10 +252,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--a_flags", default=OLD_FLAGS)
     parser.add_argument("--b_flags", default=NEW_FLAGS)
     parser.add_argument("--output", default=None, help="Write the JSON here too.")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # --compare's address for its workers
+    parser.add_argument("--worker_name", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     steps_per_turn = 2  # the offline default's steps_per_generation
 
+    if args.worker:
+        from multiprocessing.connection import Client
+
+        conn = Client(args.worker, family="AF_UNIX")
+        conn.send(args.worker_name)
+        return run(args.flags, args.cycles * steps_per_turn, conn, steps_per_turn)
     if args.compare:
         report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
         for name in ("A", "B"):

@@ -66,3 +66,22 @@ def test_step_profile_splits_a_step_into_phases():
     steps = [{**dict.fromkeys(module.PHASES, 1.0), "total": 7.0}, {**dict.fromkeys(module.PHASES, 3.0), "total": 21.0}]
     assert module.mean_per_step(steps) == {**dict.fromkeys(module.PHASES, 2.0), "total": 14.0}
     assert module.split_flags("--threads 1 --bf16 true") == (["--bf16", "true"], {"threads": 1})
+
+
+@pytest.mark.slow
+def test_step_profile_compare_interleaves_two_trainings(tmp_path):
+    from up_trl.models import save_tiny_model
+
+    tiny = save_tiny_model(tmp_path / "tiny")
+    flags = (f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
+             "--max_completion_length 4 --dataset_limit 16 --threads 1")  # fmt: skip
+    argv = ["--compare", "--cycles", "2", "--a_flags", f"{flags} --bf16 false", "--b_flags", f"{flags} --bf16 false"]
+    report = _load("step_profile").main([*argv, "--output", str(tmp_path / "r.json")])
+    for name in ("A", "B"):
+        assert len(report[name]["step_s_per_cycle"]) == 1  # 2 cycles, the first one a warm-up
+        breakdown = report[name]["breakdown_s_per_step"]
+        assert breakdown["generation"] > 0 and breakdown["backward"] > 0 and breakdown["old_logps"] > 0
+        assert report[name]["dtype"] == "float32" and report[name]["torch_threads"] == 1
+    # The same flags and seed: the same sampled completions, so the same rewards (logged once per generation).
+    assert report["same_rewards"] and len(report["A"]["rewards"]) == 2  # one per generation
+    assert json.loads((tmp_path / "r.json").read_text())["speedup"] == report["speedup"]

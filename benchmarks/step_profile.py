@@ -5,6 +5,7 @@ new ones side by side.
     python benchmarks/step_profile.py --settings old        # ... with the settings it had before this benchmark
     python benchmarks/step_profile.py --compare             # old vs new, interleaved A B A B, median ratio
     python benchmarks/step_profile.py --compare --b_flags "--cache_implementation static"   # try a lever
+    python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
 
 The trainer's own methods are timed by wrapping them on the instance: `_generate` (tokenise, `generate`, decode),
 `_calculate_rewards` (scoring), `_get_per_token_logps_and_entropies` without gradients (the old-log-prob pass) and
@@ -233,6 +234,58 @@ def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict
     return report
 
 
+def kernels(rounds: int, threads: int) -> dict:
+    """The two big pieces of a step alone, float32 against bf16 autocast, interleaved, on SmolLM2-135M: `generate`
+    for 32 prompts x 16 new tokens (4 arithmetic prompts x 8, as a rollout batch) and forward + backward on 4 x 102
+    tokens. Process CPU seconds as well as wall seconds: on a shared machine CPU time drifts less."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from up_trl.models import smollm2_path
+
+    torch.set_num_threads(threads)
+    path = smollm2_path()
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    chats = [[{"role": "user", "content": f"What is {a} x {b}?"}] for a, b in [(3, 4), (7, 8), (6, 9), (2, 5)]]
+    texts = [tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) for chat in chats]
+    prompts = tokenizer([t for t in texts for _ in range(8)], return_tensors="pt", padding=True)
+    config = GenerationConfig(max_new_tokens=16, min_new_tokens=16, do_sample=True, top_k=0, disable_compile=True,
+                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    ids = torch.randint(100, 40000, (4, 102), generator=torch.Generator().manual_seed(0))
+
+    def generate():
+        model.eval()
+        with torch.no_grad():
+            model.generate(**prompts, generation_config=config)
+
+    def forward_backward():
+        model.train()
+        model(input_ids=ids, labels=ids).loss.backward()
+        model.zero_grad()
+
+    times = defaultdict(list)
+    for r in range(rounds):
+        for name, fn in (("generate", generate), ("forward_backward", forward_backward)):
+            for dtype in ("float32", "bf16_autocast"):
+                autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype != "float32")
+                wall, cpu = time.perf_counter(), time.process_time()
+                with autocast:
+                    fn()
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                print(f"round {r} {name} {dtype}: wall {wall:.2f} s, cpu {cpu:.2f} s", flush=True)
+                if r:  # round 0: warm-up
+                    times[f"{name} {dtype}"].append((wall, cpu))
+    report = {key: {"wall_s": round(statistics.median(w for w, _ in v), 2),
+                    "cpu_s": round(statistics.median(c for _, c in v), 2)} for key, v in times.items()}  # fmt: skip
+    for name in ("generate", "forward_backward"):
+        for clock in ("wall_s", "cpu_s"):
+            report[f"{name} speedup ({clock})"] = round(
+                report[f"{name} float32"][clock] / report[f"{name} bf16_autocast"][clock], 2
+            )
+    return {"kernels": report, "rounds_measured": rounds - 1, "torch_threads": threads}
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -251,6 +304,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--compare", action="store_true", help="A vs B side by side, interleaved.")
     parser.add_argument("--a_flags", default=OLD_FLAGS)
     parser.add_argument("--b_flags", default=NEW_FLAGS)
+    parser.add_argument("--kernels", action="store_true", help="generate and forward+backward alone, fp32 vs bf16.")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for --kernels.")
     parser.add_argument("--output", default=None, help="Write the JSON here too.")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # --compare's address for its workers
     parser.add_argument("--worker_name", default=None, help=argparse.SUPPRESS)
@@ -264,7 +319,9 @@ def main(argv: list[str] | None = None) -> dict:
         conn = Client(args.worker, family="AF_UNIX")
         conn.send(args.worker_name)
         return run(args.flags, args.cycles * steps_per_turn, conn, steps_per_turn)
-    if args.compare:
+    if args.kernels:
+        report = kernels(args.cycles, args.threads)
+    elif args.compare:
         report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
         for name in ("A", "B"):
             print(f"{name} ({report[name]['flags'] or 'offline default'}): median {report[name]['median_step_s']} "

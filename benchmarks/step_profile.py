@@ -104,6 +104,7 @@ class StepTimer:
             def on_step_begin(self, args, state, control, **kwargs):
                 timer.current = defaultdict(float)
                 timer.current["_start"] = time.perf_counter()
+                timer.current["_cpu"] = time.process_time()
 
             def on_pre_optimizer_step(self, args, state, control, **kwargs):
                 timer.current["_opt"] = time.perf_counter()
@@ -114,8 +115,9 @@ class StepTimer:
             def on_step_end(self, args, state, control, **kwargs):
                 step = dict(timer.current)
                 step["total"] = time.perf_counter() - step.pop("_start")
+                cpu = time.process_time() - step.pop("_cpu")
                 step["other"] = step["total"] - sum(step.get(p, 0.0) for p in PHASES if p != "other")
-                timer.steps.append({p: step.get(p, 0.0) for p in (*PHASES, "total")})
+                timer.steps.append({**{p: step.get(p, 0.0) for p in (*PHASES, "total")}, "cpu": cpu})
 
         trainer.add_callback(Callback())
 
@@ -139,7 +141,7 @@ def _grad_enabled() -> bool:
 
 
 def mean_per_step(steps: list[dict[str, float]]) -> dict[str, float]:
-    return {p: round(statistics.fmean(s[p] for s in steps), 3) for p in (*PHASES, "total")}
+    return {p: round(statistics.fmean(s[p] for s in steps), 3) for p in (*PHASES, "total", "cpu") if p in steps[0]}
 
 
 def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
@@ -214,6 +216,7 @@ def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict
     for name in ("A", "B"):
         measured = [s for cycle in cycles[name][1:] for s in cycle]  # first turn: warm-up
         cycle_times = [sum(s["total"] for s in cycle) / len(cycle) for cycle in cycles[name][1:]]
+        cycle_cpu = [sum(s.get("cpu", 0.0) for s in cycle) / len(cycle) for cycle in cycles[name][1:]]
         report[name] = {
             "flags": results[name]["flags"],
             "torch_threads": results[name]["torch_threads"],
@@ -222,11 +225,14 @@ def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict
             "generation_kwargs": results[name]["generation_kwargs"],
             "median_step_s": round(statistics.median(cycle_times), 2),
             "step_s_per_cycle": [round(t, 2) for t in cycle_times],
+            "median_step_cpu_s": round(statistics.median(cycle_cpu), 2),
             "breakdown_s_per_step": mean_per_step(measured),
             "rewards": results[name]["rewards"],
             "mean_completion_length": results[name]["mean_completion_length"],
         }
     report["speedup"] = round(report["A"]["median_step_s"] / report["B"]["median_step_s"], 2)
+    if report["B"]["median_step_cpu_s"]:  # process CPU seconds: less sensitive to the other jobs on the machine
+        report["speedup_cpu"] = round(report["A"]["median_step_cpu_s"] / report["B"]["median_step_cpu_s"], 2)
     report["paired_speedups"] = [
         round(a / b, 2) for a, b in zip(report["A"]["step_s_per_cycle"], report["B"]["step_s_per_cycle"], strict=True)
     ]

@@ -1,9 +1,9 @@
 """Where a training step's time goes on the offline default (`up-trl train` with no flags), and old settings against
 new ones side by side.
 
-    python benchmarks/step_profile.py                       # breakdown of the offline default as it is now
-    python benchmarks/step_profile.py --settings old        # ... with the settings it had before this benchmark
-    python benchmarks/step_profile.py --compare             # old vs new, interleaved A B A B, median ratio
+    python benchmarks/step_profile.py                       # breakdown of the offline default
+    python benchmarks/step_profile.py --flags "--bf16 true --threads 1"   # ... with other settings
+    python benchmarks/step_profile.py --compare             # A (the default) vs B (--bf16 true), interleaved
     python benchmarks/step_profile.py --compare --b_flags "--cache_implementation static"   # try a lever
     python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
 
@@ -14,8 +14,8 @@ with them (the policy forward), `accelerator.backward`, and the optimizer step (
 logging). Generation happens once every `steps_per_generation` steps, so figures are seconds per step averaged
 over whole generation cycles, after one warm-up cycle.
 
-`--compare` runs two training processes (A = `--a_flags`, default the old settings; B = `--b_flags`, default the
-current offline default) and lets them take turns, one generation cycle each, so that the shared machine's drift
+`--compare` runs two training processes (A = `--a_flags`, default the offline default; B = `--b_flags`, default
+bf16 autocast) and lets them take turns, one generation cycle each, so that the shared machine's drift
 hits both alike. It reports the median cycle time of each and their ratio, and whether the two runs logged the
 same rewards (same sampled completions) for the fixed seed. The last line printed is one JSON object.
 """
@@ -36,9 +36,8 @@ from collections import defaultdict
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
-# The offline default before this benchmark's changes, as flags over today's OFFLINE_DEFAULT.
-OLD_FLAGS = "--bf16 false"  # float32 throughout
-NEW_FLAGS = ""  # today's OFFLINE_DEFAULT as it stands
+A_FLAGS = ""  # the offline default as it stands (float32)
+B_FLAGS = "--bf16 true"  # the candidate measured in the README (bf16 autocast): slower end to end
 
 
 def split_flags(flags: str) -> tuple[list[str], dict]:
@@ -155,19 +154,23 @@ def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
         torch.set_num_threads(process["threads"])
     with tempfile.TemporaryDirectory() as tmp:
         trainer = build_trainer([*argv, "--max_steps", str(max_steps), "--plot", "false"], tmp)
-        timer = StepTimer(trainer)
-        if conn is not None:
+        timer = None
+        if conn is not None:  # the baton first: waiting for the other process's turn is not timed
 
-            class Baton(TrainerCallback):
+            class WaitForTurn(TrainerCallback):
                 def on_step_begin(self, args, state, control, **kwargs):
                     if state.global_step % steps_per_turn == 0:
                         assert conn.recv() == "go"
 
+            class EndTurn(TrainerCallback):  # after the timer's own on_step_end
                 def on_step_end(self, args, state, control, **kwargs):
                     if state.global_step % steps_per_turn == 0:
                         conn.send(timer.steps[-steps_per_turn:])
 
-            trainer.add_callback(Baton())
+            trainer.add_callback(WaitForTurn())
+        timer = StepTimer(trainer)
+        if conn is not None:
+            trainer.add_callback(EndTurn())
             conn.send("loaded")
         trainer.train()
         rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
@@ -304,12 +307,11 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--settings", choices=["old", "new"], default="new", help="Which settings to profile.")
-    parser.add_argument("--flags", default=None, help="Extra `up-trl train` flags (and --threads N) to profile.")
+    parser.add_argument("--flags", default="", help="Extra `up-trl train` flags (and --threads N) to profile.")
     parser.add_argument("--cycles", type=int, default=3, help="Generation cycles, the first one a warm-up.")
     parser.add_argument("--compare", action="store_true", help="A vs B side by side, interleaved.")
-    parser.add_argument("--a_flags", default=OLD_FLAGS)
-    parser.add_argument("--b_flags", default=NEW_FLAGS)
+    parser.add_argument("--a_flags", default=A_FLAGS)
+    parser.add_argument("--b_flags", default=B_FLAGS)
     parser.add_argument("--kernels", action="store_true", help="generate and forward+backward alone, fp32 vs bf16.")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --kernels.")
     parser.add_argument("--output", default=None, help="Write the JSON here too.")
@@ -335,8 +337,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"speedup A/B = {report['speedup']} (paired {report['paired_speedups']}); "
               f"same rewards: {report['same_rewards']}")  # fmt: skip
     else:
-        flags = args.flags if args.flags is not None else (OLD_FLAGS if args.settings == "old" else NEW_FLAGS)
-        result = run(flags, args.cycles * steps_per_turn)
+        result = run(args.flags, args.cycles * steps_per_turn)
         measured = result.pop("steps")[steps_per_turn:]
         report = {**result, "breakdown_s_per_step": mean_per_step(measured), "measured_steps": len(measured)}
         total = report["breakdown_s_per_step"]["total"]

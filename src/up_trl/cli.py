@@ -43,7 +43,7 @@ OFFLINE_DEFAULT = {
     "save_strategy": "no",
     "report_to": "none",
     "use_cpu": True,
-    "bf16": True,
+    "bf16": False,
     "seed": 42,
 }
 

@@ -99,3 +99,43 @@ def test_reward_throughput_quick(capsys):
     assert result["completions"] == 160 and result["right"] == 120 and result["wrong"] == 40
     assert result["timeouts"] == 0 and result["wrong_scored_correct"] == 0
     assert result["right_scored_correct"] >= 100 and result["items_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_gpu_suite_dry_run_writes_json_and_png(tmp_path):
+    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO", "--output_dir", str(tmp_path)])
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["dry_run"] is True and set(saved["overhead"]) == {"token", "sequence"}
+    for level in ("token", "sequence"):
+        assert saved["overhead"][level]["step_time_ratio"] > 0 and saved["overhead"][level]["peak_memory_ratio"] > 0
+    (row,) = report["ab"]["summary"]
+    assert row["pair"] == "DAPO" and row["seeds"] == [0]
+    # Paired: one parent run and one UP run per seed, on the same seed.
+    assert sorted((r["up_mode"], r["seed"]) for r in report["ab"]["runs"]) == [("asymmetric", 0), ("off", 0)]
+    assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_step_profile_splits_a_step_into_phases():
+    module = _load("step_profile")
+    steps = [{**dict.fromkeys(module.PHASES, 1.0), "total": 7.0}, {**dict.fromkeys(module.PHASES, 3.0), "total": 21.0}]
+    assert module.mean_per_step(steps) == {**dict.fromkeys(module.PHASES, 2.0), "total": 14.0}
+    assert module.split_flags("--threads 1 --bf16 true") == (["--bf16", "true"], {"threads": 1})
+
+
+@pytest.mark.slow
+def test_step_profile_compare_interleaves_two_trainings(tmp_path):
+    from up_trl.models import save_tiny_model
+
+    tiny = save_tiny_model(tmp_path / "tiny")
+    flags = (f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
+             "--max_completion_length 4 --dataset_limit 16 --threads 1")  # fmt: skip
+    argv = ["--compare", "--cycles", "2", "--a_flags", f"{flags} --bf16 false", "--b_flags", f"{flags} --bf16 false"]
+    report = _load("step_profile").main([*argv, "--output", str(tmp_path / "r.json")])
+    for name in ("A", "B"):
+        assert len(report[name]["step_s_per_cycle"]) == 1  # 2 cycles, the first one a warm-up
+        breakdown = report[name]["breakdown_s_per_step"]
+        assert breakdown["generation"] > 0 and breakdown["backward"] > 0 and breakdown["old_logps"] > 0
+        assert report[name]["dtype"] == "float32" and report[name]["torch_threads"] == 1
+    # The same flags and seed: the same sampled completions, so the same rewards (logged once per generation).
+    assert report["same_rewards"] and len(report["A"]["rewards"]) == 2  # one per generation
+    assert json.loads((tmp_path / "r.json").read_text())["speedup"] == report["speedup"]

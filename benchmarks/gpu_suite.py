@@ -1,0 +1,261 @@
+"""The GPU figures in one command (about 8 minutes on one H200): what UP costs at a ~0.5B model, and UP against its
+parent over several seeds. Writes results.json and suite.png under --output_dir.
+
+    python benchmarks/gpu_suite.py                 # on a GPU; stops starting new seeds at --time_budget_s
+    python benchmarks/gpu_suite.py --dry_run       # tiny sizes on CPU, seconds (CI runs this)
+
+1. Overhead (benchmarks/overhead.py): Qwen2.5-0.5B's shape built from its config (random weights, bf16), a fixed
+   off-policy batch of 16 x (64 prompt + 1024 completion) tokens, `up_mode="asymmetric"` against `"off"`
+   interleaved: step_time_ratio, peak_memory_ratio (CUDA max allocated) and tokens/s, at the token level (DAPO)
+   and the sequence level (GSPO).
+2. A/B: the sparse-reward toy task of benchmarks/sample_efficiency.py (prompt "a+b=", reward 1 when the reply
+   starts with the digit a), a Qwen2 built from a config and warm-started to answer one random digit, rollouts
+   reused 4 times (steps_per_generation=4). Each seed is paired: the same warm start, data order and sampling
+   seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO.
+
+Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent
+PAIRS = {
+    "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
+    "GSPO": dict(loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
+}
+TASK_SEED = 1234
+
+
+def overhead(level: str, dry_run: bool) -> dict:
+    """benchmarks/overhead.py at Qwen2.5-0.5B's shape in bf16 (a toy model on CPU for --dry_run)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("overhead", ROOT / "overhead.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if dry_run:
+        argv = ["--hidden_size", "32", "--num_layers", "1", "--prompt_length", "8", "--completion_length", "16",
+                "--steps", "2", "--threads", "1"]  # fmt: skip
+    else:
+        argv = ["--preset", "qwen2.5-0.5b", "--bf16", "--batch_size", "16", "--prompt_length", "64",
+                "--completion_length", "1024", "--steps", "10"]  # fmt: skip
+    return module.main([*argv, "--level", level, "--loss_type", "dapo" if level == "token" else "grpo"])
+
+
+def task(num_prompts: int) -> tuple[list[str], list[str]]:
+    """`num_prompts` fixed prompts "a+b=" and their gold answer a (as in benchmarks/sample_efficiency.py)."""
+    rng = random.Random(TASK_SEED)
+    pairs = rng.sample([(a, b) for a in range(10) for b in range(10)], num_prompts)
+    return [f"{a}+{b}=" for a, b in pairs], [str(a) for a, _ in pairs]
+
+
+def true_accuracy(completions, solution, **kwargs) -> list[float]:
+    """1 when the reply's first character is the gold digit."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [float(text[:1] == gold) for text, gold in zip(texts, solution, strict=True)]
+
+
+def warm_start(seed: int, hidden_size: int, num_layers: int, steps: int, device: torch.device):
+    """A Qwen2 from a config after `steps` supervised steps on random one-digit answers: digits likely, none right."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed, hidden_size=hidden_size, num_layers=num_layers)
+    model.to(device)
+    prompts, _ = task(100)
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
+    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    digits = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        rows = [prompt_ids[rng.randrange(len(prompt_ids))] + [rng.choice(digits), tokenizer.eos_token_id]
+                for _ in range(32)]  # fmt: skip
+        ids = torch.tensor(rows, device=device)  # every prompt has the same length
+        labels = ids.clone()
+        labels[:, : len(prompt_ids[0])] = -100
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), tokenizer
+
+
+def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out_dir: str) -> dict:
+    from datasets import Dataset
+    from transformers import PrinterCallback
+
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
+
+    prompts, golds = task(args.num_prompts)
+    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
+    config = UPGRPOConfig(
+        output_dir=out_dir, seed=seed, use_cpu=args.device == "cpu", bf16=False, report_to="none",
+        save_strategy="no", disable_tqdm=True, logging_steps=1, max_steps=args.max_steps,
+        learning_rate=args.learning_rate, lr_scheduler_type="constant", num_generations=8,
+        per_device_train_batch_size=32, gradient_accumulation_steps=1, steps_per_generation=4,
+        max_completion_length=3, temperature=1.0, top_k=0, beta=0.0, up_mode=up_mode, **PAIRS[pair],
+    )  # fmt: skip
+    trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=[true_accuracy], args=config,
+                            train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+    trainer.remove_callback(PrinterCallback)
+    start = time.perf_counter()
+    trainer.train()
+    curve = [(h["step"], h["rewards/true_accuracy/mean"]) for h in trainer.state.log_history
+             if "rewards/true_accuracy/mean" in h]  # fmt: skip
+    reached = next((step for step, value in curve if value >= args.threshold), None)
+    return {
+        "config": pair if up_mode == "off" else f"UP-{pair}",
+        "pair": pair,
+        "up_mode": up_mode,
+        "seed": seed,
+        "accuracy_curve": curve,
+        "final_accuracy": statistics.fmean(v for _, v in curve[-3:]),
+        "steps_to_threshold": reached,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def ab(args) -> dict:
+    """Paired seeds, parent then UP on the same warm start; stops starting a seed that would overrun the budget."""
+    device = torch.device(args.device)
+    runs, seed_seconds, deadline = [], [], time.perf_counter() + args.time_budget_s
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in args.seeds:
+            if seed_seconds and time.perf_counter() + max(seed_seconds) > deadline:
+                print(f"A/B: time budget reached, {len(seed_seconds)} of {len(args.seeds)} seeds run", flush=True)
+                break
+            start = time.perf_counter()
+            base, tokenizer = warm_start(seed, args.hidden_size, args.num_layers, args.warm_start_steps, device)
+            for pair in args.pairs:
+                for up_mode in ("off", "asymmetric"):
+                    runs.append(run_one(pair, up_mode, seed, base, tokenizer, args, tmp))
+                    r = runs[-1]
+                    print(f"seed {seed} {r['config']:8s} final accuracy {r['final_accuracy']:.3f} steps to "
+                          f"{args.threshold}: {r['steps_to_threshold']} ({r['seconds']} s)", flush=True)  # fmt: skip
+            seed_seconds.append(time.perf_counter() - start)
+    summary = []
+    for pair in args.pairs:
+        parent = {r["seed"]: r for r in runs if r["pair"] == pair and r["up_mode"] == "off"}
+        up = {r["seed"]: r for r in runs if r["pair"] == pair and r["up_mode"] == "asymmetric"}
+        seeds = sorted(set(parent) & set(up))
+        deltas = [up[s]["final_accuracy"] - parent[s]["final_accuracy"] for s in seeds]
+        summary.append({
+            "pair": pair,
+            "seeds": seeds,
+            "parent_final_accuracy": [round(parent[s]["final_accuracy"], 4) for s in seeds],
+            "up_final_accuracy": [round(up[s]["final_accuracy"], 4) for s in seeds],
+            "mean_delta_up_minus_parent": round(statistics.fmean(deltas), 4) if deltas else None,
+            "std_delta": round(statistics.stdev(deltas), 4) if len(deltas) > 1 else None,
+            "up_won": sum(d > 0 for d in deltas),
+            "ties": sum(d == 0 for d in deltas),
+        })  # fmt: skip
+    return {"summary": summary, "runs": runs, "seeds_run": len(seed_seconds)}
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = [row["pair"] for row in report["ab"]["summary"]]
+    fig, axes = plt.subplots(1, 1 + len(pairs), figsize=(4.2 * (1 + len(pairs)), 3.6), squeeze=False)
+    ax = axes[0][0]
+    levels = list(report["overhead"])
+    for i, key in enumerate(("step_time_ratio", "peak_memory_ratio")):
+        ax.bar([j + 0.4 * i for j in range(len(levels))], [report["overhead"][lv][key] for lv in levels], 0.4,
+               label=key)  # fmt: skip
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_xticks([j + 0.2 for j in range(len(levels))], levels)
+    ax.set_title("UP / parent, " + report["overhead"][levels[0]]["model"].split(" (")[0], fontsize=8)
+    ax.legend(fontsize=7)
+    runs = report["ab"]["runs"]
+    for ax, pair in zip(axes[0][1:], pairs, strict=True):
+        for config in (pair, f"UP-{pair}"):
+            curves = [dict(r["accuracy_curve"]) for r in runs if r["config"] == config]
+            if not curves:
+                continue
+            steps = sorted(set.intersection(*(set(c) for c in curves)))
+            values = [[c[s] for c in curves] for s in steps]
+            mean = [statistics.fmean(v) for v in values]
+            std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
+            ax.plot(steps, mean, label=config)
+            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("true accuracy (rollout batch)")
+        ax.set_title(f"{pair} vs UP-{pair}, {report['ab']['seeds_run']} paired seeds", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(report["machine"], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dry_run", action="store_true", help="Tiny sizes on CPU: checks the suite end to end.")
+    parser.add_argument("--output_dir", default="benchmarks/results/gpu_suite")
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
+    parser.add_argument("--pairs", nargs="+", choices=list(PAIRS), default=list(PAIRS))
+    parser.add_argument("--max_steps", type=int, default=200)
+    parser.add_argument("--num_prompts", type=int, default=16)
+    parser.add_argument("--hidden_size", type=int, default=64)
+    parser.add_argument("--num_layers", type=int, default=2)
+    parser.add_argument("--warm_start_steps", type=int, default=60)
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
+    parser.add_argument("--time_budget_s", type=float, default=330, help="For the A/B part: no seed starts past it.")
+    args = parser.parse_args(argv)
+    args.device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
+    if args.dry_run:
+        args.seeds, args.max_steps, args.warm_start_steps = args.seeds[:1], 4, 2
+        torch.set_num_threads(1)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    start = time.perf_counter()
+    gpu = torch.cuda.get_device_name() if args.device == "cuda" else None
+    machine = f"{platform.machine()} {gpu or 'CPU'}, torch {torch.__version__}"
+    report = {"command": "python benchmarks/gpu_suite.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": machine, "dry_run": args.dry_run}  # fmt: skip
+    report["overhead"] = {level: overhead(level, args.dry_run) for level in ("token", "sequence")}
+    if args.device == "cuda":
+        torch.cuda.empty_cache()
+    report["ab"] = ab(args)
+    report["settings"] = {k: v for k, v in vars(args).items() if k != "output_dir"}
+    report["wall_seconds"] = round(time.perf_counter() - start, 1)
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    plot(report, out / "suite.png")
+    for level, r in report["overhead"].items():
+        print(f"overhead ({level}): step_time_ratio {r['step_time_ratio']}, peak_memory_ratio "
+              f"{r['peak_memory_ratio']}, tokens/s {r['tokens_per_s']}")  # fmt: skip
+    for row in report["ab"]["summary"]:
+        print(f"A/B {row['pair']}: UP won {row['up_won']}/{len(row['seeds'])} seeds, mean final accuracy "
+              f"UP - parent = {row['mean_delta_up_minus_parent']}")  # fmt: skip
+    print(json.dumps({k: report[k] for k in ("machine", "wall_seconds")}
+                     | {"overhead": {lv: {k: r[k] for k in ("step_time_ratio", "peak_memory_ratio", "tokens_per_s")}
+                                     for lv, r in report["overhead"].items()},
+                        "ab": report["ab"]["summary"]}))  # fmt: skip
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,360 @@
+"""Where a training step's time goes on the offline default (`up-trl train` with no flags), and old settings against
+new ones side by side.
+
+    python benchmarks/step_profile.py                       # breakdown of the offline default
+    python benchmarks/step_profile.py --flags "--bf16 true --threads 1"   # ... with other settings
+    python benchmarks/step_profile.py --compare             # A (the default) vs B (--bf16 true), interleaved
+    python benchmarks/step_profile.py --compare --b_flags "--cache_implementation static"   # try a lever
+    python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
+
+The trainer's own methods are timed by wrapping them on the instance: `_generate` (tokenise, `generate`, decode),
+`_calculate_rewards` (scoring), `_get_per_token_logps_and_entropies` without gradients (the old-log-prob pass) and
+with them (the policy forward), `accelerator.backward`, and the optimizer step (between the Trainer's
+`on_pre_optimizer_step` and `on_optimizer_step` callbacks). "other" is the rest of the step (loss maths, clipping,
+logging). Generation happens once every `steps_per_generation` steps, so figures are seconds per step averaged
+over whole generation cycles, after one warm-up cycle.
+
+`--compare` runs two training processes (A = `--a_flags`, default the offline default; B = `--b_flags`, default
+bf16 autocast) and lets them take turns, one generation cycle each, so that the shared machine's drift
+hits both alike. It reports the median cycle time of each and their ratio, and whether the two runs logged the
+same rewards (same sampled completions) for the fixed seed. The last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
+
+A_FLAGS = ""  # the offline default as it stands (float32)
+B_FLAGS = "--bf16 true"  # the candidate measured in the README (bf16 autocast): slower end to end
+
+
+def split_flags(flags: str) -> tuple[list[str], dict]:
+    """(flags for `up-trl train`, process settings this script applies itself: --threads)."""
+    argv, process = shlex.split(flags), {}
+    if "--threads" in argv:
+        i = argv.index("--threads")
+        process["threads"] = int(argv[i + 1])
+        del argv[i : i + 2]
+    return argv, process
+
+
+def build_trainer(argv: list[str], output_dir: str):
+    """The trainer `up-trl train <argv>` builds (same parser, data, rewards and model), without its callbacks."""
+    from up_trl.cli import parse_train_args
+    from up_trl.data import load_math_dataset, system_prompt_from_flag
+    from up_trl.models import smollm2_path
+    from up_trl.rewards import get_reward_funcs
+    from up_trl.trainer import UPGRPOTrainer
+
+    script_args, training_args, model_args = parse_train_args([*argv, "--output_dir", output_dir])
+    dataset = load_math_dataset(
+        script_args.dataset_name,
+        script_args.dataset_train_split,
+        limit=script_args.dataset_limit,
+        seed=training_args.seed,
+        shuffle=script_args.dataset_limit is not None,
+        system_prompt=system_prompt_from_flag(script_args.system_prompt),
+    )
+    options = {"max_completion_length": training_args.max_completion_length}
+    reward_funcs = get_reward_funcs(
+        script_args.reward_funcs, **(options if "soft_overlong" in script_args.reward_funcs else {})
+    )
+    init = {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
+    training_args.model_init_kwargs = {**init, **(training_args.model_init_kwargs or {})}
+    return UPGRPOTrainer(
+        model=model_args.model_name_or_path or smollm2_path(),
+        reward_funcs=reward_funcs,
+        args=training_args,
+        train_dataset=dataset,
+    )
+
+
+class StepTimer:
+    """Seconds per phase for each optimizer step, by wrapping the trainer's methods on the instance."""
+
+    def __init__(self, trainer):
+        from transformers import TrainerCallback
+
+        self.steps: list[dict[str, float]] = []
+        self.current: dict[str, float] = defaultdict(float)
+        self._wrap(trainer, "_generate", lambda: "generation")
+        self._wrap(trainer, "_calculate_rewards", lambda: "scoring")
+        self._wrap(
+            trainer,
+            "_get_per_token_logps_and_entropies",
+            lambda: "policy_forward" if _grad_enabled() else "old_logps",
+        )
+        self._wrap(trainer.accelerator, "backward", lambda: "backward")
+        timer = self
+
+        class Callback(TrainerCallback):
+            def on_step_begin(self, args, state, control, **kwargs):
+                timer.current = defaultdict(float)
+                timer.current["_start"] = time.perf_counter()
+                timer.current["_cpu"] = time.process_time()
+
+            def on_pre_optimizer_step(self, args, state, control, **kwargs):
+                timer.current["_opt"] = time.perf_counter()
+
+            def on_optimizer_step(self, args, state, control, **kwargs):
+                timer.current["optimizer"] += time.perf_counter() - timer.current.pop("_opt")
+
+            def on_step_end(self, args, state, control, **kwargs):
+                step = dict(timer.current)
+                step["total"] = time.perf_counter() - step.pop("_start")
+                cpu = time.process_time() - step.pop("_cpu")
+                step["other"] = step["total"] - sum(step.get(p, 0.0) for p in PHASES if p != "other")
+                timer.steps.append({**{p: step.get(p, 0.0) for p in (*PHASES, "total")}, "cpu": cpu})
+
+        trainer.add_callback(Callback())
+
+    def _wrap(self, owner, name, phase):
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.current[phase()] += time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+
+def _grad_enabled() -> bool:
+    import torch
+
+    return torch.is_grad_enabled()
+
+
+def mean_per_step(steps: list[dict[str, float]]) -> dict[str, float]:
+    return {p: round(statistics.fmean(s[p] for s in steps), 3) for p in (*PHASES, "total", "cpu") if p in steps[0]}
+
+
+def run(flags: str, max_steps: int, conn=None, steps_per_turn: int = 2) -> dict:
+    """Train with `flags` for `max_steps` steps and time each step. With `conn`, wait for "go" before each turn of
+    `steps_per_turn` steps and send that turn's step times back (the --compare baton)."""
+    argv, process = split_flags(flags)
+    import torch
+    from transformers import TrainerCallback
+
+    if process.get("threads"):
+        torch.set_num_threads(process["threads"])
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = build_trainer([*argv, "--max_steps", str(max_steps), "--plot", "false"], tmp)
+        timer = None
+        if conn is not None:  # the baton first: waiting for the other process's turn is not timed
+
+            class WaitForTurn(TrainerCallback):
+                def on_step_begin(self, args, state, control, **kwargs):
+                    if state.global_step % steps_per_turn == 0:
+                        assert conn.recv() == "go"
+
+            class EndTurn(TrainerCallback):  # after the timer's own on_step_end
+                def on_step_end(self, args, state, control, **kwargs):
+                    if state.global_step % steps_per_turn == 0:
+                        conn.send(timer.steps[-steps_per_turn:])
+
+            trainer.add_callback(WaitForTurn())
+        timer = StepTimer(trainer)
+        if conn is not None:
+            trainer.add_callback(EndTurn())
+            conn.send("loaded")
+        trainer.train()
+        rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+        completion_length = [h["completions/mean_length"] for h in trainer.state.log_history if "reward" in h]
+    result = {
+        "flags": flags,
+        "torch_threads": torch.get_num_threads(),
+        "dtype": str(next(trainer.model.parameters()).dtype).removeprefix("torch."),
+        "bf16_autocast": trainer.args.bf16,
+        "generation_kwargs": {k: v for k, v in trainer.generation_kwargs.items() if v is not None},
+        "steps": timer.steps,
+        "rewards": rewards,
+        "mean_completion_length": completion_length,
+    }
+    if conn is not None:
+        conn.send(result)
+    return result
+
+
+def compare(a_flags: str, b_flags: str, turns: int, steps_per_turn: int) -> dict:
+    """A and B in two processes taking turns (A B, then B A, ...), one turn = `steps_per_turn` steps; the first
+    turn of each is a warm-up."""
+    from multiprocessing.connection import Listener
+
+    pipes, procs = {}, {}
+    with Listener(family="AF_UNIX") as listener:
+        for name, flags in (("A", a_flags), ("B", b_flags)):
+            argv = ["--worker", listener.address, f"--flags={flags}", f"--cycles={turns}", f"--worker_name={name}"]
+            procs[name] = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv])
+        for _ in procs:
+            conn = listener.accept()
+            pipes[conn.recv()] = conn
+    for name in pipes:
+        assert pipes[name].recv() == "loaded"
+    cycles = {"A": [], "B": []}
+    for turn in range(turns):
+        for name in ("A", "B") if turn % 2 == 0 else ("B", "A"):  # alternate who goes first, too
+            pipes[name].send("go")
+            steps = pipes[name].recv()
+            print(f"turn {turn} {name}: {sum(s['total'] for s in steps):.1f} s", flush=True)
+            cycles[name].append(steps)
+    results = {name: pipes[name].recv() for name in pipes}
+    for proc in procs.values():
+        proc.wait()
+    report = {}
+    for name in ("A", "B"):
+        measured = [s for cycle in cycles[name][1:] for s in cycle]  # first turn: warm-up
+        cycle_times = [sum(s["total"] for s in cycle) / len(cycle) for cycle in cycles[name][1:]]
+        cycle_cpu = [sum(s.get("cpu", 0.0) for s in cycle) / len(cycle) for cycle in cycles[name][1:]]
+        report[name] = {
+            "flags": results[name]["flags"],
+            "torch_threads": results[name]["torch_threads"],
+            "dtype": results[name]["dtype"],
+            "bf16_autocast": results[name]["bf16_autocast"],
+            "generation_kwargs": results[name]["generation_kwargs"],
+            "median_step_s": round(statistics.median(cycle_times), 2),
+            "step_s_per_cycle": [round(t, 2) for t in cycle_times],
+            "median_step_cpu_s": round(statistics.median(cycle_cpu), 2),
+            "breakdown_s_per_step": mean_per_step(measured),
+            "rewards": results[name]["rewards"],
+            "mean_completion_length": results[name]["mean_completion_length"],
+        }
+    report["speedup"] = round(report["A"]["median_step_s"] / report["B"]["median_step_s"], 2)
+    if report["B"]["median_step_cpu_s"]:  # process CPU seconds: less sensitive to the other jobs on the machine
+        report["speedup_cpu"] = round(report["A"]["median_step_cpu_s"] / report["B"]["median_step_cpu_s"], 2)
+    report["paired_speedups"] = [
+        round(a / b, 2) for a, b in zip(report["A"]["step_s_per_cycle"], report["B"]["step_s_per_cycle"], strict=True)
+    ]
+    report["same_rewards"] = report["A"]["rewards"] == report["B"]["rewards"]
+    return report
+
+
+def kernels(rounds: int, threads: int) -> dict:
+    """The two big pieces of a step alone, float32 against bf16 autocast, interleaved, on SmolLM2-135M: `generate`
+    for 32 prompts x 16 new tokens (4 arithmetic prompts x 8, as a rollout batch) and forward + backward on 4 x 102
+    tokens. Process CPU seconds as well as wall seconds: on a shared machine CPU time drifts less."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from up_trl.models import smollm2_path
+
+    torch.set_num_threads(threads)
+    path = smollm2_path()
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    chats = [[{"role": "user", "content": f"What is {a} x {b}?"}] for a, b in [(3, 4), (7, 8), (6, 9), (2, 5)]]
+    texts = [tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) for chat in chats]
+    prompts = tokenizer([t for t in texts for _ in range(8)], return_tensors="pt", padding=True)
+    config = GenerationConfig(max_new_tokens=16, min_new_tokens=16, do_sample=True, top_k=0, disable_compile=True,
+                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    ids = torch.randint(100, 40000, (4, 102), generator=torch.Generator().manual_seed(0))
+
+    def generate():
+        model.eval()
+        with torch.no_grad():
+            model.generate(**prompts, generation_config=config)
+
+    def forward_backward():
+        model.train()
+        model(input_ids=ids, labels=ids).loss.backward()
+        model.zero_grad()
+
+    times = defaultdict(list)
+    for r in range(rounds):
+        for name, fn in (("generate", generate), ("forward_backward", forward_backward)):
+            for dtype in ("float32", "bf16_autocast"):
+                autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype != "float32")
+                wall, cpu = time.perf_counter(), time.process_time()
+                with autocast:
+                    fn()
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                print(f"round {r} {name} {dtype}: wall {wall:.2f} s, cpu {cpu:.2f} s", flush=True)
+                if r:  # round 0: warm-up
+                    times[f"{name} {dtype}"].append((wall, cpu))
+    report = {key: {"wall_s": round(statistics.median(w for w, _ in v), 2),
+                    "cpu_s": round(statistics.median(c for _, c in v), 2)} for key, v in times.items()}  # fmt: skip
+    for name in ("generate", "forward_backward"):
+        for clock in ("wall_s", "cpu_s"):
+            report[f"{name} speedup ({clock})"] = round(
+                report[f"{name} float32"][clock] / report[f"{name} bf16_autocast"][clock], 2
+            )
+    return {"kernels": report, "rounds_measured": rounds - 1, "torch_threads": threads}
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{platform.machine()} {cpu}, {os.cpu_count()} cores, shared with other jobs"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--flags", default="", help="Extra `up-trl train` flags (and --threads N) to profile.")
+    parser.add_argument("--cycles", type=int, default=3, help="Generation cycles, the first one a warm-up.")
+    parser.add_argument("--compare", action="store_true", help="A vs B side by side, interleaved.")
+    parser.add_argument("--a_flags", default=A_FLAGS)
+    parser.add_argument("--b_flags", default=B_FLAGS)
+    parser.add_argument("--kernels", action="store_true", help="generate and forward+backward alone, fp32 vs bf16.")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for --kernels.")
+    parser.add_argument("--output", default=None, help="Write the JSON here too.")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # --compare's address for its workers
+    parser.add_argument("--worker_name", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    steps_per_turn = 2  # the offline default's steps_per_generation
+
+    if args.worker:
+        from multiprocessing.connection import Client
+
+        conn = Client(args.worker, family="AF_UNIX")
+        conn.send(args.worker_name)
+        return run(args.flags, args.cycles * steps_per_turn, conn, steps_per_turn)
+    if args.kernels:
+        report = kernels(args.cycles, args.threads)
+    elif args.compare:
+        report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
+        for name in ("A", "B"):
+            print(f"{name} ({report[name]['flags'] or 'offline default'}): median {report[name]['median_step_s']} "
+                  f"s/step; per step: {report[name]['breakdown_s_per_step']}")  # fmt: skip
+        print(f"speedup A/B = {report['speedup']} (paired {report['paired_speedups']}); "
+              f"same rewards: {report['same_rewards']}")  # fmt: skip
+    else:
+        result = run(args.flags, args.cycles * steps_per_turn)
+        measured = result.pop("steps")[steps_per_turn:]
+        report = {**result, "breakdown_s_per_step": mean_per_step(measured), "measured_steps": len(measured)}
+        total = report["breakdown_s_per_step"]["total"]
+        for phase in (*PHASES, "total"):
+            seconds = report["breakdown_s_per_step"][phase]
+            print(f"{phase:>15}: {seconds:7.2f} s/step  {100 * seconds / total:5.1f}%")
+    report["machine"] = machine()
+    import torch
+
+    report["torch"] = torch.__version__
+    if args.output:
+        os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
+        with open(args.output, "w") as f:
+            json.dump(report, f, indent=1)
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

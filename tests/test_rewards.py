@@ -61,7 +61,9 @@ ACCURACY_CASES = [
     pytest.param(r"\boxed{\frac{\sqrt{4}}{4}}", "1/2", 1.0, id="nested_braces_two_levels"),
     pytest.param(r"\boxed{5} no wait, \boxed{6}", "6", 1.0, id="last_boxed_wins"),
     pytest.param(r"\boxed{6} and then \boxed{5", "6", 1.0, id="unclosed_last_boxed_ignored"),
-    pytest.param(r"\boxed{5}. The final answer is 6.", "5", 1.0, id="boxed_beats_phrase"),
+    pytest.param(r"\boxed{5}. The final answer is 6.", "6", 1.0, id="later_phrase_beats_earlier_boxed"),
+    pytest.param(r"\boxed{5}. The final answer is 6.", "5", 0.0, id="earlier_boxed_is_not_the_answer"),
+    pytest.param(r"The final answer is 6. So \boxed{5}", "5", 1.0, id="later_boxed_beats_earlier_phrase"),
     pytest.param("She has 42 apples.", "40 + 2 = <<40+2=42>>42 apples.\n#### 42", 1.0, id="gsm8k_gold"),
     pytest.param(r"\boxed{1000}", "#### 1,000", 1.0, id="gsm8k_gold_thousands"),
     pytest.param(r"\boxed{9/7}", r"So the ratio is $\boxed{\frac{9}{7}}$.", 1.0, id="math_solution_gold"),
@@ -199,7 +201,8 @@ def test_last_boxed(text, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param(r"x \boxed{2} The answer is 3", ("2", "boxed"), id="boxed_first"),
+        pytest.param(r"x \boxed{2} The answer is 3", ("3", "phrase"), id="last_statement_by_position"),
+        pytest.param(r"The answer is $\boxed{2}$.", ("2", "boxed"), id="box_inside_a_phrase"),
         pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
         pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
         pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),

@@ -15,7 +15,9 @@ Every pattern is linear-time: no nested quantifiers, and reply text is cut to `M
 
 from __future__ import annotations
 
+import collections
 import re
+from collections.abc import Iterator
 from typing import Any
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
@@ -75,7 +77,8 @@ _MATH_WORDS = frozenset(
 )
 # Plain-text mathematics written as LaTeX: unicode signs, "sqrt(19)", "cot x", "x in [-2, 7]".
 _UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ",
-            "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ", "∈": r"\in "}  # fmt: skip
+            "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ",
+            "∈": r"\in "}  # fmt: skip
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 _BARE_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
 _BARE_FUNCTION = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|log|ln|infty|pi)(?![A-Za-z])")
@@ -180,11 +183,15 @@ def _last_phrase(text: str) -> tuple[int, int, str] | None:
     return None
 
 
+def _last(matches: Iterator[re.Match]) -> re.Match | None:
+    """The last of an iterator of matches (one pass, constant memory), None when it is empty."""
+    last = collections.deque(matches, maxlen=1)
+    return last[0] if last else None
+
+
 def _last_number(text: str) -> tuple[int, int, str] | None:
     """(start, end, number) of the last number, None when its sentence hedges ("It is either 43 or 42.")."""
-    number = None
-    for number in _NUMBER.finditer(text):
-        pass
+    number = _last(_NUMBER.finditer(text))
     if number is None:
         return None
     sentence_start = 0
@@ -198,14 +205,10 @@ def _last_number(text: str) -> tuple[int, int, str] | None:
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     """False when no retraction follows position `end`; else the restatement after the last retraction as
     `(answer, "phrase")`, or None when there is none (the retracted answer is withdrawn, nothing replaces it)."""
-    retraction = None
-    for retraction in _RETRACTION.finditer(text, end):
-        pass
+    retraction = _last(_RETRACTION.finditer(text, end))
     if retraction is None:
         return False
-    restatement = None
-    for restatement in _RESTATEMENT.finditer(text, retraction.end()):
-        pass
+    restatement = _last(_RESTATEMENT.finditer(text, retraction.end()))
     if restatement is None:
         return None
     answer = _phrase_answer(text, restatement.end())[0]

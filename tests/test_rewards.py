@@ -758,6 +758,7 @@ STATEMENT_CASES = [
     pytest.param("The answer is y ≥ 3.", r"$[3,\infty)$", 1.0, id="inequality_as_interval"),
     pytest.param("The answer is $-1 < x < 4$.", "$(-1,4)$", 1.0, id="double_inequality"),
     pytest.param("The answer is $-1 < x < 4$.", "$[-1,4]$", 0.0, id="open_is_not_closed"),
+    pytest.param(r"The answer is $0 \le t \le 5$.", r"$t \in [0,5]$", 1.0, id="inequality_vs_membership_gold"),
     pytest.param("The answer is 2, -7.", "$-7, 2$", 1.0, id="list_is_no_subtraction"),
 ]
 

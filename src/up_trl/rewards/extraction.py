@@ -377,7 +377,8 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     if kind == "number":
         return answer, kind
     answer = _SPACED_I.sub(r"\1i", answer)
-    if gold.strip("$ ")[:1] in "([" and gold.strip("$ ")[-1:] in ")]":
+    interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
+    if interval[:1] in "([" and interval[-1:] in ")]":
         answer = _interval(answer)
     if _HEDGE_WORDS.search(answer) and not _HEDGE_WORDS.search(gold):
         return None

@@ -723,6 +723,10 @@ STATEMENT_CASES = [
     pytest.param("The answer is 3. Correction: it should be 4.", "3", 0.0, id="correction_voids_first"),
     pytest.param("The answer is 10. Oops, it's 12.", "12", 1.0, id="oops_its"),
     pytest.param(r"\boxed{9} No, that is incorrect. The answer is 11.", "11", 1.0, id="new_phrase_after_retraction"),
+    pytest.param("\\boxed{42}\n\nHmm, let me reconsider. I think it's 43.", "42", 0.0, id="reconsider_restated"),
+    pytest.param("The answer is 42. But 6 x 7 is 43, so the answer must be 43.", "42", 0.0, id="answer_must_be"),
+    pytest.param("The answer is 42. But 6 x 7 is 43, so the answer must be 43.", "43", 1.0, id="answer_must_be_right"),
+    pytest.param("The answer isn't 42.", "42", 0.0, id="answer_isnt"),
     pytest.param("The answer is 7. I hope it is correct.", "7", 1.0, id="correct_is_not_incorrect"),
     pytest.param("The answer is 7. No other value works.", "7", 1.0, id="no_without_punctuation"),
     # A phrase answer ends at a clause that gives reasons.

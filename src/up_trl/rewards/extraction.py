@@ -24,7 +24,10 @@ MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any r
 MAX_ANSWER_CHARS = 512  # a longer "answer" is not an answer: scored wrong without parsing
 
 _BOX_TOKENS = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
-_PHRASE = re.compile(r"final\s+answer(?:\s+is)?|\banswer\s+is|\banswer\s*:|####", re.I)
+_PHRASE = re.compile(
+    r"final\s+answer(?:\s+is)?|\banswer\s+(?:is|(?:must|should|would|will)\s+be\b)|\banswer\s*[:=]|####",
+    re.I,
+)
 _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
 _SENTENCE_END = re.compile(r"(?<!\\)[.!?](?:\s|$)|\n")  # "\!" is a LaTeX thin space
 # A clause that gives reasons ends the answer: "9, since 10 - 1 = 9", "12 because 3 x 4 = 12", "6; we checked".
@@ -35,7 +38,8 @@ _REASON = re.compile(
 )
 # A retraction voids the statement before it: "Wait, no, ...", "that is wrong", "my mistake", "Actually, ...".
 _RETRACTION = re.compile(
-    r"\b(?:wait|hold\s+on|oops|actually|correction|scratch\s+that|on\s+second\s+thought|wrong|incorrect|mistakes?"
+    r"\b(?:wait|hold\s+on|oops|actually|correction|scratch\s+that|on\s+second\s+thought|re(?:consider|think|do)\w*|hmm+"
+    r"|wrong|incorrect|mistakes?"
     r"|mistaken|miscalculat\w*|errors?|not\s+(?:right|correct)|isn['’]t\s+(?:right|correct)|nope"
     r"|no(?=\s*[,.!;:\u2014-]))\b",
     re.I,

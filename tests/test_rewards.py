@@ -61,7 +61,9 @@ ACCURACY_CASES = [
     pytest.param(r"\boxed{\frac{\sqrt{4}}{4}}", "1/2", 1.0, id="nested_braces_two_levels"),
     pytest.param(r"\boxed{5} no wait, \boxed{6}", "6", 1.0, id="last_boxed_wins"),
     pytest.param(r"\boxed{6} and then \boxed{5", "6", 1.0, id="unclosed_last_boxed_ignored"),
-    pytest.param(r"\boxed{5}. The final answer is 6.", "5", 1.0, id="boxed_beats_phrase"),
+    pytest.param(r"\boxed{5}. The final answer is 6.", "6", 1.0, id="later_phrase_beats_earlier_boxed"),
+    pytest.param(r"\boxed{5}. The final answer is 6.", "5", 0.0, id="earlier_boxed_is_not_the_answer"),
+    pytest.param(r"The final answer is 6. So \boxed{5}", "5", 1.0, id="later_boxed_beats_earlier_phrase"),
     pytest.param("She has 42 apples.", "40 + 2 = <<40+2=42>>42 apples.\n#### 42", 1.0, id="gsm8k_gold"),
     pytest.param(r"\boxed{1000}", "#### 1,000", 1.0, id="gsm8k_gold_thousands"),
     pytest.param(r"\boxed{9/7}", r"So the ratio is $\boxed{\frac{9}{7}}$.", 1.0, id="math_solution_gold"),
@@ -199,7 +201,8 @@ def test_last_boxed(text, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param(r"x \boxed{2} The answer is 3", ("2", "boxed"), id="boxed_first"),
+        pytest.param(r"x \boxed{2} The answer is 3", ("3", "phrase"), id="last_statement_by_position"),
+        pytest.param(r"The answer is $\boxed{2}$.", ("2", "boxed"), id="box_inside_a_phrase"),
         pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
         pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
         pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
@@ -698,3 +701,110 @@ def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools
     reward = make_math_accuracy_reward(num_workers=1, timeout_reward=-0.5)
     assert reward([r"\boxed{62/114}", r"\boxed{1}"], solution=["31/57", "2"]) == [-0.5, 0.0]
     assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# What a reply answers (issue 8's scorer benchmark rules): the last answer statement by position, voided by a later
+# retraction unless restated; a phrase answer ends at a clause giving reasons; hedges and unevaluated operations answer
+# nothing. Each rule has phrasings that `benchmarks/make_scorer_cases.py` never writes.
+
+STATEMENT_CASES = [
+    # The last statement by position: a box or a final-answer phrase, whichever comes later.
+    pytest.param(r"\boxed{5} was my first guess; the final answer is 6.", "6", 1.0, id="phrase_after_box"),
+    pytest.param(r"\boxed{5} was my first guess; the final answer is 6.", "5", 0.0, id="box_before_phrase"),
+    pytest.param("Answer: 12\n\nOn reflection I box it: \\boxed{13}", "13", 1.0, id="box_after_phrase"),
+    pytest.param("The answer is 12. Then the final answer is 14.", "12", 0.0, id="two_phrases_last_wins"),
+    # A retraction after the statement voids it; a restatement after the last retraction answers anew.
+    pytest.param("The answer is 42. Hmm, hold on, I dropped a term.", "42", 0.0, id="hold_on"),
+    pytest.param(r"\boxed{17} Oops, that was a mistake.", "17", 0.0, id="oops_mistake_after_box"),
+    pytest.param("So the final answer is 8.\nActually, I misread the question.", "8", 0.0, id="actually"),
+    pytest.param("7 x 8 = 56. Scratch that.", "56", 0.0, id="retraction_after_last_number"),
+    pytest.param("The answer is 3. Correction: it should be 4.", "4", 1.0, id="correction_restated"),
+    pytest.param("The answer is 3. Correction: it should be 4.", "3", 0.0, id="correction_voids_first"),
+    pytest.param("The answer is 10. Oops, it's 12.", "12", 1.0, id="oops_its"),
+    pytest.param(r"\boxed{9} No, that is incorrect. The answer is 11.", "11", 1.0, id="new_phrase_after_retraction"),
+    pytest.param("\\boxed{42}\n\nHmm, let me reconsider. I think it's 43.", "42", 0.0, id="reconsider_restated"),
+    pytest.param("The answer is 42. But 6 x 7 is 43, so the answer must be 43.", "42", 0.0, id="answer_must_be"),
+    pytest.param("The answer is 42. But 6 x 7 is 43, so the answer must be 43.", "43", 1.0, id="answer_must_be_right"),
+    pytest.param("The answer isn't 42.", "42", 0.0, id="answer_isnt"),
+    pytest.param("The answer is 7. I hope it is correct.", "7", 1.0, id="correct_is_not_incorrect"),
+    pytest.param("The answer is 7. No other value works.", "7", 1.0, id="no_without_punctuation"),
+    # A phrase answer ends at a clause that gives reasons.
+    pytest.param("The answer is 15 because 3 x 5 = 15.", "15", 1.0, id="because"),
+    pytest.param("Answer: 24 (since 4! = 24)", "24", 1.0, id="parenthesised_since"),
+    pytest.param(r"The final answer is $\frac{3}{4}$, which is 6 divided by 8.", "0.75", 1.0, id="which"),
+    pytest.param("The answer is 8, so 2^3 = 8 checks out.", "3", 0.0, id="so_clause_is_no_answer"),
+    pytest.param("The answer is 9 as 3 squared is 9.", "9", 1.0, id="as_clause"),
+    # Hedges give no answer.
+    pytest.param("It might be 12 or 13.", "12", 0.0, id="might_or_last_number"),
+    pytest.param("Maybe 42.", "42", 0.0, id="maybe_last_number"),
+    pytest.param("The answer is possibly 9.", "9", 0.0, id="possibly_phrase"),
+    pytest.param("The answer is $7$, probably.", "7", 0.0, id="probably_after_latex"),
+    pytest.param(r"\boxed{3 \text{ or } 4}", "3", 0.0, id="or_in_box"),
+    pytest.param("So x could be 5, or x could be 6.", "6", 0.0, id="could_or_sentence"),
+    # Against a numeric gold, an operation the gold lacks is an unevaluated answer.
+    pytest.param(r"The answer is $\binom{6}{2}$.", "15", 0.0, id="binomial"),
+    pytest.param(r"\boxed{2^{10}}", "1024", 0.0, id="power"),
+    pytest.param(r"The answer is $\ln e^3$.", "3", 0.0, id="logarithm"),
+    pytest.param(r"\boxed{\lfloor 7.5 \rfloor}", "7", 0.0, id="floor"),
+    pytest.param(r"\boxed{5!}", "120", 0.0, id="factorial"),
+    pytest.param(r"\boxed{(2+i)(2-i)}", "5", 0.0, id="product_of_parentheses"),
+    pytest.param(r"\boxed{3(4)}", "12", 0.0, id="implicit_product"),
+    pytest.param(r"\boxed{2^{10}}", "$2^{10}$", 1.0, id="operation_in_gold_too"),
+    pytest.param(r"\boxed{90^\circ}", "90", 1.0, id="degrees_are_no_power"),
+    pytest.param(r"\boxed{\frac{\sqrt{9}}{2}}", "1.5", 1.0, id="surd_is_a_final_form"),
+    pytest.param(r"\boxed{10,\!080}", "10080", 1.0, id="thin_space_is_no_factorial"),
+    # Plain-text mathematics.
+    pytest.param("The answer is (1, ∞).", r"$(1,\infty)$", 1.0, id="unicode_infinity"),
+    pytest.param("The answer is 3 ± sqrt(2).", r"$3 \pm \sqrt{2}$", 1.0, id="plus_minus_sqrt"),
+    pytest.param("Answer: tan x", r"$\tan x$", 1.0, id="bare_function"),
+    pytest.param(r"\boxed{2 + 5 i}", "$2+5i$", 1.0, id="spaced_imaginary_unit"),
+    pytest.param("The answer is y ≥ 3.", r"$[3,\infty)$", 1.0, id="inequality_as_interval"),
+    pytest.param("The answer is $-1 < x < 4$.", "$(-1,4)$", 1.0, id="double_inequality"),
+    pytest.param("The answer is $-1 < x < 4$.", "$[-1,4]$", 0.0, id="open_is_not_closed"),
+    pytest.param(r"The answer is $0 \le t \le 5$.", r"$t \in [0,5]$", 1.0, id="inequality_vs_membership_gold"),
+    pytest.param("The answer is 2, -7.", "$-7, 2$", 1.0, id="list_is_no_subtraction"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), STATEMENT_CASES)
+def test_what_a_reply_answers(reply, gold, expected):
+    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
+
+
+ADVERSARIAL = {
+    "spaces_before_reason": "The answer is 42" + " " * 100_000 + " because",
+    "many_commas": "The answer is 4" + ", " * 50_000 + "x",
+    "many_retractions": "The answer is 42. " + "Wait, no, " * 10_000,
+    "many_restatements": "wait, it is " * 10_000 + "42",
+    "many_hedges": "either " * 20_000 + "42",
+    "many_sentences": "1. " * 40_000,
+    "inequality_chain": "The answer is " + "1 < " * 30_000 + "x",
+    "many_dollars": "The answer is " + "$" * 100_000,
+}
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_extraction_is_linear_on_adversarial_text(text):
+    """Every pattern is linear: 100 KB of a pattern's worst case costs milliseconds (a quadratic one, minutes)."""
+    from up_trl.rewards.extraction import prediction
+
+    start = time.perf_counter()
+    prediction(extract_answer(text), "42")
+    assert time.perf_counter() - start < 0.5
+
+
+def test_smollm2_real_replies_match_their_hand_labels():
+    """48 real SmolLM2-135M replies to the offline default's prompts, labelled by hand
+    (`benchmarks/data/smollm2_arithmetic_replies.jsonl`): the reward never scores a wrong reply, and scores every right
+    one except three whose answer is followed by an unrelated number (`known_false_negative`, pinned at 0)."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "smollm2_arithmetic_replies.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert len(rows) == 48
+    out = math_accuracy_reward([r["completion"] for r in rows], solution=[r["gold"] for r in rows])
+    expected = [0.0 if r.get("known_false_negative") else float(r["label"]) for r in rows]
+    assert out == expected
+    assert sum(r["label"] for r in rows) == 5 and sum(bool(r.get("known_false_negative")) for r in rows) == 3

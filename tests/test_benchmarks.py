@@ -72,6 +72,17 @@ def test_scorer_cases_cover_the_issue():
     assert issue[("Answer: 3n + 12", "12")] == 0 and issue[("The answer is 5 - 2i.", "2")] == 0
 
 
+def test_scorer_heldout_cases_format():
+    """The held-out cases (written without reading the reward's rules): a format check only, not a score."""
+    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_heldout.jsonl").read_text().splitlines()
+    cases = [json.loads(line) for line in lines]
+    assert len(cases) >= 200
+    assert {c["label"] for c in cases} == {0, 1}
+    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
+    pairs = [(c["completion"], c["gold"]) for c in cases]
+    assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
+
+
 def test_scorer_cases_generator_is_deterministic(tmp_path):
     _load("make_scorer_cases").main(["--output", str(tmp_path / "cases.jsonl")])
     assert (tmp_path / "cases.jsonl").read_text() == (ROOT / "benchmarks" / "data" / "scorer_cases.jsonl").read_text()

@@ -37,8 +37,8 @@ import torch
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
 from .async_rollout import async_grpo_on_cpu
-from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir
-from .losses import packed_token_sum_loss, self_anchored_ratio, up_guard_mask, up_positive_token_sums, up_routes
+from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
+from .losses import packed_token_sum_loss, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
 @dataclass
@@ -93,11 +93,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
         return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        routes = up_routes(inputs["advantages"], self.up_mode)
-        # A copy, never the batch itself: the parent's clipped term vanishes on routed tokens.
-        parent_inputs = (
-            inputs if self.up_mode == "off" else {**inputs, "advantages": inputs["advantages"].masked_fill(routes, 0)}
-        )
+        routes, parent_inputs = route_batch(inputs, self.up_mode)
         seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
         hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))
         try:

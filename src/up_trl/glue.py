@@ -3,11 +3,14 @@
 Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`), its staleness rule
 (`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
 
+- `route_batch`: UP's routing, the one code path every loss override starts with;
 - `UPConfigMixin`: the config fields `up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`,
   `max_consecutive_nonfinite_steps`, checked before the parent's own post-init (YAML `off` read as "off");
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
-  citation and the model card (`card.write_model_card`).
+  citation and the model card (`card.write_model_card`);
+- `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
+  rule, the zero-step refusal and the hook that records the per-token log-probabilities of the parent's forward.
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`.
@@ -22,7 +25,7 @@ import torch
 from accelerate.logging import get_logger
 
 from .callbacks import NonFiniteGuardCallback
-from .losses import UP_MODES
+from .losses import UP_MODES, up_routes
 
 logger = get_logger(__name__)
 
@@ -60,6 +63,22 @@ def default_output_dir(model, suffix: str) -> str:
     """
     name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
+
+
+def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
+    """(routes, the parent's batch): `losses.up_routes` of the batch's advantages, and a copy of the batch whose
+    routed advantages are zeroed, so the parent's clipped term vanishes exactly there (value 0, gradient 0).
+
+    A copy, never the batch itself: TRL reuses a buffered batch when num_iterations > 1. With up_mode="off" the
+    parent gets the batch unchanged.
+
+    >>> routes, parent = route_batch({"advantages": torch.tensor([1.0, -2.0])}, "asymmetric")
+    >>> routes, parent["advantages"]
+    (tensor([ True, False]), tensor([ 0., -2.]))
+    """
+    advantages = inputs["advantages"]
+    routes = up_routes(advantages, up_mode)
+    return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
 
 
 @dataclass
@@ -202,3 +221,45 @@ class UPTrainerMixin:
             from .card import write_model_card
 
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+
+
+class UPSyncTrainerMixin(UPTrainerMixin):
+    """`UPTrainerMixin` plus what TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) share: one rollout batch is
+    generated, then trained on for steps_per_generation * num_iterations micro-steps."""
+
+    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
+
+    @property
+    def up_is_off_policy(self) -> bool:
+        """True when some optimizer steps train on a batch sampled by older weights, so that the old log-probs
+        (GRPO's `old_per_token_logps`, RLOO's `old_logps`) are stale: TRL's condition
+        `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`. The only case where UP
+        differs from its parent.
+
+        vLLM does not change this: with aligned steps TRL recomputes the old log-probs with the current weights
+        (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's branch
+        and the parent's alike.
+        """
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0
+
+    def _refuse_zero_step_setups(self) -> None:
+        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
+        for name in ("num_iterations", "steps_per_generation"):
+            if getattr(self.args, name) < 1:
+                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
+        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
+        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
+            raise ValueError(
+                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
+                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
+                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
+                "steps_per_generation."
+            )
+
+    # Only records what the parent computes inside its loss (during generation `_up_seen` is None).
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if self._up_seen is not None:
+            self._up_seen["per_token_logps"] = out[0]
+        return out

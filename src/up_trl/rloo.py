@@ -23,9 +23,8 @@ import torch
 from trl import RLOOConfig, RLOOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
-from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir
-from .losses import self_anchored_ratio, up_guard_mask, up_positive_token_sums, up_routes
-from .trainer import UPGRPOTrainer
+from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
+from .losses import self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
 @dataclass
@@ -41,7 +40,7 @@ class UPRLOOConfig(UPConfigMixin, RLOOConfig):
     """
 
 
-class UPRLOOTrainer(UPTrainerMixin, RLOOTrainer):
+class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly RLOOTrainer's arguments; `args` may be a [`UPRLOOConfig`] (for `up_mode`) or a plain
@@ -64,7 +63,6 @@ class UPRLOOTrainer(UPTrainerMixin, RLOOTrainer):
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
         self._read_up_args(args)
-        self._up_seen: dict | None = None  # what the parent's forward returns, during one loss call
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._refuse_zero_step_setups()
         self._finish_up_init(
@@ -73,30 +71,9 @@ class UPRLOOTrainer(UPTrainerMixin, RLOOTrainer):
             "set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps.",
         )
 
-    # No super() inside: the same check as UPGRPOTrainer's (RLOO has the same sampler and batch arithmetic).
-    _refuse_zero_step_setups = UPGRPOTrainer._refuse_zero_step_setups
-
-    @property
-    def up_is_off_policy(self) -> bool:
-        """True when a batch is used after an optimizer step: RLOO computes `old_logps` at generation (always, with
-        the policy being trained), and reuses a generation for steps_per_generation * num_iterations micro-steps."""
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0
-
-    # Only records what the parent computes inside `_compute_loss` (during generation `_up_seen` is None).
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if self._up_seen is not None:
-            self._up_seen["per_token_logps"] = out[0]
-        return out
-
     def _compute_loss(self, model, inputs):
         advantages = inputs["advantages"]  # (B,): one per sequence
-        routes = up_routes(advantages, self.up_mode)
-        # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
-        parent_inputs = (
-            inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
-        )
+        routes, parent_inputs = route_batch(inputs, self.up_mode)
         self._up_seen = {}
         try:
             loss = super()._compute_loss(model, parent_inputs)

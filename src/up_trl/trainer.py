@@ -15,7 +15,7 @@ from trl import GRPOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .glue import UP_METRICS, UPTrainerMixin, default_output_dir
+from .glue import UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .losses import (
     GENERATION_BATCH_NORMALISED,
     aggregate_loss,
@@ -25,7 +25,6 @@ from .losses import (
     self_anchored_ratio,
     up_guard_mask,
     up_positive_token_sums,
-    up_routes,
 )
 
 __all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS: re-exported from `glue`
@@ -39,7 +38,7 @@ CLIP_RATIO_METRICS = (
 )
 
 
-class UPGRPOTrainer(UPTrainerMixin, GRPOTrainer):
+class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a [`UPGRPOConfig`] (for `up_mode`) or a plain
@@ -73,42 +72,7 @@ class UPGRPOTrainer(UPTrainerMixin, GRPOTrainer):
             "gradient_accumulation_steps is not a multiple of their product.",
         )
 
-    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
-
-    def _refuse_zero_step_setups(self) -> None:
-        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
-        for name in ("num_iterations", "steps_per_generation"):
-            if getattr(self.args, name) < 1:
-                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
-        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
-        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
-            raise ValueError(
-                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
-                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
-                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
-                "steps_per_generation."
-            )
-
-    @property
-    def up_is_off_policy(self) -> bool:
-        """True when some optimizer steps train on a batch sampled by older weights, so that `old_per_token_logps`
-        are stale: TRL's condition `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`.
-        The only case where UP differs from its parent.
-
-        vLLM does not change this: with aligned steps TRL recomputes `old_per_token_logps` with the current
-        weights (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's
-        branch and the parent's alike.
-        """
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0
-
-    # The two hooks below only record what the parent computes inside `_compute_loss`.
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if self._up_seen is not None:
-            self._up_seen["per_token_logps"] = out[0]
-        return out
-
+    # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):
         entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
         if self._up_seen is not None:
@@ -119,11 +83,7 @@ class UPGRPOTrainer(UPTrainerMixin, GRPOTrainer):
         if self.loss_type not in CLIPPED_LOSS_TYPES:  # cispo, sapo, vespo (up_mode="off" only): the parent, untouched
             return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
-        routes = up_routes(advantages, self.up_mode)
-        # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
-        parent_inputs = (
-            inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
-        )
+        routes, parent_inputs = route_batch(inputs, self.up_mode)
         self._up_seen = {}
         try:
             loss = super()._compute_loss(model, parent_inputs)

@@ -180,3 +180,9 @@ def test_importing_the_package_and_cli_is_light():
     code = "from up_trl import UPGRPOTrainer, UPGRPOConfig, up_per_token_loss; print(UPGRPOTrainer.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "UPGRPOTrainer", out.stderr
+    code = "import up_trl; print(*(getattr(up_trl, n).__module__ for n in sorted(up_trl._EXPORTS)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    modules = dict(zip(sorted(__import__("up_trl")._EXPORTS), out.stdout.split()))
+    assert modules["UPRLOOTrainer"] == modules["UPRLOOConfig"] == "up_trl.rloo", out.stderr
+    assert modules["UPAsyncGRPOTrainer"] == modules["UPAsyncGRPOConfig"] == "up_trl.async_grpo", out.stderr
+    assert sorted(__import__("up_trl").__all__) == sorted(__import__("up_trl")._EXPORTS)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import torch
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+from trl.trainer.utils import get_callable_name
 
 from .async_rollout import async_grpo_on_cpu
 from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
@@ -75,6 +76,9 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     def __init__(self, model: str, reward_funcs=None, args: AsyncGRPOConfig | None = None, *pargs, **kwargs):
         args = UPAsyncGRPOConfig(default_output_dir(model, "-UP-AsyncGRPO")) if args is None else args
         self._read_up_args(args)
+        # GRPOTrainer's attribute, which the parent (scoring in its rollout worker) lacks: the model card names them.
+        funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs] if reward_funcs is not None else []
+        self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
         if torch.cuda.is_available() and not args.use_cpu:
             super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         else:  # no FA3 kernel and no CUDA device: the pure-PyTorch tree attention, no peak-FLOPs probe

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from up_trl.cli import OFFLINE_DEFAULT, UsageError, main, make_parser, parse_train_args, train
+from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
 
 RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
 
@@ -29,20 +29,47 @@ def test_no_arguments_parse_to_the_offline_default():
 
 @pytest.mark.parametrize("recipe", sorted(p.name for p in RECIPES.glob("*.yaml")))
 def test_every_recipe_parses(recipe):
+    """Each recipe parses with its own trainer's parser (the `trainer:` key; GRPO when absent), and is off-policy."""
+    trainer = yaml.safe_load((RECIPES / recipe).read_text()).get("trainer", "grpo")
     script, args, model = parse_train_args(["--config", str(RECIPES / recipe), "--use_cpu", "true", "--bf16", "false"])
+    assert script.trainer == trainer and type(args).__name__ == TRAINERS[trainer][1]
     assert args.up_mode in ("asymmetric", "off")
-    if recipe != "quickstart.yaml":
+    if trainer == "async_grpo":  # off-policy on every step: samples up to max_staleness versions old
+        assert args.max_staleness > 0 or args.weight_sync_steps > 1
+    elif recipe != "quickstart.yaml":
         # the paper's setting: several mini-batch updates per rollout batch
         assert args.steps_per_generation > args.gradient_accumulation_steps
 
 
-@pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl"])
+@pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl", "rloo", "async_grpo"])
 def test_baseline_twins_differ_only_in_up_mode(name):
     up = yaml.safe_load((RECIPES / f"up_{name}.yaml").read_text())
     base = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
     differ = {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)}
     assert differ == {"up_mode", "output_dir"}
+
+
+@pytest.mark.parametrize(
+    "trainer, config, lacks",
+    [
+        ("grpo", "UPGRPOConfig", ()),
+        ("rloo", "UPRLOOConfig", ("loss_type",)),
+        ("async_grpo", "UPAsyncGRPOConfig", ("loss_type", "beta", "num_iterations", "steps_per_generation")),
+    ],
+)
+def test_trainer_flag_picks_the_config_and_drops_the_default_keys_it_lacks(trainer, config, lacks):
+    script, args, _ = parse_train_args(["--trainer", trainer])
+    assert script.trainer == trainer and type(args).__name__ == config
+    assert args.up_mode == "asymmetric" and args.learning_rate == OFFLINE_DEFAULT["learning_rate"]
+    assert all(not hasattr(args, key) for key in lacks)
+    if trainer == "async_grpo":
+        assert args.token_budget == 0  # no vLLM server to ask its max_model_len
+
+
+def test_a_grpo_only_flag_is_refused_for_rloo():
+    with pytest.raises(UsageError, match=r"unknown option --loss_type .*for --trainer rloo \(UPRLOOConfig"):
+        parse_train_args(["--trainer", "rloo", "--loss_type", "dapo"])
 
 
 def test_command_line_overrides_recipe():
@@ -75,6 +102,8 @@ def run_cli(*args, timeout=120):
         pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
         pytest.param(lambda tmp: ["--config"], "needs the path", id="config_without_path"),
         pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
+        pytest.param(lambda tmp: ["--trainer", "ppo"], "not one of grpo, rloo, async_grpo", id="unknown_trainer"),
+        pytest.param(lambda tmp: ["--trainer"], "--trainer needs a name", id="trainer_without_name"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
@@ -146,6 +175,39 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     assert "tags:" in card and "- up-dapo" in card
 
 
+@pytest.mark.parametrize(
+    "trainer, flags, cls, objective",
+    [
+        pytest.param("rloo", ["--steps_per_generation", "2"], "UPRLOOTrainer", "UP-RLOO", id="rloo"),
+        pytest.param("async_grpo", ["--gradient_accumulation_steps", "2"], "UPAsyncGRPOTrainer", "UP-GRPO (async)",
+                     id="async_grpo"),
+    ],
+)  # fmt: skip
+def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, objective):
+    """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the in-process rollout on CPU)."""
+    from up_trl.models import save_tiny_model
+
+    root = tmp_path_factory.mktemp(trainer)
+    out = root / "out"
+    run = train([
+        "--trainer", trainer, "--model_name_or_path", save_tiny_model(root / "tiny"), "--dataset_name", "arithmetic",
+        "--dataset_limit", "32", "--reward_funcs", "math_accuracy", "tests.conftest.length_reward",
+        "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "8", "--learning_rate", "1e-2", *flags,
+    ])  # fmt: skip
+    assert type(run).__name__ == cls and run.state.global_step == 2
+    assert (out / "model.safetensors").exists()
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "up/capacity_up_mean" in r]
+    assert [r["step"] for r in steps] == [1, 2] and all(r["up/nonfinite_skipped_steps"] == 0 for r in steps)
+    assert steps[-1]["up/positive_abs_log_ratio_mean"] > 0  # step 2 trains on samples older than its weights
+    card = (out / "README.md").read_text()
+    assert f"fine-tuned with **{objective}** on the bundled `arithmetic` task" in card
+    assert f"`{cls}` of [up-trl]" in card and "Rewards: `math_accuracy_reward`, `length_reward`" in card
+    assert "| loss_type |" not in card and card.count("@article{up2026") == 1
+    assert ("| max_staleness | 4 |" in card) == (trainer == "async_grpo")
+
+
 def test_console_entry_points():
     assert main(["--help"]) == 0
     assert main(["bogus"]) == 2
@@ -180,3 +242,9 @@ def test_importing_the_package_and_cli_is_light():
     code = "from up_trl import UPGRPOTrainer, UPGRPOConfig, up_per_token_loss; print(UPGRPOTrainer.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "UPGRPOTrainer", out.stderr
+    code = "import up_trl; print(*(getattr(up_trl, n).__module__ for n in sorted(up_trl._EXPORTS)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    modules = dict(zip(sorted(__import__("up_trl")._EXPORTS), out.stdout.split()))
+    assert modules["UPRLOOTrainer"] == modules["UPRLOOConfig"] == "up_trl.rloo", out.stderr
+    assert modules["UPAsyncGRPOTrainer"] == modules["UPAsyncGRPOConfig"] == "up_trl.async_grpo", out.stderr
+    assert sorted(__import__("up_trl").__all__) == sorted(__import__("up_trl")._EXPORTS)

@@ -12,7 +12,8 @@ from conftest import length_reward, param_snapshots
 from datasets import Dataset
 from trl import RLOOTrainer
 
-from up_trl.rloo import UPRLOOConfig, UPRLOOTrainer, model_card_section
+from up_trl.card import render_model_card
+from up_trl.rloo import UPRLOOConfig, UPRLOOTrainer
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
 MAX_LEN = 6
@@ -267,17 +268,20 @@ def test_real_run_trains_and_logs_up_metrics(two_runs):
         assert h["up/nonfinite_skipped_steps"] == 0
     assert logs[0]["up/positive_abs_log_ratio_mean"] == 0.0  # step 1: fresh rollouts, on-policy
     assert logs[1]["up/positive_abs_log_ratio_mean"] > 0.0  # step 2: the same rollouts, one update later
-    assert model_card_section(trainer) in _written_card(trainer)
+    assert _written_card(trainer) == render_model_card(trainer, model_name="tiny-up-rloo")
 
 
 def _written_card(trainer):
     Path(trainer.args.output_dir).mkdir(parents=True, exist_ok=True)
     trainer.create_model_card(model_name="tiny-up-rloo")
     card = (Path(trainer.args.output_dir) / "README.md").read_text()
-    assert "RLOO" in card  # TRL's own card first
-    assert "## UP: Unbounded Positive Asymmetric Optimization (on RLOO)" in card
+    assert "fine-tuned with **UP-RLOO**" in card
+    assert "`UPRLOOTrainer`" in card and "`RLOOTrainer`." in card and "| objective | UP-RLOO |" in card
+    assert "completions with A > 0 use the self-anchored ratio" in card and "one per completion" in card
     assert "| up_mode | asymmetric |" in card and "| off-policy (UP differs from its parent) | True |" in card
-    assert "| up/would_clip_frac |" in card and "arXiv:2607.06987" in card
+    assert "| loss_type |" not in card and "| delta |" not in card  # RLOOConfig has neither
+    assert "| up/would_clip_frac |" in card and card.count("arXiv:2607.06987") == 1
+    assert "- up-rloo" in card.split("---")[1] and "- grpo" not in card.split("---")[1]
     return card
 
 

@@ -1,6 +1,7 @@
 """up-trl: UP (Unbounded Positive Asymmetric Optimization, arXiv 2607.06987) for Hugging Face TRL.
 
-Where UP lives: `up_trl.losses` (the equations, pure tensors) and `up_trl.trainer` (the glue to TRL).
+Where UP lives: `up_trl.losses` (the equations, pure tensors), one glue class per TRL parent (`trainer`: GRPO,
+`rloo`: RLOO, `async_grpo`: TRL's asynchronous GRPO) and what they share (`glue`).
 Names are imported on first use (PEP 562), so `up-trl train --help` does not pay for torch and TRL's trainer.
 """
 
@@ -14,15 +15,31 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "UPGRPOConfig": "config",
     "UPGRPOTrainer": "trainer",
+    "UPRLOOConfig": "rloo",
+    "UPRLOOTrainer": "rloo",
+    "UPAsyncGRPOConfig": "async_grpo",
+    "UPAsyncGRPOTrainer": "async_grpo",
     "probability_capacity": "losses",
     "self_anchored_ratio": "losses",
     "up_per_token_loss": "losses",
 }
-__all__ = ["UPGRPOConfig", "UPGRPOTrainer", "probability_capacity", "self_anchored_ratio", "up_per_token_loss"]
+__all__ = [
+    "UPGRPOConfig",
+    "UPGRPOTrainer",
+    "UPRLOOConfig",
+    "UPRLOOTrainer",
+    "UPAsyncGRPOConfig",
+    "UPAsyncGRPOTrainer",
+    "probability_capacity",
+    "self_anchored_ratio",
+    "up_per_token_loss",
+]  # = list(_EXPORTS), spelt out for linters
 
 if TYPE_CHECKING:
+    from .async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
     from .config import UPGRPOConfig
     from .losses import probability_capacity, self_anchored_ratio, up_per_token_loss
+    from .rloo import UPRLOOConfig, UPRLOOTrainer
     from .trainer import UPGRPOTrainer
 
 

@@ -31,72 +31,29 @@ and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); 
 
 from __future__ import annotations
 
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
-from accelerate.logging import get_logger
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
+from trl.trainer.utils import get_callable_name
 
 from .async_rollout import async_grpo_on_cpu
-from .losses import (
-    UP_MODES,
-    log_importance_weights,
-    packed_token_sum_loss,
-    self_anchored_ratio,
-    up_guard_mask,
-    up_positive_token_sums,
-    up_routes,
-)
-from .trainer import UP_METRICS
-
-logger = get_logger(__name__)
+from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
+from .losses import packed_token_sum_loss, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
 @dataclass
-class UPAsyncGRPOConfig(AsyncGRPOConfig):
-    r"""AsyncGRPOConfig for [`UPAsyncGRPOTrainer`]. Every AsyncGRPOConfig argument keeps its meaning.
+class UPAsyncGRPOConfig(UPConfigMixin, AsyncGRPOConfig):
+    r"""AsyncGRPOConfig for [`UPAsyncGRPOTrainer`]. Every AsyncGRPOConfig argument keeps its meaning; the UP fields
+    are [`glue.UPConfigMixin`]'s.
 
-    Args:
-        up_mode (`str`, *optional*, defaults to `"asymmetric"`):
-            `"asymmetric"` is UP: tokens with a positive advantage use the self-anchored ratio pi_theta/sg(pi_theta),
-            never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`). `"both"` uses
-            the self-anchored ratio for every sign (the paper's REINFORCE ablation). `"off"` is exactly the parent.
-        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
-            An optional guard (ours, not the paper's): routed tokens with |log pi_theta - log pi_old| above it get no
-            gradient. `None` keeps the paper's objective.
+    Under `up_mode="asymmetric"`, tokens with a positive advantage use the self-anchored ratio pi_theta/sg(pi_theta),
+    never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`). pi_old is the
+    sampler's (`old_log_probs`), up to `max_staleness` policy versions old.
     """
 
-    up_mode: str = field(
-        default="asymmetric",
-        metadata={
-            "help": "UP routing: 'asymmetric' (UP: positive advantages unclipped, self-anchored), 'both' "
-            "(unclipped for every sign, the paper's ablation) or 'off' (the parent async GRPO objective).",
-            "choices": list(UP_MODES),
-        },
-    )
-    up_positive_log_ratio_bound: float | None = field(
-        default=None,
-        metadata={
-            "help": "Optional guard, not in the paper (off by default): tokens on UP's unclipped branch whose "
-            "|log pi_theta - log pi_old| exceeds this bound contribute no gradient."
-        },
-    )
 
-    def __post_init__(self):
-        if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
-            self.up_mode = "off"
-        if self.up_mode not in UP_MODES:
-            raise ValueError(f"up_mode={self.up_mode!r} is not one of {UP_MODES}.")
-        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
-            raise ValueError(
-                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
-                "or None to keep the paper's objective."
-            )
-        super().__post_init__()
-
-
-class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
+class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     """A drop-in replacement for `trl.experimental.async_grpo.AsyncGRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly AsyncGRPOTrainer's arguments; `args` may be a [`UPAsyncGRPOConfig`] (for `up_mode`) or a plain
@@ -104,7 +61,7 @@ class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
 
     Example (GPUs, with `trl vllm-serve --model Qwen/Qwen3-0.6B` running):
     ```python
-    from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+    from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
     args = UPAsyncGRPOConfig(output_dir="out", epsilon_high=0.28, max_staleness=4, weight_sync_steps=1)
     trainer = UPAsyncGRPOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
     trainer.train()
@@ -114,36 +71,24 @@ class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
 
     _tag_names = ["trl", "async-grpo", "up"]
     _name = "UP-AsyncGRPO"
-    _paper = {
-        "title": "UP: Unbounded Positive Asymmetric Optimization",
-        "id": "2607.06987",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{up2026,
-                title        = {{UP: Unbounded Positive Asymmetric Optimization}},
-                year         = 2026,
-                eprint       = {arXiv:2607.06987},
-            }"""),
-    }
+    up_parent_objective = "GRPO (async)"
 
     def __init__(self, model: str, reward_funcs=None, args: AsyncGRPOConfig | None = None, *pargs, **kwargs):
-        if args is None:
-            args = UPAsyncGRPOConfig(f"{str(model).rstrip('/').split('/')[-1]}-UP-AsyncGRPO")
-        self.up_mode = getattr(args, "up_mode", "asymmetric")
-        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        args = UPAsyncGRPOConfig(default_output_dir(model, "-UP-AsyncGRPO")) if args is None else args
+        self._read_up_args(args)
+        # GRPOTrainer's attribute, which the parent (scoring in its rollout worker) lacks: the model card names them.
+        funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs] if reward_funcs is not None else []
+        self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
         if torch.cuda.is_available() and not args.use_cpu:
             super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         else:  # no FA3 kernel and no CUDA device: the pure-PyTorch tree attention, no peak-FLOPs probe
             with async_grpo_on_cpu():
                 super().__init__(model, reward_funcs, args, *pargs, **kwargs)
-        if self.up_mode != "off" and not self.up_is_off_policy:
-            logger.warning(
-                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration, up to the "
-                "sampler's numerical mismatch: with max_staleness=0 and weight_sync_steps=1 every trained sample was "
-                "generated by the weights being trained, so pi_theta/pi_old = 1. UP differs off-policy: raise "
-                "max_staleness or weight_sync_steps.",
-                main_process_only=True,
-            )
+        self._finish_up_init(
+            "with max_staleness=0 and weight_sync_steps=1 every trained sample was generated by the weights being "
+            "trained, so pi_theta/pi_old = 1 (up to the sampler's numerical mismatch).",
+            "raise max_staleness or weight_sync_steps.",
+        )
 
     @property
     def up_is_off_policy(self) -> bool:
@@ -152,11 +97,7 @@ class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
         return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        routes = up_routes(inputs["advantages"], self.up_mode)
-        # A copy, never the batch itself: the parent's clipped term vanishes on routed tokens.
-        parent_inputs = (
-            inputs if self.up_mode == "off" else {**inputs, "advantages": inputs["advantages"].masked_fill(routes, 0)}
-        )
+        routes, parent_inputs = route_batch(inputs, self.up_mode)
         seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
         hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))
         try:
@@ -184,17 +125,14 @@ class UPAsyncGRPOTrainer(AsyncGRPOTrainer):
 
     @torch.no_grad()
     def _log_up_metrics(self, log_probs, old_log_probs, advantages):
-        """`up/*` as (numerator, denominator) rates, so the parent's `log` reduces a window exactly (sum / sum)."""
+        """`up/*` over this row's trained tokens, as (numerator, denominator) rates (see `_up_rate`)."""
         mask = torch.ones_like(log_probs)
-        sums = up_positive_token_sums(log_probs, old_log_probs, advantages, mask, epsilon_high=self.epsilon_high)
-        if self.up_guard_bound is not None:
-            log_ratio = log_importance_weights(log_probs, old_log_probs, mask)
-            masked = (1 - up_guard_mask(log_ratio, self.up_guard_bound)) * (advantages > 0)
-            sums = torch.cat([sums, masked.sum().unsqueeze(0)])
-        sums = self.accelerator.reduce(sums, reduction="sum").tolist()
-        n_pos, n_valid = sums[0], sums[1]
-        metrics = self._metrics["train"]
-        metrics[UP_METRICS[0]].append((n_pos, n_valid))
-        names = UP_METRICS[1:] + (("up/guard_masked_frac",) if self.up_guard_bound is not None else ())
-        for name, total in zip(names, sums[2:]):
-            metrics[name].append((total, n_pos))
+        sums = up_positive_token_sums(
+            log_probs, old_log_probs, advantages, mask, epsilon_high=self.epsilon_high, guard_bound=self.up_guard_bound
+        )
+        self._log_up_sums(sums, "train")
+
+    @staticmethod
+    def _up_rate(num: float, den: float) -> tuple[float, float]:
+        """(numerator, denominator): the parent's `log` reduces a window of tuples exactly (sum / sum)."""
+        return num, den

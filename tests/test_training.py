@@ -285,3 +285,23 @@ def test_guard_logs_its_masked_fraction(tmp_path, tiny, prompts_dataset):
     trainer, _ = _train(tmp_path, tiny, prompts_dataset, num_iterations=2, up_positive_log_ratio_bound=1e-6)
     masked = _logged(trainer, "up/guard_masked_frac")
     assert masked and max(masked) > 0  # at the reuse step every drifted positive token is masked
+
+
+@pytest.mark.parametrize("config_name", ["UPGRPOConfig", "UPRLOOConfig", "UPAsyncGRPOConfig"])
+def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name):
+    """TRL's default gradient_checkpointing=True made transformers warn on every config a user built; ours keep
+    TRL's default (checkpointing on) under the new name, and the old name still works when set."""
+    import warnings
+
+    import up_trl
+
+    config_class = getattr(up_trl, config_name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        config = config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+        assert config.activation_checkpointing is True and config.gradient_checkpointing is True
+        off = config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none", activation_checkpointing=False)
+        assert off.activation_checkpointing is False and off.gradient_checkpointing is False
+    with pytest.warns(FutureWarning, match="gradient_checkpointing"):
+        old = config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none", gradient_checkpointing=False)
+    assert old.activation_checkpointing is False

@@ -128,8 +128,17 @@ class UPConfigMixin:
         default=10,
         metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
     )
+    # TRL defaults `gradient_checkpointing=True`, a name transformers 5 deprecates in favour of
+    # `activation_checkpointing`, so every TRL config warns once, whatever the user set. Unset here; __post_init__
+    # keeps TRL's default (checkpointing on) through the new name. Setting either name still works.
+    gradient_checkpointing: bool | None = field(
+        default=None,
+        metadata={"help": "Deprecated alias of --activation_checkpointing (default: on, as in TRL)."},
+    )
 
     def __post_init__(self):
+        if self.gradient_checkpointing is None and self.activation_checkpointing is None:
+            self.activation_checkpointing = True
         if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
             raise ValueError(
                 f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "

@@ -251,6 +251,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
     parser.add_argument("--final_window", type=int, default=50, help="final accuracy: mean over these last steps")
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
+    parser.add_argument("--time_limit_minutes", type=float, help="start no new run after this; report what finished")
+    parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
     parser.add_argument("--quick", action="store_true", help="the DAPO pair, levels 1 and 4, 1 seed, 8 steps")
     parser.add_argument("--output_dir", default="benchmarks/results/staleness")
     args = parser.parse_args(argv)
@@ -260,16 +262,27 @@ def main(argv=None) -> dict:
     pairs = [p for p in PAIRS if p[0] in args.pairs]
     settings = {k: getattr(args, k) for k in ("num_prompts", "corruption", "num_iterations", "max_steps",
                                               "learning_rate", "threshold", "final_window")}  # fmt: skip
-    # The costliest level (1 update: a rollout every step) first, so the two workers finish together.
-    jobs = [(pair, level, seed, settings) for level in sorted(args.levels) for pair in pairs for seed in args.seeds]
+    # Seed by seed, so that a sweep stopped by --time_limit_minutes still covers every level with its first seeds.
+    jobs = [(pair, level, seed, settings) for seed in args.seeds for level in sorted(args.levels) for pair in pairs]
     machine = describe_machine(args.workers)
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     runs: list[dict] = []
+    partial = out / "runs.partial.jsonl"  # one line per finished run, so --resume can pick up after a stop
+    if args.resume and partial.exists():
+        runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+        done = {(r["pair"], r["level"], r["seed"]) for r in runs}
+        jobs = [job for job in jobs if (job[0][0], job[1], job[2]) not in done]
+        print(f"resuming: {len(runs)} runs read from {partial}, {len(jobs)} pairs of runs to go", flush=True)
+    elif partial.exists():
+        partial.unlink()
+    limit = args.time_limit_minutes * 60 if args.time_limit_minutes else float("inf")
 
     def record(pair_runs):
         runs.extend(pair_runs)
+        with partial.open("a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in pair_runs)
         for r in pair_runs:
             print(f"[{time.perf_counter() - start:7.0f} s] level {r['level']:2d} seed {r['seed']} {r['config']:8s} "
                   f"final accuracy {r['final_accuracy']:.3f} steps to {args.threshold}: {r['steps_to_threshold']} "
@@ -280,13 +293,24 @@ def main(argv=None) -> dict:
         with context.Pool(args.workers, initializer=_init_worker) as pool:
             for pair_runs in pool.imap_unordered(run_pair, jobs):
                 record(pair_runs)
+                if time.perf_counter() - start > limit:
+                    pool.terminate()  # the runs in flight are dropped; the report says what is missing
+                    break
     else:
         _init_worker()
         for job in jobs:
             record(run_pair(job))
+            if time.perf_counter() - start > limit:
+                break
     runs.sort(key=lambda r: (r["pair"], r["level"], r["seed"], r["config"]))
 
     levels = sorted(args.levels)
+    finished = {(r["pair"], r["level"], r["seed"]) for r in runs}
+    missing = [f"{p[0]}@{level} seed {seed}" for p in pairs for level in levels for seed in args.seeds
+               if (p[0], level, seed) not in finished]  # fmt: skip
+    if missing:
+        print(f"INCOMPLETE: stopped after {args.time_limit_minutes} min; {len(missing)} pairs of runs missing",
+              flush=True)  # fmt: skip
     rows = summarise(runs, levels, pairs)
     check = on_policy_check(runs)
     table = markdown(rows, args, machine)
@@ -295,6 +319,8 @@ def main(argv=None) -> dict:
         "command": "python benchmarks/staleness_sweep.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine,
         "wall_seconds": wall,
+        "complete": not missing,
+        "missing": missing,
         "levels": {str(k): {**LEVELS[k], "updates_per_rollout": updates_per_rollout(LEVELS[k])} for k in levels},
         "settings": {k: v for k, v in vars(args).items() if k != "output_dir"},
         "on_policy_check": check,
@@ -312,6 +338,7 @@ def main(argv=None) -> dict:
         "machine": machine,
         "wall_seconds": wall,
         "runs": len(runs),
+        "complete": not missing,
         "on_policy_coincide": f"{check['coincide']}/{check['checked']}",
         "on_policy_max_loss_difference": max(
             (r["max_abs_difference"]["loss_curve"] for r in check["per_seed"]), default=None

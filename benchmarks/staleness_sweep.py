@@ -151,7 +151,7 @@ def summarise(runs: list[dict], levels: list[int], pairs: list[tuple]) -> list[d
     return rows
 
 
-def markdown(rows: list[dict], args, machine: str) -> str:
+def markdown(rows: list[dict], args, machine: str, seeds: list[int]) -> str:
     def acc(side):
         return f"{side['final_accuracy_mean']:.3f} ± {side['final_accuracy_std']:.3f}"
 
@@ -162,9 +162,9 @@ def markdown(rows: list[dict], args, machine: str) -> str:
     lines = [
         f"Toy task of sample_efficiency.py ({args.num_prompts} prompts, rollout batch of {args.num_prompts} x 8 = "
         f"{args.num_prompts * 8} completions, {args.max_steps} optimizer steps at every level, lr "
-        f"{args.learning_rate}); {len(args.seeds)} seeds, paired (same warm start, seed and data; only up_mode "
-        f"differs). Final accuracy: mean true accuracy of the "
-        f"rollout batches of the last {args.final_window} steps. Machine: {machine}.",
+        f"{args.learning_rate}); seeds {', '.join(map(str, seeds))} of {len(args.seeds)} asked, paired (same warm "
+        f"start, seed and data; only up_mode differs; each row's seed count is in its 5th column). Final accuracy: "
+        f"mean true accuracy of the rollout batches of the last {args.final_window} steps. Machine: {machine}.",
         "",
         f"| pair | updates per rollout | parent: final accuracy | UP: final accuracy | seeds ≥ {args.threshold} "
         "(parent / UP) | median steps to it (parent / UP) | UP won / tied / lost (paired seeds, final accuracy) |",
@@ -223,8 +223,8 @@ def plot(runs: list[dict], levels: list[int], pairs: list[tuple], path: Path, ar
             axes[row][col].grid(alpha=0.3)
     axes[0][0].set_ylabel("final true accuracy")
     axes[1][0].set_ylabel(f"steps to accuracy ≥ {args.threshold}")
-    fig.suptitle(f"UP vs parent as rollouts get staler: {len(args.seeds)} seeds, {args.max_steps} steps per run, "
-                 "dots = seeds")  # fmt: skip
+    fig.suptitle(f"UP vs parent as rollouts get staler: up to {len({r['seed'] for r in runs})} seeds, "
+                 f"{args.max_steps} steps per run, dots = seeds")  # fmt: skip
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -253,6 +253,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
     parser.add_argument("--time_limit_minutes", type=float, help="start no new run after this; report what finished")
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
+    parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
     parser.add_argument("--quick", action="store_true", help="the DAPO pair, levels 1 and 4, 1 seed, 8 steps")
     parser.add_argument("--output_dir", default="benchmarks/results/staleness")
     args = parser.parse_args(argv)
@@ -270,6 +271,8 @@ def main(argv=None) -> dict:
     start = time.perf_counter()
     runs: list[dict] = []
     partial = out / "runs.partial.jsonl"  # one line per finished run, so --resume can pick up after a stop
+    if args.report_only:
+        args.resume, jobs = True, []
     if args.resume and partial.exists():
         runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
         done = {(r["pair"], r["level"], r["seed"]) for r in runs}
@@ -313,8 +316,10 @@ def main(argv=None) -> dict:
               flush=True)  # fmt: skip
     rows = summarise(runs, levels, pairs)
     check = on_policy_check(runs)
-    table = markdown(rows, args, machine)
+    table = markdown(rows, args, machine, sorted({r["seed"] for r in runs}))
     wall = round(time.perf_counter() - start, 1)
+    if args.report_only and (out / "results.json").exists():  # the sweep's own wall time, not this rewrite's
+        wall = json.loads((out / "results.json").read_text())["wall_seconds"]
     report = {
         "command": "python benchmarks/staleness_sweep.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": machine,
@@ -347,7 +352,7 @@ def main(argv=None) -> dict:
             f"{row['pair']}@{row['updates_per_rollout']}": [
                 round(row["parent"]["final_accuracy_mean"], 3),
                 round(row["up"]["final_accuracy_mean"], 3),
-                f"UP won {row['up_won']}/{row['paired_seeds']}",
+                f"UP won/tied/lost {row['up_won']}/{row['ties']}/{row['up_lost']}",
             ]
             for row in rows
         },  # fmt: skip

@@ -122,7 +122,9 @@ def warm_start(seed: int, steps: int = 60):
     return model.eval(), tokenizer
 
 
-def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> dict:
+def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **overrides) -> dict:
+    """One training run of configuration `name` from `base_model`; `overrides` replace UPGRPOConfig settings
+    (e.g. per_device_train_batch_size, steps_per_generation, num_iterations: how a rollout batch is reused)."""
     from datasets import Dataset
     from transformers import PrinterCallback
 
@@ -131,7 +133,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
     prompts, golds = task(args.num_prompts)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     reward_funcs, weights = make_rewards(args.corruption, seed)
-    config = UPGRPOConfig(
+    settings = dict(
         output_dir=out_dir, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
         disable_tqdm=True, logging_steps=1, max_steps=args.max_steps, learning_rate=args.learning_rate,
         lr_scheduler_type="constant", num_generations=8, per_device_train_batch_size=32,
@@ -139,6 +141,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
         max_completion_length=3, temperature=1.0, top_k=0,
         beta=0.0, reward_weights=weights, **CONFIGS[name],
     )  # fmt: skip
+    config = UPGRPOConfig(**{**settings, **overrides})
     trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=reward_funcs, args=config,
                             train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
     trainer.remove_callback(PrinterCallback)  # one summary line per run instead of every log
@@ -166,6 +169,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str) -> 
         "seed": seed,
         "accuracy_curve": accuracy,
         "reward_curve": reward,
+        "loss_curve": curve("loss"),
         "steps_to_threshold": reached,
         "steps_to_training_reward_0.9": hacked,
         "final_accuracy": statistics.fmean(tail),

@@ -85,6 +85,25 @@ def test_scorer_heldout_cases_format():
     assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
 
 
+def test_scorer_blind2_cases_format():
+    """The second blind set (written blind, committed before any scoring): a format check only, not a score."""
+    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_blind2.jsonl").read_text().splitlines()
+    cases = [json.loads(line) for line in lines]
+    assert len(cases) >= 250
+    assert {c["label"] for c in cases} == {0, 1}
+    assert 0.4 < sum(c["label"] for c in cases) / len(cases) < 0.6  # about half right, half wrong
+    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
+    assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k"}
+    pairs = [(c["completion"], c["gold"]) for c in cases]
+    assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
+
+
+def test_scorer_blind2_generator_is_deterministic(tmp_path):
+    _load("make_scorer_blind2").main(["--output", str(tmp_path / "cases.jsonl")])
+    expected = (ROOT / "benchmarks" / "data" / "scorer_cases_blind2.jsonl").read_text()
+    assert (tmp_path / "cases.jsonl").read_text() == expected
+
+
 def test_scorer_cases_generator_is_deterministic(tmp_path):
     _load("make_scorer_cases").main(["--output", str(tmp_path / "cases.jsonl")])
     assert (tmp_path / "cases.jsonl").read_text() == (ROOT / "benchmarks" / "data" / "scorer_cases.jsonl").read_text()

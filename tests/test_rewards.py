@@ -206,7 +206,7 @@ def test_last_boxed(text, expected):
         pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
         pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
         pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
-        pytest.param("x = 5", ("5", "number"), id="equals_is_not_a_phrase"),
+        pytest.param("x = 5", ("5", "phrase"), id="equals_right_side_is_the_final_statement"),
         pytest.param("abc", None, id="none"),
     ],
 )

@@ -48,13 +48,15 @@ _UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", 
             "∈": r"\in "}  # fmt: skip
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 # Unicode signs outside phrase answers too: the whole reply is read with these ("−6/5" is negative, "7π" is 7\pi).
-_UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-"}
-_UNICODE_TEXT_RE = re.compile("|".join(map(re.escape, _UNICODE_TEXT)))
+# Degrees of temperature are a unit (" degrees C"), degrees of angle `^\circ`.
+_UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-", "°": r"^\circ ",
+                 "°C": " degrees C", "°F": " degrees F"}  # fmt: skip
+_UNICODE_TEXT_RE = re.compile("|".join(map(re.escape, sorted(_UNICODE_TEXT, key=len, reverse=True))))
 _BARE_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
 _BARE_FUNCTION = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|log|ln|infty|pi)(?![A-Za-z])")
 _BARE_IN = re.compile(r"(?<![\\A-Za-z])([A-Za-z])\s+in\s+(?=[\[(])")
 # An inequality in one variable states an interval: "x > 2" is (2, \infty), "-2 \le x \le 7" is [-2, 7].
-_BOUND = r"(-?[\d.]+|-?\\frac\{\d+\}\{\d+\}|-?\\infty)"
+_BOUND = r"(-?(?:[\d.]+|\\frac\{\d+\}\{\d+\}|\\infty|\\sqrt\{?\d+\}?))"
 _LESS = r"\s*(<|\\le(?:q)?|\\lt)\s*"
 _GREATER = r"\s*(>|\\ge(?:q)?|\\gt)\s*"
 _INEQUALITY = (
@@ -62,6 +64,10 @@ _INEQUALITY = (
     re.compile(rf"[a-z]{_GREATER}{_BOUND}"),  # x > a
     re.compile(rf"[a-z]{_LESS}{_BOUND}"),  # x < b
 )
+# A value in scientific notation ("1.2 \times 10^5", a decimal mantissa) is a final form, not an unevaluated product
+# or power; "5 \times 10^3" stays an operation (it may echo the question).
+_SCIENTIFIC = re.compile(r"(?<![\d.])\d\.\d+\s*(?:\\times|\\cdot)\s*10\^(?:\{-?\d+\}|-?\d)")
+_THIN_SPACE_THOUSANDS = re.compile(r"(?<=\d)\\[,;! ](?=\d{3}(?!\d))")  # "114\,200" is 114200
 _SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
 # After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
 # an exponent ("inches^2") is part of a unit, not a second value.
@@ -139,7 +145,7 @@ def phrase_expression(answer: str) -> str | None:
 
 def _operations(text: str) -> set[str]:
     """The names of the `_OPERATIONS` that `text` holds (text blocks such as `\text{ sec}` aside)."""
-    text = re.sub(r"\\(?:text|mbox|mathrm|textbf)\s*\{[^{}]*\}", " ", text)
+    text = re.sub(r"\\(?:text|mbox|mathrm|textbf)\s*\{[^{}]*\}", " ", _SCIENTIFIC.sub("1", text))
     return {name for name, pattern in _OPERATIONS.items() if pattern.search(text)}
 
 
@@ -190,7 +196,7 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
         return None
     if kind == "number":
         return answer, kind
-    answer = _SPACED_I.sub(r"\1i", answer)
+    answer = _SPACED_I.sub(r"\1i", _THIN_SPACE_THOUSANDS.sub("", answer))
     interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
     if interval[:1] in "([" and interval[-1:] in ")]":
         answer = _interval(answer)

@@ -43,7 +43,7 @@ _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
 # an aside after it: "11/36 \approx 0.306", "25 days (about 3.5 weeks)".
 _REASON = re.compile(
     r"(?<![\s,;])(?:\s*[,;]\s*|\s+|\s*\(\s*)(?:since|because|as|so|which|given|hence|thus|therefore|where|due)\b"
-    r"|(?<![\s;]);\s|\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n]{0,80}?(?<![\\A-Za-z])[A-Za-z]{2})",
+    r"|(?<![\s;]);\s|\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})",
     re.I,
 )
 # A retraction voids the statement before it: "Wait, no, ...", "that is wrong", "my mistake", "Actually, ...".
@@ -60,6 +60,8 @@ _RESTATEMENT = re.compile(
     r"|it['’]s|should\s+be)\b(?:\s+actually\b)?",
     re.I,
 )
+_SURD = re.compile(r"(?:(?<![\w)}\].])-\s*)?\\sqrt\s*\{?$")  # "-\sqrt" right before a number: "-\sqrt3"
+_PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
 _NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
 
 
@@ -150,15 +152,27 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
     return last[0] if last else None
 
 
-def _last_number(text: str) -> tuple[int, int, str] | None:
-    """(start, end, number) of the last number, None when its sentence hedges ("It is either 43 or 42.")."""
+def _last_number(text: str) -> tuple[int, int, str, str] | None:
+    """(start, end, number, kind) of the last number, None when its sentence hedges ("It is either 43 or 42."). A
+    surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode "−√3", "7π") is taken whole, as a
+    phrase in `$...$`."""
     number = _last(_NUMBER.finditer(text))
     if number is None:
         return None
     sentence_end = _SENTENCE_END.search(text, number.end())
     sentence = text[_sentence_start(text, number.start()) : sentence_end.start() if sentence_end else len(text)]
-    answer = number.group().replace("\\%", "%")
-    return None if _HEDGE_WORDS.search(sentence) else (number.start(), number.end(), answer)
+    if _HEDGE_WORDS.search(sentence):
+        return None
+    start, end, answer = number.start(), number.end(), number.group().replace("\\%", "%")
+    surd = _SURD.search(text, max(0, start - 16), start)
+    if surd and surd.group().endswith("{"):  # "\\sqrt{20}": the closing brace belongs to the surd
+        surd = surd if text.startswith("}", end) else None
+        end += surd is not None
+    pi = _PI.match(text, end)
+    if surd is None and pi is None:
+        return start, end, answer, "number"
+    start, end = surd.start() if surd else start, pi.end() if pi else end
+    return start, end, "$" + text[start:end].strip() + "$", "phrase"
 
 
 def _hedged_boxes(text: str, start: int, end: int) -> bool:
@@ -223,8 +237,7 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
         number = _last_number(text[: content_end(text)])
         if number is None:
             return None
-        _, end, answer = number
-        kind = "number"
+        _, end, answer, kind = number
     restated = _after_retraction(text, end)
     return (answer, kind) if restated is False else restated
 

@@ -24,13 +24,13 @@ _ASIDE_SENTENCE = re.compile(
     re.I,
 )
 # An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
-_ASIDE_CUT = re.compile(r"\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n]{0,80}?(?<![\\A-Za-z])[A-Za-z]{2})")
+_ASIDE_CUT = re.compile(r"\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
 _DIGIT = re.compile(r"\d")
 # Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
 _MATH_TOKEN = re.compile(r"\$\$|(?<!\\)\$|\\\(|\\\)|\\\[|\\\]|\*\*")
 _CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]", "**": "**"}
-_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
-_TEXT_COMMAND = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname)\s*\{[^{}]*\}|\\[A-Za-z]+")
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]?[a-z]{2,}(?![A-Za-z])")  # "gets", "Brad"; not "RPS" (points)
+_TEXT_COMMAND = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+")
 MAX_ASIDES = 4  # at most this many trailing aside sentences are dropped
 _TRAIL = " \t.!?。！？"  # sentence-final punctuation
 
@@ -59,7 +59,8 @@ def content_end(text: str) -> int:
         end = len(text[:start].rstrip())
     start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
     for aside in _ASIDE_CUT.finditer(text, start, end):
-        if _DIGIT.search(text, start, aside.start()):  # an aside after a value: the value is the answer
+        if _DIGIT.search(text, start, aside.start()) and not text.count("$", start, aside.start()) % 2:
+            # an aside after a value, outside math: the value is the answer
             return aside.start()
     return end
 

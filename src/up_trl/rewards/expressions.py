@@ -51,6 +51,7 @@ _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
 # Degrees of temperature are a unit (" degrees C"), degrees of angle `^\circ`.
 _UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-", "°": r"^\circ ",
                  "°C": " degrees C", "°F": " degrees F"}  # fmt: skip
+_UNICODE_ROOT = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]{0,64})\))")  # "√20", "√x", "√(x+1)"
 _UNICODE_TEXT_RE = re.compile("|".join(map(re.escape, sorted(_UNICODE_TEXT, key=len, reverse=True))))
 _BARE_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
 _BARE_FUNCTION = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|log|ln|infty|pi)(?![A-Za-z])")
@@ -82,9 +83,11 @@ def normalize_unicode(text: str) -> str:
     r"""Unicode mathematics as ASCII/LaTeX: "−" (U+2212) and "–" are "-", "×" `\times`, "÷" `\div`, "√" `\sqrt`,
     "π" `\pi`, "∞" `\infty`, "≤"/"≥" `\le`/`\ge`, "°" `^\circ`, "≈" `\approx`, "²" `^2`. One pass, linear.
 
-    >>> normalize_unicode("−6/5"), normalize_unicode("7π m²")
-    ('-6/5', '7\\pi  m^2')
+    >>> normalize_unicode("−6/5"), normalize_unicode("7π m²"), normalize_unicode("2√15")
+    ('-6/5', '7\\pi  m^2', '2\\sqrt{15}')
     """
+    # "√20" is \sqrt{20}: LaTeX's "\sqrt20" would be \sqrt{2}0.
+    text = _UNICODE_ROOT.sub(lambda m: r"\sqrt{" + (m.group(1) or m.group(2)) + "}", text)
     return _UNICODE_TEXT_RE.sub(lambda m: _UNICODE_TEXT[m.group()], text)
 
 

@@ -60,8 +60,11 @@ _RESTATEMENT = re.compile(
     r"|it['’]s|should\s+be)\b(?:\s+actually\b)?",
     re.I,
 )
-_SURD = re.compile(r"(?:(?<![\w)}\].])-\s*)?\\sqrt\s*\{?$")  # "-\sqrt" right before a number: "-\sqrt3"
+_SURD = re.compile(
+    r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
+)  # "-\sqrt" right before a number: "-\sqrt3"
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
+_NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
 _NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
 
 
@@ -153,7 +156,8 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
 
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
-    """(start, end, number, kind) of the last number, None when its sentence hedges ("It is either 43 or 42."). A
+    """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
+    42.", "So 6 is not a root."). A
     surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode "−√3", "7π") is taken whole, as a
     phrase in `$...$`."""
     number = _last(_NUMBER.finditer(text))
@@ -161,7 +165,7 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
         return None
     sentence_end = _SENTENCE_END.search(text, number.end())
     sentence = text[_sentence_start(text, number.start()) : sentence_end.start() if sentence_end else len(text)]
-    if _HEDGE_WORDS.search(sentence):
+    if _HEDGE_WORDS.search(sentence) or _NEGATION.search(sentence):
         return None
     start, end, answer = number.start(), number.end(), number.group().replace("\\%", "%")
     surd = _SURD.search(text, max(0, start - 16), start)

@@ -829,6 +829,8 @@ FINAL_SENTENCE_CASES = [
     pytest.param(
         r"The sum is $\frac{7}{3}$. Hmm, that is wrong.", r"$\frac73$", 0.0, id="retraction_without_new_span"
     ),
+    pytest.param(r"The answer is $5$. Wait, that is wrong, since $x = 5$.", "5", 0.0, id="retraction_reason_span"),
+    pytest.param(r"The answer is $5$. Hmm, let me check with $y = 5$.", "5", 0.0, id="retraction_check_span"),
     pytest.param(r"因此 $x = \frac{2}{7}$。", r"$\frac27$", 1.0, id="cjk_full_stop_ends_a_sentence"),
     pytest.param(r"因此 $x = \frac{2}{7}$。", "7", 0.0, id="cjk_full_stop_not_denominator"),
 ]

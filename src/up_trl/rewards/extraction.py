@@ -65,6 +65,8 @@ _SURD = re.compile(
 )  # "-\sqrt" right before a number: "-\sqrt3"
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
 _NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
+# Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
+_CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
 _NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
 
 
@@ -200,6 +202,8 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
         return (answer, "phrase") if answer else None
     statement = final_statement(text, retraction.end())
     if statement is None or text[statement[1] : content_end(text)].strip(" \t.!?*"):
+        return None
+    if _CONDITION.search(text, retraction.end(), statement[0]):  # "wrong, since $x = 5$": a reason, not a new answer
         return None
     return statement[2], "phrase"
 

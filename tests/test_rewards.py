@@ -206,7 +206,7 @@ def test_last_boxed(text, expected):
         pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
         pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
         pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
-        pytest.param("x = 5", ("5", "number"), id="equals_is_not_a_phrase"),
+        pytest.param("x = 5", ("5", "phrase"), id="equals_right_side_is_the_final_statement"),
         pytest.param("abc", None, id="none"),
     ],
 )
@@ -767,7 +767,76 @@ STATEMENT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), STATEMENT_CASES)
+# Issue 8's held-out error classes (found on `benchmarks/data/scorer_cases_heldout.jsonl`; these sentences are new).
+FINAL_SENTENCE_CASES = [
+    # Unicode mathematics is read as LaTeX before anything else: "−" (U+2212) is a minus sign.
+    pytest.param("Subtracting, the slope is −7/3.", "-7/3", 1.0, id="unicode_minus_right"),
+    pytest.param("Subtracting, the slope is −7/3.", "7/3", 0.0, id="unicode_minus_is_negative"),
+    pytest.param("The answer is −12.", "12", 0.0, id="unicode_minus_in_phrase"),
+    pytest.param("So the side is 5√2 cm.", r"$5\sqrt{2}$", 1.0, id="unicode_root"),
+    pytest.param("The shaded area comes to 9π.", r"$9\pi$", 1.0, id="unicode_pi_in_fallback"),
+    pytest.param("The shaded area comes to 9π.", "9", 0.0, id="unicode_pi_is_not_the_number"),
+    pytest.param("Overnight it fell to −4 °C.", "-4", 1.0, id="temperature_unit"),
+    # Several boxes joined by a hedge commit to none of them.
+    pytest.param(r"Either $\boxed{3}$ or $\boxed{-3}$, I cannot tell which.", "3", 0.0, id="boxes_or_first"),
+    pytest.param(r"It is \boxed{4} or maybe \boxed{5}.", "5", 0.0, id="boxes_or_last"),
+    pytest.param(r"First part: \boxed{4}. Second part: \boxed{5}.", "5", 1.0, id="boxes_in_two_sentences"),
+    # A trailing aside (note, check, status line, sign-off, parenthesised remark) is no answer.
+    pytest.param("He bakes 9 trays of pies. Note: 3 of the pies are small.", "3", 0.0, id="note_aside"),
+    pytest.param("He bakes 9 trays of pies. Note: 3 of the pies are small.", "9", 1.0, id="note_aside_right"),
+    pytest.param("So the tank holds 48 liters. Step 3 of 3 complete.", "48", 1.0, id="status_line"),
+    pytest.param("So the tank holds 48 liters. Step 3 of 3 complete.", "3", 0.0, id="status_line_is_no_answer"),
+    pytest.param("The trip takes 150 minutes (2 hours 30 minutes).", "150", 1.0, id="parenthesised_conversion"),
+    pytest.param("The trip takes 150 minutes (2 hours 30 minutes).", "30", 0.0, id="conversion_is_no_answer"),
+    pytest.param("The chance is 7/20 (about 35%).", "7/20", 1.0, id="about_percent"),
+    pytest.param("The chance is 7/19 \u2248 0.37", "7/19", 1.0, id="approx_keeps_exact"),
+    pytest.param("The chance is 7/19 \u2248 0.37", "0.37", 0.0, id="approx_is_no_answer"),
+    pytest.param("The answer is 18 days (roughly 2.5 weeks).", "18", 1.0, id="phrase_with_aside"),
+    pytest.param("In total **64** tiles. Let me know if you need the layout!", "64", 1.0, id="sign_off"),
+    pytest.param("**27**\n\nExplanation: 3 boxes of 9, minus 0 broken.", "27", 1.0, id="bold_then_explanation"),
+    # No box and no phrase: the final sentence's last math span; the last right side of an equation chain.
+    pytest.param(r"Dividing, the ratio becomes $\frac{5}{8}$.", r"$\frac58$", 1.0, id="final_span_fraction"),
+    pytest.param(r"Dividing, the ratio becomes $\frac{5}{8}$.", "8", 0.0, id="final_span_not_denominator"),
+    pytest.param(r"$\frac{3}{6} + \frac{1}{6} = \frac{4}{6} = \frac{2}{3}$", r"$\frac23$", 1.0, id="chain_last_side"),
+    pytest.param(r"$2^5 - 1 = 32 - 1 = 31$", "31", 1.0, id="chain_of_numbers"),
+    pytest.param(r"Then \(y = -\tfrac{9}{2}\).", "-4.5", 1.0, id="paren_delimiters"),
+    pytest.param(r"The vertex lands at $(3, -5)$.", "$(3,-5)$", 1.0, id="final_span_tuple"),
+    pytest.param(r"So $t = 6$ is not allowed.", "6", 0.0, id="span_then_negation"),
+    pytest.param(r"So $t = 6$ or $t = 7$.", "7", 0.0, id="spans_with_hedge"),
+    pytest.param(r"So $t = 6$ and then 4 more.", "6", 0.0, id="span_then_another_value"),
+    pytest.param("Mia pays $12 and Leo pays $30.", "12", 0.0, id="currency_signs_are_no_span"),
+    pytest.param(r"The answer is $3^4$.", "81", 0.0, id="operation_still_refused"),
+    pytest.param("Net change = −15", "-15", 1.0, id="equals_right_side"),
+    pytest.param("(p, q) = (4, −1)", "$(4,-1)$", 1.0, id="equals_tuple"),
+    pytest.param("So they share **35** stamps.", "35", 1.0, id="bold_value"),
+    pytest.param("**Total: 35 stamps**", "35", 1.0, id="bold_label_falls_back_to_number"),
+    # Values written as values: scientific notation with a decimal mantissa, thin-space thousands, percentages.
+    pytest.param(r"The mass is $3.5 \times 10^{4}$ kg.", "35000", 1.0, id="scientific"),
+    pytest.param(r"The mass is $35 \times 10^{3}$ kg.", "35000", 0.0, id="integer_mantissa_is_a_product"),
+    pytest.param(r"\boxed{2\,048}", "2048", 1.0, id="thin_space_thousands"),
+    pytest.param("The probability is 45%.", r"$\frac{9}{20}$", 1.0, id="percent_is_a_fraction"),
+    pytest.param(r"It holds for $-\sqrt{5} < x < \sqrt{5}$.", r"$(-\sqrt{5}, \sqrt{5})$", 1.0, id="surd_bounds"),
+    # A retraction followed by a new sentence that ends with a math answer: the new answer.
+    pytest.param(
+        r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "-12", 1.0, id="retraction_new_span"
+    ),
+    pytest.param(
+        r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "12", 0.0, id="retraction_voids_old"
+    ),
+    pytest.param(
+        r"The answer is $12$. Wait, I am not sure about $k$ here.", "12", 0.0, id="retraction_span_mid_sentence"
+    ),
+    pytest.param(
+        r"The sum is $\frac{7}{3}$. Hmm, that is wrong.", r"$\frac73$", 0.0, id="retraction_without_new_span"
+    ),
+    pytest.param(r"The answer is $5$. Wait, that is wrong, since $x = 5$.", "5", 0.0, id="retraction_reason_span"),
+    pytest.param(r"The answer is $5$. Hmm, let me check with $y = 5$.", "5", 0.0, id="retraction_check_span"),
+    pytest.param(r"因此 $x = \frac{2}{7}$。", r"$\frac27$", 1.0, id="cjk_full_stop_ends_a_sentence"),
+    pytest.param(r"因此 $x = \frac{2}{7}$。", "7", 0.0, id="cjk_full_stop_not_denominator"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), STATEMENT_CASES + FINAL_SENTENCE_CASES)
 def test_what_a_reply_answers(reply, gold, expected):
     assert math_accuracy_reward([reply], solution=[gold]) == [expected]
 
@@ -781,6 +850,12 @@ ADVERSARIAL = {
     "many_sentences": "1. " * 40_000,
     "inequality_chain": "The answer is " + "1 < " * 30_000 + "x",
     "many_dollars": "The answer is " + "$" * 100_000,
+    "many_asides": "It is 4" + " (about" * 20_000,
+    "many_bold_marks": "So " + "**4" * 40_000,
+    "many_approx": "4" + " \\approx 5" * 20_000,
+    "many_notes": "It is 4. " + "Note: 5. " * 20_000,
+    "many_surds": "\u221a" * 50_000 + "4",
+    "many_boxes_or": "\\boxed{4} or " * 10_000,
 }
 
 

@@ -9,8 +9,10 @@ conversational lists (`[{"role": "assistant", "content": "..."}]`), and dataset 
     [1.0, 0.0, 0.0]
 
 One idea a module:
-- `extraction`: the one answer a reply commits to (last \boxed{}, else the last final-answer phrase read as one
-  expression, else the last number) and the anti-echo rules ("71 + 88" never scores as 159);
+- `extraction`: the one answer a reply commits to (last \boxed{} or final-answer phrase, else the final sentence's
+  answer, else the last number); `sentences`: the final sentence's answer (its last math or bold span, else the right
+  side of "=") and the trailing asides that are no answer; `expressions`: unicode maths as LaTeX, a phrase read as one
+  expression, and the anti-echo rules ("71 + 88" never scores as 159);
 - `verification`: that answer against the gold with math-verify, as an outcome (CORRECT, WRONG, GOLD_UNPARSEABLE,
   TIMEOUT); gold parses are cached only when they succeed;
 - `pool`: pebble worker processes, each item bounded by `item_timeout_s` (never the call); `verify_many`;

@@ -20,20 +20,30 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
-MAX_ANSWER_CHARS = 512  # a longer "answer" is not an answer: scored wrong without parsing
+from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
+    _DELIMITED,
+    _HEDGE_WORDS,
+    MAX_ANSWER_CHARS,
+    normalize_unicode,
+    phrase_expression,
+    prediction,
+)
+from .sentences import _SENTENCE_END, _sentence_start, content_end, final_statement
 
+MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
+
+_BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_TOKENS = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
 _PHRASE = re.compile(
     r"final\s+answer(?:\s+is)?|\banswer\s+(?:is|(?:must|should|would|will)\s+be\b)|\banswer\s*[:=]|####",
     re.I,
 )
 _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
-_SENTENCE_END = re.compile(r"(?<!\\)[.!?](?:\s|$)|\n")  # "\!" is a LaTeX thin space
-# A clause that gives reasons ends the answer: "9, since 10 - 1 = 9", "12 because 3 x 4 = 12", "6; we checked".
+# A clause that gives reasons ends the answer: "9, since 10 - 1 = 9", "12 because 3 x 4 = 12", "6; we checked"; so does
+# an aside after it: "11/36 \approx 0.306", "25 days (about 3.5 weeks)".
 _REASON = re.compile(
     r"(?<![\s,;])(?:\s*[,;]\s*|\s+|\s*\(\s*)(?:since|because|as|so|which|given|hence|thus|therefore|where|due)\b"
-    r"|(?<![\s;]);\s",
+    r"|(?<![\s;]);\s|\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})",
     re.I,
 )
 # A retraction voids the statement before it: "Wait, no, ...", "that is wrong", "my mistake", "Actually, ...".
@@ -50,60 +60,14 @@ _RESTATEMENT = re.compile(
     r"|it['’]s|should\s+be)\b(?:\s+actually\b)?",
     re.I,
 )
-_NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
-# Hedge words: a sentence (or a boxed answer) that offers alternatives commits to none of them.
-_HEDGE_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|might|could|guess)\b", re.I)
-# Two numbers joined by an operator, e.g. "71 + 88", "12 \times 3": a calculation, not a value.
-_UNEVALUATED = re.compile(
-    r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?\s*(?:[-+*×÷−]|\\times|\\cdot|\\div)\s*\d+(?:,\d{3})*(?:\.\d+)?(?![\w.^(\\{])"
-)
-# Operations that a numeric answer leaves unevaluated ("\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6"). Roots
-# and fractions are not among them: a surd or a fraction is a final form (`\frac{\sqrt{4}}{4}` answers 1/2).
-_OPERATIONS = {
-    "binomial": re.compile(r"\\[dt]?binom|\\choose\b"),
-    "logarithm": re.compile(r"(?<![A-Za-z])\\?(?:log|ln|lg)(?![A-Za-z])"),
-    "trigonometry": re.compile(r"(?<![A-Za-z])\\?(?:arc)?(?:sin|cos|tan|cot|sec|csc)h?(?![A-Za-z])"),
-    "rounding": re.compile(r"\\[lr](?:floor|ceil)|[⌊⌈]"),
-    "factorial": re.compile(r"(?<!\\)!"),
-    "power": re.compile(r"\^(?!\s*\{?\s*\\circ)"),
-    "product": re.compile(r"\\times|\\cdot|[*×]|\)\s*[\d(]|\d\s*\("),
-    "calculus": re.compile(r"\\(?:sum|prod|int|lim)\b"),
-    "modulo": re.compile(r"\\[bp]?mod\b|\bmod\b"),
-}
-_TEXT_BLOCK = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname)\s*\{[^{}]*\}|\\[A-Za-z]+")
-
-# Phrase answers. A LaTeX command, an escaped character, a letter run, a number, a space or any other character.
-_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[A-Za-z]+|\d+(?:[.,]\d+)*|\s+|.", re.S)
-_DELIMITED = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
-# Words of two or more letters that are mathematics, not prose, when written without a backslash.
-_MATH_WORDS = frozenset(
-    "sqrt pi infty infinity inf sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln exp mod".split()
-)
-# Plain-text mathematics written as LaTeX: unicode signs, "sqrt(19)", "cot x", "x in [-2, 7]".
-_UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ",
-            "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ",
-            "∈": r"\in "}  # fmt: skip
-_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
-_BARE_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
-_BARE_FUNCTION = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|log|ln|infty|pi)(?![A-Za-z])")
-_BARE_IN = re.compile(r"(?<![\\A-Za-z])([A-Za-z])\s+in\s+(?=[\[(])")
-# An inequality in one variable states an interval: "x > 2" is (2, \infty), "-2 \le x \le 7" is [-2, 7].
-_BOUND = r"(-?[\d.]+|-?\\frac\{\d+\}\{\d+\}|-?\\infty)"
-_LESS = r"\s*(<|\\le(?:q)?|\\lt)\s*"
-_GREATER = r"\s*(>|\\ge(?:q)?|\\gt)\s*"
-_INEQUALITY = (
-    re.compile(rf"{_BOUND}{_LESS}[a-z]{_LESS}{_BOUND}"),  # a < x < b
-    re.compile(rf"[a-z]{_GREATER}{_BOUND}"),  # x > a
-    re.compile(rf"[a-z]{_LESS}{_BOUND}"),  # x < b
-)
-_SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
-# After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
-# an exponent ("inches^2") is part of a unit, not a second value.
-_HEDGE = re.compile(
-    r"(?<!\^)(?<!\^\{)\d|\b(?:or|not|no|nor|neither|either|maybe|perhaps|possibly|probably|might|could|guess|wrong"
-    r"|incorrect)\b|n't\b",
-    re.I,
-)
+_SURD = re.compile(
+    r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
+)  # "-\sqrt" right before a number: "-\sqrt3"
+_PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
+_NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
+# Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
+_CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
+_NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
@@ -193,38 +157,65 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
     return last[0] if last else None
 
 
-def _last_number(text: str) -> tuple[int, int, str] | None:
-    """(start, end, number) of the last number, None when its sentence hedges ("It is either 43 or 42.")."""
+def _last_number(text: str) -> tuple[int, int, str, str] | None:
+    """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
+    42.", "So 6 is not a root."). A
+    surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode "−√3", "7π") is taken whole, as a
+    phrase in `$...$`."""
     number = _last(_NUMBER.finditer(text))
     if number is None:
         return None
-    sentence_start = 0
-    for boundary in _SENTENCE_END.finditer(text, 0, number.start()):
-        sentence_start = boundary.end()
     sentence_end = _SENTENCE_END.search(text, number.end())
-    sentence = text[sentence_start : sentence_end.start() if sentence_end else len(text)]
-    return None if _HEDGE_WORDS.search(sentence) else (number.start(), number.end(), number.group())
+    sentence = text[_sentence_start(text, number.start()) : sentence_end.start() if sentence_end else len(text)]
+    if _HEDGE_WORDS.search(sentence) or _NEGATION.search(sentence):
+        return None
+    start, end, answer = number.start(), number.end(), number.group().replace("\\%", "%")
+    surd = _SURD.search(text, max(0, start - 16), start)
+    if surd and surd.group().endswith("{"):  # "\\sqrt{20}": the closing brace belongs to the surd
+        surd = surd if text.startswith("}", end) else None
+        end += surd is not None
+    pi = _PI.match(text, end)
+    if surd is None and pi is None:
+        return start, end, answer, "number"
+    start, end = surd.start() if surd else start, pi.end() if pi else end
+    return start, end, "$" + text[start:end].strip() + "$", "phrase"
+
+
+def _hedged_boxes(text: str, start: int, end: int) -> bool:
+    r"""True when the sentence of the box at `start:end` holds another box and a hedge word ("or", "maybe"):
+    "\boxed{2} or \boxed{-2}" commits to neither."""
+    sentence_end = _SENTENCE_END.search(text, end)
+    sentence = text[_sentence_start(text, start) : sentence_end.start() if sentence_end else len(text)]
+    return len(_BOX_START.findall(sentence)) > 1 and bool(_HEDGE_WORDS.search(_BOX_START.sub(" ", sentence)))
 
 
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
-    """False when no retraction follows position `end`; else the restatement after the last retraction as
-    `(answer, "phrase")`, or None when there is none (the retracted answer is withdrawn, nothing replaces it)."""
+    """False when no retraction follows position `end`; else the answer stated anew after the last retraction as
+    `(answer, "phrase")`: a restatement ("it is 6"), or a final sentence that ends with a math span ("..., so the
+    fraction is $\frac{4}{9}$."); None when there is neither (the retracted answer is withdrawn)."""
     retraction = _last(_RETRACTION.finditer(text, end))
     if retraction is None:
         return False
     restatement = _last(_RESTATEMENT.finditer(text, retraction.end()))
-    if restatement is None:
+    if restatement is not None:
+        answer = _phrase_answer(text, restatement.end())[0]
+        return (answer, "phrase") if answer else None
+    statement = final_statement(text, retraction.end())
+    if statement is None or text[statement[1] : content_end(text)].strip(" \t.!?*"):
         return None
-    answer = _phrase_answer(text, restatement.end())[0]
-    return (answer, "phrase") if answer else None
+    if _CONDITION.search(text, retraction.end(), statement[0]):  # "wrong, since $x = 5$": a reason, not a new answer
+        return None
+    return statement[2], "phrase"
 
 
 def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    The last answer statement by position (a box, or a final-answer phrase), else the last number; voided by a
-    retraction after it unless a restatement ("it is X") follows. A phrase answer is returned as written (up to the
-    end of its sentence, or a clause giving reasons); `phrase_expression` reads it.
+    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). The last answer statement by position (a box, or a
+    final-answer phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the
+    right side of its last "="); else the last number before the trailing asides. Voided by a retraction after it
+    unless the answer is stated anew ("it is X", or a final sentence ending with a math span). A phrase answer is
+    returned as written (up to the end of its sentence, or a clause giving reasons); `phrase_expression` reads it.
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))
@@ -232,23 +223,29 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
     (('6', 'phrase'), None)
     >>> extract_answer("The answer is 9, since 10 - 1 = 9."), extract_answer("It is either 43 or 42.")
     (('9', 'phrase'), None)
-    >>> extract_answer("We add 71 + 88 and get 150"), extract_answer("no digits")
-    (('150', 'number'), None)
+    >>> extract_answer("We add 71 + 88 and get 150"), extract_answer("So the ratio is $\\frac{3}{4}$.")
+    (('150', 'number'), ('$\\frac{3}{4}$', 'phrase'))
+    >>> extract_answer("no digits"), extract_answer(r"$\boxed{2}$ or $\boxed{-2}$.")
+    (None, None)
     """
-    text = text[-max_chars:] if isinstance(text, str) else ""
+    text = normalize_unicode(text[-max_chars:]) if isinstance(text, str) else ""
     box, phrase = _last_box(text), _last_phrase(text)
     if box is not None and (phrase is None or phrase[0] < box[1]):  # a phrase inside or before the box: the box
-        _, end, answer = box
+        start, end, answer = box
+        if _hedged_boxes(text, start, end):
+            return None
         kind = "boxed"
     elif phrase is not None:
         _, end, answer = phrase
         kind = "phrase"
+    elif (statement := final_statement(text)) is not None:
+        _, end, answer = statement
+        kind = "phrase"
     else:
-        number = _last_number(text)
+        number = _last_number(text[: content_end(text)])
         if number is None:
             return None
-        _, end, answer = number
-        kind = "number"
+        _, end, answer, kind = number
     restated = _after_retraction(text, end)
     return (answer, kind) if restated is False else restated
 
@@ -270,124 +267,3 @@ def extract_gold(solution: Any, max_chars: int = MAX_CHARS) -> tuple[str, str] |
         text = text.rsplit("####", 1)[1].strip().split("\n", 1)[0]
     text = text.strip()
     return (text, "phrase") if text else None
-
-
-def _undelimited_expression(text: str) -> str | None:
-    """The leading expression of `text` up to the first prose word; None when a value or a hedge follows it."""
-    depth, end = 0, 0
-    for match in _TOKEN.finditer(text):
-        token, start = match.group(), match.start()
-        if token.isspace():
-            continue
-        glued = start > 0 and text[start - 1].isalnum()  # "2xy", "12cm": variables or units, math-verify's call
-        if depth == 0 and token.isalpha() and len(token) > 1 and token.lower() not in _MATH_WORDS and not glued:
-            if end == 0:  # prose first: a text answer ("Evelyn", "odd"), never one with a number in it
-                return None if _HEDGE.search(text) else r"\text{" + text + "}"
-            return None if _HEDGE.search(text[start:]) else text[:end].strip()
-        depth += (token == "{") - (token == "}" and depth > 0)
-        end = match.end()
-    return text[:end].strip() or None
-
-
-def phrase_expression(answer: str) -> str | None:
-    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none.
-
-    Prose after the expression is dropped ("12 apples" -> `12`) unless it holds another value or a hedge ("or",
-    "not", a digit): then the phrase is no answer, never one number of it. Text in `$...$` (or `\(...\)`) is taken
-    whole when it is the only math of the phrase; a "$" before a number is a currency sign.
-
-    >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
-    ('2x + 3', '12', '12')
-    >>> phrase_expression("5 or 6"), phrase_expression("$2$ or $3$"), phrase_expression("12 because 3 x 4 = 12")
-    (None, None, None)
-    >>> phrase_expression("Evelyn"), phrase_expression("$1,000"), phrase_expression("50%")
-    ('\\text{Evelyn}', '1,000', '50\\%')
-    >>> phrase_expression("1 ± sqrt(19)"), phrase_expression("cot x"), phrase_expression("x in [-2,7]")
-    ('1 \\pm \\sqrt{19}', '\\cot x', 'x \\in [-2,7]')
-    """
-    text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group()], answer.replace("\\$", "")).strip(" \t*")
-    if text.count("$") % 2:  # an odd "$": a currency sign
-        text = re.sub(r"\$(?=\s*\d)", "", text, count=1)
-        if text.count("$") % 2:
-            text = text.replace("$", "")
-    segments = [next(g for g in m.groups() if g is not None) for m in _DELIMITED.finditer(text)]
-    if segments:
-        outside = _DELIMITED.sub(" ", text)
-        if len(segments) != 1 or _HEDGE.search(outside):
-            return None
-        expression = segments[0].strip()
-    else:
-        text = _BARE_IN.sub(r"\1 \\in ", _BARE_SQRT.sub(r"\\sqrt{\1}", text))
-        expression = _undelimited_expression(text)
-        if expression is None:
-            return None
-        if not expression.startswith("\\text{"):
-            expression = re.sub(r"  +", " ", _BARE_FUNCTION.sub(r"\\\1 ", expression)).strip()
-        expression = re.sub(r"(?<!\\)%", r"\\%", expression)
-    return expression or None
-
-
-def _operations(text: str) -> set[str]:
-    """The names of the `_OPERATIONS` that `text` holds (text blocks such as `\text{ sec}` aside)."""
-    text = re.sub(r"\\(?:text|mbox|mathrm|textbf)\s*\{[^{}]*\}", " ", text)
-    return {name for name, pattern in _OPERATIONS.items() if pattern.search(text)}
-
-
-def _is_numeric(gold: str) -> bool:
-    r"""True when the gold holds no variable: numbers, `\pi`, `i`, `\sqrt`, intervals, tuples, units in `\text{}`."""
-    return all(word == "i" for word in re.findall(r"[A-Za-z]+", _TEXT_BLOCK.sub(" ", gold)))
-
-
-def _interval(answer: str) -> str:
-    r"""An inequality in one variable as interval notation ("x > 2" -> `(2, \infty)`); other answers unchanged.
-
-    >>> _interval("x > 2"), _interval(r"-2 \le x \le 7"), _interval("x < 1 or x > 2")
-    ('(2, \\infty)', '[-2, 7]', 'x < 1 or x > 2')
-    """
-    closed = {"<": False, ">": False, r"\lt": False, r"\gt": False}  # \le, \leq, \ge, \geq: closed
-    if m := _INEQUALITY[0].fullmatch(answer.strip()):
-        low, op1, op2, high = m.groups()
-        return ("[" if closed.get(op1, True) else "(") + f"{low}, {high}" + ("]" if closed.get(op2, True) else ")")
-    if m := _INEQUALITY[1].fullmatch(answer.strip()):
-        return ("[" if closed.get(m.group(1), True) else "(") + m.group(2) + r", \infty)"
-    if m := _INEQUALITY[2].fullmatch(answer.strip()):
-        return r"(-\infty, " + m.group(2) + ("]" if closed.get(m.group(1), True) else ")")
-    return answer
-
-
-def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
-    r"""Apply the phrase and anti-echo rules to `extract_answer`'s result: read a phrase as one expression, take the
-    right side of "a = b" (unless the gold is an equation), refuse hedged answers ("4 \text{ or } 5") and refuse
-    unevaluated arithmetic: two numbers and an operator, or, against a numeric gold, an operation the gold lacks.
-
-    >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
-    (('4', 'phrase'), None, None)
-    >>> prediction((r"\dbinom{31}{28}", "boxed"), "4495"), prediction(("2^{10}", "boxed"), "1024")
-    (None, None)
-    >>> prediction((r"\frac{1}{2}", "boxed"), "0.5"), prediction(("1 + 274 i", "boxed"), "$1+274i$")
-    (('\\frac{1}{2}', 'boxed'), ('1 + 274i', 'boxed'))
-    """
-    if pred is None:
-        return None
-    answer, kind = pred
-    if kind == "phrase":
-        answer = phrase_expression(answer)
-        if answer is None:
-            return None
-    if kind != "number" and "=" in answer and "=" not in gold:
-        answer = answer.rsplit("=", 1)[1].strip()
-    if not answer or len(answer) > MAX_ANSWER_CHARS:
-        return None
-    if kind == "number":
-        return answer, kind
-    answer = _SPACED_I.sub(r"\1i", answer)
-    interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
-    if interval[:1] in "([" and interval[-1:] in ")]":
-        answer = _interval(answer)
-    if _HEDGE_WORDS.search(answer) and not _HEDGE_WORDS.search(gold):
-        return None
-    if _UNEVALUATED.search(answer) and not _UNEVALUATED.search(gold):
-        return None
-    if _is_numeric(gold) and _operations(answer) - _operations(gold):
-        return None
-    return answer, kind

@@ -1,0 +1,212 @@
+r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression, and refuse what is no
+answer (hedges, unevaluated operations, echoes of the question).
+
+`normalize_unicode` writes unicode mathematics as ASCII/LaTeX ("−6/5" is `-6/5`, "×" `\times`, "√" `\sqrt`) before
+any other rule reads a reply. `phrase_expression` reads a phrase answer as one expression; `prediction` applies the
+anti-echo rules: the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
+"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
+operation too. Every pattern is linear-time: no nested quantifiers.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_ANSWER_CHARS = 512  # a longer "answer" is not an answer: scored wrong without parsing
+
+# Hedge words: a sentence (or a boxed answer) that offers alternatives commits to none of them.
+_HEDGE_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|might|could|guess)\b", re.I)
+# Two numbers joined by an operator, e.g. "71 + 88", "12 \times 3": a calculation, not a value.
+_UNEVALUATED = re.compile(
+    r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?\s*(?:[-+*×÷−]|\\times|\\cdot|\\div)\s*\d+(?:,\d{3})*(?:\.\d+)?(?![\w.^(\\{])"
+)
+# Operations that a numeric answer leaves unevaluated ("\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6"). Roots
+# and fractions are not among them: a surd or a fraction is a final form (`\frac{\sqrt{4}}{4}` answers 1/2).
+_OPERATIONS = {
+    "binomial": re.compile(r"\\[dt]?binom|\\choose\b"),
+    "logarithm": re.compile(r"(?<![A-Za-z])\\?(?:log|ln|lg)(?![A-Za-z])"),
+    "trigonometry": re.compile(r"(?<![A-Za-z])\\?(?:arc)?(?:sin|cos|tan|cot|sec|csc)h?(?![A-Za-z])"),
+    "rounding": re.compile(r"\\[lr](?:floor|ceil)|[⌊⌈]"),
+    "factorial": re.compile(r"(?<!\\)!"),
+    "power": re.compile(r"\^(?!\s*\{?\s*\\circ)"),
+    "product": re.compile(r"\\times|\\cdot|[*×]|\)\s*[\d(]|\d\s*\("),
+    "calculus": re.compile(r"\\(?:sum|prod|int|lim)\b"),
+    "modulo": re.compile(r"\\[bp]?mod\b|\bmod\b"),
+}
+_TEXT_BLOCK = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname)\s*\{[^{}]*\}|\\[A-Za-z]+")
+
+# Phrase answers. A LaTeX command, an escaped character, a letter run, a number, a space or any other character.
+_TOKEN = re.compile(r"\\[A-Za-z]+|\\.|[A-Za-z]+|\d+(?:[.,]\d+)*|\s+|.", re.S)
+_DELIMITED = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+# Words of two or more letters that are mathematics, not prose, when written without a backslash.
+_MATH_WORDS = frozenset(
+    "sqrt pi infty infinity inf sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log ln exp mod".split()
+)
+# Plain-text mathematics written as LaTeX: unicode signs, "sqrt(19)", "cot x", "x in [-2, 7]".
+_UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", "≤": r"\le ", "≥": r"\ge ", "≠": r"\ne ",
+            "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ",
+            "∈": r"\in "}  # fmt: skip
+_UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
+# Unicode signs outside phrase answers too: the whole reply is read with these ("−6/5" is negative, "7π" is 7\pi).
+# Degrees of temperature are a unit (" degrees C"), degrees of angle `^\circ`.
+_UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-", "°": r"^\circ ",
+                 "°C": " degrees C", "°F": " degrees F"}  # fmt: skip
+_UNICODE_ROOT = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]{0,64})\))")  # "√20", "√x", "√(x+1)"
+_UNICODE_TEXT_RE = re.compile("|".join(map(re.escape, sorted(_UNICODE_TEXT, key=len, reverse=True))))
+_BARE_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
+_BARE_FUNCTION = re.compile(r"(?<![\\A-Za-z])(sqrt|sin|cos|tan|cot|log|ln|infty|pi)(?![A-Za-z])")
+_BARE_IN = re.compile(r"(?<![\\A-Za-z])([A-Za-z])\s+in\s+(?=[\[(])")
+# An inequality in one variable states an interval: "x > 2" is (2, \infty), "-2 \le x \le 7" is [-2, 7].
+_BOUND = r"(-?(?:[\d.]+|\\frac\{\d+\}\{\d+\}|\\infty|\\sqrt\{?\d+\}?))"
+_LESS = r"\s*(<|\\le(?:q)?|\\lt)\s*"
+_GREATER = r"\s*(>|\\ge(?:q)?|\\gt)\s*"
+_INEQUALITY = (
+    re.compile(rf"{_BOUND}{_LESS}[a-z]{_LESS}{_BOUND}"),  # a < x < b
+    re.compile(rf"[a-z]{_GREATER}{_BOUND}"),  # x > a
+    re.compile(rf"[a-z]{_LESS}{_BOUND}"),  # x < b
+)
+# A value in scientific notation ("1.2 \times 10^5", a decimal mantissa) is a final form, not an unevaluated product
+# or power; "5 \times 10^3" stays an operation (it may echo the question).
+_SCIENTIFIC = re.compile(r"(?<![\d.])\d\.\d+\s*(?:\\times|\\cdot)\s*10\^(?:\{-?\d+\}|-?\d)")
+_THIN_SPACE_THOUSANDS = re.compile(r"(?<=\d)\\[,;! ](?=\d{3}(?!\d))")  # "114\,200" is 114200
+_SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
+# After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
+# an exponent ("inches^2") is part of a unit, not a second value.
+_HEDGE = re.compile(
+    r"(?<!\^)(?<!\^\{)\d|\b(?:or|not|no|nor|neither|either|maybe|perhaps|possibly|probably|might|could|guess|wrong"
+    r"|incorrect)\b|n't\b",
+    re.I,
+)
+
+
+def normalize_unicode(text: str) -> str:
+    r"""Unicode mathematics as ASCII/LaTeX: "−" (U+2212) and "–" are "-", "×" `\times`, "÷" `\div`, "√" `\sqrt`,
+    "π" `\pi`, "∞" `\infty`, "≤"/"≥" `\le`/`\ge`, "°" `^\circ`, "≈" `\approx`, "²" `^2`. One pass, linear.
+
+    >>> normalize_unicode("−6/5"), normalize_unicode("7π m²"), normalize_unicode("2√15")
+    ('-6/5', '7\\pi  m^2', '2\\sqrt{15}')
+    """
+    # "√20" is \sqrt{20}: LaTeX's "\sqrt20" would be \sqrt{2}0.
+    text = _UNICODE_ROOT.sub(lambda m: r"\sqrt{" + (m.group(1) or m.group(2)) + "}", text)
+    return _UNICODE_TEXT_RE.sub(lambda m: _UNICODE_TEXT[m.group()], text)
+
+
+def _undelimited_expression(text: str) -> str | None:
+    """The leading expression of `text` up to the first prose word; None when a value or a hedge follows it."""
+    depth, end = 0, 0
+    for match in _TOKEN.finditer(text):
+        token, start = match.group(), match.start()
+        if token.isspace():
+            continue
+        glued = start > 0 and text[start - 1].isalnum()  # "2xy", "12cm": variables or units, math-verify's call
+        if depth == 0 and token.isalpha() and len(token) > 1 and token.lower() not in _MATH_WORDS and not glued:
+            if end == 0:  # prose first: a text answer ("Evelyn", "odd"), never one with a number in it
+                return None if _HEDGE.search(text) else r"\text{" + text + "}"
+            return None if _HEDGE.search(text[start:]) else text[:end].strip()
+        depth += (token == "{") - (token == "}" and depth > 0)
+        end = match.end()
+    return text[:end].strip() or None
+
+
+def phrase_expression(answer: str) -> str | None:
+    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none.
+
+    Prose after the expression is dropped ("12 apples" -> `12`) unless it holds another value or a hedge ("or",
+    "not", a digit): then the phrase is no answer, never one number of it. Text in `$...$` (or `\(...\)`) is taken
+    whole when it is the only math of the phrase; a "$" before a number is a currency sign.
+
+    >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
+    ('2x + 3', '12', '12')
+    >>> phrase_expression("5 or 6"), phrase_expression("$2$ or $3$"), phrase_expression("12 because 3 x 4 = 12")
+    (None, None, None)
+    >>> phrase_expression("Evelyn"), phrase_expression("$1,000"), phrase_expression("50%")
+    ('\\text{Evelyn}', '1,000', '50\\%')
+    >>> phrase_expression("1 ± sqrt(19)"), phrase_expression("cot x"), phrase_expression("x in [-2,7]")
+    ('1 \\pm \\sqrt{19}', '\\cot x', 'x \\in [-2,7]')
+    """
+    text = _UNICODE_RE.sub(lambda m: _UNICODE[m.group()], answer.replace("\\$", "")).strip(" \t*")
+    if text.count("$") % 2:  # an odd "$": a currency sign
+        text = re.sub(r"\$(?=\s*\d)", "", text, count=1)
+        if text.count("$") % 2:
+            text = text.replace("$", "")
+    segments = [next(g for g in m.groups() if g is not None) for m in _DELIMITED.finditer(text)]
+    if segments:
+        outside = _DELIMITED.sub(" ", text)
+        if len(segments) != 1 or _HEDGE.search(outside):
+            return None
+        expression = segments[0].strip()
+    else:
+        text = _BARE_IN.sub(r"\1 \\in ", _BARE_SQRT.sub(r"\\sqrt{\1}", text))
+        expression = _undelimited_expression(text)
+        if expression is None:
+            return None
+        if not expression.startswith("\\text{"):
+            expression = re.sub(r"  +", " ", _BARE_FUNCTION.sub(r"\\\1 ", expression)).strip()
+        expression = re.sub(r"(?<!\\)%", r"\\%", expression)
+    return expression or None
+
+
+def _operations(text: str) -> set[str]:
+    """The names of the `_OPERATIONS` that `text` holds (text blocks such as `\text{ sec}` aside)."""
+    text = re.sub(r"\\(?:text|mbox|mathrm|textbf)\s*\{[^{}]*\}", " ", _SCIENTIFIC.sub("1", text))
+    return {name for name, pattern in _OPERATIONS.items() if pattern.search(text)}
+
+
+def _is_numeric(gold: str) -> bool:
+    r"""True when the gold holds no variable: numbers, `\pi`, `i`, `\sqrt`, intervals, tuples, units in `\text{}`."""
+    return all(word == "i" for word in re.findall(r"[A-Za-z]+", _TEXT_BLOCK.sub(" ", gold)))
+
+
+def _interval(answer: str) -> str:
+    r"""An inequality in one variable as interval notation ("x > 2" -> `(2, \infty)`); other answers unchanged.
+
+    >>> _interval("x > 2"), _interval(r"-2 \le x \le 7"), _interval("x < 1 or x > 2")
+    ('(2, \\infty)', '[-2, 7]', 'x < 1 or x > 2')
+    """
+    closed = {"<": False, ">": False, r"\lt": False, r"\gt": False}  # \le, \leq, \ge, \geq: closed
+    if m := _INEQUALITY[0].fullmatch(answer.strip()):
+        low, op1, op2, high = m.groups()
+        return ("[" if closed.get(op1, True) else "(") + f"{low}, {high}" + ("]" if closed.get(op2, True) else ")")
+    if m := _INEQUALITY[1].fullmatch(answer.strip()):
+        return ("[" if closed.get(m.group(1), True) else "(") + m.group(2) + r", \infty)"
+    if m := _INEQUALITY[2].fullmatch(answer.strip()):
+        return r"(-\infty, " + m.group(2) + ("]" if closed.get(m.group(1), True) else ")")
+    return answer
+
+
+def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
+    r"""Apply the phrase and anti-echo rules to `extract_answer`'s result: read a phrase as one expression, take the
+    right side of "a = b" (unless the gold is an equation), refuse hedged answers ("4 \text{ or } 5") and refuse
+    unevaluated arithmetic: two numbers and an operator, or, against a numeric gold, an operation the gold lacks.
+
+    >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
+    (('4', 'phrase'), None, None)
+    >>> prediction((r"\dbinom{31}{28}", "boxed"), "4495"), prediction(("2^{10}", "boxed"), "1024")
+    (None, None)
+    >>> prediction((r"\frac{1}{2}", "boxed"), "0.5"), prediction(("1 + 274 i", "boxed"), "$1+274i$")
+    (('\\frac{1}{2}', 'boxed'), ('1 + 274i', 'boxed'))
+    """
+    if pred is None:
+        return None
+    answer, kind = pred
+    if kind == "phrase":
+        answer = phrase_expression(answer)
+        if answer is None:
+            return None
+    if kind != "number" and "=" in answer and "=" not in gold:
+        answer = answer.rsplit("=", 1)[1].strip()
+    if not answer or len(answer) > MAX_ANSWER_CHARS:
+        return None
+    if kind == "number":
+        return answer, kind
+    answer = _SPACED_I.sub(r"\1i", _THIN_SPACE_THOUSANDS.sub("", answer))
+    interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
+    if interval[:1] in "([" and interval[-1:] in ")]":
+        answer = _interval(answer)
+    if _HEDGE_WORDS.search(answer) and not _HEDGE_WORDS.search(gold):
+        return None
+    if _UNEVALUATED.search(answer) and not _UNEVALUATED.search(gold):
+        return None
+    if _is_numeric(gold) and _operations(answer) - _operations(gold):
+        return None
+    return answer, kind

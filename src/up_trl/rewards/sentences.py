@@ -1,0 +1,115 @@
+r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one.
+
+A reply without `\boxed{}` or "the answer is" most often ends with its answer: "So the probability is $\frac13$.",
+"Dot product = -41", "So there are **144** arrangements." `final_statement` reads the final sentence after the
+trailing asides are dropped (`content_end`: "Note: ...", "(Check: ...)", "Step 4 of 4 done.", "Let me know if ..."),
+and cut at an aside inside it ("200 minutes (3 hours 20 minutes)", "11/36 \approx 0.306"). Its answer is the last
+inline math span (`$...$`, `\(...\)`, `\[...\]`) or bold span (`**...**`), else the right side of its last "=";
+`prediction` then takes the last right side of an equation chain inside the span. Everything else is left to the
+last-number fallback. Every pattern is linear-time (one pass of tokens, bounded look-aheads).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .expressions import _HEDGE, _HEDGE_WORDS, _MATH_WORDS, phrase_expression
+
+_SENTENCE_END = re.compile(r"(?<!\\)[.!?](?:\s|$)|[\n。！？]")  # "\!" is a LaTeX thin space
+# A sentence that is an aside, not an answer: a note, a check, a status line, a sign-off, a parenthesised remark.
+_ASIDE_SENTENCE = re.compile(
+    r"[\s*_>#-]*(?:\((?=[^()\n]{0,40}?(?<![\\A-Za-z])[A-Za-z]{2})|(?:note|n\.?b|p\.?s|check(?:ing)?|verif\w*|hint"
+    r"|remember|tip|confidence|explanation|reason(?:ing)?|here['’]?s\s+why|here\s+is\s+why|let\s+me\s+know|hope\s+this"
+    r"|i\s+hope|feel\s+free|step\s+\d+\s+(?:of\s+\d+\s+)?(?:done|complete)\w*|done\b|good\s+luck)\b)",
+    re.I,
+)
+# An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
+_ASIDE_CUT = re.compile(r"\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
+_DIGIT = re.compile(r"\d")
+# Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
+_MATH_TOKEN = re.compile(r"\$\$|(?<!\\)\$|\\\(|\\\)|\\\[|\\\]|\*\*")
+_CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]", "**": "**"}
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]?[a-z]{2,}(?![A-Za-z])")  # "gets", "Brad"; not "RPS" (points)
+_TEXT_COMMAND = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+")
+MAX_ASIDES = 4  # at most this many trailing aside sentences are dropped
+_TRAIL = " \t.!?。！？"  # sentence-final punctuation
+
+
+def _sentence_start(text: str, end: int) -> int:
+    """Start of the sentence that holds position `end` (0 when no sentence boundary precedes it)."""
+    start = 0
+    for boundary in _SENTENCE_END.finditer(text, 0, end):
+        start = boundary.end()
+    return start
+
+
+def content_end(text: str) -> int:
+    """End of a reply's content: trailing aside sentences ("Note: the 2 loose eggs ...", "Step 4 of 4 done.",
+    "(Check: ...)") are dropped, at most `MAX_ASIDES` of them, and the final sentence is cut at an aside after a value.
+
+    >>> text = "She walks 200 minutes (3 hours 20 minutes). Note: 2 breaks."
+    >>> text[: content_end(text)]
+    'She walks 200 minutes'
+    """
+    end = len(text.rstrip())
+    for _ in range(MAX_ASIDES):
+        start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
+        if start == 0 or not _ASIDE_SENTENCE.match(text, start, end):
+            break
+        end = len(text[:start].rstrip())
+    start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
+    for aside in _ASIDE_CUT.finditer(text, start, end):
+        if _DIGIT.search(text, start, aside.start()) and not text.count("$", start, aside.start()) % 2:
+            # an aside after a value, outside math: the value is the answer
+            return aside.start()
+    return end
+
+
+def _is_math(content: str) -> bool:
+    """False for a "$...$" that pairs two currency signs ("$80 and Brad gets $"): prose words outside commands."""
+    words = _PROSE_WORD.findall(_TEXT_COMMAND.sub(" ", content))
+    return all(word.lower() in _MATH_WORDS for word in words)
+
+
+def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
+    """(start, end, content, delimiter) of the closed math and bold spans in `text[start:end]`, in order."""
+    spans, opened = [], None
+    for match in _MATH_TOKEN.finditer(text, start, end):
+        token = match.group()
+        if opened is None:
+            if token in _CLOSER:
+                opened = (token, match.start(), match.end())
+        elif token == _CLOSER[opened[0]]:
+            spans.append((opened[1], match.end(), text[opened[2] : match.start()], opened[0]))
+            opened = None
+    return spans
+
+
+def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
+    r"""(start, end, answer) of the answer the final sentence of `text` ends with, at or after position `start`: its
+    last math or bold span (as `$...$`), else the right side of its last "="; None when it states none, or when prose
+    after it holds another value, a negation or a hedge.
+
+    >>> final_statement(r"We get $x^2 = 9$, so the probability is $\frac13$.")[2]
+    '$\\frac13$'
+    >>> final_statement("Dot product = -41")[2], final_statement("So there are **144** ways. Let me know!")[2]
+    ('-41', '144')
+    >>> final_statement("So $x = 4$ is not a root."), final_statement("It is $4$ or $5$.")
+    (None, None)
+    """
+    end = content_end(text)
+    sentence = max(_sentence_start(text, len(text[:end].rstrip(_TRAIL))), start)
+    if _HEDGE_WORDS.search(text, sentence, end):
+        return None
+    spans = _spans(text, sentence, end)
+    if spans:
+        span_start, span_end, content, delimiter = spans[-1]
+        if _HEDGE.search(text, span_end, end) or (delimiter == "$" and not _is_math(content)):
+            return None
+        answer = content.strip() if delimiter == "**" else "$" + content.strip() + "$"
+        return (span_start, span_end, answer) if phrase_expression(answer) else None
+    equals = text.rfind("=", sentence, end)
+    if equals < 0:
+        return None
+    answer = text[equals + 1 : end].strip(" \t*.,;:!")
+    return (equals + 1, end, answer) if answer and phrase_expression(answer) else None

@@ -5,12 +5,15 @@
     python benchmarks/sample_efficiency.py --num_prompts 32 --learning_rate 3e-3 --max_steps 200   # our first try
     python benchmarks/sample_efficiency.py --corruption flip20      # reward hacking: 20% of labels flipped
     python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"
+    python benchmarks/sample_efficiency.py --configs RLOO UP-RLOO AsyncGRPO UP-AsyncGRPO   # the other trainers
 
 The task: a prompt "a+b=" (16 fixed digit pairs by default); the reward is 1 when the reply's first character is
 the digit a, else 0. The model is a 2-layer Qwen2 built in code, warm-started by a few supervised steps to answer
 with one random digit, so a correct answer starts as a rare token (about 1 in 10) and most groups of 8 completions
 hold one or two correct replies: the regime where the clip caps a rare correct token's Probability Capacity.
 Rollouts are reused off-policy as in the paper: 4 mini-batch updates per rollout batch (steps_per_generation=4).
+The RLOO pair (UPRLOOTrainer) is off-policy the same way; the async GRPO pair (UPAsyncGRPOTrainer, in-process sampler)
+trains each sample once, off-policy because its sampler lags the policy (see the ASYNC_* settings and CONFIGS).
 
 Writes results.json, curves.png and table.md under --output_dir (per corruption), and prints the table.
 """

@@ -57,8 +57,8 @@ CONFIGS: dict[str, dict] = {
     # in-process sampler (up_trl.async_rollout); each sample is trained once, 32 a step, as above. Off-policy the
     # async way: when its queue runs dry the sampler copy generates 16 groups (128 samples, 4 steps) with the weights
     # of its last sync (every 2 steps), and the trainer's data loader fetches one batch ahead, so a sample is trained
-    # 2-5 optimizer updates after the policy that sampled it (measured: fills at steps 0, 3, 7, 11, ... from the
-    # weights synced after steps 0, 2, 6, 10; 0-2 versions stale, max_staleness=4 drops none). That is 2 updates
+    # 2-5 optimizer updates after the policy that sampled it (from the 2nd fill on; measured: fills after steps 0, 3, 7
+    # with the weights synced after steps 0, 2, 6; 0-2 versions stale, max_staleness=4 drops none). That is 2 updates
     # staler than the synchronous pairs' 0-3.
     "AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="off"),
     "UP-AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric"),

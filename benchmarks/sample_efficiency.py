@@ -5,12 +5,15 @@
     python benchmarks/sample_efficiency.py --num_prompts 32 --learning_rate 3e-3 --max_steps 200   # our first try
     python benchmarks/sample_efficiency.py --corruption flip20      # reward hacking: 20% of labels flipped
     python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"
+    python benchmarks/sample_efficiency.py --configs RLOO UP-RLOO AsyncGRPO UP-AsyncGRPO   # the other trainers
 
 The task: a prompt "a+b=" (16 fixed digit pairs by default); the reward is 1 when the reply's first character is
 the digit a, else 0. The model is a 2-layer Qwen2 built in code, warm-started by a few supervised steps to answer
 with one random digit, so a correct answer starts as a rare token (about 1 in 10) and most groups of 8 completions
 hold one or two correct replies: the regime where the clip caps a rare correct token's Probability Capacity.
 Rollouts are reused off-policy as in the paper: 4 mini-batch updates per rollout batch (steps_per_generation=4).
+The RLOO pair (UPRLOOTrainer) is off-policy the same way; the async GRPO pair (UPAsyncGRPOTrainer, in-process sampler)
+trains each sample once, off-policy because its sampler lags the policy (see the ASYNC_* settings and CONFIGS).
 
 Writes results.json, curves.png and table.md under --output_dir (per corruption), and prints the table.
 """
@@ -46,6 +49,19 @@ CONFIGS: dict[str, dict] = {
     "UP-GSPO": dict(
         loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, up_mode="asymmetric"
     ),  # fmt: skip
+    # RLOO (TRL's RLOOTrainer): one clipped ratio per completion, on its summed log-probability; off-policy the same
+    # way as the pairs above (a rollout batch of 128 trained in 4 mini-batch updates: 0-3 updates stale).
+    "RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="off"),
+    "UP-RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="asymmetric"),
+    # TRL's asynchronous GRPO (token-level clip, DAPO's eps_high, its own token-sum normalisation), with the
+    # in-process sampler (up_trl.async_rollout); each sample is trained once, 32 a step, as above. Off-policy the
+    # async way: when its queue runs dry the sampler copy generates 16 groups (128 samples, 4 steps) with the weights
+    # of its last sync (every 2 steps), and the trainer's data loader fetches one batch ahead, so a sample is trained
+    # 2-5 optimizer updates after the policy that sampled it (from the 2nd fill on; measured: fills after steps 0, 3, 7
+    # with the weights synced after steps 0, 2, 6; 0-2 versions stale, max_staleness=4 drops none). That is 2 updates
+    # staler than the synchronous pairs' 0-3.
+    "AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="off"),
+    "UP-AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric"),
     # The paper's two failure ablations: unbounded on both signs, and the ratio left unclipped above.
     "UP both signs (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="both"),
     "DAPO eps_high=inf (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=math.inf, up_mode="off"),
@@ -54,11 +70,17 @@ CONFIGS: dict[str, dict] = {
         loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric", up_positive_log_ratio_bound=0.5
     ),  # fmt: skip
 }
-DEFAULT_CONFIGS = [name for name in CONFIGS if name != "UP-DAPO + guard"]
+# The default set is the published one; the guard and the RLOO / async pairs are run by naming them with --configs.
+DEFAULT_CONFIGS = [
+    name for name in CONFIGS if name not in ("UP-DAPO + guard", "RLOO", "UP-RLOO", "AsyncGRPO", "UP-AsyncGRPO")
+]
+ASYNC_GROUPS_PER_FILL, ASYNC_WEIGHT_SYNC_STEPS, ASYNC_MAX_STALENESS = 16, 2, 4
 PAIRS_TO_PLOT = [
     ("DAPO", "UP-DAPO"),
     ("GRPO", "UP-GRPO"),
     ("GSPO", "UP-GSPO"),
+    ("RLOO", "UP-RLOO"),
+    ("AsyncGRPO", "UP-AsyncGRPO"),
     ("UP-DAPO", "UP both signs (ablation)", "DAPO eps_high=inf (ablation)", "UP-DAPO + guard"),
 ]
 
@@ -123,27 +145,34 @@ def warm_start(seed: int, steps: int = 60):
 
 
 def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **overrides) -> dict:
-    """One training run of configuration `name` from `base_model`; `overrides` replace UPGRPOConfig settings
-    (e.g. per_device_train_batch_size, steps_per_generation, num_iterations: how a rollout batch is reused)."""
+    """One training run of configuration `name` from `base_model`; `overrides` replace the trainer config's settings
+    (e.g. per_device_train_batch_size, steps_per_generation, num_iterations: how a rollout batch is reused).
+    The config's `trainer` key picks UPGRPOTrainer (default), UPRLOOTrainer or UPAsyncGRPOTrainer."""
     from datasets import Dataset
     from transformers import PrinterCallback
-
-    from up_trl import UPGRPOConfig, UPGRPOTrainer
 
     prompts, golds = task(args.num_prompts)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     reward_funcs, weights = make_rewards(args.corruption, seed)
+    config = dict(CONFIGS[name])
+    kind = config.pop("trainer", "grpo")
     settings = dict(
         output_dir=out_dir, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
         disable_tqdm=True, logging_steps=1, max_steps=args.max_steps, learning_rate=args.learning_rate,
         lr_scheduler_type="constant", num_generations=8, per_device_train_batch_size=32,
-        gradient_accumulation_steps=1, steps_per_generation=4, num_iterations=args.num_iterations,
-        max_completion_length=3, temperature=1.0, top_k=0,
-        beta=0.0, reward_weights=weights, **CONFIGS[name],
+        gradient_accumulation_steps=1, max_completion_length=3, temperature=1.0, top_k=0, **config,
     )  # fmt: skip
-    config = UPGRPOConfig(**{**settings, **overrides})
-    trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=reward_funcs, args=config,
-                            train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+    if kind == "async_grpo":
+        trainer = _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, settings, overrides)
+    else:
+        from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+
+        rloo = kind == "rloo"
+        config_class, trainer_class = (UPRLOOConfig, UPRLOOTrainer) if rloo else (UPGRPOConfig, UPGRPOTrainer)
+        settings |= dict(steps_per_generation=4, num_iterations=args.num_iterations, beta=0.0, reward_weights=weights)
+        trainer = trainer_class(model=copy.deepcopy(base_model), reward_funcs=reward_funcs,
+                                args=config_class(**{**settings, **overrides}), train_dataset=dataset,
+                                processing_class=tokenizer)  # fmt: skip
     trainer.remove_callback(PrinterCallback)  # one summary line per run instead of every log
     start = time.perf_counter()
     trainer.train()
@@ -153,7 +182,7 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
     def curve(key):
         return [(h["step"], h[key]) for h in logs if isinstance(h.get(key), (int, float))]
 
-    accuracy = curve("rewards/true_accuracy/mean")
+    accuracy = curve("rewards/true_accuracy/mean") or curve("rewards/true_accuracy")  # the async trainer's name
     reward = curve("reward")
     reached = next((step for step, value in accuracy if value >= args.threshold), None)
     # Under a corrupted reward: how fast the policy learns to collect it (for "shortcut", to hack it).
@@ -179,8 +208,41 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
         "capacity_up_mean": mean_of("up/capacity_up_mean"),
         "would_clip_frac_mean": mean_of("up/would_clip_frac"),
         "positive_abs_log_ratio_mean": mean_of("up/positive_abs_log_ratio_mean"),
+        "staleness_mean": mean_of("sample/staleness_mean"),  # async only: policy versions behind, per step
         "seconds": round(seconds, 1),
     }
+
+
+def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, settings, overrides):
+    """UPAsyncGRPOTrainer on `base_model` (saved once per seed: the trainer and its sampler copy load a path), with
+    the in-process rollout worker. Its rollout is its own: no steps_per_generation / num_iterations (the staleness
+    comes from the sampler, see ASYNC_*), no reward weights (TRL's worker sums every reward function)."""
+    from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+    from up_trl.async_rollout import in_process_rollout
+
+    if args.corruption != "none" or args.num_iterations != 1:
+        raise ValueError(
+            f"{name} runs with --corruption none and --num_iterations 1 only: TRL's async worker sums every reward "
+            "function (no weight-0 accuracy column) and reuses no rollout batch; drop it from --configs."
+        )
+    path = Path(out_dir) / f"warm_start_seed{seed}"
+    if not (path / "config.json").exists():
+        base_model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    settings = settings | dict(token_budget=0, weight_sync_steps=ASYNC_WEIGHT_SYNC_STEPS,
+                               max_staleness=ASYNC_MAX_STALENESS)  # fmt: skip
+    config = UPAsyncGRPOConfig(**{**settings, **overrides})
+    reward_funcs = make_rewards(args.corruption, seed)[0]
+    rollout = in_process_rollout(
+        str(path),
+        train_dataset=dataset,
+        reward_funcs=reward_funcs,
+        processing_class=tokenizer,
+        args=config,
+        groups_per_fill=ASYNC_GROUPS_PER_FILL,
+    )
+    return UPAsyncGRPOTrainer(str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset,
+                              processing_class=tokenizer, **rollout)  # fmt: skip
 
 
 def summarise(runs: list[dict], names: list[str], args) -> list[dict]:

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -36,6 +37,32 @@ def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
     assert [row["config"] for row in report["summary"]] == ["DAPO", "UP-DAPO"]
     assert (out / "curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "| UP-DAPO |" in (out / "table.md").read_text()
+
+
+@pytest.mark.slow
+def test_sample_efficiency_rloo_and_async_pairs(tmp_path):
+    """The RLOO and async GRPO pairs run on the same task; off-policy, UP's loss leaves its parent's."""
+    names = ["RLOO", "UP-RLOO", "AsyncGRPO", "UP-AsyncGRPO"]
+    report = _load("sample_efficiency").main(["--seeds", "0", "--max_steps", "8", "--configs", *names,
+                                              "--output_dir", str(tmp_path)])  # fmt: skip
+    assert [row["config"] for row in report["summary"]] == names
+    runs = {r["config"]: r for r in report["runs"]}
+    for parent, up in (("RLOO", "UP-RLOO"), ("AsyncGRPO", "UP-AsyncGRPO")):
+        # Same warm start, same seed: the first rollout batch (sampled before any update) is the same one.
+        assert runs[parent]["accuracy_curve"][0] == runs[up]["accuracy_curve"][0]
+        losses = zip(runs[parent]["loss_curve"], runs[up]["loss_curve"], strict=True)
+        assert max(abs(a - b) for (_, a), (_, b) in losses) > 1e-4
+    assert len(runs["AsyncGRPO"]["accuracy_curve"]) == 8  # the async trainer logs its reward every step
+    assert runs["UP-AsyncGRPO"]["staleness_mean"] > 0  # samples trained after a weight sync: off-policy
+    assert runs["RLOO"]["staleness_mean"] is None
+    assert "| UP-AsyncGRPO |" in (tmp_path / "none" / "table.md").read_text()
+
+
+def test_sample_efficiency_async_pair_refuses_corrupted_rewards():
+    module = _load("sample_efficiency")
+    args = SimpleNamespace(corruption="flip20", num_iterations=1)
+    with pytest.raises(ValueError, match="--corruption none"):
+        module._async_trainer("AsyncGRPO", 0, None, None, args, "unused", None, {}, {})
 
 
 @pytest.mark.slow

@@ -22,7 +22,6 @@ import argparse
 import copy
 import json
 import platform
-import random
 import statistics
 import sys
 import tempfile
@@ -31,12 +30,14 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sample_efficiency import task, warm_start  # noqa: E402  (the CPU benchmark's toy task, this folder)
+
 ROOT = Path(__file__).resolve().parent
 PAIRS = {
     "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
     "GSPO": dict(loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
 }
-TASK_SEED = 1234
 
 
 def overhead(level: str, dry_run: bool) -> dict:
@@ -55,44 +56,10 @@ def overhead(level: str, dry_run: bool) -> dict:
     return module.main([*argv, "--level", level, "--loss_type", "dapo" if level == "token" else "grpo"])
 
 
-def task(num_prompts: int) -> tuple[list[str], list[str]]:
-    """`num_prompts` fixed prompts "a+b=" and their gold answer a (as in benchmarks/sample_efficiency.py)."""
-    rng = random.Random(TASK_SEED)
-    pairs = rng.sample([(a, b) for a in range(10) for b in range(10)], num_prompts)
-    return [f"{a}+{b}=" for a, b in pairs], [str(a) for a, _ in pairs]
-
-
 def true_accuracy(completions, solution, **kwargs) -> list[float]:
     """1 when the reply's first character is the gold digit."""
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
     return [float(text[:1] == gold) for text, gold in zip(texts, solution, strict=True)]
-
-
-def warm_start(seed: int, hidden_size: int, num_layers: int, steps: int, device: torch.device):
-    """A Qwen2 from a config after `steps` supervised steps on random one-digit answers: digits likely, none right."""
-    from up_trl.models import tiny_model_and_tokenizer
-
-    model, tokenizer = tiny_model_and_tokenizer(seed=seed, hidden_size=hidden_size, num_layers=num_layers)
-    model.to(device)
-    prompts, _ = task(100)
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
-    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
-    digits = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
-    rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        rows = [prompt_ids[rng.randrange(len(prompt_ids))] + [rng.choice(digits), tokenizer.eos_token_id]
-                for _ in range(32)]  # fmt: skip
-        ids = torch.tensor(rows, device=device)  # every prompt has the same length
-        labels = ids.clone()
-        labels[:, : len(prompt_ids[0])] = -100
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval(), tokenizer
 
 
 def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out_dir: str) -> dict:
@@ -140,7 +107,9 @@ def ab(args) -> dict:
                 print(f"A/B: time budget reached, {len(seed_seconds)} of {len(args.seeds)} seeds run", flush=True)
                 break
             start = time.perf_counter()
-            base, tokenizer = warm_start(seed, args.hidden_size, args.num_layers, args.warm_start_steps, device)
+            base, tokenizer = warm_start(
+                seed, args.warm_start_steps, device=device, hidden_size=args.hidden_size, num_layers=args.num_layers
+            )
             for pair in args.pairs:
                 for up_mode in ("off", "asymmetric"):
                     runs.append(run_one(pair, up_mode, seed, base, tokenizer, args, tmp))

@@ -118,11 +118,13 @@ def make_rewards(corruption: str, seed: int):
     return [corrupted, true_accuracy], [1.0, 0.0]
 
 
-def warm_start(seed: int, steps: int = 60):
-    """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right."""
+def warm_start(seed: int, steps: int = 60, *, device: torch.device | str = "cpu", **model_kwargs):
+    """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right.
+    `model_kwargs` (hidden_size, num_layers) size the model; benchmarks/gpu_suite.py builds a larger one on a GPU."""
     from up_trl.models import tiny_model_and_tokenizer
 
-    model, tokenizer = tiny_model_and_tokenizer(seed=seed)
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed, **model_kwargs)
+    model.to(device)
     prompts, _ = task(100)
     texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                            add_generation_prompt=True) for p in prompts]  # fmt: skip
@@ -134,7 +136,7 @@ def warm_start(seed: int, steps: int = 60):
     for _ in range(steps):
         rows = [prompt_ids[rng.randrange(len(prompt_ids))] + [rng.choice(digit_ids), tokenizer.eos_token_id]
                 for _ in range(32)]  # fmt: skip
-        ids = torch.tensor(rows)  # every prompt has the same length
+        ids = torch.tensor(rows, device=device)  # every prompt has the same length
         labels = ids.clone()
         labels[:, : len(prompt_ids[0])] = -100
         loss = model(input_ids=ids, labels=labels).loss

@@ -29,7 +29,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "gsm8k": ("gsm8k", "test"),
     "math500": ("math500", "test"),
     "minerva": ("minerva", "test"),
-    "arithmetic": ("arithmetic", "test"),  # the offline default's task, a held-out stream
+    "arithmetic": ("arithmetic", "test"),  # the offline default's task: its held-out problems, each once
     "aime24": ("aime24", "train"),
     "aime25": ("aime25", "train"),
     "amc23": ("amc23", "test"),

@@ -116,3 +116,23 @@ def test_same_seed_same_metrics(tmp_path, prompts_dataset):
             ]
         )
     assert runs[0] == runs[1]
+
+
+def test_metrics_file_starts_fresh_and_a_resume_drops_records_after_the_checkpoint(tmp_path):
+    """A second run into the same folder used to append to the first run's metrics.jsonl (a benchmark's curve then
+    mixed two runs); a resume keeps what came before its checkpoint and nothing after it."""
+    import json
+    from types import SimpleNamespace
+
+    from up_trl.callbacks import JsonlMetricsCallback
+
+    path = tmp_path / "metrics.jsonl"
+    old = [{"step": s, "loss": 9.0} for s in (1, 2, 3, 4)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in old) + "not json\n")
+    callback = JsonlMetricsCallback(path)
+    callback.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=2), None)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]  # resumed at step 2
+    callback.on_train_begin(None, SimpleNamespace(is_world_process_zero=True, global_step=0), None)
+    assert path.read_text() == ""  # a fresh run
+    callback.on_log(None, SimpleNamespace(is_world_process_zero=True, global_step=1), None, logs={"loss": 1.0})
+    assert [json.loads(line)["loss"] for line in path.read_text().splitlines()] == [1.0]

@@ -28,6 +28,14 @@ class JsonlMetricsCallback(TrainerCallback):
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        """Keep only the records up to the step training starts from: none on a fresh run (a previous run's file in
+        the same folder would otherwise be mixed into this one), those before the checkpoint on a resume."""
+        if not state.is_world_process_zero or not self.path.exists():
+            return
+        kept = [line for line in self.path.read_text().splitlines() if _record_step(line) <= state.global_step]
+        self.path.write_text("".join(line + "\n" for line in kept))
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
             return
@@ -39,6 +47,14 @@ class JsonlMetricsCallback(TrainerCallback):
             record[key] = value
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def _record_step(line: str) -> float:
+    """The `step` of one metrics.jsonl line; a line that is not a record counts as after every step."""
+    try:
+        return float(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 class GracefulStopCallback(TrainerCallback):

@@ -35,8 +35,8 @@ def length_reward(completions, **kwargs):
     return [-float(len(t)) for t in texts]
 
 
-def cpu_args(tmp_path, **overrides):
-    """UPGRPOConfig for a seconds-long CPU run."""
+def cpu_args(tmp_path, config_class=None, **overrides):
+    """A UP config (UPGRPOConfig unless `config_class` says otherwise) for a seconds-long CPU run."""
     from up_trl import UPGRPOConfig
 
     kwargs = dict(
@@ -55,7 +55,7 @@ def cpu_args(tmp_path, **overrides):
         temperature=1.0,
     )
     kwargs.update(overrides)
-    return UPGRPOConfig(**kwargs)
+    return (config_class or UPGRPOConfig)(**kwargs)
 
 
 def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):

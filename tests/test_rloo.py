@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import length_reward, param_snapshots
+from conftest import cpu_args, length_reward, param_snapshots
 from datasets import Dataset
 from trl import RLOOTrainer
 
@@ -21,24 +21,7 @@ MAX_LEN = 6
 
 def rloo_args(tmp_path, **overrides):
     """UPRLOOConfig for a seconds-long CPU run (beta=0: no reference model)."""
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=2,
-        logging_steps=1,
-        learning_rate=1e-2,
-        save_strategy="no",
-        seed=0,
-        temperature=1.0,
-        beta=0.0,
-    )
-    kwargs.update(overrides)
-    return UPRLOOConfig(**kwargs)
+    return cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides})
 
 
 def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):

@@ -79,3 +79,13 @@ def param_snapshots():
             self.params[state.global_step] = [p.detach().clone() for p in model.parameters()]
 
     return ParamSnapshots()
+
+
+def assert_loss_leaves_batch_unchanged(trainer, batch):
+    """The trainer's loss and backward never write into the batch (TRL reuses it when rollouts are reused)."""
+    before = {k: v.clone() for k, v in batch.items()}
+    trainer.compute_loss(trainer.model, batch).backward()
+    trainer.model.zero_grad()
+    assert batch.keys() == before.keys()
+    for k in before:
+        assert torch.equal(batch[k], before[k]), k

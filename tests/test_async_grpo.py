@@ -13,6 +13,7 @@ import re
 
 import pytest
 import torch
+from conftest import cpu_args
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
@@ -50,27 +51,20 @@ def prompts():
 
 
 def _args(tmp_path, config_cls=UPAsyncGRPOConfig, **overrides):
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=4,
-        gradient_accumulation_steps=GA,
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=3,
-        token_budget=0,  # fixed-count micro-batches (the default asks the vLLM server for its max_model_len)
-        learning_rate=1e-2,
-        logging_steps=1,
-        save_strategy="no",
-        seed=0,
-        epsilon=EPS_LOW,
-        epsilon_high=EPS_HIGH,
-        weight_sync_steps=2,
+    return cpu_args(
+        tmp_path,
+        config_cls,
+        **{
+            "per_device_train_batch_size": 4,
+            "gradient_accumulation_steps": GA,
+            "max_steps": 3,
+            "token_budget": 0,  # fixed-count micro-batches (the default asks the vLLM server for its max_model_len)
+            "epsilon": EPS_LOW,
+            "epsilon_high": EPS_HIGH,
+            "weight_sync_steps": 2,
+            **overrides,
+        },
     )
-    kwargs.update(overrides)
-    return config_cls(**kwargs)
 
 
 def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):

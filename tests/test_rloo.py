@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import cpu_args, length_reward, param_snapshots
+from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward, param_snapshots
 from datasets import Dataset
 from trl import RLOOTrainer
 
@@ -149,12 +149,7 @@ def test_up_differs_from_rloo_off_policy_and_equals_it_on_policy(setup):
 def test_inputs_batch_is_never_mutated(setup):
     up, _, batch = setup
     _configure(up, "both")
-    before = {k: v.clone() for k, v in batch.items()}
-    up.compute_loss(up.model, batch).backward()
-    up.model.zero_grad()
-    assert batch.keys() == before.keys()
-    for k in before:
-        assert torch.equal(batch[k], before[k]), k
+    assert_loss_leaves_batch_unchanged(up, batch)
 
 
 def test_up_and_clip_metrics_closed_form(setup):

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from conftest import cpu_args, length_reward
+from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
@@ -259,12 +259,7 @@ def test_up_differs_from_parent_off_policy_and_equals_it_on_policy(setup, level)
 def test_inputs_batch_is_never_mutated(setup):
     up, _, batch = setup
     _configure(up, loss_type="dapo", up_mode="asymmetric", beta=0.05, opsm=0.3, vllm_is=True)
-    before = {k: v.clone() for k, v in batch.items()}
-    up.compute_loss(up.model, batch).backward()
-    up.model.zero_grad()
-    assert batch.keys() == before.keys()
-    for k in before:
-        assert torch.equal(batch[k], before[k]), k
+    assert_loss_leaves_batch_unchanged(up, batch)
 
 
 def test_up_metrics_closed_form(setup):

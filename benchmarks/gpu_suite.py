@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sample_efficiency import task, warm_start  # noqa: E402  (the CPU benchmark's toy task, this folder)
+from sample_efficiency import plot_seed_band, task, warm_start  # noqa: E402  (the CPU benchmark's toy task, this folder)
 
 ROOT = Path(__file__).resolve().parent
 PAIRS = {
@@ -156,15 +156,7 @@ def plot(report: dict, path: Path) -> None:
     runs = report["ab"]["runs"]
     for ax, pair in zip(axes[0][1:], pairs, strict=True):
         for config in (pair, f"UP-{pair}"):
-            curves = [dict(r["accuracy_curve"]) for r in runs if r["config"] == config]
-            if not curves:
-                continue
-            steps = sorted(set.intersection(*(set(c) for c in curves)))
-            values = [[c[s] for c in curves] for s in steps]
-            mean = [statistics.fmean(v) for v in values]
-            std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
-            ax.plot(steps, mean, label=config)
-            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+            plot_seed_band(ax, runs, config)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel("true accuracy (rollout batch)")
         ax.set_title(f"{pair} vs UP-{pair}, {report['ab']['seeds_run']} paired seeds", fontsize=8)

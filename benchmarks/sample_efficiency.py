@@ -308,6 +308,19 @@ def markdown(rows: list[dict], args, machine: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_seed_band(ax, runs: list[dict], config: str) -> None:
+    """One config's true-accuracy curve on `ax`: mean over its seeds, ± one std as a band (steps every seed logged)."""
+    curves = [dict(r["accuracy_curve"]) for r in runs if r["config"] == config]
+    if not curves:
+        return
+    steps = sorted(set.intersection(*(set(c) for c in curves)))
+    values = [[c[s] for c in curves] for s in steps]
+    mean = [statistics.fmean(v) for v in values]
+    std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
+    ax.plot(steps, mean, label=config)
+    ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+
+
 def plot(runs: list[dict], names: list[str], path: Path, args) -> None:
     import matplotlib
 
@@ -319,13 +332,7 @@ def plot(runs: list[dict], names: list[str], path: Path, args) -> None:
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), sharey=True, squeeze=False)
     for ax, group in zip(axes[0], panels):
         for name in group:
-            curves = [dict(r["accuracy_curve"]) for r in runs if r["config"] == name]
-            steps = sorted(set.intersection(*(set(c) for c in curves)))
-            values = [[c[s] for c in curves] for s in steps]
-            mean = [statistics.fmean(v) for v in values]
-            std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
-            ax.plot(steps, mean, label=name)
-            ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+            plot_seed_band(ax, runs, name)
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)

@@ -24,7 +24,7 @@ from trl import RLOOConfig, RLOOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
 from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
-from .losses import self_anchored_ratio, up_guard_mask, up_positive_token_sums
+from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
 @dataclass
@@ -99,8 +99,13 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     def _replace_clip_metrics(self, coef_1, advantages, mode):
         """The parent logged clip_ratio/* on the zeroed copy: replace them by its own formulas on the real
         advantages (so a UP run and its `off` twin report the same quantity: how often the clip would bite)."""
-        is_low_clipped = (coef_1 < 1 - self.epsilon_low) & (advantages < 0)
-        is_high_clipped = (coef_1 > 1 + self.epsilon_high) & (advantages > 0)
+        # RLOO has no dual clip: TRL's masks with delta=None, one entry per sequence.
+        is_low_clipped, is_high_clipped = (
+            m.squeeze(1)
+            for m in clip_masks(
+                coef_1.unsqueeze(1), advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high
+            )
+        )
         low = self.accelerator.gather(is_low_clipped.float())
         high = self.accelerator.gather(is_high_clipped.float())
         region = self.accelerator.gather((is_low_clipped | is_high_clipped).float())

@@ -113,9 +113,11 @@ class StubReward:
     def __init__(self, outcomes):
         self._outcomes = outcomes
 
-    def outcomes(self, completions, solution):
+    def judge(self, completions, solution):
+        from up_trl.rewards import completion_text, extract_answer
+
         assert len(completions) == len(solution) == len(self._outcomes)
-        return list(self._outcomes)
+        return list(self._outcomes), [extract_answer(completion_text(c)) for c in completions]
 
 
 def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
@@ -190,3 +192,10 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     args = make_parser().parse_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
     resolve_defaults(args)
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
+
+
+def test_maj_at_k_votes_on_the_answers_the_reward_judged():
+    """An unevaluated echo ("71 + 88") is no answer for the reward, so it must not outvote a right answer either."""
+    samples = [["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"]]  # raw strings: "71 + 88" twice
+    summary, rows = score_benchmark(samples, ["159"], 3)
+    assert rows[0]["avg@3"] == pytest.approx(1 / 3) and rows[0]["maj@3"] == 1.0

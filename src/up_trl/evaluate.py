@@ -206,22 +206,14 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     """Score k samples per problem: the summary row (scores over the problems that could be scored, and what was
     left out) and one row per problem. A problem is left out when its gold answer does not parse, or when scoring
     any of its samples timed out: counted, never scored as wrong."""
-    from .rewards import (
-        CORRECT,
-        GOLD_UNPARSEABLE,
-        TIMEOUT,
-        completion_text,
-        extract_answer,
-        make_math_accuracy_reward,
-        verify_many,
-    )
+    from .rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
 
     reward = reward or make_math_accuracy_reward()
     flat = [c for group in samples for c in group]
-    outcomes = reward.outcomes(flat, [g for g in solutions for _ in range(k)])
+    # The answers maj@k groups are the ones the reward judged (extracted once, anti-echo rules applied).
+    outcomes, answers = reward.judge(flat, [g for g in solutions for _ in range(k)])
     correct = [float(o == CORRECT) for o in outcomes]
-    extracted = [extract_answer(completion_text(c)) for c in flat]
-    groups = [extracted[i : i + k] for i in range(0, len(flat), k)]
+    groups = [answers[i : i + k] for i in range(0, len(flat), k)]
     sames, equivalence_timeouts = equivalence_tables(groups, lambda tasks: verify_many(tasks))
     ks = default_ks(k)
     rows, excluded = [], {"gold_unparseable": 0, "timeout": 0}

@@ -106,6 +106,12 @@ class MathAccuracyReward:
         `__call__` maps to reward values; stats and logs are not touched."""
         return self._score(completions, solution)[0]
 
+    def judge(self, completions: Sequence[Any], solution: Sequence[Any]) -> tuple[list[int], list]:
+        """`outcomes` and the answer each was judged on: `(answer, kind)` after the anti-echo rules, None for none
+        (what `up-trl eval` groups for maj@k, so a reply the reward refuses never votes)."""
+        outcomes, preds, _, _ = self._score(completions, solution)
+        return outcomes, preds
+
     def __call__(self, completions: Sequence[Any], solution: Sequence[Any] | None = None, **kwargs) -> list:
         golds_raw = kwargs.get(self.solution_column) if self.solution_column != "solution" else solution
         if golds_raw is None:

@@ -3,8 +3,8 @@ new ones side by side.
 
     python benchmarks/step_profile.py                       # breakdown of the offline default
     python benchmarks/step_profile.py --flags "--bf16 true --threads 1"   # ... with other settings
-    python benchmarks/step_profile.py --compare             # A (the default) vs B (--bf16 true), interleaved
-    python benchmarks/step_profile.py --compare --b_flags "--cache_implementation static"   # try a lever
+    python benchmarks/step_profile.py --compare             # A (the old default) vs B (the default), interleaved
+    python benchmarks/step_profile.py --compare --a_flags "" --b_flags "--bf16 true"   # try a lever
     python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
 
 The trainer's own methods are timed by wrapping them on the instance: `_generate` (tokenise, `generate`, decode),
@@ -14,8 +14,9 @@ with them (the policy forward), `accelerator.backward`, and the optimizer step (
 logging). Generation happens once every `steps_per_generation` steps, so figures are seconds per step averaged
 over whole generation cycles, after one warm-up cycle.
 
-`--compare` runs two training processes (A = `--a_flags`, default the offline default; B = `--b_flags`, default
-bf16 autocast) and lets them take turns, one generation cycle each, so that the shared machine's drift
+`--compare` runs two training processes (A = `--a_flags`, default the offline default before its speed settings:
+activation checkpointing on and TRL's whole old-log-prob pass; B = `--b_flags`, default the offline default as it
+stands) and lets them take turns, one generation cycle each, so that the shared machine's drift
 hits both alike. It reports the median cycle time of each and their ratio, and whether the two runs logged the
 same rewards (same sampled completions) for the fixed seed. The last line printed is one JSON object.
 """
@@ -36,8 +37,9 @@ from collections import defaultdict
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
-A_FLAGS = ""  # the offline default as it stands (float32)
-B_FLAGS = "--bf16 true"  # the candidate measured in the README (bf16 autocast): slower end to end
+# A: the offline default before its two speed settings; B: the offline default as it stands.
+A_FLAGS = "--activation_checkpointing true --skip_on_policy_old_logps false"
+B_FLAGS = ""
 
 
 def split_flags(flags: str) -> tuple[list[str], dict]:

@@ -45,6 +45,7 @@ OFFLINE_DEFAULT = {
     "report_to": "none",
     "use_cpu": True,
     "bf16": False,
+    "activation_checkpointing": False,
     "seed": 42,
 }
 

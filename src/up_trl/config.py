@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
@@ -40,7 +40,7 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s.
+    [`glue.UPConfigMixin`]'s; `skip_on_policy_old_logps` (a saving, not part of the objective) is this one's.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
@@ -49,6 +49,17 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     `delta` < 1 + `epsilon_high` (then it replaces `delta` as the cap on r). With `delta` unset or
     `delta` >= 1 + `epsilon_high` (the paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no token.
     """
+
+    skip_on_policy_old_logps: bool = field(
+        default=True,
+        metadata={
+            "help": "When some steps of a rollout batch are off-policy, TRL runs the old-log-prob pass over the whole "
+            "batch; skip it for the slices trained by the weights that generated them (pi_old = the policy's own "
+            "detached log-probs there, as TRL does when every step is on-policy; with num_iterations > 1 those are "
+            "kept for the later passes). Saves up to half of that pass. Not with vLLM's importance-sampling "
+            "correction, which needs pi_old everywhere. False: TRL's pass as is (bit-identical to GRPOTrainer)."
+        },
+    )
 
     def check_up_applies(self) -> None:
         check_up_compatible(self.up_mode, self.loss_type, self.use_liger_kernel)

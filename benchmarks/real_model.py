@@ -3,12 +3,14 @@ with UP on it, paired seed by seed, each trained model scored with `up-trl eval`
 
     python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --benchmark arithmetic \\
         --benchmark_limit 200 --k 4 --pairs DAPO GSPO --seeds 0 1 2 --steps_per_generation 4 --num_iterations 2 \\
-        --max_steps 16 --workers 2 --output_dir benchmarks/results/real_model_seeds      # issue #10, item 2
+        --max_steps 16 --max_completion_length 64 --workers 2 \\
+        --output_dir benchmarks/results/real_model_seeds                                    # issue #10, item 2
     python benchmarks/real_model.py --quick --output_dir /tmp/real_model_quick            # smoke run, minutes
     python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
     python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\
         --max_completion_length 64 --max_steps 12 --delta none --eval_batch_size 8 --workers 1 \\
-        --output_dir benchmarks/results/real_model_arithmetic       # the settings of the earlier single-pair run
+        --output_dir benchmarks/results/real_model_arithmetic   # the earlier single-pair run's settings (it had
+                                                                  # 2 torch threads in one process: close, not bitwise)
 
 In a pair only `--up_mode` differs (off vs asymmetric): same model, seed, data order, prompts and flags. The pairs
 use the recipes' clip values (configs/recipes/{dapo,gspo}.yaml): DAPO token-level, epsilon 0.2 / 0.28; GSPO
@@ -189,7 +191,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--eval_seed", type=int, default=42, help="the one sampling seed of every evaluation")
     parser.add_argument("--eval_batch_size", type=int, default=64, help="prompts per generate() call in eval")
     parser.add_argument("--max_steps", type=int, default=30)
-    parser.add_argument("--max_completion_length", type=int, default=192, help="also eval's max_new_tokens")
+    parser.add_argument("--max_completion_length", type=int, help="also eval's max_new_tokens (default: 64 for "
+                        "the arithmetic dataset, as the offline default, else 192)")  # fmt: skip
     parser.add_argument("--steps_per_generation", type=int, default=2)
     parser.add_argument("--num_iterations", type=int, default=1)
     parser.add_argument("--delta", type=lambda v: None if v == "none" else float(v), default=3.0,
@@ -202,6 +205,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="1 seed, DAPO only, 2 steps, 4 problems, k 2, 16 tokens")
     parser.add_argument("--output_dir", default="benchmarks/results/real_model")
     args = parser.parse_args(argv)
+    if args.max_completion_length is None:
+        args.max_completion_length = 64 if args.dataset == "arithmetic" else 192
     if args.quick:
         args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
         args.k, args.max_completion_length = 2, 16

@@ -1,106 +1,291 @@
-"""A real-model comparison on CPU: SmolLM2-135M-Instruct (offline) trained with DAPO and with UP-DAPO on a bundled
-math set, each scored before and after with `up-trl eval` on a fixed test subset.
+"""A real-model comparison on CPU: SmolLM2-135M-Instruct (offline) trained with a parent objective (DAPO, GSPO) and
+with UP on it, paired seed by seed, each trained model scored with `up-trl eval` on held-out problems.
 
-    python benchmarks/real_model.py                                  # GSM8K train -> GSM8K test, about an hour
-    python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --max_completion_length 64 \
-        --max_steps 12 --output_dir benchmarks/results/real_model_arithmetic           # the offline task
+    python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --benchmark arithmetic \\
+        --benchmark_limit 200 --k 4 --pairs DAPO GSPO --seeds 0 1 2 --steps_per_generation 4 --num_iterations 2 \\
+        --max_steps 16 --max_completion_length 64 --workers 2 \\
+        --output_dir benchmarks/results/real_model_seeds                                    # issue #10, item 2
+    python benchmarks/real_model.py --quick --output_dir /tmp/real_model_quick            # smoke run, minutes
+    python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
+    python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\
+        --max_completion_length 64 --max_steps 12 --delta none --eval_batch_size 8 --workers 1 \\
+        --output_dir benchmarks/results/real_model_arithmetic   # the earlier single-pair run's settings (it had
+                                                                  # 2 torch threads in one process: close, not bitwise)
 
-Both runs share the model, data order, seed and settings; only up_mode differs. Writes results.json and
-curves.png under --output_dir. Budget: --max_steps optimizer steps per run (about 40 s each on 2 CPU cores at the
-default sizes) plus the evaluation.
+In a pair only `--up_mode` differs (off vs asymmetric): same model, seed, data order, prompts and flags. The pairs
+use the recipes' clip values (configs/recipes/{dapo,gspo}.yaml): DAPO token-level, epsilon 0.2 / 0.28; GSPO
+sequence-level (loss_type grpo), epsilon 3e-4 / 4e-4; both with the dual clip delta 3.0. Every model, the base
+model ("before") included, is scored on the same problems with the same sampling seed (--eval_seed). Runs go to
+--workers processes of one torch thread each, seed by seed, DAPO first, so a stopped run still holds complete
+pairs; each finished run is appended to runs.partial.jsonl (--resume picks up from it, --report_only rewrites the
+outputs from it). Writes results.json, table.md and curves.png under --output_dir; the last line printed is a
+JSON summary.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
+import multiprocessing
 import sys
 import time
 from pathlib import Path
 
-import torch
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from staleness_sweep import _init_worker, describe_machine, mean_std  # noqa: E402
+
+# The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
+PAIRS: dict[str, dict] = {
+    "DAPO": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28},
+    "GSPO": {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4},
+}
+UP_MODES = {"off": "", "asymmetric": "UP-"}  # up_mode -> prefix of the config's name
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="gsm8k", help="training set (an up_trl.data name)")
-    parser.add_argument("--max_steps", type=int, default=30)
-    parser.add_argument("--max_completion_length", type=int, default=192)
-    parser.add_argument("--benchmark", default="gsm8k")
-    parser.add_argument("--benchmark_limit", type=int, default=50, help="test problems scored (0: skip evaluation)")
-    parser.add_argument("--k", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--output_dir", default="benchmarks/results/real_model")
-    args = parser.parse_args(argv)
+def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: str) -> list[str]:
+    """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
+    objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
+    return [
+        "--model_name_or_path", settings["model"], "--dataset_name", settings["dataset"], "--dataset_limit", "2000",
+        "--arithmetic_ops", *settings["arithmetic_ops"], "--output_dir", output_dir, "--up_mode", up_mode,
+        *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
+        "--num_generations", "8", "--per_device_train_batch_size", "16",
+        "--steps_per_generation", str(settings["steps_per_generation"]),
+        "--num_iterations", str(settings["num_iterations"]),
+        "--max_completion_length", str(settings["max_completion_length"]), "--learning_rate", "3e-5",
+        "--max_steps", str(settings["max_steps"]), "--seed", str(seed), "--system_prompt", "none",
+        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--bf16", "false",
+        "--temperature", "1.0", "--top_k", "0", "--logging_steps", "1", "--plot", "false",
+    ]  # fmt: skip
 
-    from up_trl.cli import train
+
+def score(model: str, eval_dir: Path, s: dict) -> dict:
+    """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
     from up_trl.evaluate import main as evaluate
-    from up_trl.models import smollm2_path
+
+    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
+              "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
+              "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
+              "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
+              "--output_dir", str(eval_dir)])  # fmt: skip
+    return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]
+
+
+def run_job(job: dict) -> dict:
+    """One job: the base model's evaluation ("before"), or one training run and the evaluation of its model."""
+    s, key = job["settings"], {k: job[k] for k in ("pair", "config", "up_mode", "seed")}
+    if time.time() > job["deadline"]:
+        return {**key, "skipped": True}  # past --time_limit_minutes: start nothing new
+    out = Path(s["output_dir"])
+    if job["config"] == "before":
+        t0 = time.perf_counter()
+        return {**key, "after": score(s["model"], out / "eval-before", s),
+                "eval_minutes": round((time.perf_counter() - t0) / 60, 2)}  # fmt: skip
+    from up_trl.cli import train
     from up_trl.plots import read_metrics, series
 
-    out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    model = smollm2_path()
-    report = {
-        "command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": f"{platform.machine()} CPU, {torch.get_num_threads()} torch threads",
-        "model": "SmolLM2-135M-Instruct",
-        "settings": vars(args),
-        "runs": {},
-    }
+    run_dir = out / "runs" / f"{job['config']}-seed{job['seed']}"
+    t0 = time.perf_counter()
+    train(train_argv(s, job["pair"], job["up_mode"], job["seed"], str(run_dir)))
+    train_minutes = round((time.perf_counter() - t0) / 60, 2)
+    t0 = time.perf_counter()
+    after = score(str(run_dir), run_dir / "eval", s)
+    if not s["keep_models"]:  # 0.5 GB of float32 weights per run
+        for weights in run_dir.glob("*.safetensors"):
+            weights.unlink()
+    return {**key, "train_minutes": train_minutes, "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
+            "reward_curve": list(zip(*series(read_metrics(run_dir / "metrics.jsonl"), "reward"))),
+            "after": after}  # fmt: skip
 
-    def score(path, name):
-        if not args.benchmark_limit:
-            return None
-        evaluate(["--model", path, "--benchmarks", args.benchmark, "--limit", str(args.benchmark_limit), "--k",
-                  str(args.k), "--max_new_tokens", str(args.max_completion_length), "--seed", str(args.seed),
-                  "--system_prompt", "none", "--temperature", "1.0", "--top_p", "1.0",
-                  "--output_dir", str(out / f"eval-{name}")])  # fmt: skip
-        return json.loads((out / f"eval-{name}" / "eval.json").read_text())["benchmarks"][args.benchmark]
 
-    start = time.perf_counter()
-    report["before"] = score(model, "before")
-    for name, up_mode in (("DAPO", "off"), ("UP-DAPO", "asymmetric")):
-        run_dir = out / name
-        t0 = time.perf_counter()
-        train([
-            "--model_name_or_path", model, "--dataset_name", args.dataset, "--dataset_limit", "2000",
-            "--output_dir", str(run_dir), "--up_mode", up_mode, "--loss_type", "dapo", "--epsilon_high", "0.28",
-            "--num_generations", "8", "--per_device_train_batch_size", "16", "--steps_per_generation", "2",
-            "--max_completion_length", str(args.max_completion_length), "--learning_rate", "3e-5",
-            "--max_steps", str(args.max_steps), "--seed", str(args.seed), "--system_prompt", "none",
-            "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--bf16", "false",
-            "--temperature", "1.0", "--top_k", "0", "--logging_steps", "1", "--plot", "false",
-        ])  # fmt: skip
-        records = read_metrics(run_dir / "metrics.jsonl")
-        report["runs"][name] = {
-            "train_minutes": round((time.perf_counter() - t0) / 60, 1),
-            "reward_curve": list(zip(*series(records, "reward"))),
-            "after": score(str(run_dir), name),
-        }
-    report["wall_minutes"] = round((time.perf_counter() - start) / 60, 1)
-    (out / "results.json").write_text(json.dumps(report, indent=1))
+def summarise(runs: list[dict], pairs: list[str], k: int) -> list[dict]:
+    """Per pair: each seed with both runs finished (parent, UP, UP - parent on avg@k and pass@k), mean ± std over
+    those seeds, and how often UP's avg@k was above, equal to or below its parent's."""
+    metrics = (f"avg@{k}", f"pass@{k}")
+    rows = []
+    for pair in pairs:
+        mine = {(r["config"], r["seed"]): r["after"] for r in runs if r["pair"] == pair and "after" in r}
+        seeds = sorted(s for c, s in mine if c == pair and (f"UP-{pair}", s) in mine)
+        per_seed = []
+        for seed in seeds:
+            parent, up = mine[(pair, seed)], mine[(f"UP-{pair}", seed)]
+            per_seed.append({"seed": seed, **{m: {"parent": parent[m], "up": up[m], "difference": up[m] - parent[m]}
+                                              for m in metrics}})  # fmt: skip
+        diffs = [row[metrics[0]]["difference"] for row in per_seed]
+        stats = {m: {side: mean_std([row[m][side] for row in per_seed]) for side in ("parent", "up", "difference")}
+                 for m in metrics}  # fmt: skip
+        rows.append({"pair": pair, "paired_seeds": len(seeds), "per_seed": per_seed, "mean_std": stats,
+                     "up_won": sum(d > 0 for d in diffs), "ties": sum(d == 0 for d in diffs),
+                     "up_lost": sum(d < 0 for d in diffs)})  # fmt: skip
+    return rows
 
+
+def short_summary(rows: list[dict], before: dict | None, k: int) -> dict:
+    """The last printed line's numbers: the base model's avg@k, each pair's mean avg@k (parent, UP), UP's wins."""
+    avg = f"avg@{k}"
+    summary: dict = {f"before {avg}": before and before[avg]}
+    for row in rows:
+        means = [row["mean_std"][avg][side][0] for side in ("parent", "up")]
+        summary[row["pair"]] = {f"{avg} parent, UP": [None if m is None else round(m, 4) for m in means],
+                                "UP won": f"{row['up_won']} of {row['paired_seeds']} seeds"}  # fmt: skip
+    return summary
+
+
+def markdown(rows: list[dict], k: int, before: dict | None, header: str) -> str:
+    def pm(value):
+        mean, std = value
+        return "-" if mean is None else f"{mean:.3f} ± {std:.3f}"
+
+    avg, pas = f"avg@{k}", f"pass@{k}"
+    lines = [header, ""]
+    if before:
+        lines += [f"Base model (before training): {avg} {before[avg]:.3f}, {pas} {before[pas]:.3f}.", ""]
+    for row in rows:
+        parent, up = row["pair"], f"UP-{row['pair']}"
+        lines += [f"### {parent} vs {up}", "",
+                  f"| seed | {parent} {avg} | {up} {avg} | UP - parent | {parent} {pas} | {up} {pas} | UP - parent |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        for r in row["per_seed"]:
+            cells = [f"{r[m]['parent']:.3f} | {r[m]['up']:.3f} | {r[m]['difference']:+.3f}" for m in (avg, pas)]
+            lines.append(f"| {r['seed']} | {' | '.join(cells)} |")
+        stats = row["mean_std"]
+        cells = [f"{pm(stats[m]['parent'])} | {pm(stats[m]['up'])} | {pm(stats[m]['difference'])}" for m in (avg, pas)]
+        lines += [f"| mean ± std | {' | '.join(cells)} |", "",
+                  f"UP won {row['up_won']} of {row['paired_seeds']} seeds on {avg} (tied {row['ties']}, "
+                  f"lost {row['up_lost']}).", ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str) -> None:
+    """Training reward vs step, one panel per pair: parent blue, UP red, one line per seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, run in report["runs"].items():
-        if run["reward_curve"]:
-            steps, values = zip(*run["reward_curve"])
-            ax.plot(steps, values, marker="o", label=name)
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel(f"training reward ({args.dataset})")
-    ax.legend()
-    ax.grid(alpha=0.3)
+    fig, axes = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 3.8), sharey=True, squeeze=False)
+    for ax, pair in zip(axes[0], pairs):
+        for config, color in ((pair, "tab:blue"), (f"UP-{pair}", "tab:red")):
+            for i, run in enumerate(r for r in runs if r["config"] == config and r.get("reward_curve")):
+                steps, values = zip(*run["reward_curve"])
+                ax.plot(steps, values, color=color, alpha=0.7, marker=".", label=config if i == 0 else None)
+        ax.set_title(f"{pair} vs UP-{pair}")
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(f"training reward ({dataset}), one line per seed")
     fig.tight_layout()
-    fig.savefig(out / "curves.png", dpi=100)
-    print(json.dumps({k: v for k, v in report.items() if k != "runs"} | {
-        name: {"after": run["after"], "train_minutes": run["train_minutes"]} for name, run in report["runs"].items()
-    }))  # fmt: skip
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="gsm8k", help="training set (an up_trl.data name)")
+    parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: mul1, mul, add, sub")
+    parser.add_argument("--benchmark", default="gsm8k", help="an `up-trl eval` benchmark (its held-out split)")
+    parser.add_argument("--benchmark_limit", type=int, default=50, help="test problems scored")
+    parser.add_argument("--k", type=int, default=4, help="samples per test problem")
+    parser.add_argument("--pairs", nargs="+", default=["DAPO"], choices=list(PAIRS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[42], help="training seeds")
+    parser.add_argument("--eval_seed", type=int, default=42, help="the one sampling seed of every evaluation")
+    parser.add_argument("--eval_batch_size", type=int, default=64, help="prompts per generate() call in eval")
+    parser.add_argument("--max_steps", type=int, default=30)
+    parser.add_argument("--max_completion_length", type=int, help="also eval's max_new_tokens (default: 64 for "
+                        "the arithmetic dataset, as the offline default, else 192)")  # fmt: skip
+    parser.add_argument("--steps_per_generation", type=int, default=2)
+    parser.add_argument("--num_iterations", type=int, default=1)
+    parser.add_argument("--delta", type=lambda v: None if v == "none" else float(v), default=3.0,
+                        help="dual clip of both pairs, as in the recipes ('none': off)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
+    parser.add_argument("--time_limit_minutes", type=float, help="start no new run after this; report what finished")
+    parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
+    parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
+    parser.add_argument("--keep_models", action="store_true", help="keep each trained model's weights")
+    parser.add_argument("--quick", action="store_true", help="1 seed, DAPO only, 2 steps, 4 problems, k 2, 16 tokens")
+    parser.add_argument("--output_dir", default="benchmarks/results/real_model")
+    args = parser.parse_args(argv)
+    if args.max_completion_length is None:
+        args.max_completion_length = 64 if args.dataset == "arithmetic" else 192
+    if args.quick:
+        args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
+        args.k, args.max_completion_length = 2, 16
+    from up_trl.evaluate import check_benchmarks
+    from up_trl.models import smollm2_path
+
+    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops)  # a typo fails now, not after the first run
+    pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {**vars(args), "model": smollm2_path()}
+    machine = describe_machine(args.workers)
+    start = time.perf_counter()
+    deadline = time.time() + (float("inf") if args.time_limit_minutes is None else args.time_limit_minutes * 60)
+    base = {"settings": settings, "deadline": deadline}
+    jobs = [{**base, "pair": None, "config": "before", "up_mode": None, "seed": None}]
+    jobs += [{**base, "pair": p, "config": UP_MODES[mode] + p, "up_mode": mode, "seed": seed}
+             for seed in args.seeds for p in pairs for mode in UP_MODES]  # fmt: skip
+    runs: list[dict] = []
+    partial = out / "runs.partial.jsonl"  # one line per finished job, so --resume can pick up after a stop
+    if args.report_only:
+        args.resume, jobs = True, []
+    if args.resume and partial.exists():
+        runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+        done = {(r["config"], r["seed"]) for r in runs}
+        jobs = [job for job in jobs if (job["config"], job["seed"]) not in done]
+        print(f"resuming: {len(runs)} jobs read from {partial}, {len(jobs)} to go", flush=True)
+    elif partial.exists():
+        partial.unlink()
+
+    def record(run: dict) -> None:
+        if run.get("skipped"):
+            return
+        runs.append(run)
+        with partial.open("a") as f:
+            f.write(json.dumps(run) + "\n")
+        minutes = f"train {run['train_minutes']} min, " if "train_minutes" in run else ""
+        print(f"[{(time.perf_counter() - start) / 60:6.1f} min] {run['config']} seed {run['seed']}: "
+              f"avg@{args.k} {run['after'][f'avg@{args.k}']:.3f} ({minutes}eval {run['eval_minutes']} min)",
+              flush=True)  # fmt: skip
+
+    if args.workers > 1 and len(jobs) > 1:
+        with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
+            for run in pool.imap_unordered(run_job, jobs):  # chunksize 1: jobs start in order as workers free
+                record(run)
+    else:
+        _init_worker()
+        for job in jobs:
+            record(run_job(job))
+
+    before = next((r["after"] for r in runs if r["config"] == "before"), None)
+    runs = sorted((r for r in runs if r["config"] != "before"), key=lambda r: (r["seed"], r["pair"], r["config"]))
+    finished = {(r["config"], r["seed"]) for r in runs}
+    missing = [f"{UP_MODES[m]}{p} seed {s}" for s in args.seeds for p in pairs for m in UP_MODES
+               if (UP_MODES[m] + p, s) not in finished]  # fmt: skip
+    if missing:
+        print(f"INCOMPLETE: {len(missing)} runs missing: {', '.join(missing)}", flush=True)
+    rows = summarise(runs, pairs, args.k)
+    wall = round((time.perf_counter() - start) / 60, 1)
+    if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine, not this rewrite's
+        wall, machine = (json.loads((out / "results.json").read_text())[k] for k in ("wall_minutes", "machine"))
+    ops = f" (ops {' '.join(args.arithmetic_ops)})" if "arithmetic" in (args.dataset, args.benchmark) else ""
+    header = (f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps "
+              f"(steps_per_generation {args.steps_per_generation}, num_iterations {args.num_iterations}, delta "
+              f"{args.delta}), scored on {args.benchmark_limit} held-out {args.benchmark} problems, k={args.k}, "
+              f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
+              f"wall {wall} min.")  # fmt: skip
+    report = {"command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": machine, "wall_minutes": wall, "complete": not missing, "missing": missing,
+              "model": "SmolLM2-135M-Instruct", "pairs": {p: PAIRS[p] for p in pairs},
+              "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "before": before,
+              "summary": rows, "runs": runs}  # fmt: skip
+    (out / "results.json").write_text(json.dumps(report, indent=1))
+    table = markdown(rows, args.k, before, header)
+    (out / "table.md").write_text(table)
+    plot(runs, pairs, out / "curves.png", args.dataset)
+    print(table)
+    print(json.dumps({"machine": machine, "wall_minutes": wall, "complete": not missing,
+                      **short_summary(rows, before, args.k)}), flush=True)  # fmt: skip
     return report
 
 

@@ -219,3 +219,50 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
     assert "| DAPO vs UP-DAPO | 4 |" in (tmp_path / "table.md").read_text()
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert last["on_policy_coincide"] == "1/1" and last["runs"] == 4
+
+
+def _real_run(pair, up, seed, avg, pass_):
+    return {
+        "pair": pair,
+        "config": ("UP-" if up else "") + pair,
+        "seed": seed,
+        "after": {"avg@4": avg, "pass@4": pass_},
+    }
+
+
+def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
+    """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
+    module = _load("real_model")
+    runs = [_real_run("DAPO", False, 0, 0.2, 0.5), _real_run("DAPO", True, 0, 0.3, 0.5),
+            _real_run("DAPO", False, 1, 0.4, 0.75), _real_run("DAPO", True, 1, 0.3, 0.5),
+            _real_run("DAPO", False, 2, 0.25, 0.5), _real_run("DAPO", True, 2, 0.45, 1.0),
+            _real_run("DAPO", False, 3, 0.9, 1.0), _real_run("GSPO", False, 0, 0.1, 0.25),
+            _real_run("GSPO", True, 0, 0.1, 0.5)]  # fmt: skip
+    dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
+    assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
+    assert (dapo["up_won"], dapo["ties"], dapo["up_lost"]) == (2, 0, 1)
+    mean, std = dapo["mean_std"]["avg@4"]["difference"]
+    # mean (0.1 - 0.1 + 0.2) / 3; sample std sqrt(((1/30)^2 + (1/6)^2 + (2/15)^2) / 2) = sqrt(0.07 / 3)
+    assert mean == pytest.approx(0.2 / 3) and std == pytest.approx((0.07 / 3) ** 0.5)
+    assert dapo["mean_std"]["pass@4"]["up"][0] == pytest.approx(2.0 / 3)  # (0.5 + 0.5 + 1.0) / 3, seed 3 left out
+    assert (gspo["paired_seeds"], gspo["up_won"], gspo["ties"]) == (1, 0, 1)  # avg@4 tied, pass@4 higher: a tie
+    table = module.markdown([dapo, gspo], 4, {"avg@4": 0.15, "pass@4": 0.4}, "header")
+    assert "| 1 | 0.400 | 0.300 | -0.100 | 0.750 | 0.500 | -0.250 |" in table
+    assert "UP won 2 of 3 seeds on avg@4 (tied 0, lost 1)." in table and "avg@4 0.150" in table
+    assert module.short_summary([dapo], None, 4)["DAPO"]["UP won"] == "2 of 3 seeds"
+
+
+def test_real_model_pair_differs_only_in_up_mode():
+    from up_trl.cli import parse_train_args
+
+    module = _load("real_model")
+    settings = {"model": "m", "dataset": "arithmetic", "arithmetic_ops": ["add"], "delta": 3.0, "max_steps": 16,
+                "steps_per_generation": 4, "num_iterations": 2, "max_completion_length": 64}  # fmt: skip
+    for pair in module.PAIRS:
+        parent, up = (module.train_argv(settings, pair, mode, 1, "out") for mode in ("off", "asymmetric"))
+        assert [i for i, (a, b) in enumerate(zip(parent, up)) if a != b] == [parent.index("--up_mode") + 1]
+        assert len(parent) == len(up) and parent[parent.index("--delta") + 1] == "3.0"
+    _, args, _ = parse_train_args(module.train_argv(settings, "GSPO", "asymmetric", 1, "out"))
+    assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == (
+        "sequence", "grpo", 3e-4, 4e-4)  # fmt: skip
+    assert (args.delta, args.num_iterations, args.seed, args.up_mode) == (3.0, 2, 1, "asymmetric")

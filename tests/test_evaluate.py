@@ -140,6 +140,35 @@ def test_unknown_benchmark_is_refused_before_the_model_loads(monkeypatch):
         main(["--benchmarks", "aime2099"])
 
 
+def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch):
+    import up_trl.models
+
+    monkeypatch.setattr(up_trl.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    with pytest.raises(ValueError, match="Unknown arithmetic op 'div' \\(--arithmetic_ops\\)"):
+        main(["--arithmetic_ops", "add", "div"])
+
+
+def test_arithmetic_ops_choose_the_held_out_problems(tmp_path):
+    """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
+    from up_trl.data import arithmetic_problems
+    from up_trl.evaluate import benchmark_sets, make_parser
+    from up_trl.models import save_tiny_model
+
+    args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30"])
+    assert make_parser().parse_args([]).arithmetic_ops == ["mul1"]
+    data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
+    test_pairs = {f"What is {a} + {b}?" for a, b in arithmetic_problems("add", "test")}
+    problems = [p[-1]["content"] for p in data["prompt"]]
+    assert len(problems) == 30 and set(problems) <= test_pairs
+    assert all(int(sol) == sum(map(int, q[8:-1].split(" + "))) for q, sol in zip(problems, data["solution"]))
+    out = tmp_path / "eval"
+    assert main(["--model", save_tiny_model(tmp_path / "tiny"), "--arithmetic_ops", "add", "--k", "2", "--limit",
+                 "2", "--max_new_tokens", "4", "--output_dir", str(out)]) == 0  # fmt: skip
+    report = json.loads((out / "eval.json").read_text())
+    assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
+    assert "arithmetic ops add." in (out / "eval.md").read_text()
+
+
 def test_tiny_model_end_to_end(tmp_path):
     from up_trl.models import save_tiny_model
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -114,11 +115,20 @@ def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
     return f"[{name_or_path}](https://huggingface.co/{name_or_path})", name_or_path
 
 
-def describe_dataset(dataset_name: str | None) -> tuple[str, str | None]:
+# What `arithmetic_dataset` generates for each op (`up_trl.data.ARITHMETIC_OPS`), as the card names it.
+ARITHMETIC_OP_TEXT = {"mul1": 'one-digit products such as "What is 7 x 8?"',
+                      "mul": 'one-digit by two-digit products such as "What is 7 x 38?"',
+                      "add": 'two-digit sums such as "What is 47 + 38?"',
+                      "sub": 'two-digit differences such as "What is 47 - 38?"'}  # fmt: skip
+
+
+def describe_dataset(dataset_name: str | None, arithmetic_ops: Sequence[str] = ("mul1",)) -> tuple[str, str | None]:
     """(markdown naming the training data, its Hub id for the card's `datasets` or None).
 
     >>> describe_dataset("arithmetic")[1] is None, describe_dataset("data/train.jsonl")
     (True, ('the local file `data/train.jsonl`', None))
+    >>> "two-digit sums" in describe_dataset("arithmetic", ["add"])[0]
+    True
     >>> describe_dataset("dapo-math-17k")[1]
     'open-r1/DAPO-Math-17k-Processed'
     """
@@ -128,9 +138,9 @@ def describe_dataset(dataset_name: str | None) -> tuple[str, str | None]:
 
     spec = DATASETS.get(dataset_name.lower())
     if dataset_name.lower() == "arithmetic":
+        problems = " and ".join(ARITHMETIC_OP_TEXT.get(op, f"`{op}` problems") for op in arithmetic_ops)
         return (
-            'the bundled `arithmetic` task (one-digit products such as "What is 7 x 8?", generated in code by '
-            "`up_trl.data.arithmetic_dataset`)",
+            f"the bundled `arithmetic` task ({problems}, generated in code by `up_trl.data.arithmetic_dataset`)",
             None,
         )
     if spec is not None and spec.offline:
@@ -239,7 +249,7 @@ def render_model_card(
     dataset_name = dataset_name or getattr(trainer, "up_dataset_name", None)
     name_or_path = getattr(trainer.model.config, "_name_or_path", "") or ""
     base_text, base_model = describe_base_model(name_or_path)
-    data_text, dataset_id = describe_dataset(dataset_name)
+    data_text, dataset_id = describe_dataset(dataset_name, getattr(trainer, "up_arithmetic_ops", None) or ("mul1",))
     objective, _ = run_objective(trainer)
     trl_parent = next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("trl."))
 

@@ -85,6 +85,13 @@ class TrainScriptArguments:
         default=None,
         metadata={"help": "System prompt (default asks for \\boxed{}); 'none' for no system turn."},
     )
+    arithmetic_ops: list[str] = field(
+        default_factory=lambda: ["mul1"],
+        metadata={
+            "help": "`arithmetic` only: the problems to generate, any of mul1 (1-digit x 1-digit, the default), "
+            "mul (1-digit x 2-digit), add and sub (2-digit), e.g. --arithmetic_ops add sub."
+        },
+    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["math_accuracy"],
         metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
@@ -109,6 +116,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("dataset_name", "gsm8k, math, math500, minerva, arithmetic (offline), a Hub set, or a .jsonl/.parquet/.csv."),
     ("trainer", "grpo (default), rloo, or async_grpo (vLLM server on GPUs; an in-process sampler on CPU)."),
     ("dataset_limit", "Keep a seeded sample of this many training problems."),
+    ("arithmetic_ops", "arithmetic only: mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add, sub."),
     ("reward_funcs", "Reward names (math_accuracy, dapo_math, boxed_format, think_format, soft_overlong) or paths."),
     ("system_prompt", "System prompt, or none for no system turn (a recipe that leaves it unset asks for \\boxed{})."),
     ("up_mode", "asymmetric (UP), both (the REINFORCE ablation) or off (the parent objective, for A/B runs)."),
@@ -344,6 +352,7 @@ def train(argv: list[str] | None = None):
             shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
             system_prompt=system_prompt,
             column_mapping=column_mapping,
+            ops=script_args.arithmetic_ops,
         )
         model = model_args.model_name_or_path or smollm2_path()
 
@@ -366,6 +375,7 @@ def train(argv: list[str] | None = None):
     if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA that leaves out step 1
         trainer.add_callback(SteadyEtaProgressCallback())
     trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
+    trainer.up_arithmetic_ops = script_args.arithmetic_ops  # the card names the problems when they are `arithmetic`
     state.print(
         f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
         + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")

@@ -19,7 +19,7 @@ import json
 import math
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -193,11 +193,16 @@ def vllm_generator(model_path, args):
     return generate
 
 
-def check_benchmarks(benchmarks: list[str], k: int) -> None:
+def check_benchmarks(benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",)) -> None:
+    from .data import ARITHMETIC_OPS
+
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
         raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
                          f"(offline: {', '.join(OFFLINE_BENCHMARKS)}).")  # fmt: skip
+    for op in arithmetic_ops:
+        if op not in ARITHMETIC_OPS:
+            raise ValueError(f"Unknown arithmetic op {op!r} (--arithmetic_ops): use any of {ARITHMETIC_OPS}.")
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 
@@ -239,18 +244,26 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     return summary, rows
 
 
+def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
+    """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
+    `arithmetic`: the held-out problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
+    from .data import load_math_dataset
+
+    options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt, "ops": args.arithmetic_ops}
+    return {b: load_math_dataset(BENCHMARKS[b][0], BENCHMARKS[b][1], **options) for b in benchmarks}
+
+
 def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report."""
-    from .data import load_math_dataset, system_prompt_from_flag
+    from .data import system_prompt_from_flag
 
-    check_benchmarks(benchmarks, args.k)
+    check_benchmarks(benchmarks, args.k, args.arithmetic_ops)
     backend = args.backend
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
     system_prompt = system_prompt_from_flag(args.system_prompt)
-    # Load every benchmark first: a missing or unreachable one fails before the model is loaded.
-    sets = {b: load_math_dataset(BENCHMARKS[b][0], BENCHMARKS[b][1], limit=args.limit, seed=args.seed,
-                                 system_prompt=system_prompt) for b in benchmarks}  # fmt: skip
+    # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
+    sets = benchmark_sets(benchmarks, args, system_prompt)
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
     report = {
@@ -264,6 +277,7 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
         "system_prompt": system_prompt,
         "limit": args.limit,
         "seed": args.seed,
+        **({"arithmetic_ops": list(args.arithmetic_ops)} if "arithmetic" in benchmarks else {}),
         "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
         f"{torch.get_num_threads()} torch threads",
         "benchmarks": {},
@@ -286,7 +300,8 @@ def markdown_table(report: dict) -> str:
     sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
     lines = [
         f"Model `{report['model']}`, k={report['k']}, {sampling}, "
-        f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}.",
+        f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
+        + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}." if "arithmetic_ops" in report else "."),
         "",
         "| benchmark | problems | " + " | ".join(keys) + " | left out: gold unparseable | left out: timeout |",
         "|---|---|" + "---|" * (len(keys) + 2),
@@ -330,6 +345,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     parser.add_argument("--system_prompt", default=None, help="'none' for no system turn (the default for arithmetic "
                         "alone); otherwise the default asks for \\boxed{}.")  # fmt: skip
+    parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: its held-out "
+                        "problems of mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add and sub "
+                        "(2-digit), as `up-trl train --arithmetic_ops` trained on.")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output_dir", default=None, help="Where eval.json and eval.md go (default: <model>/eval "
                         "for a local model, else outputs/eval).")  # fmt: skip
@@ -364,7 +382,7 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
-    check_benchmarks(args.benchmarks, args.k)
+    check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops)
     for note in resolve_defaults(args):
         print(f"up-trl eval: {note}", flush=True)
     print(

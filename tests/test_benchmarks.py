@@ -257,7 +257,8 @@ def test_real_model_pair_differs_only_in_up_mode():
 
     module = _load("real_model")
     settings = {"model": "m", "dataset": "arithmetic", "arithmetic_ops": ["add"], "delta": 3.0, "max_steps": 16,
-                "steps_per_generation": 4, "num_iterations": 2, "max_completion_length": 64}  # fmt: skip
+                "steps_per_generation": 4, "num_iterations": 2, "max_completion_length": 64,
+                "per_device_train_batch_size": 8}  # fmt: skip
     for pair in module.PAIRS:
         parent, up = (module.train_argv(settings, pair, mode, 1, "out") for mode in ("off", "asymmetric"))
         assert [i for i, (a, b) in enumerate(zip(parent, up)) if a != b] == [parent.index("--up_mode") + 1]
@@ -265,4 +266,10 @@ def test_real_model_pair_differs_only_in_up_mode():
     _, args, _ = parse_train_args(module.train_argv(settings, "GSPO", "asymmetric", 1, "out"))
     assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == (
         "sequence", "grpo", 3e-4, 4e-4)  # fmt: skip
-    assert (args.delta, args.num_iterations, args.seed, args.up_mode) == (3.0, 2, 1, "asymmetric")
+    assert (args.delta, args.num_iterations, args.seed, args.up_mode, args.per_device_train_batch_size) == (
+        3.0,
+        2,
+        1,
+        "asymmetric",
+        8,
+    )

@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -251,9 +252,12 @@ def main(argv=None) -> dict:
               flush=True)  # fmt: skip
 
     if args.workers > 1 and len(jobs) > 1:
-        with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
-            for run in pool.imap_unordered(run_job, jobs):  # chunksize 1: jobs start in order as workers free
-                record(run)
+        # Not multiprocessing.Pool: its workers are daemonic, and a daemonic process cannot start the reward's own
+        # worker processes (math-verify's pebble pool); a run hung that way. Jobs start in order as workers free.
+        fork = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(args.workers, mp_context=fork, initializer=_init_worker) as pool:
+            for future in as_completed([pool.submit(run_job, job) for job in jobs]):
+                record(future.result())
     else:
         _init_worker()
         for job in jobs:

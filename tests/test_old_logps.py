@@ -3,7 +3,7 @@ training is the same as with TRL's pass over the whole rollout batch (to float r
 
 import pytest
 import torch
-from conftest import make_trainer, param_snapshots
+from conftest import length_reward, make_trainer, param_snapshots
 from trl import GRPOTrainer
 
 
@@ -26,35 +26,54 @@ def run(tmp_path, tiny, dataset, monkeypatch, **overrides):
     return trainer, snapshots.params, no_grad_rows, losses
 
 
-@pytest.mark.parametrize(
-    "steps_per_generation, num_iterations, gradient_accumulation_steps, skipped_slices",
-    [(2, 1, 1, 1), (2, 2, 1, 1), (4, 1, 2, 2)],
-)
-def test_training_is_unchanged_and_on_policy_slices_get_no_old_logp_pass(
-    tmp_path, tiny, prompts_dataset, monkeypatch, steps_per_generation, num_iterations, gradient_accumulation_steps,
-    skipped_slices,
-):  # fmt: skip
-    settings = dict(
-        steps_per_generation=steps_per_generation,
-        num_iterations=num_iterations,
-        gradient_accumulation_steps=gradient_accumulation_steps,
-        per_device_train_batch_size=4,
-        max_steps=2 * steps_per_generation * num_iterations // gradient_accumulation_steps,  # two rollout batches
-    )
-    model, tokenizer = tiny
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    trl_pass = run(tmp_path / "a", tiny, prompts_dataset, monkeypatch, skip_on_policy_old_logps=False, **settings)
-    model.load_state_dict(state)
-    ours = run(tmp_path / "b", tiny, prompts_dataset, monkeypatch, skip_on_policy_old_logps=True, **settings)
+def assert_same_training(trl_pass, ours):
     assert not trl_pass[0].skips_on_policy_old_logps and ours[0].skips_on_policy_old_logps
-
-    # TRL: one pass over each rollout batch of 4 * steps_per_generation rows; ours: one per stale slice of 4 rows.
-    assert trl_pass[2] == [4 * steps_per_generation] * 2
-    assert ours[2] == [4] * 2 * (steps_per_generation - skipped_slices)
     assert ours[3] == pytest.approx(trl_pass[3], abs=1e-6)
     for step, params in trl_pass[1].items():
         for a, b in zip(params, ours[1][step]):
             torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def run_both(tmp_path, tiny, dataset, monkeypatch, **settings):
+    model, _ = tiny
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    trl_pass = run(tmp_path / "a", tiny, dataset, monkeypatch, skip_on_policy_old_logps=False, **settings)
+    model.load_state_dict(state)
+    ours = run(tmp_path / "b", tiny, dataset, monkeypatch, skip_on_policy_old_logps=True, **settings)
+    return trl_pass, ours
+
+
+# (steps_per_generation, num_iterations, gradient_accumulation_steps): rows of each old-log-prob forward, ours.
+# Two rollout batches each; per_device_train_batch_size=4, so TRL's pass is 4 * steps_per_generation rows.
+LAYOUTS = {
+    (2, 1, 1): [4, 4],  # slice 0 of each batch is on-policy
+    (2, 2, 1): [4, 4],  # ... and reused at step 2: its first pass's log-probs are kept
+    (4, 1, 2): [4, 4, 4, 4],  # two on-policy slices per window of 2
+    (3, 1, 2): [4, 4, 4],  # batches start mid-window: slices 0-1 on-policy, then only slice 0 (step 3 < 4)
+}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_training_is_unchanged_and_on_policy_slices_get_no_old_logp_pass(tmp_path, tiny, prompts_dataset,
+                                                                         monkeypatch, layout):  # fmt: skip
+    spg, iterations, accumulation = layout
+    settings = dict(steps_per_generation=spg, num_iterations=iterations, gradient_accumulation_steps=accumulation,
+                    per_device_train_batch_size=4, max_steps=2 * spg * iterations // accumulation)  # fmt: skip
+    trl_pass, ours = run_both(tmp_path, tiny, prompts_dataset, monkeypatch, **settings)
+    assert trl_pass[2] == [4 * spg] * 2
+    assert ours[2] == LAYOUTS[layout]
+    assert_same_training(trl_pass, ours)
+
+
+def test_the_short_last_window_of_an_epoch_is_read_from_the_trainer(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """10 prompts, 1 per micro-step: 10 micro-steps an epoch, windows of 3, so transformers ends each epoch with a
+    window of 1 ([0-2] [3-5] [6-8] [9], then [10-12] [13-15]). At the batch of step 12, slice 1 (step 13) follows
+    an optimizer step: stale, although 13 // 3 == 12 // 3."""
+    settings = dict(steps_per_generation=2, gradient_accumulation_steps=3, per_device_train_batch_size=4,
+                    max_steps=6)  # fmt: skip
+    trl_pass, ours = run_both(tmp_path, tiny, prompts_dataset.select(range(10)), monkeypatch, **settings)
+    assert ours[0].state.epoch > 1 and sum(ours[2]) < sum(trl_pass[2])
+    assert_same_training(trl_pass, ours)
 
 
 def test_reused_on_policy_slice_keeps_its_first_pass_log_probs(tmp_path, tiny, prompts_dataset, monkeypatch):
@@ -104,3 +123,20 @@ def test_slice_uses_follow_the_buffer_order(tmp_path, tiny, prompts_dataset):
 def test_no_skip_where_trl_runs_no_pass_or_the_loss_is_not_ours(tmp_path, tiny, prompts_dataset, overrides):
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, **overrides)
     assert not trainer.skips_on_policy_old_logps
+
+
+def test_no_skip_with_a_plain_grpo_config_or_vllm_importance_sampling(tmp_path, tiny, prompts_dataset):
+    from trl import GRPOConfig
+
+    from up_trl import UPGRPOTrainer
+
+    model, tokenizer = tiny
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, per_device_train_batch_size=4, num_generations=4,
+                      steps_per_generation=2, report_to="none")  # fmt: skip
+    plain = UPGRPOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
+                          processing_class=tokenizer)  # fmt: skip
+    assert plain.up_is_off_policy and not plain.skips_on_policy_old_logps  # the field is UPGRPOConfig's
+    ours = make_trainer(tmp_path, tiny, prompts_dataset, steps_per_generation=2, per_device_train_batch_size=4)
+    assert ours.skips_on_policy_old_logps
+    ours.use_vllm = ours.vllm_importance_sampling_correction = True
+    assert not ours.skips_on_policy_old_logps

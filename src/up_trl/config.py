@@ -54,9 +54,11 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
         default=True,
         metadata={
             "help": "When some steps of a rollout batch are off-policy, TRL runs the old-log-prob pass over the whole "
-            "batch; skip it for the slices trained by the weights that generated them (pi_old = the policy's own "
-            "detached log-probs there, as TRL does when every step is on-policy; with num_iterations > 1 those are "
-            "kept for the later passes). Saves up to half of that pass. Not with vLLM's importance-sampling "
+            "batch; skip it for the slices first trained before the next optimizer step, which still see the weights "
+            "that generated them (pi_old = the policy's own detached log-probs there, as TRL does when every step is "
+            "on-policy; with num_iterations > 1 those are kept for the later passes). Saves that share of the pass: "
+            "half with steps_per_generation=2 and gradient_accumulation_steps=1, all of it with num_iterations > 1 "
+            "and steps_per_generation <= gradient_accumulation_steps. Not with vLLM's importance-sampling "
             "correction, which needs pi_old everywhere. False: TRL's pass as is (bit-identical to GRPOTrainer)."
         },
     )

@@ -96,6 +96,14 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     # reused (num_iterations > 1) its first forward's detached log-probs are kept for the later passes.
     _old_logps_placeholder: bool = False
     _old_logps_to_capture: tuple = ()
+    _up_window: tuple[int, int] = (-1, 0)  # (global_step, the micro-step `_step` that ends the window) of this window
+
+    def training_step(self, model, inputs, num_items_in_batch):
+        # Where the current accumulation window ends, read from the Trainer rather than computed: transformers
+        # shortens the last window of an epoch (`current_gradient_accumulation_steps`), and TRL's `_step` runs on.
+        if self.state.global_step != self._up_window[0]:  # an optimizer step since the last micro-step
+            self._up_window = (self.state.global_step, self._step + self.current_gradient_accumulation_steps)
+        return super().training_step(model, inputs, num_items_in_batch)
 
     @property
     def skips_on_policy_old_logps(self) -> bool:
@@ -118,14 +126,12 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
             inputs = super()._prepare_inputs(generation_batch)
         finally:
             placeholder_unused, self._old_logps_placeholder = self._old_logps_placeholder, False
+        self._old_logps_to_capture = ()
         if placeholder_unused:  # the parent ran no old-log-prob pass: nothing to redo
             return inputs
-        self._old_logps_to_capture = ()
+        window_end = self._up_window[1]  # the next optimizer step comes after micro-step window_end - 1
         for batch, uses in zip(self._buffered_inputs, self._slice_uses(start)):
-            if (
-                uses
-                and uses[0] // self.args.gradient_accumulation_steps == start // self.args.gradient_accumulation_steps
-            ):
+            if uses and uses[0] < window_end:
                 del batch["old_per_token_logps"]  # on-policy at its first use: TRL's aligned case
                 if len(uses) > 1:
                     self._old_logps_to_capture += (batch,)

@@ -60,6 +60,16 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
     ]  # fmt: skip
 
 
+# Flags that do not change what a run measures (where and how the script runs, which runs it starts).
+PROCESS_FLAGS = {"output_dir", "resume", "report_only", "time_limit_minutes", "workers", "keep_models", "quick",
+                 "seeds", "pairs", "pass_k"}  # fmt: skip
+
+
+def run_settings(settings: dict) -> dict:
+    """The settings a run's numbers depend on, stored with each run so that --resume cannot mix runs."""
+    return {k: v for k, v in settings.items() if k not in PROCESS_FLAGS}
+
+
 def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
     from up_trl.evaluate import main as evaluate
@@ -74,7 +84,8 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
 
 def run_job(job: dict) -> dict:
     """One job: the base model's evaluation ("before"), or one training run and the evaluation of its model."""
-    s, key = job["settings"], {k: job[k] for k in ("pair", "config", "up_mode", "seed")}
+    s = job["settings"]
+    key = {**{k: job[k] for k in ("pair", "config", "up_mode", "seed")}, "settings": run_settings(s)}
     if time.time() > job["deadline"]:
         return {**key, "skipped": True}  # past --time_limit_minutes: start nothing new
     out = Path(s["output_dir"])
@@ -213,10 +224,12 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
         args.k, args.max_completion_length = 2, 16
-    from up_trl.evaluate import check_benchmarks
+    from up_trl.evaluate import check_benchmarks, default_ks
     from up_trl.models import smollm2_path
 
     check_benchmarks([args.benchmark], args.k, args.arithmetic_ops)  # a typo fails now, not after the first run
+    if (args.pass_k or args.k) not in default_ks(args.k):
+        parser.error(f"--pass_k {args.pass_k}: eval reports pass@ for {default_ks(args.k)} with --k {args.k}.")
     pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -234,6 +247,11 @@ def main(argv=None) -> dict:
         args.resume, jobs = True, []
     if args.resume and partial.exists():
         runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+        for run in runs:  # a run stored with other settings would be paired or reported as if it had these
+            differ = {k: v for k, v in run.get("settings", {}).items() if run_settings(settings).get(k) != v}
+            if differ:
+                raise SystemExit(f"{partial}: {run['config']} seed {run['seed']} ran with {differ}; pass the same "
+                                 "flags to --resume / --report_only, or use another --output_dir.")  # fmt: skip
         done = {(r["config"], r["seed"]) for r in runs}
         jobs = [job for job in jobs if (job["config"], job["seed"]) not in done]
         print(f"resuming: {len(runs)} jobs read from {partial}, {len(jobs)} to go", flush=True)
@@ -256,8 +274,12 @@ def main(argv=None) -> dict:
         # worker processes (math-verify's pebble pool); a run hung that way. Jobs start in order as workers free.
         fork = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(args.workers, mp_context=fork, initializer=_init_worker) as pool:
-            for future in as_completed([pool.submit(run_job, job) for job in jobs]):
-                record(future.result())
+            futures = {pool.submit(run_job, job): job for job in jobs}
+            for future in as_completed(futures):
+                try:
+                    record(future.result())
+                except Exception as exc:  # one failed run must not lose the others: report it, keep going
+                    print(f"FAILED: {futures[future]['config']} seed {futures[future]['seed']}: {exc!r}", flush=True)
     else:
         _init_worker()
         for job in jobs:
@@ -275,9 +297,11 @@ def main(argv=None) -> dict:
     if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine, not this rewrite's
         wall, machine = (json.loads((out / "results.json").read_text())[k] for k in ("wall_minutes", "machine"))
     ops = f" (ops {' '.join(args.arithmetic_ops)})" if "arithmetic" in (args.dataset, args.benchmark) else ""
-    header = (f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps "
-              f"(steps_per_generation {args.steps_per_generation}, num_iterations {args.num_iterations}, delta "
-              f"{args.delta}), scored on {args.benchmark_limit} held-out {args.benchmark} problems, k={args.k}, "
+    problems = (before or {}).get("problems", args.benchmark_limit)
+    header = (f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps (batch "
+              f"{args.per_device_train_batch_size}, steps_per_generation {args.steps_per_generation}, num_iterations "
+              f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems, "
+              f"k={args.k}, "
               f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
               f"wall {wall} min.")  # fmt: skip
     report = {"command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -273,3 +273,17 @@ def test_real_model_pair_differs_only_in_up_mode():
         "asymmetric",
         8,
     )
+
+
+def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch):
+    import up_trl.models
+
+    monkeypatch.setattr(up_trl.models, "smollm2_path", lambda: "m")
+    module = _load("real_model")
+    flags = ["--dataset", "arithmetic", "--benchmark", "arithmetic", "--output_dir", str(tmp_path), "--report_only"]
+    stored = {"config": "DAPO", "pair": "DAPO", "seed": 0, "settings": {"max_steps": 99}}
+    (tmp_path / "runs.partial.jsonl").write_text(json.dumps(stored) + "\n")
+    with pytest.raises(SystemExit, match="'max_steps': 99"):
+        module.main(flags)
+    with pytest.raises(SystemExit):  # eval reports pass@1, 2, 4, 8, 16 for k=16: no pass@3 to put in the table
+        module.main([*flags, "--k", "16", "--pass_k", "3"])

@@ -33,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from staleness_sweep import _init_worker, describe_machine, mean_std  # noqa: E402
+from staleness_sweep import _init_worker, describe_machine, mean_std, open_partial  # noqa: E402
 
 # The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
 PAIRS: dict[str, dict] = {
@@ -241,12 +241,10 @@ def main(argv=None) -> dict:
     jobs = [{**base, "pair": None, "config": "before", "up_mode": None, "seed": None}]
     jobs += [{**base, "pair": p, "config": UP_MODES[mode] + p, "up_mode": mode, "seed": seed}
              for seed in args.seeds for p in pairs for mode in UP_MODES]  # fmt: skip
-    runs: list[dict] = []
-    partial = out / "runs.partial.jsonl"  # one line per finished job, so --resume can pick up after a stop
     if args.report_only:
         args.resume, jobs = True, []
-    if args.resume and partial.exists():
-        runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+    partial, runs = open_partial(out, args.resume)
+    if args.resume:
         for run in runs:  # a run stored with other settings would be paired or reported as if it had these
             differ = {k: v for k, v in run.get("settings", {}).items() if run_settings(settings).get(k) != v}
             if differ:
@@ -255,8 +253,6 @@ def main(argv=None) -> dict:
         done = {(r["config"], r["seed"]) for r in runs}
         jobs = [job for job in jobs if (job["config"], job["seed"]) not in done]
         print(f"resuming: {len(runs)} jobs read from {partial}, {len(jobs)} to go", flush=True)
-    elif partial.exists():
-        partial.unlink()
 
     def record(run: dict) -> None:
         if run.get("skipped"):

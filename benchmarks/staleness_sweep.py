@@ -74,6 +74,16 @@ def _init_worker() -> None:
     hf_logging.set_verbosity_error()
 
 
+def open_partial(out: Path, resume: bool) -> tuple[Path, list[dict]]:
+    """`out/runs.partial.jsonl`, where each finished run is appended so that a stopped sweep can go on, and the runs
+    it holds when resuming; a fresh start empties it."""
+    partial = out / "runs.partial.jsonl"
+    if resume and partial.exists():
+        return partial, [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+    partial.unlink(missing_ok=True)
+    return partial, []
+
+
 def run_pair(job: tuple) -> list[dict]:
     """Parent and UP, same warm start, seed, data order and level: only `up_mode` differs."""
     pair, level, seed, settings = job
@@ -269,17 +279,13 @@ def main(argv=None) -> dict:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    runs: list[dict] = []
-    partial = out / "runs.partial.jsonl"  # one line per finished run, so --resume can pick up after a stop
     if args.report_only:
         args.resume, jobs = True, []
-    if args.resume and partial.exists():
-        runs = [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
+    partial, runs = open_partial(out, args.resume)
+    if args.resume:
         done = {(r["pair"], r["level"], r["seed"]) for r in runs}
         jobs = [job for job in jobs if (job[0][0], job[1], job[2]) not in done]
         print(f"resuming: {len(runs)} runs read from {partial}, {len(jobs)} pairs of runs to go", flush=True)
-    elif partial.exists():
-        partial.unlink()
     limit = args.time_limit_minutes * 60 if args.time_limit_minutes else float("inf")
 
     def record(pair_runs):

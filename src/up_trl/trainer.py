@@ -96,7 +96,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     # reused (num_iterations > 1) its first forward's detached log-probs are kept for the later passes.
     _old_logps_placeholder: bool = False
     _old_logps_to_capture: tuple = ()
-    _up_window: tuple[int, int] = (-1, 0)  # (global_step, the micro-step `_step` that ends the window) of this window
+    _up_window: tuple[int, int] = (-1, 0)  # (global_step, the first micro-step `_step` after it) of this window
 
     def training_step(self, model, inputs, num_items_in_batch):
         # Where the current accumulation window ends, read from the Trainer rather than computed: transformers

@@ -34,12 +34,13 @@ def assert_same_training(trl_pass, ours):
             torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
 
 
-def run_both(tmp_path, tiny, dataset, monkeypatch, **settings):
+def run_both(tmp_path, tiny, dataset, monkeypatch, flag="skip_on_policy_old_logps", **settings):
+    """The same training from the same weights with `flag` off (TRL's way), then on."""
     model, _ = tiny
     state = {k: v.clone() for k, v in model.state_dict().items()}
-    trl_pass = run(tmp_path / "a", tiny, dataset, monkeypatch, skip_on_policy_old_logps=False, **settings)
+    trl_pass = run(tmp_path / "a", tiny, dataset, monkeypatch, **{flag: False}, **settings)
     model.load_state_dict(state)
-    ours = run(tmp_path / "b", tiny, dataset, monkeypatch, skip_on_policy_old_logps=True, **settings)
+    ours = run(tmp_path / "b", tiny, dataset, monkeypatch, **{flag: True}, **settings)
     return trl_pass, ours
 
 
@@ -140,3 +141,44 @@ def test_no_skip_with_a_plain_grpo_config_or_vllm_importance_sampling(tmp_path, 
     assert ours.skips_on_policy_old_logps
     ours.use_vllm = ours.vllm_importance_sampling_correction = True
     assert not ours.skips_on_policy_old_logps
+
+
+def test_compact_cpu_lm_head_scores_only_completion_tokens_with_the_same_log_probs(
+    tmp_path, tiny, prompts_dataset, monkeypatch
+):
+    """`compact_cpu_lm_head`: TRL's fused head gets only the labelled positions on CPU (it gets all of them with the
+    flag off), the log-probs are the same, and TRL's own choice is back after the call."""
+    from trl.trainer import utils as trl_utils
+
+    rows = []
+    real_apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def recording_apply(hidden, *args):
+        rows.append(hidden.shape[0])
+        return real_apply(hidden, *args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", recording_apply)
+    input_ids = torch.randint(5, 60, (3, 12), generator=torch.Generator().manual_seed(0))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[0, :3] = 0  # left padding of the prompt
+    attention_mask[1, -4:] = 0  # a completion that ended early
+    logps = {}
+    for compact in (False, True):
+        trainer = make_trainer(tmp_path / str(compact), tiny, prompts_dataset, compact_cpu_lm_head=compact)
+        with torch.no_grad():
+            logps[compact], _, _ = trainer._get_per_token_logps_and_entropies(
+                trainer.model, input_ids, attention_mask, 5
+            )
+        assert trl_utils._use_triton(torch.device("cpu")) is False  # restored
+    completion_mask = attention_mask[:, -5:]
+    assert rows == [3 * 11, int(attention_mask[:, -5:].sum())]  # every shifted position, then the labelled ones
+    torch.testing.assert_close(logps[True] * completion_mask, logps[False] * completion_mask, atol=1e-6, rtol=0)
+
+
+def test_compact_cpu_lm_head_trains_the_same(tmp_path, tiny, prompts_dataset, monkeypatch):
+    trl_pass, ours = run_both(tmp_path, tiny, prompts_dataset, monkeypatch, flag="compact_cpu_lm_head",
+                              steps_per_generation=2, max_steps=4, per_device_train_batch_size=4)  # fmt: skip
+    assert ours[3] == pytest.approx(trl_pass[3], abs=1e-6)
+    for step, params in trl_pass[1].items():
+        for a, b in zip(params, ours[1][step]):
+            torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)

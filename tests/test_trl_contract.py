@@ -108,3 +108,14 @@ def test_the_per_slice_old_logp_pass_mirrors_trl():
     prepare = inspect.getsource(GRPOTrainer._prepare_inputs)
     assert "if self._step % generate_every == 0 or self._buffered_inputs is None:" in prepare
     assert "inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]" in prepare
+
+
+def test_the_fused_lm_head_decides_compaction_by_trainer_utils_use_triton_alone():
+    """`compact_cpu_lm_head` swaps `trl.trainer.utils._use_triton` during a forward: it must decide only whether the
+    fused head compacts (the tile maths reads its own binding in `trl.kernels.chunked_logprob`)."""
+    from trl.kernels import chunked_logprob
+    from trl.trainer import utils as trl_utils
+
+    source = inspect.getsource(trl_utils)
+    assert source.count("_use_triton(") == 1 and "compact = _use_triton(hidden_states.device)" in source
+    assert "_use_triton(device)" in inspect.getsource(chunked_logprob.ChunkedLogProbFunction.forward)

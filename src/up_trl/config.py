@@ -40,7 +40,8 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s; `skip_on_policy_old_logps` (a saving, not part of the objective) is this one's.
+    [`glue.UPConfigMixin`]'s; `skip_on_policy_old_logps` and `compact_cpu_lm_head` (savings, not part of the
+    objective) are this one's.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
@@ -60,6 +61,15 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
             "half with steps_per_generation=2 and gradient_accumulation_steps=1, all of it with num_iterations > 1 "
             "and steps_per_generation <= gradient_accumulation_steps. Not with vLLM's importance-sampling "
             "correction, which needs pi_old everywhere. False: TRL's pass as is (bit-identical to GRPOTrainer)."
+        },
+    )
+
+    compact_cpu_lm_head: bool = field(
+        default=True,
+        metadata={
+            "help": "On CPU, TRL's fused LM head scores every position, prompt and padding included (it scores only "
+            "the completion tokens on CUDA/XPU, where Triton is). Score only the completion tokens on CPU too: the "
+            "same log-probs, gradients equal to float rounding, faster forward and backward. False: TRL's CPU path."
         },
     )
 

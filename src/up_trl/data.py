@@ -420,6 +420,18 @@ def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in pairs if arithmetic_split(op, a, b) == split]
 
 
+def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
+    """Raise a ValueError naming the first of `ops` that `arithmetic_dataset` cannot generate (and the `flag` that
+    set it), so a caller can check before any expensive work.
+
+    >>> check_arithmetic_ops(["mul1", "add"])
+    """
+    for op in ops:
+        if op not in ARITHMETIC_OPS:
+            where = f" ({flag})" if flag else ""
+            raise ValueError(f"Unknown arithmetic op {op!r}{where}; use any of {ARITHMETIC_OPS}.")
+
+
 def arithmetic_dataset(
     size: int = ARITHMETIC_DEFAULT_SIZE,
     *,
@@ -442,9 +454,7 @@ def arithmetic_dataset(
     """
     if split not in ("train", "test"):
         raise ValueError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
-    for op in ops:
-        if op not in ARITHMETIC_OPS:
-            raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+    check_arithmetic_ops(ops)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}
     if split == "test":

@@ -194,15 +194,13 @@ def vllm_generator(model_path, args):
 
 
 def check_benchmarks(benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",)) -> None:
-    from .data import ARITHMETIC_OPS
+    from .data import check_arithmetic_ops
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
         raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
                          f"(offline: {', '.join(OFFLINE_BENCHMARKS)}).")  # fmt: skip
-    for op in arithmetic_ops:
-        if op not in ARITHMETIC_OPS:
-            raise ValueError(f"Unknown arithmetic op {op!r} (--arithmetic_ops): use any of {ARITHMETIC_OPS}.")
+    check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import torch
@@ -596,6 +597,33 @@ def test_forked_child_gets_its_own_pool(fresh_pools):
     assert math_accuracy_reward([r"\boxed{3}"], solution=["3"]) == [1.0]
 
 
+def _score_one_and_return() -> None:
+    assert math_accuracy_reward([r"\boxed{2}"], solution=["2"]) == [1.0]  # starts this process's own pool
+
+
+@pytest.mark.skipif(os.name != "posix", reason="fork")
+def test_multiprocessing_child_with_a_pool_exits(fresh_pools):
+    """A multiprocessing child (a ProcessPoolExecutor worker of benchmarks/real_model.py, say) that scored with the
+    pool exits when its work is done: multiprocessing's exit hook joins child processes and runs no atexit, so
+    pebble's workers once kept it waiting for ever."""
+    child = multiprocessing.get_context("fork").Process(target=_score_one_and_return)
+    child.start()
+    child.join(timeout=60)
+    try:
+        assert child.exitcode == 0, "the child hung at exit (or failed)"
+    finally:
+        if child.is_alive():
+            for pid in _descendants(child.pid):
+                os.kill(pid, signal.SIGKILL)
+            child.kill()
+
+
+def _descendants(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(k) for k in children.read_text().split()] if children.exists() else []
+    return [d for k in kids for d in _descendants(k)] + kids
+
+
 def test_unguarded_main_script_runs_once(tmp_path):
     """A script without `if __name__ == "__main__"` that calls the reward is not re-run by the workers."""
     log = tmp_path / "runs.txt"
@@ -874,7 +902,6 @@ def test_smollm2_real_replies_match_their_hand_labels():
     (`benchmarks/data/smollm2_arithmetic_replies.jsonl`): the reward never scores a wrong reply, and scores every right
     one except three whose answer is followed by an unrelated number (`known_false_negative`, pinned at 0)."""
     import json
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "smollm2_arithmetic_replies.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
 import threading
 from collections.abc import Sequence
@@ -113,7 +114,20 @@ def _pool(num_workers: int, fresh: bool = False) -> _Pool:
                 pool = _POOLS[num_workers] = _Pool(num_workers)
             except (OSError, ValueError, ImportError) as exc:  # no fork, no pipes, no math-verify
                 raise PoolUnavailable(f"cannot start worker processes: {exc}") from exc
+            _stop_before_multiprocessing_exit()
         return pool
+
+
+_FINALIZER_PIDS: set[int] = set()
+
+
+def _stop_before_multiprocessing_exit() -> None:
+    """In a `multiprocessing` child (a `ProcessPoolExecutor` worker, say) `atexit` does not run: the child ends in
+    multiprocessing's own exit hook, which first joins every non-daemonic child process, pebble's workers included,
+    and so would wait for ever. A multiprocessing finalizer with an exit priority runs before that join."""
+    if os.getpid() not in _FINALIZER_PIDS:  # a forked child starts with an empty finalizer registry: register again
+        _FINALIZER_PIDS.add(os.getpid())
+        multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
 
 
 def _forget_pools_in_child() -> None:

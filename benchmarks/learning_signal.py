@@ -26,7 +26,8 @@ def main(argv=None):
     parser.add_argument("--reward", default="math_accuracy")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top_k", type=int, default=0)
-    parser.add_argument("--ops", nargs="+", default=["mul"], help="arithmetic only: mul, add, sub")
+    parser.add_argument("--ops", nargs="+", default=["mul"], help="arithmetic only: mul1, mul, add, sub")
+    parser.add_argument("--few_shot", type=int, default=0, help="arithmetic only: worked examples before each problem")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -45,7 +46,7 @@ def main(argv=None):
         seed=args.seed,
         shuffle=True,
         system_prompt=system_prompt,
-        **({"ops": args.ops} if args.dataset_name == "arithmetic" else {}),
+        **({"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}),
     )
     path = args.model_name_or_path or smollm2_path()
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
@@ -81,6 +82,7 @@ def main(argv=None):
     result = {
         "model": str(path).rstrip("/").split("/")[-1],
         "dataset": args.dataset_name,
+        **({"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}),
         "system_prompt": system_prompt,
         "num_prompts": len(groups),
         "num_generations": args.num_generations,

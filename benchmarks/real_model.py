@@ -48,7 +48,8 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
     return [
         "--model_name_or_path", settings["model"], "--dataset_name", settings["dataset"], "--dataset_limit", "2000",
-        "--arithmetic_ops", *settings["arithmetic_ops"], "--output_dir", output_dir, "--up_mode", up_mode,
+        "--arithmetic_ops", *settings["arithmetic_ops"], "--arithmetic_few_shot", str(settings["arithmetic_few_shot"]),
+        "--output_dir", output_dir, "--up_mode", up_mode,
         *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
         "--num_generations", "8", "--per_device_train_batch_size", str(settings["per_device_train_batch_size"]),
         "--steps_per_generation", str(settings["steps_per_generation"]),
@@ -75,6 +76,7 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
     from up_trl.evaluate import main as evaluate
 
     evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
+              "--arithmetic_few_shot", str(s["arithmetic_few_shot"]),
               "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
               "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
               "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
@@ -195,6 +197,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="gsm8k", help="training set (an up_trl.data name)")
     parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: mul1, mul, add, sub")
+    parser.add_argument("--arithmetic_few_shot", type=int, default=0, help="arithmetic only: worked examples")
     parser.add_argument("--benchmark", default="gsm8k", help="an `up-trl eval` benchmark (its held-out split)")
     parser.add_argument("--benchmark_limit", type=int, default=50, help="test problems scored")
     parser.add_argument("--k", type=int, default=4, help="samples per test problem")
@@ -227,7 +230,9 @@ def main(argv=None) -> dict:
     from up_trl.evaluate import check_benchmarks, default_ks
     from up_trl.models import smollm2_path
 
-    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops)  # a typo fails now, not after the first run
+    check_benchmarks(
+        [args.benchmark], args.k, args.arithmetic_ops, args.arithmetic_few_shot
+    )  # a typo fails now, not after the first run
     if (args.pass_k or args.k) not in default_ks(args.k):
         parser.error(f"--pass_k {args.pass_k}: eval reports pass@ for {default_ks(args.k)} with --k {args.k}.")
     pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
@@ -292,7 +297,8 @@ def main(argv=None) -> dict:
     wall = round((time.perf_counter() - start) / 60, 1)
     if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine, not this rewrite's
         wall, machine = (json.loads((out / "results.json").read_text())[k] for k in ("wall_minutes", "machine"))
-    ops = f" (ops {' '.join(args.arithmetic_ops)})" if "arithmetic" in (args.dataset, args.benchmark) else ""
+    shots = f", {args.arithmetic_few_shot} worked examples" if args.arithmetic_few_shot else ""
+    ops = f" (ops {' '.join(args.arithmetic_ops)}{shots})" if "arithmetic" in (args.dataset, args.benchmark) else ""
     problems = (before or {}).get("problems", args.benchmark_limit)
     header = (f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps (batch "
               f"{args.per_device_train_batch_size}, steps_per_generation {args.steps_per_generation}, num_iterations "

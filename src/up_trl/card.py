@@ -122,7 +122,9 @@ ARITHMETIC_OP_TEXT = {"mul1": 'one-digit products such as "What is 7 x 8?"',
                       "sub": 'two-digit differences such as "What is 47 - 38?"'}  # fmt: skip
 
 
-def describe_dataset(dataset_name: str | None, arithmetic_ops: Sequence[str] = ("mul1",)) -> tuple[str, str | None]:
+def describe_dataset(
+    dataset_name: str | None, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
+) -> tuple[str, str | None]:
     """(markdown naming the training data, its Hub id for the card's `datasets` or None).
 
     >>> describe_dataset("arithmetic")[1] is None, describe_dataset("data/train.jsonl")
@@ -139,8 +141,10 @@ def describe_dataset(dataset_name: str | None, arithmetic_ops: Sequence[str] = (
     spec = DATASETS.get(dataset_name.lower())
     if dataset_name.lower() == "arithmetic":
         problems = " and ".join(ARITHMETIC_OP_TEXT.get(op, f"`{op}` problems") for op in arithmetic_ops)
+        shots = f", each after {arithmetic_few_shot} worked examples" if arithmetic_few_shot else ""
         return (
-            f"the bundled `arithmetic` task ({problems}, generated in code by `up_trl.data.arithmetic_dataset`)",
+            f"the bundled `arithmetic` task ({problems}{shots}, generated in code by "
+            "`up_trl.data.arithmetic_dataset`)",
             None,
         )
     if spec is not None and spec.offline:
@@ -249,7 +253,11 @@ def render_model_card(
     dataset_name = dataset_name or getattr(trainer, "up_dataset_name", None)
     name_or_path = getattr(trainer.model.config, "_name_or_path", "") or ""
     base_text, base_model = describe_base_model(name_or_path)
-    data_text, dataset_id = describe_dataset(dataset_name, getattr(trainer, "up_arithmetic_ops", None) or ("mul1",))
+    data_text, dataset_id = describe_dataset(
+        dataset_name,
+        getattr(trainer, "up_arithmetic_ops", None) or ("mul1",),
+        getattr(trainer, "up_arithmetic_few_shot", 0),
+    )
     objective, _ = run_objective(trainer)
     trl_parent = next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("trl."))
 

@@ -92,6 +92,13 @@ class TrainScriptArguments:
             "mul (1-digit x 2-digit), add and sub (2-digit), e.g. --arithmetic_ops add sub."
         },
     )
+    arithmetic_few_shot: int = field(
+        default=0,
+        metadata={
+            "help": "`arithmetic` only: worked examples (earlier chat turns, up_trl.data.ARITHMETIC_WORKED_EXAMPLES) "
+            "before each problem, 0 to 3. With 2, SmolLM2-135M gets about one 2-digit sum in six right (none without)."
+        },
+    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["math_accuracy"],
         metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
@@ -353,6 +360,7 @@ def train(argv: list[str] | None = None):
             system_prompt=system_prompt,
             column_mapping=column_mapping,
             ops=script_args.arithmetic_ops,
+            few_shot=script_args.arithmetic_few_shot,
         )
         model = model_args.model_name_or_path or smollm2_path()
 
@@ -376,6 +384,7 @@ def train(argv: list[str] | None = None):
         trainer.add_callback(SteadyEtaProgressCallback())
     trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
     trainer.up_arithmetic_ops = script_args.arithmetic_ops  # the card names the problems when they are `arithmetic`
+    trainer.up_arithmetic_few_shot = script_args.arithmetic_few_shot
     state.print(
         f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
         + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")

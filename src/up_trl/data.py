@@ -135,6 +135,7 @@ def load_math_dataset(
     column_mapping: Mapping[str, str] | None = None,
     levels: Sequence[int] | None = None,
     ops: Sequence[str] = ("mul1",),
+    few_shot: int = 0,
 ) -> Dataset:
     """Load a math dataset as TRL conversational prompts with a `solution` column.
 
@@ -151,12 +152,17 @@ def load_math_dataset(
         levels: keep these MATH levels only, e.g. `(3, 4, 5)`; needs a `level` column.
         ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
             `"add"` and `"sub"` (2-digit).
+        few_shot: `arithmetic` only: how many worked examples go before each problem (`arithmetic_dataset`).
 
     Example:
         >>> load_math_dataset("arithmetic", limit=1, system_prompt=None)[0]
         {'prompt': [{'role': 'user', 'content': 'What is 4 x 7?'}], 'solution': '28', 'op': 'mul1'}
     """
     name = name_or_path.lower()
+    if few_shot and name != "arithmetic":
+        raise ValueError(
+            f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}."
+        )
     if Path(name_or_path).suffix.lower() in FILE_BUILDERS:
         spec = DatasetSpec(name_or_path, (split or "train",))
         dataset = _load_file(name_or_path, spec.splits[0])
@@ -167,7 +173,9 @@ def load_math_dataset(
             raise ValueError(f"{name!r} has splits {spec.splits}, not {split!r}.")
         if name == "arithmetic":
             size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-            return arithmetic_dataset(size, ops=ops, seed=seed, split=split, system_prompt=system_prompt)
+            return arithmetic_dataset(
+                size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
+            )
         dataset = _load_offline(spec, split) if spec.offline else _load_hub(name, spec, split)
     else:
         raise ValueError(
@@ -372,6 +380,14 @@ def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
 
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 
+# Worked examples that `few_shot=n` puts before every problem as earlier chat turns, written in the reply format the
+# reward reads ("The answer is N."). Their operands are outside every op's ranges, so none is a problem of any split.
+ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
+    ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),
+    ("What is 9 - 4?", "9 - 4 = 5. The answer is 5."),
+)
+
 
 def _arithmetic_operands(op: str) -> tuple[range, range]:
     """The operand ranges of `op`: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` 2-digit."""
@@ -420,6 +436,17 @@ def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in pairs if arithmetic_split(op, a, b) == split]
 
 
+def worked_example_turns(few_shot: int) -> list[dict]:
+    """The first `few_shot` of `ARITHMETIC_WORKED_EXAMPLES` as alternating user and assistant turns."""
+    if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
+        most = len(ARITHMETIC_WORKED_EXAMPLES)
+        raise ValueError(f"Worked examples (--arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
+    turns = []
+    for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
+        turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
+    return turns
+
+
 def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
     """Raise a ValueError naming the first of `ops` that `arithmetic_dataset` cannot generate (and the `flag` that
     set it), so a caller can check before any expensive work.
@@ -439,6 +466,7 @@ def arithmetic_dataset(
     seed: int = 0,
     split: str = "train",
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    few_shot: int = 0,
 ) -> Dataset:
     """Generated problems, the same for the same `(size, ops, seed, split)`; train and test never share a problem.
 
@@ -451,10 +479,14 @@ def arithmetic_dataset(
     temperature 1) is right on about one in five 1-digit x 1-digit products and most of its groups of 8 mix right
     and wrong answers, the signal GRPO learns from; on 1-digit x 2-digit products far fewer (measured with
     benchmarks/learning_signal.py; README, "The offline default").
+
+    `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` before each problem (after the system turn). With
+    two, the same model is right on about one 2-digit sum in six, where it is right on almost none without them.
     """
     if split not in ("train", "test"):
         raise ValueError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
     check_arithmetic_ops(ops)
+    shots = worked_example_turns(few_shot)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}
     if split == "test":
@@ -469,5 +501,7 @@ def arithmetic_dataset(
     rows = []
     for op, a, b in chosen:
         problem, answer = arithmetic_problem(op, a, b)
-        rows.append({"prompt": make_prompt(problem, system_prompt), "solution": str(answer), "op": op})
+        prompt = make_prompt(problem, system_prompt)
+        prompt[-1:-1] = shots  # the worked examples go between the system turn and the problem
+        rows.append({"prompt": prompt, "solution": str(answer), "op": op})
     return Dataset.from_list(rows)

@@ -193,14 +193,17 @@ def vllm_generator(model_path, args):
     return generate
 
 
-def check_benchmarks(benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",)) -> None:
-    from .data import check_arithmetic_ops
+def check_benchmarks(
+    benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
+) -> None:
+    from .data import check_arithmetic_ops, worked_example_turns
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
         raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
                          f"(offline: {', '.join(OFFLINE_BENCHMARKS)}).")  # fmt: skip
     check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
+    worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 
@@ -247,15 +250,19 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
     `arithmetic`: the held-out problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
     from .data import load_math_dataset
 
-    options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt, "ops": args.arithmetic_ops}
-    return {b: load_math_dataset(BENCHMARKS[b][0], BENCHMARKS[b][1], **options) for b in benchmarks}
+    options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}
+    arithmetic = {"ops": args.arithmetic_ops, "few_shot": args.arithmetic_few_shot}
+    return {
+        b: load_math_dataset(*BENCHMARKS[b], **options, **(arithmetic if b == "arithmetic" else {}))
+        for b in benchmarks
+    }
 
 
 def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report."""
     from .data import system_prompt_from_flag
 
-    check_benchmarks(benchmarks, args.k, args.arithmetic_ops)
+    check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
     backend = args.backend
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
@@ -275,7 +282,11 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
         "system_prompt": system_prompt,
         "limit": args.limit,
         "seed": args.seed,
-        **({"arithmetic_ops": list(args.arithmetic_ops)} if "arithmetic" in benchmarks else {}),
+        **(
+            {"arithmetic_ops": list(args.arithmetic_ops), "arithmetic_few_shot": args.arithmetic_few_shot}
+            if "arithmetic" in benchmarks
+            else {}
+        ),
         "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
         f"{torch.get_num_threads()} torch threads",
         "benchmarks": {},
@@ -299,7 +310,8 @@ def markdown_table(report: dict) -> str:
     lines = [
         f"Model `{report['model']}`, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
-        + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}." if "arithmetic_ops" in report else "."),
+        + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
+        + (f", {report['arithmetic_few_shot']} worked examples." if report.get("arithmetic_few_shot") else "."),
         "",
         "| benchmark | problems | " + " | ".join(keys) + " | left out: gold unparseable | left out: timeout |",
         "|---|---|" + "---|" * (len(keys) + 2),
@@ -346,6 +358,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: its held-out "
                         "problems of mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add and sub "
                         "(2-digit), as `up-trl train --arithmetic_ops` trained on.")  # fmt: skip
+    parser.add_argument("--arithmetic_few_shot", type=int, default=0, help="arithmetic only: worked examples before "
+                        "each problem (0 to 3), as `up-trl train --arithmetic_few_shot` trained with.")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output_dir", default=None, help="Where eval.json and eval.md go (default: <model>/eval "
                         "for a local model, else outputs/eval).")  # fmt: skip
@@ -380,7 +394,7 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
-    check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops)
+    check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
     for note in resolve_defaults(args):
         print(f"up-trl eval: {note}", flush=True)
     print(

@@ -123,6 +123,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
         pytest.param(["--dataset_name", "aime24"], "Offline alternatives", id="hub_dataset_offline"),
         pytest.param(["--up_mode", "off", "--loss_type", "nope"], "nope", id="unknown_loss_type"),
         pytest.param(["--arithmetic_ops", "add", "div"], "Unknown arithmetic op 'div'", id="unknown_arithmetic_op"),
+        pytest.param(["--arithmetic_few_shot", "7"], "must number 0 to 3", id="too_many_worked_examples"),
     ],
 )
 def test_bad_input_fails_before_the_model_is_loaded(tmp_path, monkeypatch, flags, match):
@@ -149,7 +150,7 @@ def tiny_run(tmp_path_factory):
         "--reward_funcs", "math_accuracy", "tests.conftest.length_reward", "--output_dir", str(out),
         "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
         "--max_completion_length", "8", "--steps_per_generation", "2", "--learning_rate", "1e-2",
-        "--arithmetic_ops", "add",
+        "--arithmetic_ops", "add", "--arithmetic_few_shot", "1",
     ])  # fmt: skip
     return trainer, out
 
@@ -157,11 +158,13 @@ def tiny_run(tmp_path_factory):
 def test_arithmetic_ops_reach_the_training_set_and_the_card(tiny_run):
     assert parse_train_args([])[0].arithmetic_ops == ["mul1"]  # the offline default's times table
     assert parse_train_args(["--arithmetic_ops", "add", "sub"])[0].arithmetic_ops == ["add", "sub"]
-    trainer, out = tiny_run  # trained with --arithmetic_ops add
+    trainer, out = tiny_run  # trained with --arithmetic_ops add --arithmetic_few_shot 1
     problems = [row["prompt"][-1]["content"] for row in trainer.train_dataset]
     assert len(problems) == 32 and all(p.startswith("What is ") and " + " in p for p in problems)
     assert set(trainer.train_dataset["op"]) == {"add"}
-    assert 'two-digit sums such as "What is 47 + 38?"' in (out / "README.md").read_text()
+    assert all(row["prompt"][-3]["content"] == "What is 3 + 5?" for row in trainer.train_dataset)  # the example
+    card = (out / "README.md").read_text()
+    assert 'two-digit sums such as "What is 47 + 38?", each after 1 worked example,' in card
 
 
 def test_tiny_end_to_end_run_leaves_model_metrics_plot_and_card(tiny_run):

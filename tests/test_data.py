@@ -210,6 +210,35 @@ def test_arithmetic_defaults_and_errors():
         load_math_dataset("arithmetic", ops=("div",))
 
 
+def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_themselves():
+    every_problem = {
+        data.arithmetic_problem(op, a, b)[0]
+        for op in data.ARITHMETIC_OPS
+        for split in ("train", "test")
+        for a, b in data.arithmetic_problems(op, split)
+    }
+    for question, reply in data.ARITHMETIC_WORKED_EXAMPLES:
+        a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", question).groups()
+        assert question not in every_problem and f"{a} {symbol} {b}" not in every_problem  # in neither order
+        assert f"What is {b} {symbol} {a}?" not in every_problem
+        answer = {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b)}[symbol]
+        assert reply.endswith(f"The answer is {answer}.")  # the format the reward reads
+    plain = load_math_dataset("arithmetic", "test", limit=3, ops=("add",))
+    shown = load_math_dataset("arithmetic", "test", limit=3, ops=("add",), few_shot=2)
+    assert shown["solution"] == plain["solution"]
+    for before, after in zip(plain["prompt"], shown["prompt"]):
+        assert after[0] == before[0] and after[0]["role"] == "system"  # the system turn stays first
+        assert after[-1] == before[-1]  # the problem stays last
+        assert [t["role"] for t in after[1:-1]] == ["user", "assistant"] * 2
+        assert after[1]["content"] == data.ARITHMETIC_WORKED_EXAMPLES[0][0]
+    no_system = load_math_dataset("arithmetic", limit=1, few_shot=1, system_prompt=None)[0]["prompt"]
+    assert [t["role"] for t in no_system] == ["user", "assistant", "user"]
+    with pytest.raises(ValueError, match="must number 0 to 3, got 4"):
+        load_math_dataset("arithmetic", few_shot=4)
+    with pytest.raises(ValueError, match="for `arithmetic` only, not 'gsm8k'"):
+        load_math_dataset("gsm8k", few_shot=1)
+
+
 # ---- local files -------------------------------------------------------------------------------------------------
 
 ROWS = [{"question": "What is 2 + 2?", "final": "4"}, {"question": "Half of one?", "final": r"\frac{1}{2}"}]

@@ -166,7 +166,13 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path):
                  "2", "--max_new_tokens", "4", "--output_dir", str(out)]) == 0  # fmt: skip
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
-    assert "arithmetic ops add." in (out / "eval.md").read_text()
+    assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
+    args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30", "--arithmetic_few_shot", "2"])
+    shown = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
+    assert [p[-1] for p in shown["prompt"]] == [p[-1] for p in data["prompt"]]  # the same held-out problems
+    assert all(len(p) == 5 and p[0]["content"] == "What is 3 + 5?" for p in shown["prompt"])
+    with pytest.raises(ValueError, match="must number 0 to 3"):
+        main(["--arithmetic_few_shot", "9"])
 
 
 def test_tiny_model_end_to_end(tmp_path):

@@ -141,7 +141,8 @@ def describe_dataset(
     spec = DATASETS.get(dataset_name.lower())
     if dataset_name.lower() == "arithmetic":
         problems = " and ".join(ARITHMETIC_OP_TEXT.get(op, f"`{op}` problems") for op in arithmetic_ops)
-        shots = f", each after {arithmetic_few_shot} worked examples" if arithmetic_few_shot else ""
+        plural = "s" if arithmetic_few_shot > 1 else ""
+        shots = f", each after {arithmetic_few_shot} worked example{plural}" if arithmetic_few_shot else ""
         return (
             f"the bundled `arithmetic` task ({problems}{shots}, generated in code by "
             "`up_trl.data.arithmetic_dataset`)",

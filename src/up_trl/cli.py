@@ -124,6 +124,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("trainer", "grpo (default), rloo, or async_grpo (vLLM server on GPUs; an in-process sampler on CPU)."),
     ("dataset_limit", "Keep a seeded sample of this many training problems."),
     ("arithmetic_ops", "arithmetic only: mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add, sub."),
+    ("arithmetic_few_shot", "arithmetic only: worked examples (earlier chat turns) before each problem, 0 to 3."),
     ("reward_funcs", "Reward names (math_accuracy, dapo_math, boxed_format, think_format, soft_overlong) or paths."),
     ("system_prompt", "System prompt, or none for no system turn (a recipe that leaves it unset asks for \\boxed{})."),
     ("up_mode", "asymmetric (UP), both (the REINFORCE ablation) or off (the parent objective, for A/B runs)."),

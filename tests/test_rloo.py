@@ -183,6 +183,40 @@ def test_up_and_clip_metrics_closed_form(setup):
         assert m[key] == parent._metrics["train"][key][-1], key
 
 
+def test_compact_cpu_lm_head_applies_to_rloo_and_trains_the_same(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """`compact_cpu_lm_head` (shared with GRPO through glue): RLOO's forwards send only the labelled positions through
+    TRL's fused head on CPU, and an off-policy run trains the same as with TRL's CPU path (to float rounding)."""
+    from trl.trainer import utils as trl_utils
+
+    rows = []
+    real_apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def recording_apply(hidden, *args):
+        rows.append(hidden.shape[0])
+        return real_apply(hidden, *args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", recording_apply)
+    model, _ = tiny
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    runs = {}
+    for compact in (False, True):
+        model.load_state_dict(state)
+        rows.clear()
+        snapshots = param_snapshots()
+        trainer = make_rloo_trainer(tmp_path / str(compact), tiny, prompts_dataset, callbacks=[snapshots],
+                                    compact_cpu_lm_head=compact, num_iterations=2)  # fmt: skip
+        trainer.train()
+        losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
+        runs[compact] = (list(rows), snapshots.params, losses)
+    (full_rows, full_params, full_losses), (compact_rows, params, losses) = runs[False], runs[True]
+    assert len(compact_rows) == len(full_rows) > 0 and all(c < f for c, f in zip(compact_rows, full_rows))
+    assert trl_utils._use_triton(torch.device("cpu")) is False  # TRL's own choice is back
+    assert losses == pytest.approx(full_losses, abs=1e-6)
+    for step, expected in full_params.items():
+        for a, e in zip(params[step], expected):
+            torch.testing.assert_close(a, e, atol=1e-5, rtol=1e-5)
+
+
 def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="up_mode='asymmetric'"):
         UPRLOOConfig(output_dir=str(tmp_path), up_mode="sometimes", use_cpu=True)

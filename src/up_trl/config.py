@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from .glue import UPConfigMixin, check_up_mode
+from .glue import UPSyncConfigMixin, check_up_mode
 
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
 CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
@@ -37,11 +37,11 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 
 
 @dataclass
-class UPGRPOConfig(UPConfigMixin, GRPOConfig):
+class UPGRPOConfig(UPSyncConfigMixin, GRPOConfig):
     r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s; `skip_on_policy_old_logps` and `compact_cpu_lm_head` (savings, not part of the
-    objective) are this one's.
+    [`glue.UPConfigMixin`]'s, `compact_cpu_lm_head` [`glue.UPSyncConfigMixin`]'s (shared with RLOO);
+    `skip_on_policy_old_logps` is this one's (both are savings, not part of the objective).
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
@@ -61,15 +61,6 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
             "half with steps_per_generation=2 and gradient_accumulation_steps=1, all of it with num_iterations > 1 "
             "and steps_per_generation <= gradient_accumulation_steps. Not with vLLM's importance-sampling "
             "correction, which needs pi_old everywhere. False: TRL's pass as is (bit-identical to GRPOTrainer)."
-        },
-    )
-
-    compact_cpu_lm_head: bool = field(
-        default=True,
-        metadata={
-            "help": "On CPU, TRL's fused LM head scores every position, prompt and padding included (it scores only "
-            "the completion tokens on CUDA/XPU, where Triton is). Score only the completion tokens on CPU too: the "
-            "same log-probs, gradients equal to float rounding, faster forward and backward. False: TRL's CPU path."
         },
     )
 

@@ -18,11 +18,13 @@ RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
+from trl.trainer import utils as trl_utils
 
 from .callbacks import NonFiniteGuardCallback
 from .losses import UP_MODES, up_routes
@@ -156,6 +158,21 @@ class UPConfigMixin:
         check_up_mode(self.up_mode)
 
 
+@dataclass
+class UPSyncConfigMixin(UPConfigMixin):
+    """`UPConfigMixin` plus the settings of `UPSyncTrainerMixin` (GRPO and RLOO, whose forwards use TRL's fused LM
+    head)."""
+
+    compact_cpu_lm_head: bool = field(
+        default=True,
+        metadata={
+            "help": "On CPU, TRL's fused LM head scores every position, prompt and padding included (it scores only "
+            "the completion tokens on CUDA/XPU, where Triton is). Score only the completion tokens on CPU too: the "
+            "same log-probs, gradients equal to float rounding, faster forward and backward. False: TRL's CPU path."
+        },
+    )
+
+
 class UPTrainerMixin:
     """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
 
@@ -266,9 +283,26 @@ class UPSyncTrainerMixin(UPTrainerMixin):
                 "steps_per_generation."
             )
 
-    # Only records what the parent computes inside its loss (during generation `_up_seen` is None).
-    def _get_per_token_logps_and_entropies(self, *args, **kwargs):
-        out = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+    # Records what the parent computes inside its loss (during generation `_up_seen` is None).
+    def _get_per_token_logps_and_entropies(self, model, input_ids, *args, **kwargs):
+        with self._compact_lm_head(input_ids.device):
+            out = super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
         if self._up_seen is not None:
             self._up_seen["per_token_logps"] = out[0]
         return out
+
+    @contextlib.contextmanager
+    def _compact_lm_head(self, device: torch.device):
+        """`compact_cpu_lm_head`: TRL's fused LM head (`trl.trainer.utils.add_fused_lm_head`) scores only the
+        positions with a label where `_use_triton(device)` is true, and every position elsewhere (to spare Neuron a
+        recompilation per batch shape). CPU compiles nothing, so during this forward it is told to compact there
+        too; the tile maths (`trl.kernels.chunked_logprob`) keeps its own torch path on CPU."""
+        if device.type != "cpu" or not getattr(self.args, "compact_cpu_lm_head", False):
+            yield
+            return
+        original = trl_utils._use_triton
+        trl_utils._use_triton = lambda d: d.type == "cpu" or original(d)
+        try:
+            yield
+        finally:
+            trl_utils._use_triton = original

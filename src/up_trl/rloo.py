@@ -23,14 +23,14 @@ import torch
 from trl import RLOOConfig, RLOOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
-from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
+from .glue import UPSyncConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
 from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
 @dataclass
-class UPRLOOConfig(UPConfigMixin, RLOOConfig):
+class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig):
     r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning; the UP fields are
-    [`glue.UPConfigMixin`]'s.
+    [`glue.UPConfigMixin`]'s, and `compact_cpu_lm_head` (a saving on CPU) [`glue.UPSyncConfigMixin`]'s.
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,

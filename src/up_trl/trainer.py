@@ -10,12 +10,9 @@ disjoint entries, so the gradient is exact, not a difference of two large number
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer import utils as trl_utils
 from trl.trainer.utils import nanmax, nanmin
 
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
@@ -170,26 +167,9 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
         if self._old_logps_placeholder:  # the rollout batch's old-log-prob pass: redone per slice after the split
             self._old_logps_placeholder = False
             return torch.full((input_ids.size(0), logits_to_keep), float("nan"), device=input_ids.device), None, None
-        with self._compact_lm_head(input_ids.device):
-            return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
-            )
-
-    @contextlib.contextmanager
-    def _compact_lm_head(self, device: torch.device):
-        """`compact_cpu_lm_head`: TRL's fused LM head (`trl.trainer.utils.add_fused_lm_head`) scores only the
-        positions with a label where `_use_triton(device)` is true, and every position elsewhere (to spare Neuron a
-        recompilation per batch shape). CPU compiles nothing, so during this forward it is told to compact there
-        too; the tile maths (`trl.kernels.chunked_logprob`) keeps its own torch path on CPU."""
-        if device.type != "cpu" or not getattr(self.args, "compact_cpu_lm_head", False):
-            yield
-            return
-        original = trl_utils._use_triton
-        trl_utils._use_triton = lambda d: d.type == "cpu" or original(d)
-        try:
-            yield
-        finally:
-            trl_utils._use_triton = original
+        return super()._get_per_token_logps_and_entropies(  # glue's: compact head on CPU, records for the loss
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+        )
 
     # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):

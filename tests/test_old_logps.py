@@ -3,7 +3,7 @@ training is the same as with TRL's pass over the whole rollout batch (to float r
 
 import pytest
 import torch
-from conftest import length_reward, make_trainer, param_snapshots
+from conftest import length_reward, make_trainer, param_snapshots, record_fused_head_rows
 from trl import GRPOTrainer
 
 
@@ -150,14 +150,7 @@ def test_compact_cpu_lm_head_scores_only_completion_tokens_with_the_same_log_pro
     flag off), the log-probs are the same, and TRL's own choice is back after the call."""
     from trl.trainer import utils as trl_utils
 
-    rows = []
-    real_apply = trl_utils._ChunkedLogProbFunction.apply
-
-    def recording_apply(hidden, *args):
-        rows.append(hidden.shape[0])
-        return real_apply(hidden, *args)
-
-    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", recording_apply)
+    rows = record_fused_head_rows(monkeypatch)
     input_ids = torch.randint(5, 60, (3, 12), generator=torch.Generator().manual_seed(0))
     attention_mask = torch.ones_like(input_ids)
     attention_mask[0, :3] = 0  # left padding of the prompt

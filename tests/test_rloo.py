@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward, param_snapshots
+from conftest import (
+    assert_loss_leaves_batch_unchanged,
+    cpu_args,
+    length_reward,
+    param_snapshots,
+    record_fused_head_rows,
+)
 from datasets import Dataset
 from trl import RLOOTrainer
 
@@ -188,14 +194,7 @@ def test_compact_cpu_lm_head_applies_to_rloo_and_trains_the_same(tmp_path, tiny,
     TRL's fused head on CPU, and an off-policy run trains the same as with TRL's CPU path (to float rounding)."""
     from trl.trainer import utils as trl_utils
 
-    rows = []
-    real_apply = trl_utils._ChunkedLogProbFunction.apply
-
-    def recording_apply(hidden, *args):
-        rows.append(hidden.shape[0])
-        return real_apply(hidden, *args)
-
-    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", recording_apply)
+    rows = record_fused_head_rows(monkeypatch)
     model, _ = tiny
     state = {k: v.clone() for k, v in model.state_dict().items()}
     runs = {}

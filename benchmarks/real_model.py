@@ -48,7 +48,8 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
     return [
         "--model_name_or_path", settings["model"], "--dataset_name", settings["dataset"], "--dataset_limit", "2000",
-        "--arithmetic_ops", *settings["arithmetic_ops"], "--arithmetic_few_shot", str(settings["arithmetic_few_shot"]),
+        "--arithmetic_ops", *settings["arithmetic_ops"],
+        "--arithmetic_few_shot", str(settings.get("arithmetic_few_shot", 0)),
         "--output_dir", output_dir, "--up_mode", up_mode,
         *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
         "--num_generations", "8", "--per_device_train_batch_size", str(settings["per_device_train_batch_size"]),
@@ -66,6 +67,10 @@ PROCESS_FLAGS = {"output_dir", "resume", "report_only", "time_limit_minutes", "w
                  "seeds", "pairs", "pass_k"}  # fmt: skip
 
 
+# Settings a stored run may lack (it predates them), with the value it ran with.
+SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0}
+
+
 def run_settings(settings: dict) -> dict:
     """The settings a run's numbers depend on, stored with each run so that --resume cannot mix runs."""
     return {k: v for k, v in settings.items() if k not in PROCESS_FLAGS}
@@ -75,8 +80,8 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
     from up_trl.evaluate import main as evaluate
 
-    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
-              "--arithmetic_few_shot", str(s["arithmetic_few_shot"]),
+    shots = ["--arithmetic_few_shot", str(s["arithmetic_few_shot"])] if s["benchmark"] == "arithmetic" else []
+    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"], *shots,
               "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
               "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
               "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
@@ -230,9 +235,10 @@ def main(argv=None) -> dict:
     from up_trl.evaluate import check_benchmarks, default_ks
     from up_trl.models import smollm2_path
 
-    check_benchmarks(
-        [args.benchmark], args.k, args.arithmetic_ops, args.arithmetic_few_shot
-    )  # a typo fails now, not after the first run
+    eval_shots = args.arithmetic_few_shot if args.benchmark == "arithmetic" else 0  # eval's prompts, as score()'s
+    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_shots)  # a typo fails now, not after a run
+    if args.arithmetic_few_shot and args.dataset != "arithmetic":
+        parser.error(f"--arithmetic_few_shot {args.arithmetic_few_shot} needs --dataset arithmetic.")
     if (args.pass_k or args.k) not in default_ks(args.k):
         parser.error(f"--pass_k {args.pass_k}: eval reports pass@ for {default_ks(args.k)} with --k {args.k}.")
     pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
@@ -251,7 +257,8 @@ def main(argv=None) -> dict:
     partial, runs = open_partial(out, args.resume)
     if args.resume:
         for run in runs:  # a run stored with other settings would be paired or reported as if it had these
-            differ = {k: v for k, v in run.get("settings", {}).items() if run_settings(settings).get(k) != v}
+            stored = {**SETTINGS_BEFORE_STORED, **run.get("settings", {})}
+            differ = {k: v for k, v in stored.items() if run_settings(settings).get(k) != v}
             if differ:
                 raise SystemExit(f"{partial}: {run['config']} seed {run['seed']} ran with {differ}; pass the same "
                                  "flags to --resume / --report_only, or use another --output_dir.")  # fmt: skip

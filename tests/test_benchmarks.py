@@ -275,7 +275,7 @@ def test_real_model_pair_differs_only_in_up_mode():
     )
 
 
-def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch):
+def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
     import up_trl.models
 
     monkeypatch.setattr(up_trl.models, "smollm2_path", lambda: "m")
@@ -285,5 +285,12 @@ def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_re
     (tmp_path / "runs.partial.jsonl").write_text(json.dumps(stored) + "\n")
     with pytest.raises(SystemExit, match="'max_steps': 99"):
         module.main(flags)
+    stored["settings"] = {}  # a run stored before --arithmetic_few_shot existed ran without worked examples
+    (tmp_path / "runs.partial.jsonl").write_text(json.dumps(stored) + "\n")
+    with pytest.raises(SystemExit, match="'arithmetic_few_shot': 0"):
+        module.main([*flags, "--arithmetic_few_shot", "2"])
+    with pytest.raises(SystemExit):
+        module.main(["--dataset", "gsm8k", "--arithmetic_few_shot", "2", "--output_dir", str(tmp_path)])
+    assert "--arithmetic_few_shot 2 needs --dataset arithmetic" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # eval reports pass@1, 2, 4, 8, 16 for k=16: no pass@3 to put in the table
         module.main([*flags, "--k", "16", "--pass_k", "3"])

@@ -219,8 +219,7 @@ def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_
     }
     for question, reply in data.ARITHMETIC_WORKED_EXAMPLES:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", question).groups()
-        assert question not in every_problem and f"{a} {symbol} {b}" not in every_problem  # in neither order
-        assert f"What is {b} {symbol} {a}?" not in every_problem
+        assert question not in every_problem and f"What is {b} {symbol} {a}?" not in every_problem  # either order
         answer = {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b)}[symbol]
         assert reply.endswith(f"The answer is {answer}.")  # the format the reward reads
     plain = load_math_dataset("arithmetic", "test", limit=3, ops=("add",))

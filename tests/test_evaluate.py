@@ -173,6 +173,13 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path):
     assert all(len(p) == 5 and p[0]["content"] == "What is 3 + 5?" for p in shown["prompt"])
     with pytest.raises(ValueError, match="must number 0 to 3"):
         main(["--arithmetic_few_shot", "9"])
+    with pytest.raises(ValueError, match="applies to the arithmetic benchmark only"):
+        main(["--benchmarks", "gsm8k", "--arithmetic_few_shot", "1"])
+    shots_out = tmp_path / "eval-shots"
+    assert main(["--model", str(tmp_path / "tiny"), "--arithmetic_ops", "add", "--arithmetic_few_shot", "2", "--k",
+                 "2", "--limit", "2", "--max_new_tokens", "4", "--output_dir", str(shots_out)]) == 0  # fmt: skip
+    assert json.loads((shots_out / "eval.json").read_text())["arithmetic_few_shot"] == 2
+    assert "arithmetic ops add, worked examples: 2." in (shots_out / "eval.md").read_text()
 
 
 def test_tiny_model_end_to_end(tmp_path):

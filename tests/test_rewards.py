@@ -599,6 +599,7 @@ def test_forked_child_gets_its_own_pool(fresh_pools):
 
 def _score_one_and_return() -> None:
     assert math_accuracy_reward([r"\boxed{2}"], solution=["2"]) == [1.0]  # starts this process's own pool
+    assert reward_pool._POOLS, "scored in-process: the test would not exercise the pool"
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fork")

@@ -161,7 +161,8 @@ def load_math_dataset(
     name = name_or_path.lower()
     if few_shot and name != "arithmetic":
         raise ValueError(
-            f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}."
+            f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}: set "
+            "--arithmetic_few_shot 0, or --dataset_name arithmetic."
         )
     if Path(name_or_path).suffix.lower() in FILE_BUILDERS:
         spec = DatasetSpec(name_or_path, (split or "train",))
@@ -381,7 +382,8 @@ def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 
 # Worked examples that `few_shot=n` puts before every problem as earlier chat turns, written in the reply format the
-# reward reads ("The answer is N."). Their operands are outside every op's ranges, so none is a problem of any split.
+# reward reads ("The answer is N."). Each lies outside its own op's operand ranges (`3 + 5` is no two-digit sum,
+# `12 x 11` no `mul1` or `mul` product, in either order), so none is a problem of any split.
 ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
     ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),
@@ -440,7 +442,7 @@ def worked_example_turns(few_shot: int) -> list[dict]:
     """The first `few_shot` of `ARITHMETIC_WORKED_EXAMPLES` as alternating user and assistant turns."""
     if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
         most = len(ARITHMETIC_WORKED_EXAMPLES)
-        raise ValueError(f"Worked examples (--arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
+        raise ValueError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
     turns = []
     for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
         turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
@@ -481,7 +483,7 @@ def arithmetic_dataset(
     benchmarks/learning_signal.py; README, "The offline default").
 
     `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` before each problem (after the system turn). With
-    two, the same model is right on about one 2-digit sum in six, where it is right on almost none without them.
+    two, the same model is right on about one 2-digit sum in five (19.5% of 128 samples), against 1.6% without.
     """
     if split not in ("train", "test"):
         raise ValueError(f"arithmetic has splits ('train', 'test'), not {split!r}.")

@@ -204,6 +204,9 @@ def check_benchmarks(
                          f"(offline: {', '.join(OFFLINE_BENCHMARKS)}).")  # fmt: skip
     check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
     worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
+    if arithmetic_few_shot and "arithmetic" not in benchmarks:
+        raise ValueError(f"--arithmetic_few_shot {arithmetic_few_shot} applies to the arithmetic benchmark only, not "
+                         f"{benchmarks}: drop it, or add arithmetic to --benchmarks.")  # fmt: skip
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 
@@ -311,7 +314,7 @@ def markdown_table(report: dict) -> str:
         f"Model `{report['model']}`, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
         + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
-        + (f", {report['arithmetic_few_shot']} worked examples." if report.get("arithmetic_few_shot") else "."),
+        + (f", worked examples: {report['arithmetic_few_shot']}." if report.get("arithmetic_few_shot") else "."),
         "",
         "| benchmark | problems | " + " | ".join(keys) + " | left out: gold unparseable | left out: timeout |",
         "|---|---|" + "---|" * (len(keys) + 2),

@@ -9,11 +9,13 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
   citation and the model card (`card.write_model_card`);
+- `UPSyncConfigMixin`: `UPConfigMixin` plus `compact_cpu_lm_head`, for GRPO and RLOO;
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
-  rule, the zero-step refusal and the hook that records the per-token log-probabilities of the parent's forward.
+  rule, the zero-step refusal, the compact fused LM head on CPU, and the hook that records the per-token
+  log-probabilities of the parent's forward.
 
-A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPTrainerMixin,
-RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`.
+A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
+RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig)`.
 """
 
 from __future__ import annotations

@@ -118,15 +118,18 @@ def _pool(num_workers: int, fresh: bool = False) -> _Pool:
         return pool
 
 
-_FINALIZER_PIDS: set[int] = set()
+_FINALIZER_PID: int | None = None  # the process that registered the finalizer below
 
 
 def _stop_before_multiprocessing_exit() -> None:
     """In a `multiprocessing` child (a `ProcessPoolExecutor` worker, say) `atexit` does not run: the child ends in
     multiprocessing's own exit hook, which first joins every non-daemonic child process, pebble's workers included,
-    and so would wait for ever. A multiprocessing finalizer with an exit priority runs before that join."""
-    if os.getpid() not in _FINALIZER_PIDS:  # a forked child starts with an empty finalizer registry: register again
-        _FINALIZER_PIDS.add(os.getpid())
+    and so would wait for ever. A multiprocessing finalizer with an exit priority runs before that join. Registered
+    once per process: a multiprocessing child starts with an empty registry, and a plain `os.fork` child skips the
+    copied entry (multiprocessing records the pid that made it)."""
+    global _FINALIZER_PID
+    if _FINALIZER_PID != os.getpid():
+        _FINALIZER_PID = os.getpid()
         multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
 
 

@@ -1,10 +1,10 @@
 """A real-model comparison on CPU: SmolLM2-135M-Instruct (offline) trained with a parent objective (DAPO, GSPO) and
 with UP on it, paired seed by seed, each trained model scored with `up-trl eval` on held-out problems.
 
-    python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --benchmark arithmetic \\
-        --benchmark_limit 200 --k 4 --pairs DAPO GSPO --seeds 0 1 2 --steps_per_generation 4 --num_iterations 2 \\
-        --max_steps 16 --max_completion_length 64 --workers 2 \\
-        --output_dir benchmarks/results/real_model_seeds                                    # issue #10, item 2
+    python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --arithmetic_few_shot 2 \\
+        --benchmark arithmetic --benchmark_limit 200 --k 4 --pass_k 4 --pairs DAPO GSPO --seeds 0 1 2 \\
+        --per_device_train_batch_size 8 --steps_per_generation 4 --num_iterations 2 --max_steps 32 \\
+        --max_completion_length 48 --workers 2 --output_dir benchmarks/results/real_model_add200   # README
     python benchmarks/real_model.py --quick --output_dir /tmp/real_model_quick            # smoke run, minutes
     python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
     python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\

@@ -40,13 +40,14 @@ def main(argv=None):
     from up_trl.rewards import get_reward_funcs
 
     system_prompt = system_prompt_from_flag(args.system_prompt)
+    arithmetic = {"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}
     data = load_math_dataset(
         args.dataset_name,
         limit=args.num_prompts,
         seed=args.seed,
         shuffle=True,
         system_prompt=system_prompt,
-        **({"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}),
+        **arithmetic,
     )
     path = args.model_name_or_path or smollm2_path()
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
@@ -82,7 +83,7 @@ def main(argv=None):
     result = {
         "model": str(path).rstrip("/").split("/")[-1],
         "dataset": args.dataset_name,
-        **({"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}),
+        **arithmetic,
         "system_prompt": system_prompt,
         "num_prompts": len(groups),
         "num_generations": args.num_generations,
@@ -90,7 +91,8 @@ def main(argv=None):
         "temperature": args.temperature,
         "top_k": args.top_k,
         "groups_with_reward_spread": round(mixed / len(groups), 3),
-        "accuracy": round(sum(scored) / max(1, len(scored)), 3),
+        "accuracy": round(sum(scored) / len(scored), 3) if scored else None,  # None: nothing could be scored
+        "unscored": len(rewards) - len(scored),  # gold unparseable or timed out: left out of accuracy, not "wrong"
         "mean_length": round(sum(lengths) / len(lengths), 1),
         "truncated_frac": round(sum(n >= args.max_completion_length for n in lengths) / len(lengths), 3),
         "seconds": round(seconds, 1),

@@ -76,12 +76,17 @@ def run_settings(settings: dict) -> dict:
     return {k: v for k, v in settings.items() if k not in PROCESS_FLAGS}
 
 
+def eval_few_shot(s: dict) -> int:
+    """The worked examples eval puts before each problem: the training count, on the arithmetic benchmark only."""
+    return s["arithmetic_few_shot"] if s["benchmark"] == "arithmetic" else 0
+
+
 def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
     from up_trl.evaluate import main as evaluate
 
-    shots = ["--arithmetic_few_shot", str(s["arithmetic_few_shot"])] if s["benchmark"] == "arithmetic" else []
-    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"], *shots,
+    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
+              "--arithmetic_few_shot", str(eval_few_shot(s)),
               "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
               "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
               "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
@@ -235,8 +240,7 @@ def main(argv=None) -> dict:
     from up_trl.evaluate import check_benchmarks, default_ks
     from up_trl.models import smollm2_path
 
-    eval_shots = args.arithmetic_few_shot if args.benchmark == "arithmetic" else 0  # eval's prompts, as score()'s
-    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_shots)  # a typo fails now, not after a run
+    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)))  # fails now, not later
     if args.arithmetic_few_shot and args.dataset != "arithmetic":
         parser.error(f"--arithmetic_few_shot {args.arithmetic_few_shot} needs --dataset arithmetic.")
     if (args.pass_k or args.k) not in default_ks(args.k):

@@ -38,7 +38,7 @@ from collections import defaultdict
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
-# A: the offline default before its two speed settings; B: the offline default as it stands.
+# A: the offline default before its three speed settings; B: the offline default as it stands.
 A_FLAGS = "--activation_checkpointing true --skip_on_policy_old_logps false --compact_cpu_lm_head false"
 B_FLAGS = ""
 

@@ -74,6 +74,7 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
                                    "--max_completion_length", "4", "--threads", "1"])  # fmt: skip
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
+    assert result["unscored"] == 0 and 0 <= result["accuracy"] <= 1  # every gold parses: all 4 replies scored
 
 
 # The categories the issue asks the scorer benchmark to cover (right forms, answer shapes, wrong perturbations).

@@ -15,7 +15,8 @@ logging). Generation happens once every `steps_per_generation` steps, so figures
 over whole generation cycles, after one warm-up cycle.
 
 `--compare` runs two training processes (A = `--a_flags`, default the offline default before its speed settings:
-activation checkpointing on, TRL's whole old-log-prob pass and TRL's CPU LM head over every position; B =
+activation checkpointing on, TRL's whole old-log-prob pass, TRL's CPU LM head over every position and every
+prompt computed once per completion; B =
 `--b_flags`, default the offline default as it stands) and lets them take turns, one generation cycle each, so
 that the shared machine's drift hits both alike. It reports the median cycle time of each and their ratio, and
 whether the two runs logged the same rewards (same sampled completions) for the fixed seed. The last line
@@ -38,8 +39,11 @@ from collections import defaultdict
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
-# A: the offline default before its three speed settings; B: the offline default as it stands.
-A_FLAGS = "--activation_checkpointing true --skip_on_policy_old_logps false --compact_cpu_lm_head false"
+# A: the offline default before its four speed settings; B: the offline default as it stands.
+A_FLAGS = (
+    "--activation_checkpointing true --skip_on_policy_old_logps false --compact_cpu_lm_head false "
+    "--share_prompt_prefix false"
+)
 B_FLAGS = ""
 
 

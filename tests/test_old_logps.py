@@ -35,9 +35,11 @@ def assert_same_training(trl_pass, ours):
 
 
 def run_both(tmp_path, tiny, dataset, monkeypatch, flag="skip_on_policy_old_logps", **settings):
-    """The same training from the same weights with `flag` off (TRL's way), then on."""
+    """The same training from the same weights with `flag` off (TRL's way), then on; the other savings off unless
+    `settings` turns them on, so that each is compared alone (sharing prompts changes the rounding with the batch)."""
     model, _ = tiny
     state = {k: v.clone() for k, v in model.state_dict().items()}
+    settings = {"share_prompt_prefix": False, **settings}
     trl_pass = run(tmp_path / "a", tiny, dataset, monkeypatch, **{flag: False}, **settings)
     model.load_state_dict(state)
     ours = run(tmp_path / "b", tiny, dataset, monkeypatch, **{flag: True}, **settings)

@@ -40,8 +40,8 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 class UPGRPOConfig(UPSyncConfigMixin, GRPOConfig):
     r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s, `compact_cpu_lm_head` [`glue.UPSyncConfigMixin`]'s (shared with RLOO);
-    `skip_on_policy_old_logps` is this one's (both are savings, not part of the objective).
+    [`glue.UPConfigMixin`]'s, `compact_cpu_lm_head` and `share_prompt_prefix` [`glue.UPSyncConfigMixin`]'s (shared
+    with RLOO); `skip_on_policy_old_logps` is this one's (all three are savings, not part of the objective).
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,

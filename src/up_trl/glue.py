@@ -9,10 +9,10 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
   citation and the model card (`card.write_model_card`);
-- `UPSyncConfigMixin`: `UPConfigMixin` plus `compact_cpu_lm_head`, for GRPO and RLOO;
+- `UPSyncConfigMixin`: `UPConfigMixin` plus `compact_cpu_lm_head` and `share_prompt_prefix`, for GRPO and RLOO;
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
-  rule, the zero-step refusal, the compact fused LM head on CPU, and the hook that records the per-token
-  log-probabilities of the parent's forward.
+  rule, the zero-step refusal, the compact fused LM head on CPU, each distinct prompt computed once on CPU
+  (`shared_prompt`), and the hook that records the per-token log-probabilities of the parent's forward.
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig)`.
@@ -21,6 +21,7 @@ RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPSyncConfigMixin, RLOOConf
 from __future__ import annotations
 
 import contextlib
+import functools
 import textwrap
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from trl.trainer import utils as trl_utils
 
 from .callbacks import NonFiniteGuardCallback
 from .losses import UP_MODES, up_routes
+from .shared_prompt import SharedPromptForward, shared_prompt_generate
 
 logger = get_logger(__name__)
 
@@ -173,6 +175,15 @@ class UPSyncConfigMixin(UPConfigMixin):
             "same log-probs, gradients equal to float rounding, faster forward and backward. False: TRL's CPU path."
         },
     )
+    share_prompt_prefix: bool = field(
+        default=True,
+        metadata={
+            "help": "On CPU, in one process without gradient checkpointing: compute each distinct prompt of a batch "
+            "once (the num_generations completions of a prompt share it) in generation's prefill, the old-log-prob "
+            "pass, the forward and its backward, instead of once per completion. The same samples, log-probs and "
+            "gradients up to float rounding. False: TRL's path."
+        },
+    )
 
 
 class UPTrainerMixin:
@@ -286,12 +297,46 @@ class UPSyncTrainerMixin(UPTrainerMixin):
             )
 
     # Records what the parent computes inside its loss (during generation `_up_seen` is None).
-    def _get_per_token_logps_and_entropies(self, model, input_ids, *args, **kwargs):
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        unwrapped = self.accelerator.unwrap_model(model)
+        if self._shares_prompts(input_ids.device) and not getattr(unwrapped, "is_gradient_checkpointing", False):
+            model = SharedPromptForward(model, logits_to_keep)
         with self._compact_lm_head(input_ids.device):
-            out = super()._get_per_token_logps_and_entropies(model, input_ids, *args, **kwargs)
+            out = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+            )
         if self._up_seen is not None:
             self._up_seen["per_token_logps"] = out[0]
         return out
+
+    def _shares_prompts(self, device: torch.device) -> bool:
+        """`share_prompt_prefix` applies: on CPU (not yet measured elsewhere) and in one process, where the model is
+        not wrapped for data parallelism (DDP, FSDP and DeepSpeed expect one forward per backward)."""
+        return (
+            getattr(self.args, "share_prompt_prefix", False)
+            and device.type == "cpu"
+            and self.accelerator.num_processes == 1
+            and not self.is_deepspeed_enabled
+            and not self.is_fsdp_enabled
+        )
+
+    def _generate_single_turn(self, *args, **kwargs):
+        """The parent's generation; with `share_prompt_prefix`, `generate` prefills each distinct prompt once
+        (`shared_prompt.shared_prompt_generate`). vLLM and transformers' continuous batching keep their own paths."""
+        own_path = self.use_vllm or getattr(self, "use_transformers_continuous_batching", False)
+        if own_path or not self._shares_prompts(self.accelerator.device):
+            return super()._generate_single_turn(*args, **kwargs)
+        model = self.accelerator.unwrap_model(self.model_wrapped)
+        own = vars(model).get("generate")  # an instance's own `generate` (the first-rollout progress callback's)
+        model.generate = shared = functools.partial(shared_prompt_generate, model.generate, model)  # this call only
+        try:
+            return super()._generate_single_turn(*args, **kwargs)
+        finally:
+            if vars(model).get("generate") is shared:  # else whoever set `own` has restored the class's meanwhile
+                if own is None:
+                    del model.generate
+                else:
+                    model.generate = own
 
     @contextlib.contextmanager
     def _compact_lm_head(self, device: torch.device):

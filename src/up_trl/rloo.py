@@ -30,7 +30,8 @@ from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_
 @dataclass
 class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig):
     r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning; the UP fields are
-    [`glue.UPConfigMixin`]'s, and `compact_cpu_lm_head` (a saving on CPU) [`glue.UPSyncConfigMixin`]'s.
+    [`glue.UPConfigMixin`]'s, and `compact_cpu_lm_head` and `share_prompt_prefix` (savings on CPU)
+    [`glue.UPSyncConfigMixin`]'s.
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,

@@ -1,0 +1,187 @@
+"""`share_prompt_prefix`: each distinct prompt of a batch is computed once, and the log-probs, entropies, gradients,
+samples and training are those of TRL's full rows (to float rounding)."""
+
+import contextlib
+import functools
+
+import pytest
+import torch
+from conftest import make_trainer, param_snapshots
+from trl.trainer.utils import add_fused_lm_head
+
+from up_trl.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
+
+
+@contextlib.contextmanager
+def backbone_batches(model):
+    """(rows, positions) of every forward of the model's decoder stack while in the block."""
+    seen = []
+    hook = model.model.register_forward_hook(lambda module, args, out: seen.append(tuple(out[0].shape[:2])))
+    try:
+        yield seen
+    finally:
+        hook.remove()
+
+
+def grpo_rows(vocab: int = 60):
+    """Three distinct prompts (5, 3 and 5 tokens; the second left-padded to 5) taken by 2, 3 and 2 rows, in mixed
+    order, each with its own completion of 6 positions; the last two completions end early (right padding)."""
+    g = torch.Generator().manual_seed(0)
+    prompts = torch.randint(5, vocab, (3, 5), generator=g)
+    prompt_masks = torch.ones(3, 5, dtype=torch.long)
+    prompt_masks[1, :2] = 0
+    prompts[1, :2] = 0
+    order = torch.tensor([0, 1, 2, 1, 0, 2, 1])
+    completion = torch.randint(5, vocab, (7, 6), generator=g)
+    completion_mask = torch.ones(7, 6, dtype=torch.long)
+    completion_mask[5, 4:] = completion_mask[6, 2:] = 0
+    input_ids = torch.cat([prompts[order], completion], 1)
+    attention_mask = torch.cat([prompt_masks[order], completion_mask], 1)
+    labels = input_ids.masked_fill(attention_mask == 0, -100)
+    labels[:, :5] = -100
+    return input_ids, attention_mask, labels, completion_mask
+
+
+def test_distinct_prompts_groups_rows_whose_ids_and_mask_are_equal():
+    ids = torch.tensor([[3, 4, 5], [0, 4, 5], [3, 4, 5], [0, 4, 5]])
+    mask = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [1, 1, 1]])  # row 3: the same ids as row 1, token 0 real
+    first, inverse = distinct_prompts(ids, mask)
+    assert sorted(first.tolist()) == [0, 1, 3]
+    assert inverse[0] == inverse[2] and len(set(inverse[[0, 1, 3]].tolist())) == 3
+    assert first[inverse].tolist() == [0, 1, 0, 3]  # each row points at the first row with its prompt
+
+
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+@pytest.mark.parametrize("grad", [True, False], ids=["with_grad", "no_grad"])
+def test_shared_forward_gives_the_full_rows_log_probs_entropies_and_gradients(tiny, attn, grad):
+    model, _ = tiny
+    model.config._attn_implementation = attn
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    input_ids, attention_mask, labels, completion_mask = grpo_rows()
+
+    def run(forward):
+        model.zero_grad()
+        with torch.set_grad_enabled(grad):
+            out = forward(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+            logps, entropy = out.log_probs[:, -6:], out.entropy[:, -6:]
+            if grad:  # a loss that weighs every completion token differently
+                (logps * completion_mask * torch.arange(1.0, 43.0).view(7, 6)).sum().backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        return logps.detach(), entropy.detach(), grads
+
+    full = run(model)
+    shared_forward = SharedPromptForward(model, logits_to_keep=6)
+    with backbone_batches(model) as batches:
+        shared = run(shared_forward)
+    assert shared_forward.calls == {"shared": 1, "full": 0}
+    assert batches == [(3, 4), (7, 7)]  # the prefill: 3 prompts x 4 tokens; then token 5 and the completion
+    torch.testing.assert_close(shared[0] * completion_mask, full[0] * completion_mask, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(shared[1] * completion_mask, full[1] * completion_mask, atol=1e-5, rtol=1e-5)
+    assert len(shared[2]) == len(full[2]) == (len(list(model.parameters())) if grad else 0)
+    for a, e in zip(shared[2], full[2]):
+        torch.testing.assert_close(a, e, atol=1e-5, rtol=1e-4)
+    assert not grad or max(g.abs().max().item() for g in full[2]) > 1e-3  # the gradients compared are not zero
+
+
+def test_shared_forward_runs_the_full_rows_where_nothing_is_shared(tiny):
+    model, _ = tiny
+    add_fused_lm_head(model)
+    input_ids, attention_mask, labels, _ = grpo_rows()
+    distinct = [0, 1, 2]  # rows 0, 1, 2 hold the three different prompts
+    args = dict(input_ids=input_ids[distinct], attention_mask=attention_mask[distinct], labels=labels[distinct])
+    forward = SharedPromptForward(model, logits_to_keep=6)
+    with torch.no_grad():
+        assert torch.equal(forward(**args, fused_lm_head=True).log_probs, model(**args, fused_lm_head=True).log_probs)
+        SharedPromptForward(model, logits_to_keep=input_ids.size(1) - 1)(**args, fused_lm_head=True)  # 1-token prompt
+    assert forward.calls == {"shared": 0, "full": 1}
+
+
+def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tiny):
+    model, tokenizer = tiny
+    tokenizer.padding_side = "left"
+    prompts = tokenizer(["1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = "], return_tensors="pt",
+                        padding=True)  # fmt: skip
+    assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
+    from transformers import GenerationConfig
+
+    config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0,
+                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    out = {}
+    shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
+    for name, generate in (("full", model.generate), ("shared", shared_generate)):
+        torch.manual_seed(3)
+        with torch.no_grad(), backbone_batches(model) as batches:
+            out[name] = generate(**prompts, generation_config=config)
+        out[name + "_batches"] = batches
+    assert torch.equal(out["shared"], out["full"])
+    width = prompts["input_ids"].size(1)
+    assert out["full_batches"][0] == (5, width)
+    assert out["shared_batches"][:2] == [(2, width - 1), (5, 1)]  # 2 prompts prefilled, then 5 rows decode
+
+
+def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):
+    """Parameters after each step, logged losses and the decoder stack's batches of an off-policy run."""
+    snapshots = param_snapshots()
+    trainer = make(tmp_path / str(share), tiny, dataset, callbacks=[snapshots], share_prompt_prefix=share,
+                   activation_checkpointing=False, **settings)  # fmt: skip
+    with backbone_batches(trainer.model) as batches:
+        trainer.train()
+    losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
+    return snapshots.params, losses, batches
+
+
+def assert_trains_the_same(tmp_path, tiny, dataset, make=make_trainer, **settings):
+    model, _ = tiny
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    full = run_training(tmp_path, tiny, dataset, False, make, **settings)
+    model.load_state_dict(state)
+    shared = run_training(tmp_path, tiny, dataset, True, make, **settings)
+    assert shared[1] == pytest.approx(full[1], abs=1e-5)
+    for step, params in full[0].items():  # Adam at lr 1e-2 moves each weight ~1e-2 a step: rounding stays << that
+        for a, e in zip(shared[0][step], params):
+            torch.testing.assert_close(a, e, atol=1e-4, rtol=1e-3)
+    # Without sharing every forward is the full width (prompt + completion). With it, none is: prefills of at most
+    # 4 prompts (a rollout batch holds 4 x 4 completions), then continuations of at most the completion + 1.
+    assert full[2][0][0] >= 8 and shared[2][0][0] <= 4  # generation's prefill: every row, or each prompt once
+    width = max(length for _, length in full[2])
+    assert min(rows for rows, length in full[2] if length > 1) >= 8
+    assert max(length for _, length in shared[2]) < width
+    assert 0 < len([1 for rows, length in shared[2] if length > 9]) == len([1 for rows, _ in shared[2] if rows <= 4])
+    positions = sum(rows * length for rows, length in full[2]), sum(rows * length for rows, length in shared[2])
+    assert positions[1] < 0.8 * positions[0]
+    return full, shared
+
+
+def test_grpo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_dataset):
+    assert_trains_the_same(tmp_path, tiny, prompts_dataset, steps_per_generation=2, num_iterations=2, max_steps=4)
+
+
+def test_rloo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_dataset):
+    from test_rloo import make_rloo_trainer
+
+    assert_trains_the_same(tmp_path, tiny, prompts_dataset, make_rloo_trainer, num_iterations=2)
+
+
+def test_sharing_applies_on_one_cpu_process_without_gradient_checkpointing(tmp_path, tiny, prompts_dataset):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
+    assert trainer.args.share_prompt_prefix and trainer._shares_prompts(torch.device("cpu"))
+    assert not trainer._shares_prompts(torch.device("cuda"))  # not measured there yet
+    trainer.is_fsdp_enabled = True  # a wrapped model expects one forward per backward
+    assert not trainer._shares_prompts(torch.device("cpu"))
+    trainer = make_trainer(tmp_path / "b", tiny, prompts_dataset, share_prompt_prefix=False)
+    assert not trainer._shares_prompts(torch.device("cpu"))
+
+
+def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """Checkpointed layers drop the cache (transformers), so the prompt would be lost: the full rows instead."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    calls = []
+    real_call = SharedPromptForward.__call__
+    monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))
+    # steps_per_generation=1: no old-log-prob pass, where TRL turns checkpointing off (and sharing would apply)
+    make_trainer(tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1).train()
+    assert len(calls) == 0
+    fresh = tiny_model_and_tokenizer(seed=0)  # the first trainer turned checkpointing on in `tiny`'s model
+    make_trainer(tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1).train()
+    assert len(calls) > 0

@@ -6,6 +6,7 @@ new ones side by side.
     python benchmarks/step_profile.py --compare             # A (the old default) vs B (the default), interleaved
     python benchmarks/step_profile.py --compare --a_flags "" --b_flags "--bf16 true"   # try a lever
     python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
+    python benchmarks/step_profile.py --generation --threads 2   # one rollout batch, each way of generating
 
 The trainer's own methods are timed by wrapping them on the instance: `_generate` (tokenise, `generate`, decode),
 `_calculate_rewards` (scoring), `_get_per_token_logps_and_entropies` without gradients (the old-log-prob pass) and
@@ -302,6 +303,77 @@ def kernels(rounds: int, threads: int) -> dict:
     return {"kernels": report, "rounds_measured": rounds - 1, "torch_threads": threads}
 
 
+def generation_options(rounds: int, threads: int) -> dict:
+    """One rollout batch of the offline default (4 arithmetic prompts x 8, up to 64 new tokens, temperature 1) with
+    each way of generating that transformers and TRL offer on CPU, interleaved round by round: TRL's default
+    (`generate`, dynamic cache, compile disabled), with each prompt prefilled once (`share_prompt_prefix`), a static
+    cache compiled with torch.compile (transformers compiles only on CUDA-like devices unless told to; the first
+    round holds the compilation and is reported apart), and continuous batching (`generate_batch`, TRL's
+    `use_transformers_continuous_batching`). Wall seconds; round 0 is a warm-up. Then one more TRL-default round
+    under torch.profiler: the operators' shares of self CPU time. Each option samples with the same seed per round,
+    but continuous batching samples its own way, so its completions (and lengths) differ."""
+    import functools
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, CompileConfig, GenerationConfig
+
+    from up_trl.data import load_math_dataset
+    from up_trl.models import smollm2_path
+    from up_trl.shared_prompt import shared_prompt_generate
+
+    torch.set_num_threads(threads)
+    path = smollm2_path()
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    paged = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="paged|sdpa").eval()
+    prompts = [
+        row["prompt"]
+        for row in load_math_dataset("arithmetic", "train", limit=4, seed=42, shuffle=True, system_prompt=None)
+    ]
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+    batch = tokenizer([t for t in texts for _ in range(8)], return_tensors="pt", padding=True)
+    common = dict(max_new_tokens=64, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    compile_config = CompileConfig()
+    compile_config._compile_all_devices = True  # transformers' own switch for compiling on CPU
+    configs = {
+        "trl_default": GenerationConfig(**common, disable_compile=True),
+        "static_compiled": GenerationConfig(**common, cache_implementation="static", compile_config=compile_config),
+    }
+    ids = [[int(t) for t, m in zip(row, mask) if m] for row, mask in zip(batch["input_ids"], batch["attention_mask"])]
+    options = {
+        "trl_default": lambda: model.generate(**batch, generation_config=configs["trl_default"]),
+        "share_prompt_prefix": lambda: shared_prompt_generate(
+            model.generate, model, **batch, generation_config=configs["trl_default"]
+        ),
+        "static_compiled": lambda: model.generate(**batch, generation_config=configs["static_compiled"]),
+        "continuous_batching": functools.partial(
+            paged.generate_batch, ids, configs["trl_default"], progress_bar=False
+        ),
+    }
+    times, first = defaultdict(list), {}
+    for r in range(rounds):
+        for name, generate in options.items():
+            torch.manual_seed(r)
+            start = time.perf_counter()
+            with torch.no_grad():
+                generate()
+            seconds = time.perf_counter() - start
+            print(f"round {r} {name}: {seconds:.2f} s", flush=True)
+            (times[name].append(seconds) if r else first.__setitem__(name, round(seconds, 2)))
+    report = {name: round(statistics.median(v), 2) for name, v in times.items()}
+    ratios = {name: round(report["trl_default"] / report[name], 2) for name in report}
+    # Where TRL's default spends its time: the operators with the largest share of self CPU time, one more round.
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile, torch.no_grad():
+        options["trl_default"]()
+    ops = sorted(profile.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in ops)
+    top = {e.key: round(e.self_cpu_time_total / total, 3) for e in ops[:6]}
+    return {"generate_s": report, "speedup_vs_trl_default": ratios, "first_round_s": first,
+            "rounds_measured": rounds - 1, "torch_threads": threads,
+            "trl_default_self_cpu_share_by_op": top}  # fmt: skip
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -320,7 +392,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--a_flags", default=A_FLAGS)
     parser.add_argument("--b_flags", default=B_FLAGS)
     parser.add_argument("--kernels", action="store_true", help="generate and forward+backward alone, fp32 vs bf16.")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads for --kernels.")
+    parser.add_argument("--generation", action="store_true", help="one rollout batch with each way of generating.")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for --kernels and --generation.")
     parser.add_argument("--output", default=None, help="Write the JSON here too.")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)  # --compare's address for its workers
     parser.add_argument("--worker_name", default=None, help=argparse.SUPPRESS)
@@ -336,6 +409,8 @@ def main(argv: list[str] | None = None) -> dict:
         return run(args.flags, args.cycles * steps_per_turn, conn, steps_per_turn)
     if args.kernels:
         report = kernels(args.cycles, args.threads)
+    elif args.generation:
+        report = generation_options(args.cycles, args.threads)
     elif args.compare:
         report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
         for name in ("A", "B"):

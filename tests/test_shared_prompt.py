@@ -97,6 +97,8 @@ def test_shared_forward_runs_the_full_rows_where_nothing_is_shared(tiny):
 
 
 def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tiny):
+    """The same tokens and, step by step, the same logits: a random tiny model's near-uniform sampling barely
+    depends on the prompt, so the logits are what shows that each row decodes from its own prompt."""
     model, tokenizer = tiny
     tokenizer.padding_side = "left"
     prompts = tokenizer(["1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = "], return_tensors="pt",
@@ -104,8 +106,9 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
     from transformers import GenerationConfig
 
-    config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0,
-                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0, output_logits=True,
+                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
+                              eos_token_id=tokenizer.eos_token_id)  # fmt: skip
     out = {}
     shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
     for name, generate in (("full", model.generate), ("shared", shared_generate)):
@@ -113,7 +116,10 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
         with torch.no_grad(), backbone_batches(model) as batches:
             out[name] = generate(**prompts, generation_config=config)
         out[name + "_batches"] = batches
-    assert torch.equal(out["shared"], out["full"])
+    assert torch.equal(out["shared"].sequences, out["full"].sequences)
+    full_logits, shared_logits = torch.stack(out["full"].logits), torch.stack(out["shared"].logits)
+    torch.testing.assert_close(shared_logits, full_logits, atol=1e-5, rtol=1e-5)
+    assert (full_logits[0, 0] - full_logits[0, 1]).abs().max() > 1e-2  # the two prompts' first logits differ
     width = prompts["input_ids"].size(1)
     assert out["full_batches"][0] == (5, width)
     assert out["shared_batches"][:2] == [(2, width - 1), (5, 1)]  # 2 prompts prefilled, then 5 rows decode

@@ -241,3 +241,30 @@ def test_maj_at_k_votes_on_the_answers_the_reward_judged():
     samples = [["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"]]  # raw strings: "71 + 88" twice
     summary, rows = score_benchmark(samples, ["159"], 3)
     assert rows[0]["avg@3"] == pytest.approx(1 / 3) and rows[0]["maj@3"] == 1.0
+
+
+def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):
+    """CPU eval lays out the k copies of a prompt as `num_return_sequences` does and prefills each prompt once
+    (`--share_prompt_prefix`, on by default): the same samples as k prefills (`false`)."""
+    import up_trl.shared_prompt as shared_prompt
+    from up_trl.models import save_tiny_model
+
+    seen = []
+    real = shared_prompt.distinct_prompts
+    monkeypatch.setattr(shared_prompt, "distinct_prompts", lambda *a: seen.append(real(*a)) or seen[-1])
+    model = save_tiny_model(tmp_path / "tiny")
+    samples = {}
+    for share in ("true", "false"):
+        out = tmp_path / share
+        assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "3", "--limit", "3", "--batch_size", "2",
+                     "--max_new_tokens", "6", "--share_prompt_prefix", share, "--output_dir", str(out),
+                     "--save_samples"]) == 0  # fmt: skip
+        rows = json.loads((out / "eval.json").read_text())["benchmarks"]["gsm8k"]["samples"]
+        samples[share] = [row["completions"] for row in rows]
+    assert samples["true"] == samples["false"] and len(samples["true"]) == 3
+    assert [(len(first), len(inverse)) for first, inverse in seen] == [(2, 6), (1, 3)]  # batches of 2 and 1 prompts
+    for _, inverse in seen:  # each prompt's k rows together, in prompt order, as num_return_sequences lays them out
+        groups = inverse.view(-1, 3)
+        assert (groups == groups[:, :1]).all() and len(set(groups[:, 0].tolist())) == len(groups)
+    with pytest.raises(SystemExit):
+        main(["--model", model, "--share_prompt_prefix", "sometimes"])

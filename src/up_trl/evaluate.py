@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
+from transformers.hf_argparser import string_to_bool
 
 # benchmark name -> (dataset name in up_trl.data.DATASETS, split)
 BENCHMARKS: dict[str, tuple[str, str]] = {
@@ -156,24 +157,37 @@ def transformers_generator(model_path, args):
 
 
 def _generate_transformers(model, tokenizer, prompts, k, args, device):
+    """k samples of each prompt with `generate`. On CPU with `share_prompt_prefix` (the default), the k copies of a
+    prompt are laid out as `num_return_sequences` would lay them out and each prompt is prefilled once
+    (`shared_prompt.shared_prompt_generate`): the same samples, from logits equal to float rounding."""
+    import copy
+
     from tqdm.auto import tqdm
 
+    from .shared_prompt import shared_prompt_generate
+
+    settings = {
+        "do_sample": args.temperature > 0,
+        "temperature": args.temperature if args.temperature > 0 else None,
+        "top_p": args.top_p,
+        "top_k": 0,
+        "max_new_tokens": args.max_new_tokens,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     outputs: list[list[str]] = []
     for start in tqdm(range(0, len(texts), args.batch_size), desc="generating", unit="batch"):
         batch = tokenizer(texts[start : start + args.batch_size], return_tensors="pt", padding=True,
                           add_special_tokens=False).to(device)  # fmt: skip
         with torch.no_grad():
-            out = model.generate(
-                **batch,
-                do_sample=args.temperature > 0,
-                temperature=args.temperature if args.temperature > 0 else None,
-                top_p=args.top_p,
-                top_k=0,
-                max_new_tokens=args.max_new_tokens,
-                num_return_sequences=k,
-                pad_token_id=tokenizer.pad_token_id,
-            )
+            if share:  # generate's own config, updated with the settings, as `generate(**settings)` builds it
+                config = copy.deepcopy(model.generation_config)
+                config.update(**settings)
+                rows = {key: value.repeat_interleave(k, dim=0) for key, value in batch.items()}
+                out = shared_prompt_generate(model.generate, model, **rows, generation_config=config)
+            else:
+                out = model.generate(**batch, num_return_sequences=k, **settings)
         decoded = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
         outputs.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
     return outputs
@@ -354,6 +368,9 @@ def make_parser() -> argparse.ArgumentParser:
         parser.add_argument(f"--{name}", type=kind, default=None,
                             help=unset.format(OFFLINE_TASK_DEFAULTS[name], BENCHMARK_DEFAULTS[name]))  # fmt: skip
     parser.add_argument("--batch_size", type=int, default=8, help="Prompts per generate() call (transformers).")
+    parser.add_argument("--share_prompt_prefix", type=string_to_bool, default=True,
+                        help="transformers on CPU: prefill each prompt once for its k samples (true, the default; the "
+                        "same samples) or k times (false).")  # fmt: skip
     parser.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
     parser.add_argument("--system_prompt", default=None, help="'none' for no system turn (the default for arithmetic "

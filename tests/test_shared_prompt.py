@@ -83,17 +83,72 @@ def test_shared_forward_gives_the_full_rows_log_probs_entropies_and_gradients(ti
     assert not grad or max(g.abs().max().item() for g in full[2]) > 1e-3  # the gradients compared are not zero
 
 
-def test_shared_forward_runs_the_full_rows_where_nothing_is_shared(tiny):
+def tiny_lfm2():
+    """A 2-layer LFM2 (a short convolution, then full attention) with the fused head: a cache layer that rows cannot
+    share by index."""
+    from transformers import Lfm2Config, Lfm2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Lfm2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                        num_attention_heads=2,
+                        num_key_value_heads=2, layer_types=["conv", "full_attention"])  # fmt: skip
+    model = Lfm2ForCausalLM(config).eval()
+    add_fused_lm_head(model)
+    return model
+
+
+def full_rows_case(name, tiny):
+    """(model, inputs, logits_to_keep) for each case where the forward must run the full rows."""
     model, _ = tiny
     add_fused_lm_head(model)
     input_ids, attention_mask, labels, _ = grpo_rows()
-    distinct = [0, 1, 2]  # rows 0, 1, 2 hold the three different prompts
-    args = dict(input_ids=input_ids[distinct], attention_mask=attention_mask[distinct], labels=labels[distinct])
-    forward = SharedPromptForward(model, logits_to_keep=6)
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+    if name == "no_shared_prompt":  # rows 0, 1, 2 hold the three different prompts
+        inputs = {key: value[:3] if torch.is_tensor(value) else value for key, value in inputs.items()}
+    if name == "one_token_prompt":
+        return model, inputs, input_ids.size(1) - 1
+    if name == "other_inputs":
+        inputs["position_ids"] = torch.arange(input_ids.size(1)).expand_as(input_ids)
+    if name == "active_dropout":
+        model.config.attention_dropout = 0.1
+        model.train()
+    if name == "linear_attention":
+        model = tiny_lfm2()
+    return model, inputs, 6
+
+
+@pytest.mark.parametrize("case", ["no_shared_prompt", "one_token_prompt", "other_inputs", "active_dropout",
+                                  "linear_attention"])  # fmt: skip
+def test_shared_forward_runs_the_full_rows_where_sharing_does_not_apply(tiny, case):
+    model, inputs, logits_to_keep = full_rows_case(case, tiny)
+    forward = SharedPromptForward(model, logits_to_keep)
+    torch.manual_seed(0)
     with torch.no_grad():
-        assert torch.equal(forward(**args, fused_lm_head=True).log_probs, model(**args, fused_lm_head=True).log_probs)
-        SharedPromptForward(model, logits_to_keep=input_ids.size(1) - 1)(**args, fused_lm_head=True)  # 1-token prompt
+        out = forward(**inputs).log_probs
+    torch.manual_seed(0)
+    with torch.no_grad():
+        expected = model(**inputs).log_probs
     assert forward.calls == {"shared": 0, "full": 1}
+    assert torch.equal(out, expected)
+
+
+def test_only_plain_attention_caches_are_shared(tiny):
+    from up_trl.shared_prompt import shareable_cache
+
+    model, _ = tiny
+    assert shareable_cache(model) is not None
+    assert shareable_cache(tiny_lfm2()) is None  # a convolution state per row, not keys and values per position
+    model.config.output_router_logits = True  # a MoE config asking for the balancing loss over the whole rows
+    assert shareable_cache(model) is None
+
+
+def test_dropout_counts_only_in_training_mode(tiny):
+    from up_trl.shared_prompt import has_active_dropout
+
+    model, _ = tiny
+    assert not has_active_dropout(model.train())  # attention_dropout 0.0
+    model.config.attention_dropout = 0.1
+    assert has_active_dropout(model) and not has_active_dropout(model.eval())
 
 
 def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tiny):
@@ -101,7 +156,7 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     depends on the prompt, so the logits are what shows that each row decodes from its own prompt."""
     model, tokenizer = tiny
     tokenizer.padding_side = "left"
-    prompts = tokenizer(["1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = "], return_tensors="pt",
+    prompts = tokenizer(["1 + 1 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt",
                         padding=True)  # fmt: skip
     assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
     from transformers import GenerationConfig
@@ -119,10 +174,63 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     assert torch.equal(out["shared"].sequences, out["full"].sequences)
     full_logits, shared_logits = torch.stack(out["full"].logits), torch.stack(out["shared"].logits)
     torch.testing.assert_close(shared_logits, full_logits, atol=1e-5, rtol=1e-5)
-    assert (full_logits[0, 0] - full_logits[0, 1]).abs().max() > 1e-2  # the two prompts' first logits differ
+    assert (full_logits[0, 0] - full_logits[0, 2]).abs().max() > 1e-2  # the two prompts' first logits differ
     width = prompts["input_ids"].size(1)
     assert out["full_batches"][0] == (5, width)
     assert out["shared_batches"][:2] == [(2, width - 1), (5, 1)]  # 2 prompts prefilled, then 5 rows decode
+
+
+@pytest.mark.parametrize(
+    "case", ["cache_implementation", "models_cache_implementation", "no_cache", "models_num_return_sequences",
+             "other_kwargs", "active_dropout"],
+)  # fmt: skip
+def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
+    from transformers import GenerationConfig
+
+    model, tokenizer = tiny
+    tokenizer.padding_side = "left"
+    prompts = tokenizer(["1 + 1 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt", padding=True)
+    settings = dict(max_new_tokens=4, do_sample=True, top_k=0, pad_token_id=tokenizer.pad_token_id)
+    kwargs = {}
+    if case == "cache_implementation":
+        settings["cache_implementation"] = "static"
+    if case == "models_cache_implementation":
+        model.generation_config.cache_implementation = "static"
+    if case == "no_cache":
+        settings["use_cache"] = False
+    if case == "models_num_return_sequences":
+        model.generation_config.num_return_sequences = 2
+    if case == "other_kwargs":
+        kwargs["max_new_tokens"] = 3
+    if case == "active_dropout":
+        model.config.attention_dropout = 0.1
+        model.train()
+    out = {}
+    for name, generate in (("full", model.generate),
+                           ("shared", functools.partial(shared_prompt_generate, model.generate, model))):  # fmt: skip
+        torch.manual_seed(0)
+        with torch.no_grad(), backbone_batches(model) as batches:
+            out[name] = generate(**prompts, generation_config=GenerationConfig(**settings), **kwargs)
+        out[name + "_batches"] = batches
+    assert out["shared_batches"][0] == out["full_batches"][0] and out["full_batches"][0][0] >= 3  # every row
+    assert torch.equal(out["shared"], out["full"])
+
+
+def test_generate_is_restored_when_generation_fails(tmp_path, tiny, prompts_dataset, monkeypatch):
+    from trl import GRPOTrainer
+
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
+    model = trainer.accelerator.unwrap_model(trainer.model_wrapped)
+    seen = []
+
+    def failing(self, *args, **kwargs):
+        seen.append(vars(model).get("generate"))
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", failing)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        trainer._generate_single_turn([[1, 2]], None, {}, 1)
+    assert isinstance(seen[0], functools.partial) and "generate" not in vars(model)
 
 
 def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):

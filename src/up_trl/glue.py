@@ -178,10 +178,12 @@ class UPSyncConfigMixin(UPConfigMixin):
     share_prompt_prefix: bool = field(
         default=True,
         metadata={
-            "help": "On CPU, in one process without gradient checkpointing: compute each distinct prompt of a batch "
-            "once (the num_generations completions of a prompt share it) in generation's prefill, the old-log-prob "
-            "pass, the forward and its backward, instead of once per completion. The same samples, log-probs and "
-            "gradients up to float rounding. False: TRL's path."
+            "help": "On CPU, in one process: compute each distinct prompt of a batch once (the num_generations "
+            "completions of a prompt share it) in generation's prefill, the old-log-prob pass, the forward and its "
+            "backward (not where activation checkpointing recomputes it), instead of once per completion. Log-probs "
+            "and gradients equal to float rounding; generation makes the same draws from logits equal to float "
+            "rounding. Models with linear-attention layers, MoE router logits or active dropout keep TRL's path. "
+            "False: TRL's path."
         },
     )
 
@@ -298,8 +300,7 @@ class UPSyncTrainerMixin(UPTrainerMixin):
 
     # Records what the parent computes inside its loss (during generation `_up_seen` is None).
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        unwrapped = self.accelerator.unwrap_model(model)
-        if self._shares_prompts(input_ids.device) and not getattr(unwrapped, "is_gradient_checkpointing", False):
+        if self._shares_prompts(input_ids.device) and not self._drops_cache(model):
             model = SharedPromptForward(model, logits_to_keep)
         with self._compact_lm_head(input_ids.device):
             out = super()._get_per_token_logps_and_entropies(
@@ -319,6 +320,15 @@ class UPSyncTrainerMixin(UPTrainerMixin):
             and not self.is_deepspeed_enabled
             and not self.is_fsdp_enabled
         )
+
+    def _drops_cache(self, model) -> bool:
+        """Whether this forward's checkpointed layers would drop a key/value cache: they do when they recompute in
+        the backward (activation checkpointing on, training mode, gradients on)."""
+        unwrapped = self.accelerator.unwrap_model(model)
+        checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers 5's name
+        if checkpointing is None:
+            checkpointing = getattr(unwrapped, "is_gradient_checkpointing", False)
+        return bool(checkpointing) and unwrapped.training and torch.is_grad_enabled()
 
     def _generate_single_turn(self, *args, **kwargs):
         """The parent's generation; with `share_prompt_prefix`, `generate` prefills each distinct prompt once

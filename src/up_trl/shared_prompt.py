@@ -15,15 +15,17 @@ is re-run per row because its hidden state predicts the first completion token.
 
 The model is called twice per chunk, so this is for a model that is not wrapped for data parallelism and does not
 recompute layers in the backward (gradient checkpointing skips the cache); `glue.UPSyncTrainerMixin` decides where
-it applies. No TRL import here.
+it applies. Here, each call falls back to the full rows where sharing would change the result or cannot work:
+cache layers other than plain or sliding-window attention (linear-attention and hybrid models), MoE router logits
+(their balancing loss would see the wrong positions), active dropout (one mask per prompt instead of one per row),
+and generation settings that bring their own cache or layout. No TRL import here.
 """
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 
 def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -41,9 +43,28 @@ def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tup
     return first.scatter_reduce(0, inverse, rows, "amin"), inverse
 
 
-def _cache_argument(model) -> str:
-    """The name the model's forward takes its key/value cache under (`cache` since transformers 5.24)."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+def has_active_dropout(model) -> bool:
+    """True when a forward of `model` would drop anything: in training mode with a `torch.nn.Dropout` of p > 0 or
+    a config dropout probability (`attention_dropout`, GPT-2's `attn_pdrop`, ...) above 0. TRL generates and scores
+    in training mode and leaves dropout on unless `disable_dropout=True`."""
+    if not model.training:
+        return False
+    if any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()):
+        return True
+    config = model.config.get_text_config()
+    rates = [v for k, v in vars(config).items() if k.endswith(("dropout", "pdrop")) and isinstance(v, (int, float))]
+    return any(rate > 0 for rate in rates)
+
+
+def shareable_cache(model) -> DynamicCache | None:
+    """An empty `DynamicCache` for `model` when every layer is plain or sliding-window attention (keys and values
+    per position, which rows can share by index); None for linear-attention and hybrid layers, and when the model
+    returns MoE router logits, whose balancing loss would be computed over the shortened rows."""
+    if getattr(model.config.get_text_config(), "output_router_logits", False):
+        return None
+    cache = DynamicCache(config=model.config)
+    plain = all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
+    return cache if plain and cache.layers else None
 
 
 class SharedPromptForward:
@@ -60,23 +81,22 @@ class SharedPromptForward:
 
     def __call__(self, *, input_ids, attention_mask, labels, fused_lm_head=False, **other):
         prompt_length = input_ids.size(1) - self.logits_to_keep
-        first, inverse = None, None
-        if fused_lm_head and not other and prompt_length >= 2:
+        first, inverse, cache = None, None, None
+        if fused_lm_head and not other and prompt_length >= 2 and not has_active_dropout(self.model):
             first, inverse = distinct_prompts(input_ids[:, :prompt_length], attention_mask[:, :prompt_length])
-        if first is None or len(first) == len(inverse):
+            cache = shareable_cache(self.model) if len(first) < len(inverse) else None
+        if cache is None:
             self.calls["full"] += 1
             return self.model(
                 input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=fused_lm_head, **other
             )
         self.calls["shared"] += 1
-        cache = DynamicCache(config=self.model.config)
-        cache_argument = _cache_argument(self.model)
         self.model(  # the prefill: fills `cache` for the distinct prompts; its one-position logits are not used
             input_ids=input_ids[first, : prompt_length - 1],
             attention_mask=attention_mask[first, : prompt_length - 1],
+            cache=cache,
             use_cache=True,
             logits_to_keep=1,
-            **{cache_argument: cache},
         )
         cache.batch_select_indices(inverse)
         return self.model(
@@ -84,41 +104,52 @@ class SharedPromptForward:
             attention_mask=attention_mask,
             labels=labels[:, prompt_length - 1 :],
             fused_lm_head=True,
-            **{cache_argument: cache},
+            cache=cache,
         )
+
+
+def _generation_setting(config, model, name: str):
+    """A generation setting as `generate` will use it: the passed config's, else the model's own."""
+    value = getattr(config, name, None)
+    return getattr(model.generation_config, name, None) if value is None else value
 
 
 def shared_prompt_generate(
     generate, model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
 ):
     """`generate(input_ids=..., attention_mask=..., **kwargs)` (the model's own `generate`) with each distinct prompt's
-    tokens 0 .. P-2 prefilled once into a cache that the rows then share; `generate` itself runs from token P-1 on,
-    so it samples exactly as before (the first step's logits differ from the full prefill's by float rounding only).
-    The prefill takes the position ids `generate` gives a left-padded prompt (the mask's running count). Anything
-    else (no mask, a cache already chosen, beams, several returns per prompt, extra model inputs, no shared prompt)
-    goes to `generate` unchanged."""
+    tokens 0 .. P-2 prefilled once into a cache that the rows then share; `generate` itself runs from token P-1 on.
+    It makes the same random draws as before, from logits equal to float rounding, so the completions match unless
+    a draw falls within rounding of a boundary between two tokens. The prefill takes the position ids `generate`
+    gives a left-padded prompt (the mask's running count). Anything else (no mask, a cache chosen by the config or
+    the model's generation config, no cache, beams, several returns per prompt, extra model inputs, active dropout,
+    no shared prompt) goes to `generate` unchanged."""
     config = kwargs.get("generation_config")
     plain = (
         attention_mask is not None
         and input_ids.size(1) >= 2
         and set(kwargs) <= {"generation_config"}
         and config is not None
-        and config.cache_implementation is None
-        and (config.num_beams or 1) == 1  # unset fields read None in transformers 5
-        and (config.num_return_sequences or 1) == 1
+        and _generation_setting(config, model, "cache_implementation") in (None, "hybrid")  # "hybrid": unset by 5.x
+        and _generation_setting(config, model, "use_cache") is not False
+        and (_generation_setting(config, model, "num_beams") or 1) == 1  # unset fields read None in transformers 5
+        and (_generation_setting(config, model, "num_return_sequences") or 1) == 1
+        and not has_active_dropout(model)
     )
-    first, inverse = distinct_prompts(input_ids, attention_mask) if plain else (None, None)
-    if first is None or len(first) == len(inverse):
+    first, inverse, cache = None, None, None
+    if plain:
+        first, inverse = distinct_prompts(input_ids, attention_mask)
+        cache = shareable_cache(model) if len(first) < len(inverse) else None
+    if cache is None:
         return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    cache, cache_argument = DynamicCache(config=model.config), _cache_argument(model)
     position_ids = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # generate's own rule
     model(
         input_ids=input_ids[first, :-1],
         attention_mask=attention_mask[first, :-1],
         position_ids=position_ids[first, :-1],
+        cache=cache,
         use_cache=True,
         logits_to_keep=1,
-        **{cache_argument: cache},
     )
     cache.batch_select_indices(inverse)
-    return generate(input_ids=input_ids, attention_mask=attention_mask, **{cache_argument: cache}, **kwargs)
+    return generate(input_ids=input_ids, attention_mask=attention_mask, cache=cache, **kwargs)

@@ -268,3 +268,23 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
         assert (groups == groups[:, :1]).all() and len(set(groups[:, 0].tolist())) == len(groups)
     with pytest.raises(SystemExit):
         main(["--model", model, "--share_prompt_prefix", "sometimes"])
+
+
+def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp_path):
+    """A saved generation config with num_return_sequences=2: the shared path still gives k samples per problem,
+    the same as the num_return_sequences=k path."""
+    from transformers import GenerationConfig
+
+    from up_trl.models import save_tiny_model
+
+    model = save_tiny_model(tmp_path / "tiny")
+    GenerationConfig(num_return_sequences=2, do_sample=True).save_pretrained(model)
+    samples = {}
+    for share in ("true", "false"):
+        out = tmp_path / share
+        assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "3", "--limit", "2", "--max_new_tokens", "4",
+                     "--share_prompt_prefix", share, "--output_dir", str(out), "--save_samples"]) == 0  # fmt: skip
+        report = json.loads((out / "eval.json").read_text())
+        assert report["share_prompt_prefix"] is (share == "true") and report["batch_size"] == 8
+        samples[share] = [row["completions"] for row in report["benchmarks"]["gsm8k"]["samples"]]
+    assert [len(c) for c in samples["true"]] == [3, 3] and samples["true"] == samples["false"]

@@ -110,7 +110,7 @@ def full_rows_case(name, tiny):
     if name == "other_inputs":
         inputs["position_ids"] = torch.arange(input_ids.size(1)).expand_as(input_ids)
     if name == "active_dropout":
-        model.config.attention_dropout = 0.1
+        set_attention_dropout(model, 0.1)
         model.train()
     if name == "linear_attention":
         model = tiny_lfm2()
@@ -142,13 +142,52 @@ def test_only_plain_attention_caches_are_shared(tiny):
     assert shareable_cache(model) is None
 
 
-def test_dropout_counts_only_in_training_mode(tiny):
+def set_attention_dropout(model, rate: float) -> None:
+    """What `attention_dropout=rate` in the config gives at construction: each attention module's own rate."""
+    for module in model.modules():
+        if hasattr(module, "attention_dropout"):
+            module.attention_dropout = rate
+
+
+def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
     from up_trl.shared_prompt import has_active_dropout
 
     model, _ = tiny
     assert not has_active_dropout(model.train())  # attention_dropout 0.0
-    model.config.attention_dropout = 0.1
+    model.config.attention_dropout = 0.1  # a config value the built modules never read: no dropout runs
+    assert not has_active_dropout(model)
+    set_attention_dropout(model, 0.1)
     assert has_active_dropout(model) and not has_active_dropout(model.eval())
+    model.train().model.embed_tokens.register_module("drop", torch.nn.Dropout(0.0))  # zeroed, as disable_dropout does
+    set_attention_dropout(model, 0.0)
+    assert not has_active_dropout(model)
+    model.model.embed_tokens.drop.p = 0.1
+    assert has_active_dropout(model)
+
+
+def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
+    """RWKV and xLSTM keep a recurrent state and ignore the cache; a model that leaves the cache empty is caught
+    after the prefill too."""
+    from up_trl.shared_prompt import shareable_cache
+
+    model, _ = tiny
+    monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", lambda self: False)
+    assert shareable_cache(model) is None
+    monkeypatch.undo()
+    add_fused_lm_head(model)
+    input_ids, attention_mask, labels, _ = grpo_rows()
+    inputs = dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+    real_forward = model.forward
+
+    def forgetful(*args, cache=None, **kwargs):  # a model that never fills the cache it is given
+        return real_forward(*args, **kwargs)
+
+    monkeypatch.setattr(model, "forward", forgetful)
+    forward = SharedPromptForward(model, logits_to_keep=6)
+    with torch.no_grad():
+        out = forward(**inputs).log_probs
+        assert torch.equal(out, model(**inputs).log_probs)
+    assert forward.calls == {"shared": 0, "full": 1}
 
 
 def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tiny):
@@ -182,7 +221,7 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
 
 @pytest.mark.parametrize(
     "case", ["cache_implementation", "models_cache_implementation", "no_cache", "models_num_return_sequences",
-             "other_kwargs", "active_dropout"],
+             "other_kwargs", "active_dropout", "beams"],
 )  # fmt: skip
 def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     from transformers import GenerationConfig
@@ -203,8 +242,10 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     if case == "other_kwargs":
         kwargs["max_new_tokens"] = 3
     if case == "active_dropout":
-        model.config.attention_dropout = 0.1
+        set_attention_dropout(model, 0.1)
         model.train()
+    if case == "beams":
+        settings.update(num_beams=2, do_sample=False)
     out = {}
     for name, generate in (("full", model.generate),
                            ("shared", functools.partial(shared_prompt_generate, model.generate, model))):  # fmt: skip

@@ -174,7 +174,8 @@ def _generate_transformers(model, tokenizer, prompts, k, args, device):
         "max_new_tokens": args.max_new_tokens,
         "pad_token_id": tokenizer.pad_token_id,
     }
-    share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1
+    beams = model.generation_config.num_beams or 1  # a checkpoint's own beams: generate's num_return_sequences path
+    share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1 and beams == 1
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     outputs: list[list[str]] = []
     for start in tqdm(range(0, len(texts), args.batch_size), desc="generating", unit="batch"):
@@ -183,7 +184,7 @@ def _generate_transformers(model, tokenizer, prompts, k, args, device):
         with torch.no_grad():
             if share:  # generate's own config, updated with the settings, as `generate(**settings)` builds it
                 config = copy.deepcopy(model.generation_config)
-                config.update(**settings)
+                config.update(**settings, num_return_sequences=1)  # the k copies are rows already
                 rows = {key: value.repeat_interleave(k, dim=0) for key, value in batch.items()}
                 out = shared_prompt_generate(model.generate, model, **rows, generation_config=config)
             else:
@@ -299,6 +300,11 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
         "system_prompt": system_prompt,
         "limit": args.limit,
         "seed": args.seed,
+        **(
+            {"batch_size": args.batch_size, "share_prompt_prefix": args.share_prompt_prefix}
+            if backend == "transformers"
+            else {}
+        ),
         **(
             {"arithmetic_ops": list(args.arithmetic_ops), "arithmetic_few_shot": args.arithmetic_few_shot}
             if "arithmetic" in benchmarks

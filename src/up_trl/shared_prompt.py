@@ -44,23 +44,29 @@ def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tup
 
 
 def has_active_dropout(model) -> bool:
-    """True when a forward of `model` would drop anything: in training mode with a `torch.nn.Dropout` of p > 0 or
-    a config dropout probability (`attention_dropout`, GPT-2's `attn_pdrop`, ...) above 0. TRL generates and scores
-    in training mode and leaves dropout on unless `disable_dropout=True`."""
-    if not model.training:
-        return False
-    if any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in model.modules()):
-        return True
-    config = model.config.get_text_config()
-    rates = [v for k, v in vars(config).items() if k.endswith(("dropout", "pdrop")) and isinstance(v, (int, float))]
-    return any(rate > 0 for rate in rates)
+    """True when a forward of `model` would drop anything: a module in training mode with a dropout module of p > 0
+    (`torch.nn.Dropout` and its kin) or a dropout probability it applies itself (`attention_dropout`, `attn_pdrop`,
+    ...) above 0. Read from the modules, not the config: TRL's `disable_dropout=True` zeroes the modules only, and a
+    config may name dropouts the model never runs. TRL generates and scores in training mode."""
+    for module in model.modules():
+        if not module.training:
+            continue
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
+            return True
+        rates = (v for k, v in vars(module).items() if ("dropout" in k or "pdrop" in k) and isinstance(v, float))
+        if any(rate > 0 for rate in rates):
+            return True
+    return False
 
 
 def shareable_cache(model) -> DynamicCache | None:
     """An empty `DynamicCache` for `model` when every layer is plain or sliding-window attention (keys and values
-    per position, which rows can share by index); None for linear-attention and hybrid layers, and when the model
-    returns MoE router logits, whose balancing loss would be computed over the shortened rows."""
+    per position, which rows can share by index); None for linear-attention and hybrid layers, for models that keep
+    a recurrent state instead of this cache, and when the model returns MoE router logits, whose balancing loss
+    would be computed over the shortened rows. The callers also check, after the prefill, that the cache holds it."""
     if getattr(model.config.get_text_config(), "output_router_logits", False):
+        return None
+    if not getattr(model, "_supports_default_dynamic_cache", lambda: True)():  # RWKV, xLSTM: a state of their own
         return None
     cache = DynamicCache(config=model.config)
     plain = all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
@@ -90,7 +96,6 @@ class SharedPromptForward:
             return self.model(
                 input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=fused_lm_head, **other
             )
-        self.calls["shared"] += 1
         self.model(  # the prefill: fills `cache` for the distinct prompts; its one-position logits are not used
             input_ids=input_ids[first, : prompt_length - 1],
             attention_mask=attention_mask[first, : prompt_length - 1],
@@ -98,6 +103,10 @@ class SharedPromptForward:
             use_cache=True,
             logits_to_keep=1,
         )
+        if cache.get_seq_length() != prompt_length - 1:  # the model did not keep the prompt in it: the full rows
+            self.calls["full"] += 1
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
+        self.calls["shared"] += 1
         cache.batch_select_indices(inverse)
         return self.model(
             input_ids=input_ids[:, prompt_length - 1 :],
@@ -151,5 +160,7 @@ def shared_prompt_generate(
         use_cache=True,
         logits_to_keep=1,
     )
+    if cache.get_seq_length() != input_ids.size(1) - 1:  # the model did not keep the prompt in it
+        return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
     cache.batch_select_indices(inverse)
     return generate(input_ids=input_ids, attention_mask=attention_mask, cache=cache, **kwargs)

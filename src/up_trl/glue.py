@@ -182,8 +182,8 @@ class UPSyncConfigMixin(UPConfigMixin):
             "completions of a prompt share it) in generation's prefill, the old-log-prob pass, the forward and its "
             "backward (not where activation checkpointing recomputes it), instead of once per completion. Log-probs "
             "and gradients equal to float rounding; generation makes the same draws from logits equal to float "
-            "rounding. Models with linear-attention layers, MoE router logits or active dropout keep TRL's path. "
-            "False: TRL's path."
+            "rounding. Models with linear-attention or recurrent layers, MoE router logits or active dropout keep "
+            "TRL's path. False: TRL's path."
         },
     )
 

@@ -360,7 +360,10 @@ def generation_options(rounds: int, threads: int) -> dict:
                 generate()
             seconds = time.perf_counter() - start
             print(f"round {r} {name}: {seconds:.2f} s", flush=True)
-            (times[name].append(seconds) if r else first.__setitem__(name, round(seconds, 2)))
+            if r:
+                times[name].append(seconds)
+            else:
+                first[name] = round(seconds, 2)
     report = {name: round(statistics.median(v), 2) for name, v in times.items()}
     ratios = {name: round(report["trl_default"] / report[name], 2) for name in report}
     # Where TRL's default spends its time: the operators with the largest share of self CPU time, one more round.

@@ -62,15 +62,41 @@ def has_active_dropout(model) -> bool:
 def shareable_cache(model) -> DynamicCache | None:
     """An empty `DynamicCache` for `model` when every layer is plain or sliding-window attention (keys and values
     per position, which rows can share by index); None for linear-attention and hybrid layers, for models that keep
-    a recurrent state instead of this cache, and when the model returns MoE router logits, whose balancing loss
-    would be computed over the shortened rows. The callers also check, after the prefill, that the cache holds it."""
-    if getattr(model.config.get_text_config(), "output_router_logits", False):
+    a recurrent state instead of this cache, when the model returns MoE router logits, whose balancing loss would be
+    computed over the shortened rows, and under active dropout (one mask per prompt would replace one per row)."""
+    if getattr(model.config.get_text_config(), "output_router_logits", False) or has_active_dropout(model):
         return None
     if not getattr(model, "_supports_default_dynamic_cache", lambda: True)():  # RWKV, xLSTM: a state of their own
         return None
     cache = DynamicCache(config=model.config)
     plain = all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
     return cache if plain and cache.layers else None
+
+
+def shared_prompt_cache(
+    model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, position_ids: torch.Tensor | None = None
+) -> DynamicCache | None:
+    """Tokens 0 .. P-2 of each distinct prompt of the batch prefilled once (`position_ids`, when given, for those
+    tokens' positions), then shared by index so that row b holds its own prompt's keys and values; None, with
+    nothing else to undo, where no prompt is shared, `shareable_cache` says no, or the prefill left the cache short
+    (a model that ignores it)."""
+    first, inverse = distinct_prompts(prompt_ids, prompt_mask)
+    cache = shareable_cache(model) if len(first) < len(inverse) else None
+    if cache is None:
+        return None
+    positions = {} if position_ids is None else {"position_ids": position_ids[first, :-1]}
+    model(  # the prefill: its one-position logits are not used
+        input_ids=prompt_ids[first, :-1],
+        attention_mask=prompt_mask[first, :-1],
+        **positions,
+        cache=cache,
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    if cache.get_seq_length() != prompt_ids.size(1) - 1:
+        return None
+    cache.batch_select_indices(inverse)
+    return cache
 
 
 class SharedPromptForward:
@@ -87,27 +113,15 @@ class SharedPromptForward:
 
     def __call__(self, *, input_ids, attention_mask, labels, fused_lm_head=False, **other):
         prompt_length = input_ids.size(1) - self.logits_to_keep
-        first, inverse, cache = None, None, None
-        if fused_lm_head and not other and prompt_length >= 2 and not has_active_dropout(self.model):
-            first, inverse = distinct_prompts(input_ids[:, :prompt_length], attention_mask[:, :prompt_length])
-            cache = shareable_cache(self.model) if len(first) < len(inverse) else None
+        cache = None
+        if fused_lm_head and not other and prompt_length >= 2:
+            cache = shared_prompt_cache(self.model, input_ids[:, :prompt_length], attention_mask[:, :prompt_length])
         if cache is None:
             self.calls["full"] += 1
             return self.model(
                 input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=fused_lm_head, **other
             )
-        self.model(  # the prefill: fills `cache` for the distinct prompts; its one-position logits are not used
-            input_ids=input_ids[first, : prompt_length - 1],
-            attention_mask=attention_mask[first, : prompt_length - 1],
-            cache=cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        if cache.get_seq_length() != prompt_length - 1:  # the model did not keep the prompt in it: the full rows
-            self.calls["full"] += 1
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
         self.calls["shared"] += 1
-        cache.batch_select_indices(inverse)
         return self.model(
             input_ids=input_ids[:, prompt_length - 1 :],
             attention_mask=attention_mask,
@@ -131,8 +145,8 @@ def shared_prompt_generate(
     It makes the same random draws as before, from logits equal to float rounding, so the completions match unless
     a draw falls within rounding of a boundary between two tokens. The prefill takes the position ids `generate`
     gives a left-padded prompt (the mask's running count). Anything else (no mask, a cache chosen by the config or
-    the model's generation config, no cache, beams, several returns per prompt, extra model inputs, active dropout,
-    no shared prompt) goes to `generate` unchanged."""
+    the model's generation config, no cache, beams, several returns per prompt, extra model inputs, or what
+    `shared_prompt_cache` turns down) goes to `generate` unchanged."""
     config = kwargs.get("generation_config")
     plain = (
         attention_mask is not None
@@ -143,24 +157,10 @@ def shared_prompt_generate(
         and _generation_setting(config, model, "use_cache") is not False
         and (_generation_setting(config, model, "num_beams") or 1) == 1  # unset fields read None in transformers 5
         and (_generation_setting(config, model, "num_return_sequences") or 1) == 1
-        and not has_active_dropout(model)
     )
-    first, inverse, cache = None, None, None
+    cache = None
     if plain:
-        first, inverse = distinct_prompts(input_ids, attention_mask)
-        cache = shareable_cache(model) if len(first) < len(inverse) else None
-    if cache is None:
-        return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    position_ids = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # generate's own rule
-    model(
-        input_ids=input_ids[first, :-1],
-        attention_mask=attention_mask[first, :-1],
-        position_ids=position_ids[first, :-1],
-        cache=cache,
-        use_cache=True,
-        logits_to_keep=1,
-    )
-    if cache.get_seq_length() != input_ids.size(1) - 1:  # the model did not keep the prompt in it
-        return generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    cache.batch_select_indices(inverse)
-    return generate(input_ids=input_ids, attention_mask=attention_mask, cache=cache, **kwargs)
+        position_ids = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # generate's rule
+        cache = shared_prompt_cache(model, input_ids, attention_mask, position_ids)
+    shared = {} if cache is None else {"cache": cache}
+    return generate(input_ids=input_ids, attention_mask=attention_mask, **shared, **kwargs)

@@ -81,21 +81,6 @@ def param_snapshots():
     return ParamSnapshots()
 
 
-def record_fused_head_rows(monkeypatch) -> list[int]:
-    """The number of positions each call of TRL's fused LM head (`_ChunkedLogProbFunction`) scores, as it runs."""
-    from trl.trainer import utils as trl_utils
-
-    rows = []
-    real_apply = trl_utils._ChunkedLogProbFunction.apply
-
-    def recording_apply(hidden, *args):
-        rows.append(hidden.shape[0])
-        return real_apply(hidden, *args)
-
-    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", recording_apply)
-    return rows
-
-
 def assert_loss_leaves_batch_unchanged(trainer, batch):
     """The trainer's loss and backward never write into the batch (TRL reuses it when rollouts are reused)."""
     before = {k: v.clone() for k, v in batch.items()}

@@ -13,7 +13,6 @@ from conftest import (
     cpu_args,
     length_reward,
     param_snapshots,
-    record_fused_head_rows,
 )
 from datasets import Dataset
 from trl import RLOOTrainer
@@ -189,33 +188,6 @@ def test_up_and_clip_metrics_closed_form(setup):
         assert m[key] == parent._metrics["train"][key][-1], key
 
 
-def test_compact_cpu_lm_head_applies_to_rloo_and_trains_the_same(tmp_path, tiny, prompts_dataset, monkeypatch):
-    """`compact_cpu_lm_head` (shared with GRPO through glue): RLOO's forwards send only the labelled positions through
-    TRL's fused head on CPU, and an off-policy run trains the same as with TRL's CPU path (to float rounding)."""
-    from trl.trainer import utils as trl_utils
-
-    rows = record_fused_head_rows(monkeypatch)
-    model, _ = tiny
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    runs = {}
-    for compact in (False, True):
-        model.load_state_dict(state)
-        rows.clear()
-        snapshots = param_snapshots()
-        trainer = make_rloo_trainer(tmp_path / str(compact), tiny, prompts_dataset, callbacks=[snapshots],
-                                    compact_cpu_lm_head=compact, num_iterations=2)  # fmt: skip
-        trainer.train()
-        losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
-        runs[compact] = (list(rows), snapshots.params, losses)
-    (full_rows, full_params, full_losses), (compact_rows, params, losses) = runs[False], runs[True]
-    assert len(compact_rows) == len(full_rows) > 0 and all(c < f for c, f in zip(compact_rows, full_rows))
-    assert trl_utils._use_triton(torch.device("cpu")) is False  # TRL's own choice is back
-    assert losses == pytest.approx(full_losses, abs=1e-6)
-    for step, expected in full_params.items():
-        for a, e in zip(params[step], expected):
-            torch.testing.assert_close(a, e, atol=1e-5, rtol=1e-5)
-
-
 def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="up_mode='asymmetric'"):
         UPRLOOConfig(output_dir=str(tmp_path), up_mode="sometimes", use_cpu=True)
@@ -277,8 +249,11 @@ def test_real_run_trains_and_logs_up_metrics(two_runs):
         for key in ("up/positive_token_frac", "up/capacity_up_mean", "up/would_clip_frac", "clip_ratio/high_mean"):
             assert key in h, key
         assert h["up/nonfinite_skipped_steps"] == 0
-    assert logs[0]["up/positive_abs_log_ratio_mean"] == 0.0  # step 1: fresh rollouts, on-policy
-    assert logs[1]["up/positive_abs_log_ratio_mean"] > 0.0  # step 2: the same rollouts, one update later
+    # Step 1, fresh rollouts: old_logps come from TRL's no-grad pass at generation and the log-probs from the training
+    # forward, two computations of the same numbers that agree to float rounding only (0 here, 9.5e-7 on another
+    # machine). Step 2 reuses those rollouts one update later: the drift is then orders of magnitude larger.
+    drift = [h["up/positive_abs_log_ratio_mean"] for h in logs]
+    assert drift[0] < 1e-5 and drift[1] > 1e-3, drift
     assert _written_card(trainer) == render_model_card(trainer, model_name="tiny-up-rloo")
 
 

@@ -257,23 +257,6 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     assert torch.equal(out["shared"], out["full"])
 
 
-def test_generate_is_restored_when_generation_fails(tmp_path, tiny, prompts_dataset, monkeypatch):
-    from trl import GRPOTrainer
-
-    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
-    model = trainer.accelerator.unwrap_model(trainer.model_wrapped)
-    seen = []
-
-    def failing(self, *args, **kwargs):
-        seen.append(vars(model).get("generate"))
-        raise RuntimeError("out of memory")
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", failing)
-    with pytest.raises(RuntimeError, match="out of memory"):
-        trainer._generate_single_turn([[1, 2]], None, {}, 1)
-    assert isinstance(seen[0], functools.partial) and "generate" not in vars(model)
-
-
 def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):
     """Parameters after each step, logged losses and the decoder stack's batches of an off-policy run."""
     snapshots = param_snapshots()
@@ -295,13 +278,15 @@ def assert_trains_the_same(tmp_path, tiny, dataset, make=make_trainer, **setting
     for step, params in full[0].items():  # Adam at lr 1e-2 moves each weight ~1e-2 a step: rounding stays << that
         for a, e in zip(shared[0][step], params):
             torch.testing.assert_close(a, e, atol=1e-4, rtol=1e-3)
-    # Without sharing every forward is the full width (prompt + completion). With it, none is: prefills of at most
-    # 4 prompts (a rollout batch holds 4 x 4 completions), then continuations of at most the completion + 1.
-    assert full[2][0][0] >= 8 and shared[2][0][0] <= 4  # generation's prefill: every row, or each prompt once
+    # Without sharing every scoring forward is the full width (prompt + completion). With it, none is: prefills of
+    # at most 4 prompts (a rollout batch holds 4 x 4 completions), then continuations of at most the completion + 1.
+    # Generation keeps TRL's path in both: its prefill runs every row.
+    assert full[2][0][0] >= 8 and shared[2][0][0] >= 8
     width = max(length for _, length in full[2])
+    scoring = [(rows, length) for rows, length in shared[2] if length != 1]  # generation decodes one token a call
     assert min(rows for rows, length in full[2] if length > 1) >= 8
-    assert max(length for _, length in shared[2]) < width
-    assert 0 < len([1 for rows, length in shared[2] if length > 9]) == len([1 for rows, _ in shared[2] if rows <= 4])
+    assert max(length for rows, length in scoring if rows <= 4 or length <= 9) < width
+    assert 0 < len([1 for rows, length in scoring if rows <= 4])
     positions = sum(rows * length for rows, length in full[2]), sum(rows * length for rows, length in shared[2])
     assert positions[1] < 0.8 * positions[0]
     return full, shared
@@ -317,14 +302,14 @@ def test_rloo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, pro
     assert_trains_the_same(tmp_path, tiny, prompts_dataset, make_rloo_trainer, num_iterations=2)
 
 
-def test_sharing_applies_on_one_cpu_process_without_gradient_checkpointing(tmp_path, tiny, prompts_dataset):
-    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
-    assert trainer.args.share_prompt_prefix and trainer._shares_prompts(torch.device("cpu"))
-    assert not trainer._shares_prompts(torch.device("cuda"))  # not measured there yet
+def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(tmp_path, tiny, prompts_dataset):
+    trainer = make_trainer(tmp_path / "a", tiny, prompts_dataset)
+    assert not trainer.args.share_prompt_prefix and not trainer.shares_prompts(trainer.model, torch.device("cpu"))
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, share_prompt_prefix=True, activation_checkpointing=False)
+    assert trainer.shares_prompts(trainer.model, torch.device("cpu"))
+    assert not trainer.shares_prompts(trainer.model, torch.device("cuda"))  # not measured there yet
     trainer.is_fsdp_enabled = True  # a wrapped model expects one forward per backward
-    assert not trainer._shares_prompts(torch.device("cpu"))
-    trainer = make_trainer(tmp_path / "b", tiny, prompts_dataset, share_prompt_prefix=False)
-    assert not trainer._shares_prompts(torch.device("cpu"))
+    assert not trainer.shares_prompts(trainer.model, torch.device("cpu"))
 
 
 def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_dataset, monkeypatch):
@@ -335,8 +320,10 @@ def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_datas
     real_call = SharedPromptForward.__call__
     monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))
     # steps_per_generation=1: no old-log-prob pass, where TRL turns checkpointing off (and sharing would apply)
-    make_trainer(tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1).train()
+    make_trainer(tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1,
+                 share_prompt_prefix=True).train()  # fmt: skip
     assert len(calls) == 0
     fresh = tiny_model_and_tokenizer(seed=0)  # the first trainer turned checkpointing on in `tiny`'s model
-    make_trainer(tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1).train()
+    make_trainer(tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1,
+                 share_prompt_prefix=True).train()  # fmt: skip
     assert len(calls) > 0

@@ -2,6 +2,7 @@
 
 import logging
 from types import SimpleNamespace
+from unittest.mock import Mock
 
 import pytest
 import torch
@@ -223,15 +224,23 @@ def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset,
         assert _logged(trainer, "policy_loss") and _logged(trainer, "clip_ratio/high_mean")
 
 
-def test_up_seen_is_declared_on_the_class():
-    # A Mock of the class, or an instance made with __new__, reaches the hooks before __init__ runs.
-    assert UPGRPOTrainer._up_seen is None
-    trainer = UPGRPOTrainer.__new__(UPGRPOTrainer)
-    trainer.accelerator = SimpleNamespace(pad_across_processes=lambda x, **kwargs: x, gather=lambda x: x)
+def test_hooks_record_only_inside_ups_own_loss_call():
+    """TRL's own tests call the hooks on a `Mock` of the class (TestGetHighEntropyMask) or on an instance that never
+    ran `__init__`: they must behave as the parent's and record nothing (a class-level `_up_seen` would read as a
+    child Mock there and be written into)."""
     entropies, mask = torch.tensor([[0.1, 0.9, 0.5, 0.7]]), torch.ones(1, 4)
-    expected = GRPOTrainer.get_high_entropy_mask(trainer, entropies, mask, 0.5)
+    accelerator = SimpleNamespace(pad_across_processes=lambda x, **kwargs: x, gather=lambda x: x)
+    mock = Mock(spec=UPGRPOTrainer)
+    mock.accelerator = accelerator
+    expected = GRPOTrainer.get_high_entropy_mask(mock, entropies, mask, 0.5)
+    assert torch.equal(UPGRPOTrainer.get_high_entropy_mask(mock, entropies, mask, 0.5), expected)
+    trainer = UPGRPOTrainer.__new__(UPGRPOTrainer)
+    trainer.accelerator = accelerator
     assert torch.equal(trainer.get_high_entropy_mask(entropies, mask, 0.5), expected)
-    assert trainer._up_seen is None and trainer._nonfinite_guard is None
+    assert "_up_seen" not in vars(trainer) and not hasattr(UPGRPOTrainer, "_up_seen")
+    with trainer._recording_parent() as seen:  # UP's loss call: recorded, then gone
+        trainer.get_high_entropy_mask(entropies, mask, 0.5)
+    assert torch.equal(seen["entropy_mask"], expected) and "_up_seen" not in vars(trainer)
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""What UPGRPOTrainer relies on inside TRL's GRPOTrainer. If TRL changes any of it, these fail loudly:
-re-check `up_trl/trainer.py` (and re-run test_trainer_gradients.py) before raising the TRL pin."""
+"""The lines of TRL's GRPOTrainer that UPGRPOTrainer relies on, and why: the whole methods are pinned in
+`test_trl_pins.py` (any change fails there); these name what to re-check when that happens."""
 
 import inspect
 import re
@@ -91,31 +91,3 @@ def test_loss_type_lists_match_trl():
     assert every == set(CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)  # every objective the parent trains
     assert f"elif self.loss_type in {list(CLIPPED_LOSS_TYPES)}:".replace("'", '"') in COMPUTE_LOSS
     assert f"elif self.loss_type in {list(GENERATION_BATCH_NORMALISED)}:".replace("'", '"') in COMPUTE_LOSS
-
-
-def test_the_per_slice_old_logp_pass_mirrors_trl():
-    """`skip_on_policy_old_logps`: the parent's first no-grad forward of a rollout batch is its old-log-prob pass
-    (answered with a placeholder, redone per slice); the per-slice pass gives the forward what `_compute_loss` does,
-    and TRL's `_prepare_inputs` buffers the split batch in `_buffered_inputs` and serves slice `_step % spg`."""
-    from up_trl.trainer import FORWARD_INPUT_KEYS
-
-    generate = inspect.getsource(GRPOTrainer._generate_and_score_completions)
-    first_forward = generate.index("self._get_per_token_logps_and_entropies(")
-    assert generate[:first_forward].endswith("old_per_token_logps, _, _ = ")
-    call = COMPUTE_LOSS.split("= self._get_per_token_logps_and_entropies(", 1)[1].split("\n\n", 1)[0]
-    passed = re.findall(r"(\w+)=inputs\.get\(\"(\w+)\"\)", call)
-    assert [key for name, key in passed if name == key] == list(FORWARD_INPUT_KEYS)
-    prepare = inspect.getsource(GRPOTrainer._prepare_inputs)
-    assert "if self._step % generate_every == 0 or self._buffered_inputs is None:" in prepare
-    assert "inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]" in prepare
-
-
-def test_the_fused_lm_head_decides_compaction_by_trainer_utils_use_triton_alone():
-    """`compact_cpu_lm_head` swaps `trl.trainer.utils._use_triton` during a forward: it must decide only whether the
-    fused head compacts (the tile maths reads its own binding in `trl.kernels.chunked_logprob`)."""
-    from trl.kernels import chunked_logprob
-    from trl.trainer import utils as trl_utils
-
-    source = inspect.getsource(trl_utils)
-    assert source.count("_use_triton(") == 1 and "compact = _use_triton(hidden_states.device)" in source
-    assert "_use_triton(device)" in inspect.getsource(chunked_logprob.ChunkedLogProbFunction.forward)

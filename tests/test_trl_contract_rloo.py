@@ -1,5 +1,5 @@
-"""What UPRLOOTrainer relies on inside TRL's RLOOTrainer. If TRL changes any of it, these fail loudly:
-re-check `up_trl/rloo.py` (and re-run test_rloo.py) before raising the TRL pin."""
+"""The lines of TRL's RLOOTrainer that UPRLOOTrainer relies on, and why: the whole methods are pinned in
+`test_trl_pins.py` (any change fails there); these name what to re-check when that happens."""
 
 import inspect
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from trl import GRPOConfig
 
-from .glue import UPSyncConfigMixin, check_up_mode
+from .glue import UPConfigMixin, check_up_mode
+from .shared_prompt import SharedPromptConfigMixin
 
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
 CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
@@ -37,11 +38,11 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 
 
 @dataclass
-class UPGRPOConfig(UPSyncConfigMixin, GRPOConfig):
-    r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning; the UP fields
+class UPGRPOConfig(UPConfigMixin, SharedPromptConfigMixin, GRPOConfig):
+    r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning and its default; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s, `compact_cpu_lm_head` and `share_prompt_prefix` [`glue.UPSyncConfigMixin`]'s (shared
-    with RLOO); `skip_on_policy_old_logps` is this one's (all three are savings, not part of the objective).
+    [`glue.UPConfigMixin`]'s. `share_prompt_prefix` (off by default, [`shared_prompt.SharedPromptConfigMixin`]) is an
+    opt-in CPU saving, not part of the objective.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
@@ -50,19 +51,6 @@ class UPGRPOConfig(UPSyncConfigMixin, GRPOConfig):
     `delta` < 1 + `epsilon_high` (then it replaces `delta` as the cap on r). With `delta` unset or
     `delta` >= 1 + `epsilon_high` (the paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no token.
     """
-
-    skip_on_policy_old_logps: bool = field(
-        default=True,
-        metadata={
-            "help": "When some steps of a rollout batch are off-policy, TRL runs the old-log-prob pass over the whole "
-            "batch; skip it for the slices first trained before the next optimizer step, which still see the weights "
-            "that generated them (pi_old = the policy's own detached log-probs there, as TRL does when every step is "
-            "on-policy; with num_iterations > 1 those are kept for the later passes). Saves that share of the pass: "
-            "half with steps_per_generation=2 and gradient_accumulation_steps=1, all of it with num_iterations > 1 "
-            "and steps_per_generation <= gradient_accumulation_steps. Not with vLLM's importance-sampling "
-            "correction, which needs pi_old everywhere. False: TRL's pass as is (bit-identical to GRPOTrainer)."
-        },
-    )
 
     def check_up_applies(self) -> None:
         check_up_compatible(self.up_mode, self.loss_type, self.use_liger_kernel)

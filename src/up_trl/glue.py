@@ -9,29 +9,27 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
   citation and the model card (`card.write_model_card`);
-- `UPSyncConfigMixin`: `UPConfigMixin` plus `compact_cpu_lm_head` and `share_prompt_prefix`, for GRPO and RLOO;
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
-  rule, the zero-step refusal, the compact fused LM head on CPU, each distinct prompt computed once on CPU
-  (`shared_prompt`), and the hook that records the per-token log-probabilities of the parent's forward.
+  rule, the zero-step refusal, the hook that records what the parent's forward computed (only during UP's own
+  loss call), and the rollout batch saved with every checkpoint (`rollout_checkpoint`).
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
-RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig)`.
+RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
+parent computes when `up_mode="off"`: the hooks only record, and the extra metrics are computed without gradient.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import textwrap
 from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
-from trl.trainer import utils as trl_utils
 
 from .callbacks import NonFiniteGuardCallback
 from .losses import UP_MODES, up_routes
-from .shared_prompt import SharedPromptForward, shared_prompt_generate
+from .rollout_checkpoint import RolloutCheckpointMixin
 
 logger = get_logger(__name__)
 
@@ -162,32 +160,6 @@ class UPConfigMixin:
         check_up_mode(self.up_mode)
 
 
-@dataclass
-class UPSyncConfigMixin(UPConfigMixin):
-    """`UPConfigMixin` plus the settings of `UPSyncTrainerMixin` (GRPO and RLOO, whose forwards use TRL's fused LM
-    head)."""
-
-    compact_cpu_lm_head: bool = field(
-        default=True,
-        metadata={
-            "help": "On CPU, TRL's fused LM head scores every position, prompt and padding included (it scores only "
-            "the completion tokens on CUDA/XPU, where Triton is). Score only the completion tokens on CPU too: the "
-            "same log-probs, gradients equal to float rounding, faster forward and backward. False: TRL's CPU path."
-        },
-    )
-    share_prompt_prefix: bool = field(
-        default=True,
-        metadata={
-            "help": "On CPU, in one process: compute each distinct prompt of a batch once (the num_generations "
-            "completions of a prompt share it) in generation's prefill, the old-log-prob pass, the forward and its "
-            "backward (not where activation checkpointing recomputes it), instead of once per completion. Log-probs "
-            "and gradients equal to float rounding; generation makes the same draws from logits equal to float "
-            "rounding. Models with linear-attention or recurrent layers, MoE router logits or active dropout keep "
-            "TRL's path. False: TRL's path."
-        },
-    )
-
-
 class UPTrainerMixin:
     """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
 
@@ -264,11 +236,10 @@ class UPTrainerMixin:
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
 
 
-class UPSyncTrainerMixin(UPTrainerMixin):
+class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
     """`UPTrainerMixin` plus what TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) share: one rollout batch is
-    generated, then trained on for steps_per_generation * num_iterations micro-steps."""
-
-    _up_seen: dict | None = None  # tensors the parent computes that UP reuses, during one loss call
+    generated, then trained on for steps_per_generation * num_iterations micro-steps (and saved with every
+    checkpoint, `rollout_checkpoint.RolloutCheckpointMixin`, so that a resumed run continues the same cycle)."""
 
     @property
     def up_is_off_policy(self) -> bool:
@@ -298,68 +269,22 @@ class UPSyncTrainerMixin(UPTrainerMixin):
                 "steps_per_generation."
             )
 
-    # Records what the parent computes inside its loss (during generation `_up_seen` is None).
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        if self._shares_prompts(input_ids.device) and not self._drops_cache(model):
-            model = SharedPromptForward(model, logits_to_keep)
-        with self._compact_lm_head(input_ids.device):
-            out = super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
-            )
-        if self._up_seen is not None:
-            self._up_seen["per_token_logps"] = out[0]
-        return out
-
-    def _shares_prompts(self, device: torch.device) -> bool:
-        """`share_prompt_prefix` applies: on CPU (not yet measured elsewhere) and in one process, where the model is
-        not wrapped for data parallelism (DDP, FSDP and DeepSpeed expect one forward per backward)."""
-        return (
-            getattr(self.args, "share_prompt_prefix", False)
-            and device.type == "cpu"
-            and self.accelerator.num_processes == 1
-            and not self.is_deepspeed_enabled
-            and not self.is_fsdp_enabled
-        )
-
-    def _drops_cache(self, model) -> bool:
-        """Whether this forward's checkpointed layers would drop a key/value cache: they do when they recompute in
-        the backward (activation checkpointing on, training mode, gradients on)."""
-        unwrapped = self.accelerator.unwrap_model(model)
-        checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers 5's name
-        if checkpointing is None:
-            checkpointing = getattr(unwrapped, "is_gradient_checkpointing", False)
-        return bool(checkpointing) and unwrapped.training and torch.is_grad_enabled()
-
-    def _generate_single_turn(self, *args, **kwargs):
-        """The parent's generation; with `share_prompt_prefix`, `generate` prefills each distinct prompt once
-        (`shared_prompt.shared_prompt_generate`). vLLM and transformers' continuous batching keep their own paths."""
-        own_path = self.use_vllm or getattr(self, "use_transformers_continuous_batching", False)
-        if own_path or not self._shares_prompts(self.accelerator.device):
-            return super()._generate_single_turn(*args, **kwargs)
-        model = self.accelerator.unwrap_model(self.model_wrapped)
-        own = vars(model).get("generate")  # an instance's own `generate` (the first-rollout progress callback's)
-        model.generate = shared = functools.partial(shared_prompt_generate, model.generate, model)  # this call only
-        try:
-            return super()._generate_single_turn(*args, **kwargs)
-        finally:
-            if vars(model).get("generate") is shared:  # else whoever set `own` has restored the class's meanwhile
-                if own is None:
-                    del model.generate
-                else:
-                    model.generate = own
-
     @contextlib.contextmanager
-    def _compact_lm_head(self, device: torch.device):
-        """`compact_cpu_lm_head`: TRL's fused LM head (`trl.trainer.utils.add_fused_lm_head`) scores only the
-        positions with a label where `_use_triton(device)` is true, and every position elsewhere (to spare Neuron a
-        recompilation per batch shape). CPU compiles nothing, so during this forward it is told to compact there
-        too; the tile maths (`trl.kernels.chunked_logprob`) keeps its own torch path on CPU."""
-        if device.type != "cpu" or not getattr(self.args, "compact_cpu_lm_head", False):
-            yield
-            return
-        original = trl_utils._use_triton
-        trl_utils._use_triton = lambda d: d.type == "cpu" or original(d)
+    def _recording_parent(self):
+        """Around the parent's `_compute_loss` in UP's own: yields the dict in which the hooks below record what the
+        parent computes. The dict lives on the instance only while this runs, so a hook called anywhere else (the
+        old-log-prob pass, generation, a test calling the method on a mock) records nothing."""
+        self.__dict__["_up_seen"] = seen = {}
         try:
-            yield
+            yield seen
         finally:
-            trl_utils._use_triton = original
+            del self.__dict__["_up_seen"]
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        out = super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+        )
+        seen = vars(self).get("_up_seen")
+        if seen is not None:
+            seen["per_token_logps"] = out[0]
+        return out

@@ -23,15 +23,16 @@ import torch
 from trl import RLOOConfig, RLOOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
-from .glue import UPSyncConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
+from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
 from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_token_sums
+from .shared_prompt import SharedPromptConfigMixin, SharedPromptTrainerMixin
 
 
 @dataclass
-class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig):
-    r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning; the UP fields are
-    [`glue.UPConfigMixin`]'s, and `compact_cpu_lm_head` and `share_prompt_prefix` (savings on CPU)
-    [`glue.UPSyncConfigMixin`]'s.
+class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
+    r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning and its default; the UP fields
+    are [`glue.UPConfigMixin`]'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
+    [`shared_prompt.SharedPromptConfigMixin`]'s.
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,
@@ -41,7 +42,7 @@ class UPRLOOConfig(UPSyncConfigMixin, RLOOConfig):
     """
 
 
-class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
+class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly RLOOTrainer's arguments; `args` may be a [`UPRLOOConfig`] (for `up_mode`) or a plain
@@ -75,12 +76,9 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     def _compute_loss(self, model, inputs):
         advantages = inputs["advantages"]  # (B,): one per sequence
         routes, parent_inputs = route_batch(inputs, self.up_mode)
-        self._up_seen = {}
-        try:
+        with self._recording_parent() as seen:
             loss = super()._compute_loss(model, parent_inputs)
-            per_token_logps = self._up_seen["per_token_logps"]
-        finally:
-            self._up_seen = None
+        per_token_logps = seen["per_token_logps"]
 
         mode = "train" if self.model.training else "eval"
         logps = (per_token_logps * inputs["completion_mask"]).sum(1)  # the parent's line: summed completion logp

@@ -1,4 +1,7 @@
-"""Each distinct prompt of a forward batch computed once: `share_prompt_prefix`.
+"""Each distinct prompt of a batch computed once: `share_prompt_prefix`, an opt-in CPU saving (off by default).
+
+Not part of UP: a reader of the UP trainers can skip this module. With the setting off (the default) nothing here
+runs and the trainers compute exactly what their parents compute.
 
 GRPO and RLOO score `num_generations` completions of every prompt, and TRL's forward runs the whole
 `[prompt | completion]` row for each of them, so a prompt of P tokens is computed once per completion (in the
@@ -10,18 +13,23 @@ depend on the completion, so they can be computed once per distinct prompt and s
     continue  token P-1 and the completion, with that cache      -> hidden states P-1 .. P+C-1, as in the full forward
 
 The continuation sees the same positions (0 .. P+C-1, TRL's forward passes no position ids) and the same mask as the
-full row, so the log-probs are the full forward's up to float rounding, and the gradient is the same sum. Token P-1
-is re-run per row because its hidden state predicts the first completion token.
+full row, so the log-probs are the full forward's up to float rounding (not bit for bit), and the gradient is the
+same sum. Token P-1 is re-run per row because its hidden state predicts the first completion token.
 
-The model is called twice per chunk, so this is for a model that is not wrapped for data parallelism and does not
-recompute layers in the backward (gradient checkpointing skips the cache); `glue.UPSyncTrainerMixin` decides where
-it applies. Here, each call falls back to the full rows where sharing would change the result or cannot work:
-cache layers other than plain or sliding-window attention (linear-attention and hybrid models), MoE router logits
-(their balancing loss would see the wrong positions), active dropout (one mask per prompt instead of one per row),
-and generation settings that bring their own cache or layout. No TRL import here.
+Where it applies (`SharedPromptTrainerMixin`): the forwards of TRL's `_get_per_token_logps_and_entropies`, on CPU,
+in one process whose model is not wrapped for data parallelism, and not where activation checkpointing recomputes
+layers in the backward (it would drop the cache). Training's generation keeps TRL's path; `up-trl eval`, which owns
+its generation loop, prefills each prompt once there too (`shared_prompt_generate`). Each call falls back to the
+full rows where sharing would change the result or cannot work: cache layers other than plain or sliding-window
+attention (linear-attention and hybrid models), MoE router logits (their balancing loss would see the wrong
+positions), active dropout (one mask per prompt instead of one per row), and generation settings that bring their
+own cache or layout. No TRL import here: the mixin overrides one TRL method by name (pinned in
+`tests/test_trl_pins.py`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
@@ -131,6 +139,52 @@ class SharedPromptForward:
         )
 
 
+@dataclass
+class SharedPromptConfigMixin:
+    """The `share_prompt_prefix` field, for `class UPXConfig(UPConfigMixin, SharedPromptConfigMixin, XConfig)`."""
+
+    share_prompt_prefix: bool = field(
+        default=False,
+        metadata={
+            "help": "Opt-in CPU saving, not part of UP (off: TRL's computation, bit for bit). On CPU, in one process: "
+            "compute each distinct prompt of a batch once (the num_generations completions of a prompt share it) in "
+            "the old-log-prob pass, the forward and its backward (not where activation checkpointing recomputes "
+            "it), instead of once per completion. Log-probs and gradients equal TRL's to float rounding, not bit for "
+            "bit. Models with linear-attention or recurrent layers, MoE router logits or active dropout keep TRL's "
+            "path."
+        },
+    )
+
+
+class SharedPromptTrainerMixin:
+    """For `class X(..., SharedPromptTrainerMixin, GRPOTrainer)` (or RLOOTrainer): with `args.share_prompt_prefix`,
+    the forwards of `_get_per_token_logps_and_entropies` get a `SharedPromptForward` in place of the model where it
+    applies (`shares_prompts`); otherwise the parent's method runs untouched."""
+
+    def shares_prompts(self, model, device: torch.device) -> bool:
+        """`share_prompt_prefix` applies to this forward: on CPU, in one process (DDP, FSDP and DeepSpeed expect one
+        forward per backward), and not where checkpointed layers recompute in the backward (activation
+        checkpointing on, training mode, gradients on: they would drop the cache)."""
+        if not (
+            getattr(self.args, "share_prompt_prefix", False)
+            and device.type == "cpu"
+            and self.accelerator.num_processes == 1
+            and not self.is_deepspeed_enabled
+            and not self.is_fsdp_enabled
+        ):
+            return False
+        unwrapped = self.accelerator.unwrap_model(model)
+        recomputes = getattr(unwrapped, "is_activation_checkpointing", False) and unwrapped.training
+        return not (recomputes and torch.is_grad_enabled())
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        if self.shares_prompts(model, input_ids.device):
+            model = SharedPromptForward(model, logits_to_keep)
+        return super()._get_per_token_logps_and_entropies(
+            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
+        )
+
+
 def _generation_setting(config, model, name: str):
     """A generation setting as `generate` will use it: the passed config's, else the model's own."""
     value = getattr(config, name, None)
@@ -140,7 +194,8 @@ def _generation_setting(config, model, name: str):
 def shared_prompt_generate(
     generate, model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
 ):
-    """`generate(input_ids=..., attention_mask=..., **kwargs)` (the model's own `generate`) with each distinct prompt's
+    """`generate(input_ids=..., attention_mask=..., **kwargs)` (the model's own `generate`; `up-trl eval` calls this
+    from its own generation loop) with each distinct prompt's
     tokens 0 .. P-2 prefilled once into a cache that the rows then share; `generate` itself runs from token P-1 on.
     It makes the same random draws as before, from logits equal to float rounding, so the completions match unless
     a draw falls within rounding of a boundary between two tokens. The prefill takes the position ids `generate`

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import torch
 from trl import GRPOTrainer
-from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import nanmax, nanmin
 
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
@@ -27,6 +26,7 @@ from .losses import (
     up_guard_mask,
     up_positive_token_sums,
 )
+from .shared_prompt import SharedPromptTrainerMixin
 
 __all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS: re-exported from `glue`
 # TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
@@ -37,23 +37,9 @@ CLIP_RATIO_METRICS = (
     "clip_ratio/low_min",
     "clip_ratio/high_max",
 )
-# The batch entries TRL's `_compute_loss` passes to `_get_per_token_logps_and_entropies` besides the token ids
-# (multimodal inputs); the old-log-prob pass per slice passes the same (tests/test_trl_contract.py pins the list).
-FORWARD_INPUT_KEYS = (
-    "pixel_values",
-    "image_grid_thw",
-    "num_images",
-    "pixel_attention_mask",
-    "spatial_shapes",
-    "num_tiles",
-    "image_sizes",
-    "token_type_ids",
-    "mm_token_type_ids",
-    "image_position_ids",
-)
 
 
-class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
+class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a [`UPGRPOConfig`] (for `up_mode`) or a plain
@@ -87,95 +73,12 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
             "gradient_accumulation_steps is not a multiple of their product.",
         )
 
-    # --- The old-log-prob pass only where a slice is stale (`skip_on_policy_old_logps`) ---
-    # TRL computes pi_old for the whole rollout batch as soon as one of its slices is trained after an optimizer
-    # step. A slice trained before the cycle's first optimizer step sees the weights that generated it: TRL's
-    # aligned case, where pi_old is the policy's own detached log-probs. So the pass is left to the parent for no
-    # row (`_get_per_token_logps_and_entropies` answers it with a NaN placeholder), and after the split each stale
-    # slice gets its own pass at once, still with the generating weights; an on-policy slice gets none, and if it is
-    # reused (num_iterations > 1) its first forward's detached log-probs are kept for the later passes.
-    _old_logps_placeholder: bool = False
-    _old_logps_to_capture: tuple = ()
-    _up_window: tuple[int, int] = (-1, 0)  # (global_step, the first micro-step `_step` after it) of this window
-
-    def training_step(self, model, inputs, num_items_in_batch):
-        # Where the current accumulation window ends, read from the Trainer rather than computed: transformers
-        # shortens the last window of an epoch (`current_gradient_accumulation_steps`), and TRL's `_step` runs on.
-        if self.state.global_step != self._up_window[0]:  # an optimizer step since the last micro-step
-            self._up_window = (self.state.global_step, self._step + self.current_gradient_accumulation_steps)
-        return super().training_step(model, inputs, num_items_in_batch)
-
-    @property
-    def skips_on_policy_old_logps(self) -> bool:
-        """Whether this run saves the on-policy part of the old-log-prob pass (see the config field)."""
-        return (
-            getattr(self.args, "skip_on_policy_old_logps", False)
-            and self.up_is_off_policy
-            and self.loss_type in CLIPPED_LOSS_TYPES
-            and not (self.use_vllm and self.vllm_importance_sampling_correction)
-        )
-
-    def _prepare_inputs(self, generation_batch):
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        new_cycle = self._step % generate_every == 0 or self._buffered_inputs is None
-        if not (self.model.training and new_cycle and self.skips_on_policy_old_logps):
-            return super()._prepare_inputs(generation_batch)
-        start = self._step
-        self._old_logps_placeholder = True
-        try:
-            inputs = super()._prepare_inputs(generation_batch)
-        finally:
-            placeholder_unused, self._old_logps_placeholder = self._old_logps_placeholder, False
-        self._old_logps_to_capture = ()
-        if placeholder_unused:  # the parent ran no old-log-prob pass: nothing to redo
-            return inputs
-        window_end = self._up_window[1]  # the next optimizer step comes after micro-step window_end - 1
-        for batch, uses in zip(self._buffered_inputs, self._slice_uses(start)):
-            if uses and uses[0] < window_end:
-                del batch["old_per_token_logps"]  # on-policy at its first use: TRL's aligned case
-                if len(uses) > 1:
-                    self._old_logps_to_capture += (batch,)
-            elif uses:
-                batch["old_per_token_logps"] = self._old_per_token_logps(batch)
-            else:  # not trained on in the rest of this cycle (a resumed run)
-                del batch["old_per_token_logps"]
-        return inputs
-
-    def _slice_uses(self, start: int) -> list[list[int]]:
-        """For each slice of the rollout batch buffered at micro-step `start`, the micro-steps that train on it
-        before the next rollout: slice i at every step t of the cycle with t % steps_per_generation == i."""
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        end = (start // generate_every + 1) * generate_every
-        spg = self.args.steps_per_generation
-        return [[t for t in range(start, end) if t % spg == i] for i in range(spg)]
-
-    @torch.no_grad()
-    def _old_per_token_logps(self, batch: dict) -> torch.Tensor:
-        """TRL's old-log-prob pass on one slice, with the same inputs its `_compute_loss` gives the forward."""
-        with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model,
-                torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
-                torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
-                batch["completion_ids"].size(1),
-                batch_size=self.args.per_device_train_batch_size,
-                **{key: batch.get(key) for key in FORWARD_INPUT_KEYS},
-            )
-        return logps
-
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        if self._old_logps_placeholder:  # the rollout batch's old-log-prob pass: redone per slice after the split
-            self._old_logps_placeholder = False
-            return torch.full((input_ids.size(0), logits_to_keep), float("nan"), device=input_ids.device), None, None
-        return super()._get_per_token_logps_and_entropies(  # glue's: compact head on CPU, records for the loss
-            model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
-        )
-
     # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):
         entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
-        if self._up_seen is not None:
-            self._up_seen["entropy_mask"] = entropy_mask
+        seen = vars(self).get("_up_seen")  # set only inside UP's own loss call (`glue._recording_parent`)
+        if seen is not None:
+            seen["entropy_mask"] = entropy_mask
         return entropy_mask
 
     def _compute_loss(self, model, inputs):
@@ -183,12 +86,8 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
             return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
         routes, parent_inputs = route_batch(inputs, self.up_mode)
-        self._up_seen = {}
-        try:
+        with self._recording_parent() as seen:
             loss = super()._compute_loss(model, parent_inputs)
-            seen = self._up_seen
-        finally:
-            self._up_seen = None
 
         mode = "train" if self.model.training else "eval"
         per_token_logps = seen["per_token_logps"]
@@ -197,9 +96,6 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
         )
         old_per_token_logps = inputs.get("old_per_token_logps")
         old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
-        if any(inputs is batch for batch in self._old_logps_to_capture):  # on-policy now, reused later
-            inputs["old_per_token_logps"] = old_per_token_logps
-            self._old_logps_to_capture = tuple(b for b in self._old_logps_to_capture if b is not inputs)
         advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
         routes = routes.unsqueeze(1) if routes.dim() == 1 else routes
         level = self.importance_sampling_level

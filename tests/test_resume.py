@@ -1,0 +1,88 @@
+"""A run interrupted at any step and resumed from its checkpoint ends with the uninterrupted run's weights, bit for
+bit: the checkpoint carries the buffered rollout batch (`up_trl.rollout_checkpoint`), which TRL's does not."""
+
+import os
+
+import pytest
+import torch
+from conftest import make_trainer
+from test_rloo import make_rloo_trainer
+from transformers import TrainerCallback
+
+from up_trl.models import tiny_model_and_tokenizer
+from up_trl.rollout_checkpoint import rollout_file
+
+MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
+# steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with
+# num_iterations=2 it feeds 4. Step 3 lies inside a cycle in both: the uninterrupted run reuses a buffered batch there.
+LAYOUTS = {
+    "spg2": dict(steps_per_generation=2),
+    "spg2_iter2": dict(steps_per_generation=2, num_iterations=2),
+}
+
+
+class StopAt(TrainerCallback):
+    """Save a checkpoint at the end of `step` and stop there, as the graceful stop does on SIGTERM."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            control.should_save = control.should_training_stop = True
+
+
+def train(kind, folder, callbacks=(), resume=None, **settings):
+    trainer = MAKERS[kind](folder, tiny_model_and_tokenizer(seed=0), dataset(), callbacks=list(callbacks),
+                           max_steps=6, **settings)  # fmt: skip
+    trainer.train(resume_from_checkpoint=resume)
+    return trainer
+
+
+def dataset():
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
+
+
+def losses(trainer):
+    return {h["step"]: h["loss"] for h in trainer.state.log_history if "loss" in h}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_resume_inside_a_rollout_cycle_continues_the_same_run(tmp_path, kind, layout):
+    settings = LAYOUTS[layout]
+    full = train(kind, tmp_path / "full", **settings)
+    cut = train(kind, tmp_path / "cut", callbacks=[StopAt(3)], **settings)
+    assert cut.state.global_step == 3
+    checkpoint = tmp_path / "cut" / "out" / "checkpoint-3"
+    assert os.path.exists(rollout_file(checkpoint, 0))
+    resumed = train(kind, tmp_path / "cut", resume=str(checkpoint), **settings)
+    assert resumed.state.global_step == 6
+    assert {s: v for s, v in losses(resumed).items() if s > 3} == {s: v for s, v in losses(full).items() if s > 3}
+    assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
+
+
+def test_without_the_rollout_batch_a_resume_regenerates_and_says_so(tmp_path, caplog):
+    """What TRL alone does: the buffer is gone, so step 4 trains on a new rollout batch (other weights at the end)."""
+    full = train("grpo", tmp_path / "full", steps_per_generation=2)
+    train("grpo", tmp_path / "cut", callbacks=[StopAt(3)], steps_per_generation=2)
+    checkpoint = tmp_path / "cut" / "out" / "checkpoint-3"
+    os.remove(rollout_file(checkpoint, 0))
+    with caplog.at_level("WARNING"):
+        resumed = train("grpo", tmp_path / "cut", resume=str(checkpoint), steps_per_generation=2)
+    assert "holds no rollout batch" in caplog.text
+    assert not all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
+
+
+def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start(tmp_path):
+    """An emergency checkpoint written after a crash in the middle of a window stores the window's first micro-step:
+    the window's gradients were lost, so the resumed run redoes all of it."""
+    trainer = make_trainer(tmp_path, tiny_model_and_tokenizer(seed=0), dataset(), gradient_accumulation_steps=2,
+                           steps_per_generation=4, max_steps=1)  # fmt: skip
+    trainer.state.global_step, trainer._step = 5, 11  # micro-steps 10 and 11 make the window of optimizer step 6
+    trainer._rollout_window = (5, 10)
+    assert trainer._rollout_step() == 10
+    trainer.state.global_step = 6  # after that step: the next window starts at the current micro-step
+    assert trainer._rollout_step() == 11

@@ -1,0 +1,71 @@
+"""Every TRL (and transformers) method the UP trainers override or rely on is pinned whole (`trl_pins.py`): any
+changed, added or removed statement fails here, naming the method and what to do."""
+
+import ast
+import inspect
+import textwrap
+
+import pytest
+import transformers
+import trl
+from trl_pins import _strip_docstrings, fingerprint, load_pins, normalised_source, resolve
+
+PINS = load_pins()
+
+
+@pytest.mark.parametrize("name", list(PINS["methods"]))
+def test_pinned_method_is_unchanged(name):
+    pin = PINS["methods"][name]
+    assert fingerprint(resolve(name)) == pin["sha256"], (
+        f"{name} changed since it was pinned (trl {PINS['versions']['trl']}, transformers "
+        f"{PINS['versions']['transformers']}; installed: trl {trl.__version__}, transformers "
+        f"{transformers.__version__}). UP relies on it: {pin['why']} Read the method's diff against that, re-verify "
+        "with `pytest tests/test_trainer_gradients.py tests/test_rloo.py tests/test_async_grpo.py "
+        "tests/test_off_is_parent.py tests/test_resume.py`, then re-pin with `python tests/trl_pins.py --write`."
+    )
+
+
+def _overridden(up_class):
+    """(name, the parent-side function it overrides) for every function our classes define over a TRL/HF one."""
+    ours = [c for c in up_class.__mro__ if c.__module__.startswith("up_trl")]
+    theirs = [c for c in up_class.__mro__ if c.__module__.startswith(("trl.", "transformers."))]
+    names = {n for c in ours for n, v in vars(c).items() if inspect.isfunction(v)}
+    for name in sorted(names):
+        owner = next((c for c in theirs if name in vars(c)), None)
+        if owner is not None:
+            yield name, f"{owner.__module__}.{owner.__qualname__}.{name}"
+
+
+@pytest.mark.parametrize("trainer", ["UPGRPOTrainer", "UPRLOOTrainer", "UPAsyncGRPOTrainer"])
+def test_every_override_is_pinned(trainer):
+    import up_trl
+
+    missing = [parent for _, parent in _overridden(getattr(up_trl, trainer)) if parent not in PINS["methods"]]
+    assert not missing, f"{trainer} overrides methods that are not pinned in tests/trl_pins.json: {missing}"
+
+
+def _fingerprint_of(source: str) -> str:
+    import hashlib
+
+    dump = ast.dump(_strip_docstrings(ast.parse(textwrap.dedent(source))), include_attributes=False)
+    return hashlib.sha256(dump.encode()).hexdigest()
+
+
+def test_an_added_line_changes_the_pin_and_a_comment_does_not():
+    """The pin catches additions, not only edits: a new per-token multiplier in the parent's loss would change what
+    UP's term must apply (the case line-by-line checks miss)."""
+    from trl import GRPOTrainer
+
+    source = textwrap.dedent(inspect.getsource(GRPOTrainer._compute_loss))
+    assert _fingerprint_of(source) == fingerprint(GRPOTrainer._compute_loss)
+    anchor = "    if entropy_mask is not None:\n"
+    assert anchor in source
+    added = source.replace(anchor, "    per_token_loss = per_token_loss * 0.5\n" + anchor, 1)
+    assert _fingerprint_of(added) != fingerprint(GRPOTrainer._compute_loss)
+    commented = source.replace(anchor, "    # a new comment\n\n" + anchor, 1)
+    assert _fingerprint_of(commented) == fingerprint(GRPOTrainer._compute_loss)
+    documented = textwrap.dedent(inspect.getsource(GRPOTrainer.get_high_entropy_mask))
+    docstring = inspect.getdoc(GRPOTrainer.get_high_entropy_mask).splitlines()[0]
+    assert docstring in documented and docstring not in normalised_source(GRPOTrainer.get_high_entropy_mask)
+    reworded = documented.replace(docstring, "Reworded.", 1)
+    assert _fingerprint_of(reworded) == fingerprint(GRPOTrainer.get_high_entropy_mask)

@@ -3,7 +3,6 @@
 import os
 import signal
 
-import pytest
 import torch
 from conftest import make_trainer, param_snapshots
 from transformers import TrainerCallback

@@ -24,7 +24,8 @@ _ASIDE_SENTENCE = re.compile(
     re.I,
 )
 # An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
-_ASIDE_CUT = re.compile(r"\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
+# Each alternative starts a run of spaces at its first space (`(?<!\s)`): linear on long runs of spaces.
+_ASIDE_CUT = re.compile(r"(?<!\s)\s*\\approx(?![A-Za-z])|(?<!\s)\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
 _DIGIT = re.compile(r"\d")
 # Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
 _MATH_TOKEN = re.compile(r"\$\$|(?<!\\)\$|\\\(|\\\)|\\\[|\\\]|\*\*")

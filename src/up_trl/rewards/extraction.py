@@ -1,16 +1,17 @@
 r"""Answer extraction: pure string functions that pick the one answer a reply commits to, bounded by `MAX_CHARS`.
 
 The prediction is the LAST answer statement of the reply by position: a non-empty \boxed{...} or an explicit
-final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither,
-the last number. A statement followed by a retraction ("wait", "no,", "that is wrong", "actually", "mistake",
-"incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be X") follows the last
-retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives reasons (", since",
-" because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The answer is 2x + 3." is
-`2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or 6", "maybe 6") is
-no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The anti-echo rules
-(`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88", "\dbinom{31}{28}",
-"\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that operation too.
-Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
+final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither, the
+last number. A reply that ends inside a \boxed{ that never closes was cut off before its answer: it answers nothing
+(not the last number inside the open box). A statement followed by a retraction ("wait", "no,", "that is wrong",
+"actually", "mistake", "incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be
+X") follows the last retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives
+reasons (", since", " because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The
+answer is 2x + 3." is `2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or
+6", "maybe 6") is no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The
+anti-echo rules (`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
+"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
+operation too. Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
 """
 
 from __future__ import annotations
@@ -98,8 +99,9 @@ def completion_text(completion: Any, message: int = -1) -> str:
     return ""
 
 
-def _last_box(text: str) -> tuple[int, int, str] | None:
-    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box."""
+def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
+    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box (None when
+    there is none), and whether the text ends inside a box that never closes."""
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
@@ -112,11 +114,12 @@ def _last_box(text: str) -> tuple[int, int, str] | None:
             is_box, token_start, start = stack.pop()
             if is_box:
                 closed.append((token_start, start, match.start()))
+    cut_off = any(is_box for is_box, _, _ in stack)
     for token_start, start, end in reversed(closed):
         content = text[start:end].strip()
         if content:
-            return token_start, end + 1, content
-    return None
+            return (token_start, end + 1, content), cut_off
+    return None, cut_off
 
 
 def last_boxed(text: str) -> str | None:
@@ -127,7 +130,7 @@ def last_boxed(text: str) -> str | None:
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
     """
-    box = _last_box(text)
+    box = _boxes(text)[0]
     return None if box is None else box[2]
 
 
@@ -211,8 +214,9 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
 def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). The last answer statement by position (a box, or a
-    final-answer phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the
+    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). A reply that ends inside a `\boxed{` that never
+    closes was cut off before its answer: None. The last answer statement by position (a box, or a final-answer
+    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the
     right side of its last "="); else the last number before the trailing asides. Voided by a retraction after it
     unless the answer is stated anew ("it is X", or a final sentence ending with a math span). A phrase answer is
     returned as written (up to the end of its sentence, or a clause giving reasons); `phrase_expression` reads it.
@@ -227,9 +231,14 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
     (('150', 'number'), ('$\\frac{3}{4}$', 'phrase'))
     >>> extract_answer("no digits"), extract_answer(r"$\boxed{2}$ or $\boxed{-2}$.")
     (None, None)
+    >>> extract_answer(r"\boxed{3} then \boxed{4"), extract_answer(r"\boxed{" * 3000 + "42")
+    (None, None)
     """
     text = normalize_unicode(text[-max_chars:]) if isinstance(text, str) else ""
-    box, phrase = _last_box(text), _last_phrase(text)
+    box, cut_off = _boxes(text)
+    if cut_off:  # "\boxed{\boxed{...\boxed{42": no final answer to read, not the last number in it
+        return None
+    phrase = _last_phrase(text)
     if box is not None and (phrase is None or phrase[0] < box[1]):  # a phrase inside or before the box: the box
         start, end, answer = box
         if _hedged_boxes(text, start, end):

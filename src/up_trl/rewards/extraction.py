@@ -24,12 +24,14 @@ from typing import Any
 from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
     _DELIMITED,
     _HEDGE_WORDS,
+    _NEGATION,
     MAX_ANSWER_CHARS,
     normalize_unicode,
     phrase_expression,
     prediction,
 )
-from .sentences import _SENTENCE_END, _sentence_start, content_end, final_statement
+from .numerals import SPACED_THOUSANDS, numbers_in_words
+from .sentences import _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
 
@@ -65,10 +67,14 @@ _SURD = re.compile(
     r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
 )  # "-\sqrt" right before a number: "-\sqrt3"
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
-_NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
 # Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
 _CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
-_NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
+# A number: "-3", "1,234.5", "385 000" (thousands set apart by spaces), "7/8", "33%" (33/100), "1.45 million".
+_DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(
+    rf"(?:(?<![\w)}}\].])-)?(?:{SPACED_THOUSANDS}|\d+(?:,\d{{3}})*)(?:\.\d+)?(?:/\d+)?(?:\\?%)?"
+    r"(?:\s+(?:thousand|million|billion|trillion)\b)?"
+)
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
@@ -162,9 +168,14 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
     """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
-    42.", "So 6 is not a root."). A
-    surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode "−√3", "7π") is taken whole, as a
-    phrase in `$...$`."""
+    42.", "So 6 is not a root."). A surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode
+    "−√3", "7π") is taken whole, as a phrase in `$...$`. A final sentence without a digit that holds one number in
+    words gives that number ("So Jana has six girl Pomeranians."; "one" is also a pronoun and does not count)."""
+    final = _sentence_start(text, len(text.rstrip(_TRAIL)))
+    if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
+        words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
+        if len(words) == 1 and not (_HEDGE_WORDS.search(text, final) or _NEGATION.search(text, final)):
+            return final + words[0][0], final + words[0][1], str(words[0][2]), "number"
     number = _last(_NUMBER.finditer(text))
     if number is None:
         return None
@@ -211,15 +222,16 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     return statement[2], "phrase"
 
 
-def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
+def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
     Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). A reply that ends inside a `\boxed{` that never
     closes was cut off before its answer: None. The last answer statement by position (a box, or a final-answer
-    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the
-    right side of its last "="); else the last number before the trailing asides. Voided by a retraction after it
-    unless the answer is stated anew ("it is X", or a final sentence ending with a math span). A phrase answer is
-    returned as written (up to the end of its sentence, or a clause giving reasons); `phrase_expression` reads it.
+    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the right side of its
+    last "="); with `names` (the gold is a name, `\text{Navin}`), the one name of the final sentence (`final_name`);
+    else the last number before the trailing asides. Voided by a retraction after it unless the answer is stated anew
+    ("it is X", or a final sentence ending with a math span). A phrase answer is returned as written (up to the end of
+    its sentence, or a clause giving reasons); `phrase_expression` reads it.
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))
@@ -231,8 +243,8 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
     (('150', 'number'), ('$\\frac{3}{4}$', 'phrase'))
     >>> extract_answer("no digits"), extract_answer(r"$\boxed{2}$ or $\boxed{-2}$.")
     (None, None)
-    >>> extract_answer(r"\boxed{3} then \boxed{4"), extract_answer(r"\boxed{" * 3000 + "42")
-    (None, None)
+    >>> extract_answer(r"\boxed{3} then \boxed{4"), extract_answer("So Navin earns the most.", names=True)
+    (None, ('\\text{Navin}', 'phrase'))
     """
     text = normalize_unicode(text[-max_chars:]) if isinstance(text, str) else ""
     box, cut_off = _boxes(text)
@@ -249,6 +261,9 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
         kind = "phrase"
     elif (statement := final_statement(text)) is not None:
         _, end, answer = statement
+        kind = "phrase"
+    elif names and (name := final_name(text)) is not None:
+        _, end, answer = name
         kind = "phrase"
     else:
         number = _last_number(text[: content_end(text)])

@@ -9,6 +9,7 @@ machine) is parsed again next time instead of being unscorable for good.
 
 math-verify drops a letter it takes for a unit even inside an expression (`$2t$` parses as 2, `$3 - s$` as 3); a
 match in which its parse dropped a letter of one side that it did not drop of the other is WRONG (`dropped_letters`).
+Repeating decimals, which it reads as their integer part, are written as fractions first (`numerals`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import threading
 
 from .expressions import _MATH_WORDS
 from .extraction import phrase_expression
+from .numerals import repeating_decimals
 
 # Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds; its default is 5). 1 s and 2 s
 # fired on right MATH-500 answers (0.3 s of CPU) on a 2-core machine under a load of 10; an item is at most ~3x this.
@@ -31,6 +33,7 @@ GOLD_CACHE_SIZE = 4096
 _LETTER_TOKEN = re.compile(
     r"\\(?:text\w*|mbox|math[a-z]*|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+|\\.|([A-Za-z]+)", re.S
 )
+_DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")  # "$", "\(", "\[": math delimiters, not "\$" (a currency sign)
 
 
 def parse_input(answer: str, kind: str) -> str | None:
@@ -42,11 +45,11 @@ def parse_input(answer: str, kind: str) -> str | None:
     ('\\boxed{3}', '1000', '$2x + 3$')
     """
     if kind == "boxed":
-        return "\\boxed{" + answer + "}"
+        return "\\boxed{" + repeating_decimals(answer) + "}"
     if kind == "number":
-        return answer.replace(",", "")
+        return re.sub(r"[,\s]", "", answer)
     expression = phrase_expression(answer)
-    return None if expression is None else "$" + expression + "$"
+    return None if expression is None else "$" + repeating_decimals(expression) + "$"
 
 
 def _variables(text: str, words: bool) -> collections.Counter:
@@ -147,10 +150,11 @@ def _parse_gold_uncached(gold: str, kind: str, timeout: int | None) -> list:
     from math_verify import parse
 
     if kind == "boxed":
-        return parse("\\boxed{" + gold + "}", parsing_timeout=timeout)
+        return parse("\\boxed{" + repeating_decimals(gold) + "}", parsing_timeout=timeout)
     if kind == "number":
         return parse(gold.replace(",", ""), parsing_timeout=timeout)
-    if not ("$" in gold or "\\(" in gold or "\\[" in gold):
+    gold = repeating_decimals(gold)
+    if not _DELIMITER.search(gold):  # "\$18.90" is a sum of money, not math in "$...$"
         parsed = parse("$" + gold + "$", parsing_timeout=timeout)
         if parsed and not isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
             return parsed

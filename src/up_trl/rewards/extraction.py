@@ -170,7 +170,7 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
     """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
     42.", "So 6 is not a root."). A surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode
     "−√3", "7π") is taken whole, as a phrase in `$...$`. A final sentence without a digit that holds one number in
-    words gives that number ("So Jana has six girl Pomeranians."; "one" is also a pronoun and does not count)."""
+    words gives that number ("So the farmer keeps seven goats."; "one" is also a pronoun and does not count)."""
     final = _sentence_start(text, len(text.rstrip(_TRAIL)))
     if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]

@@ -67,8 +67,8 @@ def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] |
     """(start, end, value) of the first number written in words in `text`; with `whole`, only when the words are all
     of `text` (around them spaces and `\\text{...}`). None when there is none.
 
-    >>> number_in_words("So Jana has six girl Pomeranians."), number_in_words("twenty-four", whole=True)
-    ((12, 15, 6), (0, 11, 24))
+    >>> number_in_words("So the farmer keeps seven goats."), number_in_words("twenty-four", whole=True)
+    ((20, 25, 7), (0, 11, 24))
     >>> number_in_words("three hundred and five"), number_in_words("two thirds"), number_in_words("six-sided")
     ((0, 22, 305), None, None)
     """

@@ -218,3 +218,20 @@ def test_new_patterns_are_linear(text):
     prediction(extract_answer(text, max_chars=len(text)), "-1, 2")
     dropped_letters(text, [text])
     assert time.perf_counter() - start < 0.5
+
+
+def test_issue17_cases_match_their_labels():
+    """`benchmarks/data/scorer_cases_issue17.jsonl`: cases for this issue's classes, written knowing the rules (not a
+    blind set): the reward agrees with every label, right and wrong."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "scorer_cases_issue17.jsonl"
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert len(cases) >= 60 and {c["label"] for c in cases} == {0, 1}
+    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
+    assert len({(c["completion"], c["gold"]) for c in cases}) == len(cases), "duplicate (completion, gold) pairs"
+    out = math_accuracy_reward([c["completion"] for c in cases], solution=[c["gold"] for c in cases])
+    assert [(c["category"], c["gold"], reward) for c, reward in zip(cases, out)] == [
+        (c["category"], c["gold"], float(c["label"])) for c in cases
+    ]

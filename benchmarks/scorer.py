@@ -17,6 +17,11 @@ after one warm-up call (imports, worker start-up) timed apart as `startup_s`.
     python benchmarks/scorer.py               # all cases; writes benchmarks/results/scorer/{results.json,table.md}
     python benchmarks/scorer.py --limit 20    # a smoke run on 20 cases spread over the file
 
+Other labelled sets, each scored with `--cases benchmarks/data/<set>.jsonl --output_dir benchmarks/results/<name>`:
+`scorer_cases_heldout` (`scorer_heldout`, written without reading the rules, since read to fix its classes),
+`scorer_cases_blind2` (`scorer_blind2`, written blind by another author) and `scorer_cases_issue17`
+(`scorer_issue17`, the classes of issue 17, written by the developer who wrote their rules: not blind).
+
 The last line printed is a JSON summary.
 """
 

@@ -12,9 +12,11 @@ One idea a module:
 - `extraction`: the one answer a reply commits to (last \boxed{} or final-answer phrase, else the final sentence's
   answer, else the last number); `sentences`: the final sentence's answer (its last math or bold span, else the right
   side of "=") and the trailing asides that are no answer; `expressions`: unicode maths as LaTeX, a phrase read as one
-  expression, and the anti-echo rules ("71 + 88" never scores as 159);
+  expression, and the anti-echo rules ("71 + 88" never scores as 159); `numerals`: numbers written in words, with a
+  scale word, with thousands set apart by spaces, or repeating, as the digits math-verify reads;
 - `verification`: that answer against the gold with math-verify, as an outcome (CORRECT, WRONG, GOLD_UNPARSEABLE,
-  TIMEOUT); gold parses are cached only when they succeed;
+  TIMEOUT); a match in which math-verify dropped a letter of one side only ("2t" read as 2) is WRONG; gold parses are
+  cached only when they succeed;
 - `pool`: pebble worker processes, each item bounded by `item_timeout_s` (never the call); `verify_many`;
 - `functions`: `MathAccuracyReward` (`math_accuracy_reward`, `dapo_math_reward`), format and overlong rewards;
 - `registry`: `get_reward_funcs(["math_accuracy", "soft_overlong"], max_completion_length=256)`, names of

@@ -1,21 +1,25 @@
 r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression, and refuse what is no
 answer (hedges, unevaluated operations, echoes of the question).
 
-`normalize_unicode` writes unicode mathematics as ASCII/LaTeX ("−6/5" is `-6/5`, "×" `\times`, "√" `\sqrt`) before
-any other rule reads a reply. `phrase_expression` reads a phrase answer as one expression; `prediction` applies the
-anti-echo rules: the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
-"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
-operation too. Every pattern is linear-time: no nested quantifiers.
+`normalize_unicode` writes unicode mathematics as ASCII/LaTeX ("−6/5" is `-6/5`, "×" `\times`, "√" `\sqrt`) before any
+other rule reads a reply. `phrase_expression` reads a phrase answer as one expression (a number in words as its digits,
+a text answer that names one person as the name: `the_name`); `solution_list` reads "x = 2 and x = -3" as the solution
+set {2, -3}; `prediction` applies the anti-echo rules: the right side of "a = b" is the answer, and an unevaluated
+calculation ("71 + 88", "\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless
+the gold has that operation too. Every pattern is linear-time: no nested quantifiers.
 """
 
 from __future__ import annotations
 
 import re
 
+from .numerals import join_spaced_thousands, number_in_words, scaled
+
 MAX_ANSWER_CHARS = 512  # a longer "answer" is not an answer: scored wrong without parsing
 
 # Hedge words: a sentence (or a boxed answer) that offers alternatives commits to none of them.
 _HEDGE_WORDS = re.compile(r"\b(?:or|either|maybe|perhaps|possibly|probably|might|could|guess)\b", re.I)
+_NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
 # Two numbers joined by an operator, e.g. "71 + 88", "12 \times 3": a calculation, not a value.
 _UNEVALUATED = re.compile(
     r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?\s*(?:[-+*×÷−]|\\times|\\cdot|\\div)\s*\d+(?:,\d{3})*(?:\.\d+)?(?![\w.^(\\{])"
@@ -70,6 +74,23 @@ _INEQUALITY = (
 _SCIENTIFIC = re.compile(r"(?<![\d.])\d\.\d+\s*(?:\\times|\\cdot)\s*10\^(?:\{-?\d+\}|-?\d)")
 _THIN_SPACE_THOUSANDS = re.compile(r"(?<=\d)\\[,;! ](?=\d{3}(?!\d))")  # "114\,200" is 114200
 _SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
+# A solution set stated as equations of one variable: "x = 2 and x = -3", "x = 2, x = -3", "$x=2$ and $x=-3$".
+# Linear: a separator starts after a non-space, and each alternative with a character that is no space.
+_LIST_SEPARATOR = re.compile(
+    r"(?<!\s)\s*(?:,\s*and\b|,|;|(?<![A-Za-z])and\b|\\text\s*\{\s*(?:,\s*and|and|,)\s*\}|\\quad)\s*"
+)
+_EQUATION = re.compile(r"([A-Za-z])\s*=\s*([^=]*[^=\s])")
+_ORDERED = re.compile(r"\s*\$?\s*(?:\\left\s*)?(?:[(\[]|\\langle)")  # a tuple, a point or an interval
+# Text answers: a name is a capitalised word ("Navin", "Evelyn's"; not "USD", not "I"). A sentence's first word is no
+# name when it is a function word that opens sentences.
+_NAME = re.compile(r"(?<![\w'’\\-])([A-Z][a-z]+)(?:['’]s)?(?![\w'’-])")
+_FIRST_WORD = re.compile(r"[^A-Za-z]*([A-Za-z]+)")
+_PARENTHESES = re.compile(r"\([^()]*\)")
+_OPENERS = frozenset(
+    "so thus hence therefore then the a an this that these those it its in on of from for at by to with after overall"
+    " finally clearly since because and but here there now we she he they you our his her their all both each only"
+    " if when".split()
+)
 # After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
 # an exponent ("inches^2") is part of a unit, not a second value.
 _HEDGE = re.compile(
@@ -91,6 +112,37 @@ def normalize_unicode(text: str) -> str:
     return _UNICODE_TEXT_RE.sub(lambda m: _UNICODE_TEXT[m.group()], text)
 
 
+def solution_list(text: str) -> tuple[str, list[str]] | None:
+    """A solution set stated as equations of one variable, as (variable, values in the order written): "x = 2 and
+    x = -3" is `("x", ["2", "-3"])`; None when `text` is anything else (one equation, two variables, prose).
+
+    >>> solution_list("x = 2 and x = -3"), solution_list("x = 1, x = 2, and x = 5"), solution_list("x = 2 and y = 3")
+    (('x', ['2', '-3']), ('x', ['1', '2', '5']), None)
+    """
+    parts = _LIST_SEPARATOR.split(text.strip(" .")) if "=" in text else []
+    equations = [_EQUATION.fullmatch(part.strip()) for part in parts]
+    if len(equations) < 2 or not all(equations) or len({m.group(1) for m in equations}) != 1:
+        return None
+    return equations[0].group(1), [m.group(2) for m in equations]
+
+
+def the_name(text: str) -> str | None:
+    """The one name `text` holds ("So Navin earns the most." -> "Navin"): its capitalised words, the first word left
+    out when it opens sentences ("So", "The", "In"); None for none or two ("Kelly has more than Sam."), or a hedge or
+    negation.
+
+    >>> the_name("So Navin earns the most."), the_name("Evelyn's average speed is greatest"), the_name("Sam beats Bo")
+    ('Navin', 'Evelyn', None)
+    """
+    text = _PARENTHESES.sub(" ", text)  # "So Navin (in Mongolia) earns the most": an aside names no one
+    if _HEDGE_WORDS.search(text) or _NEGATION.search(text):
+        return None
+    first = _FIRST_WORD.match(text)
+    opener = first.start(1) if first is not None and first.group(1).lower() in _OPENERS else -1
+    names = {m.group(1) for m in _NAME.finditer(text) if m.start(1) != opener}
+    return names.pop() if len(names) == 1 else None
+
+
 def _undelimited_expression(text: str) -> str | None:
     """The leading expression of `text` up to the first prose word; None when a value or a hedge follows it."""
     depth, end = 0, 0
@@ -98,10 +150,13 @@ def _undelimited_expression(text: str) -> str | None:
         token, start = match.group(), match.start()
         if token.isspace():
             continue
-        glued = start > 0 and text[start - 1].isalnum()  # "2xy", "12cm": variables or units, math-verify's call
+        glued = start > 0 and text[start - 1].isalnum()  # "2xy", "12cm": variables (`verification.dropped_letters`)
         if depth == 0 and token.isalpha() and len(token) > 1 and token.lower() not in _MATH_WORDS and not glued:
             if end == 0:  # prose first: a text answer ("Evelyn", "odd"), never one with a number in it
-                return None if _HEDGE.search(text) else r"\text{" + text + "}"
+                if _HEDGE.search(text):
+                    return None
+                name = the_name(text) if " " in text.strip() else None  # "Navin, who earns the most": Navin
+                return r"\text{" + (name or text) + "}"
             return None if _HEDGE.search(text[start:]) else text[:end].strip()
         depth += (token == "{") - (token == "}" and depth > 0)
         end = match.end()
@@ -132,11 +187,22 @@ def phrase_expression(answer: str) -> str | None:
     segments = [next(g for g in m.groups() if g is not None) for m in _DELIMITED.finditer(text)]
     if segments:
         outside = _DELIMITED.sub(" ", text)
+        if (
+            len(segments) > 1
+            and not _LIST_SEPARATOR.sub("", outside).strip(" .")
+            and solution_list(", ".join(segments))
+        ):
+            return ", ".join(s.strip() for s in segments)  # "$x = 2$ and $x = -3$": one solution set
         if len(segments) != 1 or _HEDGE.search(outside):
             return None
         expression = segments[0].strip()
+    elif listed := solution_list(text):
+        return ", ".join(f"{listed[0]} = {value}" for value in listed[1])
     else:
         text = _BARE_IN.sub(r"\1 \\in ", _BARE_SQRT.sub(r"\\sqrt{\1}", text))
+        words = number_in_words(text)  # "twenty-four", "thirty-six dollars": the number, then prose
+        if words is not None and not text[: words[0]].strip():
+            text = str(words[2]) + text[words[1] :]
         expression = _undelimited_expression(text)
         if expression is None:
             return None
@@ -176,8 +242,10 @@ def _interval(answer: str) -> str:
 
 def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
     r"""Apply the phrase and anti-echo rules to `extract_answer`'s result: read a phrase as one expression, take the
-    right side of "a = b" (unless the gold is an equation), refuse hedged answers ("4 \text{ or } 5") and refuse
-    unevaluated arithmetic: two numbers and an operator, or, against a numeric gold, an operation the gold lacks.
+    right side of "a = b" (unless the gold is an equation) or the values of a solution set ("x = 2 and x = -3" is
+    `2, -3`), refuse hedged answers ("4 \text{ or } 5") and refuse unevaluated arithmetic: two numbers and an
+    operator, or, against a numeric gold, an operation the gold lacks. Numbers are read as written: in words
+    (`\boxed{six}`), with a scale word ("1.45 million", `numerals.scaled`), with thousands set apart by spaces.
 
     >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
     (('4', 'phrase'), None, None)
@@ -185,21 +253,31 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     (None, None)
     >>> prediction((r"\frac{1}{2}", "boxed"), "0.5"), prediction(("1 + 274 i", "boxed"), "$1+274i$")
     (('\\frac{1}{2}', 'boxed'), ('1 + 274i', 'boxed'))
+    >>> prediction(("x = 2 and x = -3", "phrase"), "-3, 2"), prediction(("385 000", "boxed"), "385000")
+    (('2, -3', 'phrase'), ('385000', 'boxed'))
     """
     if pred is None:
         return None
     answer, kind = pred
+    answer = scaled(answer, gold)  # "1.45 million": 1450000, or 1.45 against a gold counted in millions
     if kind == "phrase":
         answer = phrase_expression(answer)
         if answer is None:
             return None
-    if kind != "number" and "=" in answer and "=" not in gold:
+    elif kind == "boxed" and (words := number_in_words(answer, whole=True)) is not None:
+        answer = str(words[2])  # \boxed{six}
+    listed = solution_list(answer) if kind != "number" and "=" not in gold else None
+    if listed is not None:  # "x = 2 and x = -3" states the set {2, -3}, in any order; never its last value
+        if _ORDERED.match(gold):  # math-verify takes a set for a tuple: (2, -3) is an ordered pair, not this set
+            return None
+        answer = ", ".join(listed[1])
+    elif kind != "number" and "=" in answer and "=" not in gold:
         answer = answer.rsplit("=", 1)[1].strip()
     if not answer or len(answer) > MAX_ANSWER_CHARS:
         return None
     if kind == "number":
         return answer, kind
-    answer = _SPACED_I.sub(r"\1i", _THIN_SPACE_THOUSANDS.sub("", answer))
+    answer = join_spaced_thousands(_SPACED_I.sub(r"\1i", _THIN_SPACE_THOUSANDS.sub("", answer)))
     interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
     if interval[:1] in "([" and interval[-1:] in ")]":
         answer = _interval(answer)

@@ -1,16 +1,17 @@
 r"""Answer extraction: pure string functions that pick the one answer a reply commits to, bounded by `MAX_CHARS`.
 
 The prediction is the LAST answer statement of the reply by position: a non-empty \boxed{...} or an explicit
-final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither,
-the last number. A statement followed by a retraction ("wait", "no,", "that is wrong", "actually", "mistake",
-"incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be X") follows the last
-retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives reasons (", since",
-" because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The answer is 2x + 3." is
-`2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or 6", "maybe 6") is
-no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The anti-echo rules
-(`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88", "\dbinom{31}{28}",
-"\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that operation too.
-Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
+final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither, the
+last number. A reply that ends inside a \boxed{ that never closes was cut off before its answer: it answers nothing
+(not the last number inside the open box). A statement followed by a retraction ("wait", "no,", "that is wrong",
+"actually", "mistake", "incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be
+X") follows the last retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives
+reasons (", since", " because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The
+answer is 2x + 3." is `2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or
+6", "maybe 6") is no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The
+anti-echo rules (`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
+"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
+operation too. Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from typing import Any
 from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
     _DELIMITED,
     _HEDGE_WORDS,
+    _NEGATION,
     MAX_ANSWER_CHARS,
     normalize_unicode,
     phrase_expression,
     prediction,
 )
-from .sentences import _SENTENCE_END, _sentence_start, content_end, final_statement
+from .numerals import SPACED_THOUSANDS, numbers_in_words
+from .sentences import _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
 
@@ -64,10 +67,14 @@ _SURD = re.compile(
     r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
 )  # "-\sqrt" right before a number: "-\sqrt3"
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
-_NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So 6 is not a root."
 # Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
 _CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
-_NUMBER = re.compile(r"(?:(?<![\w)}\].])-)?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?(?:\\?%)?")  # "33%" is 33/100
+# A number: "-3", "1,234.5", "385 000" (thousands set apart by spaces), "7/8", "33%" (33/100), "1.45 million".
+_DIGIT = re.compile(r"\d")
+_NUMBER = re.compile(
+    rf"(?:(?<![\w)}}\].])-)?(?:{SPACED_THOUSANDS}|\d+(?:,\d{{3}})*)(?:\.\d+)?(?:/\d+)?(?:\\?%)?"
+    r"(?:\s+(?:thousand|million|billion|trillion)\b)?"
+)
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
@@ -98,8 +105,9 @@ def completion_text(completion: Any, message: int = -1) -> str:
     return ""
 
 
-def _last_box(text: str) -> tuple[int, int, str] | None:
-    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box."""
+def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
+    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box (None when
+    there is none), and whether the text ends inside a box that never closes."""
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
@@ -112,11 +120,12 @@ def _last_box(text: str) -> tuple[int, int, str] | None:
             is_box, token_start, start = stack.pop()
             if is_box:
                 closed.append((token_start, start, match.start()))
+    cut_off = any(is_box for is_box, _, _ in stack)
     for token_start, start, end in reversed(closed):
         content = text[start:end].strip()
         if content:
-            return token_start, end + 1, content
-    return None
+            return (token_start, end + 1, content), cut_off
+    return None, cut_off
 
 
 def last_boxed(text: str) -> str | None:
@@ -127,7 +136,7 @@ def last_boxed(text: str) -> str | None:
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
     """
-    box = _last_box(text)
+    box = _boxes(text)[0]
     return None if box is None else box[2]
 
 
@@ -159,9 +168,14 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
     """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
-    42.", "So 6 is not a root."). A
-    surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode "−√3", "7π") is taken whole, as a
-    phrase in `$...$`."""
+    42.", "So 6 is not a root."). A surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode
+    "−√3", "7π") is taken whole, as a phrase in `$...$`. A final sentence without a digit that holds one number in
+    words gives that number ("So the farmer keeps seven goats."; "one" is also a pronoun and does not count)."""
+    final = _sentence_start(text, len(text.rstrip(_TRAIL)))
+    if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
+        words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
+        if len(words) == 1 and not (_HEDGE_WORDS.search(text, final) or _NEGATION.search(text, final)):
+            return final + words[0][0], final + words[0][1], str(words[0][2]), "number"
     number = _last(_NUMBER.finditer(text))
     if number is None:
         return None
@@ -208,14 +222,16 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     return statement[2], "phrase"
 
 
-def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
+def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). The last answer statement by position (a box, or a
-    final-answer phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the
-    right side of its last "="); else the last number before the trailing asides. Voided by a retraction after it
-    unless the answer is stated anew ("it is X", or a final sentence ending with a math span). A phrase answer is
-    returned as written (up to the end of its sentence, or a clause giving reasons); `phrase_expression` reads it.
+    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). A reply that ends inside a `\boxed{` that never
+    closes was cut off before its answer: None. The last answer statement by position (a box, or a final-answer
+    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the right side of its
+    last "="); with `names` (the gold is a name, `\text{Navin}`), the one name of the final sentence (`final_name`);
+    else the last number before the trailing asides. Voided by a retraction after it unless the answer is stated anew
+    ("it is X", or a final sentence ending with a math span). A phrase answer is returned as written (up to the end of
+    its sentence, or a clause giving reasons); `phrase_expression` reads it.
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))
@@ -227,9 +243,14 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
     (('150', 'number'), ('$\\frac{3}{4}$', 'phrase'))
     >>> extract_answer("no digits"), extract_answer(r"$\boxed{2}$ or $\boxed{-2}$.")
     (None, None)
+    >>> extract_answer(r"\boxed{3} then \boxed{4"), extract_answer("So Navin earns the most.", names=True)
+    (None, ('\\text{Navin}', 'phrase'))
     """
     text = normalize_unicode(text[-max_chars:]) if isinstance(text, str) else ""
-    box, phrase = _last_box(text), _last_phrase(text)
+    box, cut_off = _boxes(text)
+    if cut_off:  # "\boxed{\boxed{...\boxed{42": no final answer to read, not the last number in it
+        return None
+    phrase = _last_phrase(text)
     if box is not None and (phrase is None or phrase[0] < box[1]):  # a phrase inside or before the box: the box
         start, end, answer = box
         if _hedged_boxes(text, start, end):
@@ -240,6 +261,9 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS) -> tuple[str, str] | N
         kind = "phrase"
     elif (statement := final_statement(text)) is not None:
         _, end, answer = statement
+        kind = "phrase"
+    elif names and (name := final_name(text)) is not None:
+        _, end, answer = name
         kind = "phrase"
     else:
         number = _last_number(text[: content_end(text)])

@@ -16,6 +16,7 @@ from trl.rewards import think_format_reward as _trl_think_format_reward
 
 from .extraction import MAX_CHARS, completion_text, extract_answer, extract_gold, last_boxed, prediction
 from .pool import ITEM_TIMEOUT_S, STARTUP_TIMEOUT_S, score
+from .sentences import is_name
 from .verification import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
 
@@ -92,7 +93,7 @@ class MathAccuracyReward:
             raise ValueError(f"{self.__name__}: {len(completions)} completions but {len(solution)} gold answers.")
         golds = [extract_gold(g, self.max_chars) for g in solution]
         preds = [
-            prediction(extract_answer(completion_text(c), self.max_chars), g[0]) if g else None
+            prediction(extract_answer(completion_text(c), self.max_chars, names=is_name(g[0])), g[0]) if g else None
             for c, g in zip(completions, golds)
         ]
         keys = [(p[0] if p else None, p[1] if p else "", *g) if g else None for p, g in zip(preds, golds)]

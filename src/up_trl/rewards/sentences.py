@@ -1,19 +1,21 @@
 r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one.
 
-A reply without `\boxed{}` or "the answer is" most often ends with its answer: "So the probability is $\frac13$.",
-"Dot product = -41", "So there are **144** arrangements." `final_statement` reads the final sentence after the
-trailing asides are dropped (`content_end`: "Note: ...", "(Check: ...)", "Step 4 of 4 done.", "Let me know if ..."),
-and cut at an aside inside it ("200 minutes (3 hours 20 minutes)", "11/36 \approx 0.306"). Its answer is the last
-inline math span (`$...$`, `\(...\)`, `\[...\]`) or bold span (`**...**`), else the right side of its last "=";
-`prediction` then takes the last right side of an equation chain inside the span. Everything else is left to the
-last-number fallback. Every pattern is linear-time (one pass of tokens, bounded look-aheads).
+A reply without `\boxed{}` or "the answer is" most often ends with its answer: "So the probability is $\frac13$.", "Dot
+product = -41", "So there are **144** arrangements." `final_statement` reads the final sentence after the trailing
+asides are dropped (`content_end`: "Note: ...", "(Check: ...)", "Step 4 of 4 done.", "Let me know if ..."), and cut at
+an aside inside it ("200 minutes (3 hours 20 minutes)", "11/36 \approx 0.306"). Its answer is the last inline math span
+(`$...$`, `\(...\)`, `\[...\]`) or bold span (`**...**`), else the right side of its last "=" (a solution set "x = 2
+and x = -3", in spans or not, whole); `prediction` then takes the last right side of an equation chain inside the span.
+For a gold that is a name, `final_name` reads the one name of the final sentence ("So Navin earns the most.").
+Everything else is left to the last-number fallback. Every pattern is linear-time (one pass of tokens, bounded
+look-aheads).
 """
 
 from __future__ import annotations
 
 import re
 
-from .expressions import _HEDGE, _HEDGE_WORDS, _MATH_WORDS, phrase_expression
+from .expressions import _HEDGE, _HEDGE_WORDS, _LIST_SEPARATOR, _MATH_WORDS, phrase_expression, solution_list, the_name
 
 _SENTENCE_END = re.compile(r"(?<!\\)[.!?](?:\s|$)|[\n。！？]")  # "\!" is a LaTeX thin space
 # A sentence that is an aside, not an answer: a note, a check, a status line, a sign-off, a parenthesised remark.
@@ -24,7 +26,8 @@ _ASIDE_SENTENCE = re.compile(
     re.I,
 )
 # An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
-_ASIDE_CUT = re.compile(r"\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
+# Each alternative starts a run of spaces at its first space (`(?<!\s)`): linear on long runs of spaces.
+_ASIDE_CUT = re.compile(r"(?<!\s)\s*\\approx(?![A-Za-z])|(?<!\s)\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
 _DIGIT = re.compile(r"\d")
 # Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
 _MATH_TOKEN = re.compile(r"\$\$|(?<!\\)\$|\\\(|\\\)|\\\[|\\\]|\*\*")
@@ -32,6 +35,8 @@ _CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]", "**": "**"}
 _PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]?[a-z]{2,}(?![A-Za-z])")  # "gets", "Brad"; not "RPS" (points)
 _TEXT_COMMAND = re.compile(r"\\(?:text|mbox|mathrm|textbf|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+")
 MAX_ASIDES = 4  # at most this many trailing aside sentences are dropped
+_EQUATION_START = re.compile(r"(?<![\w\\])[A-Za-z]\s*=")  # "x =" where a solution set may start
+_NAME_GOLD = re.compile(r"\$?\s*(?:\\text\s*\{\s*([A-Z][a-z]+)\s*\}|([A-Z][a-z]+))\s*\$?")
 _TRAIL = " \t.!?。！？"  # sentence-final punctuation
 
 
@@ -102,6 +107,9 @@ def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
     if _HEDGE_WORDS.search(text, sentence, end):
         return None
     spans = _spans(text, sentence, end)
+    listed = _listed_spans(text, spans)
+    if listed is not None:  # "$x = 2$ and $x = -3$": one solution set
+        return None if _HEDGE.search(text, listed[1], end) else listed
     if spans:
         span_start, span_end, content, delimiter = spans[-1]
         if _HEDGE.search(text, span_end, end) or (delimiter == "$" and not _is_math(content)):
@@ -111,5 +119,46 @@ def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
     equals = text.rfind("=", sentence, end)
     if equals < 0:
         return None
+    first = _EQUATION_START.search(text, sentence, end)
+    if first is not None and solution_list(text[first.start() : end]):  # "The roots are x = 2 and x = -3."
+        return first.start(), end, text[first.start() : end].strip(" \t*.,;:!")
     answer = text[equals + 1 : end].strip(" \t*.,;:!")
     return (equals + 1, end, answer) if answer and phrase_expression(answer) else None
+
+
+def _listed_spans(text: str, spans: list[tuple[int, int, str, str]]) -> tuple[int, int, str] | None:
+    """The last math spans of a sentence when they state one solution set ("$x = 2$ and $x = -3$"), joined as one
+    answer `$x = 2, x = -3$`; None otherwise."""
+    first = len(spans)
+    while first > 0:
+        between = text[spans[first - 1][1] : spans[first][0]] if first < len(spans) else ""
+        if _LIST_SEPARATOR.sub("", between).strip():
+            break
+        first -= 1
+    contents = [content.strip() for _, _, content, _ in spans[first:]]
+    if len(contents) < 2 or not solution_list(", ".join(contents)):
+        return None
+    return spans[first][0], spans[-1][1], "$" + ", ".join(contents) + "$"
+
+
+def is_name(gold: str) -> bool:
+    r"""True when the gold answer is a name: one capitalised word, bare or as `\text{...}` ("Navin", `$\text{Navin}$`).
+
+    >>> is_name(r"$\text{Navin}$"), is_name("east"), is_name("(E)")
+    (True, False, False)
+    """
+    return _NAME_GOLD.fullmatch(gold.strip()) is not None
+
+
+def final_name(text: str) -> tuple[int, int, str] | None:
+    r"""(start, end, `\text{Name}`) of the one name the final sentence of `text` states ("So Navin earns the most.",
+    "Navin earns the most."); None when it names none or two ("Kelly has more than Sam."), hedges or negates
+    (`expressions.the_name`). For a gold that is a name: a number never answers one.
+
+    >>> final_name("Navin earns $7 an hour.\nSo Navin earns the most.")[2], final_name("Luka or Navin.")
+    ('\\text{Navin}', None)
+    """
+    end = content_end(text)
+    start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
+    name = the_name(text[start:end])
+    return None if name is None else (start, end, r"\text{" + name + "}")

@@ -6,15 +6,22 @@ elsewhere. math-verify turns its own timeouts into `[]` / False and a warning; `
 (`_TIMEOUT_LOG`) so that an answer whose parse or comparison timed out is a TIMEOUT, never a silent WRONG. Gold answers
 are parsed once per process; only successful parses are cached, so a gold answer whose parse timed out once (a busy
 machine) is parsed again next time instead of being unscorable for good.
+
+math-verify drops a letter it takes for a unit even inside an expression (`$2t$` parses as 2, `$3 - s$` as 3); a
+match in which its parse dropped a letter of one side that it did not drop of the other is WRONG (`dropped_letters`).
+Repeating decimals, which it reads as their integer part, are written as fractions first (`numerals`).
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import re
 import threading
 
+from .expressions import _MATH_WORDS
 from .extraction import phrase_expression
+from .numerals import repeating_decimals
 
 # Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds; its default is 5). 1 s and 2 s
 # fired on right MATH-500 answers (0.3 s of CPU) on a 2-core machine under a load of 10; an item is at most ~3x this.
@@ -22,6 +29,11 @@ MATH_VERIFY_TIMEOUT = 3
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
 GOLD_CACHE_SIZE = 4096
+# A text block or command (its letters are no variables), an escaped character, or a run of letters.
+_LETTER_TOKEN = re.compile(
+    r"\\(?:text\w*|mbox|math[a-z]*|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+|\\.|([A-Za-z]+)", re.S
+)
+_DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")  # "$", "\(", "\[": math delimiters, not "\$" (a currency sign)
 
 
 def parse_input(answer: str, kind: str) -> str | None:
@@ -33,11 +45,43 @@ def parse_input(answer: str, kind: str) -> str | None:
     ('\\boxed{3}', '1000', '$2x + 3$')
     """
     if kind == "boxed":
-        return "\\boxed{" + answer + "}"
+        return "\\boxed{" + repeating_decimals(answer) + "}"
     if kind == "number":
-        return answer.replace(",", "")
+        return re.sub(r"[,\s]", "", answer)
     expression = phrase_expression(answer)
-    return None if expression is None else "$" + expression + "$"
+    return None if expression is None else "$" + repeating_decimals(expression) + "$"
+
+
+def _variables(text: str, words: bool) -> collections.Counter:
+    """The letters of `text` outside text blocks and commands; without `words`, those of words set apart by a space
+    ("12 cm", "7 hours") and of mathematical words ("pi", "sqrt") are left out."""
+    letters: collections.Counter = collections.Counter()
+    for match in _LETTER_TOKEN.finditer(text):
+        run = match.group(1)
+        if run is None or run.lower() in _MATH_WORDS:
+            continue
+        glued = match.start() > 0 and text[match.start() - 1].isalnum()
+        if words or len(run) == 1 or glued:
+            letters.update(run)
+    return letters
+
+
+def dropped_letters(text: str, parsed: list) -> collections.Counter:
+    r"""The variables of `text` (an answer as handed to math-verify) that its parse `parsed` no longer has.
+
+    A variable is a single letter ("s", "t", "x"), or a run of letters glued to a number or a letter ("2t", "5ab",
+    "12cm"), outside text blocks (`\text{ s}`, `\mathrm{m}`) and commands. A word set apart by a space is a unit or
+    prose, never a variable ("12 cm", "7 hours"). So "5 s", "5s" and "12 m" are 5s, 5s and 12m, as LaTeX reads them;
+    a unit that is meant is written as text (`5\text{ s}`) or as a word.
+
+    >>> from math_verify import parse
+    >>> [dict(dropped_letters(t, parse(t))) for t in ("$2t$", "$3 - s$", "$9 - x$", "$12 cm$", r"$5\text{ s}$")]
+    [{'t': 1}, {'s': 1}, {}, {}, {}]
+    """
+    string = next((p for p in reversed(parsed) if isinstance(p, str)), None)
+    if string is None:
+        return collections.Counter()
+    return _variables(text, words=False) - _variables(string, words=True)
 
 
 class _SuccessCache:
@@ -106,10 +150,11 @@ def _parse_gold_uncached(gold: str, kind: str, timeout: int | None) -> list:
     from math_verify import parse
 
     if kind == "boxed":
-        return parse("\\boxed{" + gold + "}", parsing_timeout=timeout)
+        return parse("\\boxed{" + repeating_decimals(gold) + "}", parsing_timeout=timeout)
     if kind == "number":
         return parse(gold.replace(",", ""), parsing_timeout=timeout)
-    if not ("$" in gold or "\\(" in gold or "\\[" in gold):
+    gold = repeating_decimals(gold)
+    if not _DELIMITER.search(gold):  # "\$18.90" is a sum of money, not math in "$...$"
         parsed = parse("$" + gold + "$", parsing_timeout=timeout)
         if parsed and not isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
             return parsed
@@ -134,6 +179,9 @@ def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, t
             pred_input = None if pred is None else parse_input(pred, pred_kind)
             pred_parsed = [] if pred_input is None else parse(pred_input, parsing_timeout=timeout)
             correct = pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
+            # a match only on what math-verify kept: "2t" is no 2, and "2" no "2t"
+            if correct and dropped_letters(pred_input, pred_parsed) != dropped_letters(gold, gold_parsed):
+                correct = False
             outcome = CORRECT if correct else WRONG
     except Exception:  # math-verify catches its own errors; this is the last net (RecursionError, MemoryError)
         outcome = WRONG

@@ -3,7 +3,7 @@ new ones side by side.
 
     python benchmarks/step_profile.py                       # breakdown of the offline default
     python benchmarks/step_profile.py --flags "--bf16 true --threads 1"   # ... with other settings
-    python benchmarks/step_profile.py --compare             # A (the old default) vs B (the default), interleaved
+    python benchmarks/step_profile.py --compare             # A (TRL's path) vs B (share_prompt_prefix), interleaved
     python benchmarks/step_profile.py --compare --a_flags "" --b_flags "--bf16 true"   # try a lever
     python benchmarks/step_profile.py --kernels             # generate and forward+backward alone, fp32 vs bf16
     python benchmarks/step_profile.py --generation --threads 2   # one rollout batch, each way of generating
@@ -15,11 +15,10 @@ with them (the policy forward), `accelerator.backward`, and the optimizer step (
 logging). Generation happens once every `steps_per_generation` steps, so figures are seconds per step averaged
 over whole generation cycles, after one warm-up cycle.
 
-`--compare` runs two training processes (A = `--a_flags`, default the offline default before its speed settings:
-activation checkpointing on, TRL's whole old-log-prob pass, TRL's CPU LM head over every position and every
-prompt computed once per completion; B =
-`--b_flags`, default the offline default as it stands) and lets them take turns, one generation cycle each, so
-that the shared machine's drift hits both alike. It reports the median cycle time of each and their ratio, and
+`--compare` runs two training processes (A = `--a_flags`, default the offline default on TRL's own computation,
+`--share_prompt_prefix false`; B = `--b_flags`, default `--share_prompt_prefix true`, the opt-in saving the offline
+default recipe switches on) and lets them take turns, one generation cycle each, so that the shared machine's drift
+hits both alike. It reports the median cycle time of each and their ratio, and
 whether the two runs logged the same rewards (same sampled completions) for the fixed seed. The last line
 printed is one JSON object.
 """
@@ -40,12 +39,9 @@ from collections import defaultdict
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
-# A: the offline default before its four speed settings; B: the offline default as it stands.
-A_FLAGS = (
-    "--activation_checkpointing true --skip_on_policy_old_logps false --compact_cpu_lm_head false "
-    "--share_prompt_prefix false"
-)
-B_FLAGS = ""
+# A: the offline default on TRL's own computation; B: with the opt-in saving `share_prompt_prefix`.
+A_FLAGS = "--share_prompt_prefix false"
+B_FLAGS = "--share_prompt_prefix true"
 
 
 def split_flags(flags: str) -> tuple[list[str], dict]:

@@ -46,6 +46,7 @@ OFFLINE_DEFAULT = {
     "use_cpu": True,
     "bf16": False,
     "activation_checkpointing": False,
+    "share_prompt_prefix": True,  # opt-in CPU saving (not UP): each prompt computed once for its completions
     "seed": 42,
 }
 

@@ -16,10 +16,15 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
 from up_trl.models import tiny_model_and_tokenizer
 
-STALE = dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=2)
+# Two ways a rollout batch goes stale: more mini-batches than one optimizer step takes, and more passes over it.
+STALE = {
+    "spg2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=1),
+    "iter2": dict(steps_per_generation=1, gradient_accumulation_steps=1, num_iterations=2),
+    "spg2_iter2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=2),
+}
 SETTINGS = dict(use_cpu=True, bf16=False, report_to="none", save_strategy="no", per_device_train_batch_size=8,
                 num_generations=4, max_completion_length=8, max_steps=8, learning_rate=1e-2, seed=0,
-                logging_steps=1, **STALE)  # fmt: skip
+                logging_steps=1)  # fmt: skip
 PAIRS = {  # name: (parent trainer, parent config, UP trainer, UP config, settings of the objective)
     "grpo": (GRPOTrainer, GRPOConfig, UPGRPOTrainer, UPGRPOConfig, dict(loss_type="grpo")),
     "dapo": (GRPOTrainer, GRPOConfig, UPGRPOTrainer, UPGRPOConfig, dict(loss_type="dapo", epsilon_high=0.28)),
@@ -42,10 +47,11 @@ def train(trainer_class, config_class, folder, **settings):
     return initial, [p.detach().clone() for p in trainer.model.parameters()], trainer
 
 
+@pytest.mark.parametrize("layout", list(STALE))
 @pytest.mark.parametrize("name", list(PAIRS))
-def test_off_is_the_parent_bit_for_bit_and_asymmetric_is_not(tmp_path, name):
+def test_off_is_the_parent_bit_for_bit_and_asymmetric_is_not(tmp_path, name, layout):
     parent_class, parent_config, up_class, up_config, objective = PAIRS[name]
-    settings = {**SETTINGS, **objective}
+    settings = {**SETTINGS, **STALE[layout], **objective}
     initial, parent, parent_trainer = train(parent_class, parent_config, tmp_path / "parent", **settings)
     _, off, off_trainer = train(up_class, up_config, tmp_path / "off", up_mode="off", **settings)
     _, up, up_trainer = train(up_class, up_config, tmp_path / "up", up_mode="asymmetric", **settings)

@@ -4,8 +4,9 @@ How the override stays small: the parent computes everything (forward, KL, masks
 bonus, MoE aux loss, metrics) on a *copy* of the batch in which the advantages UP takes over are zeroed, so
 its clipped term vanishes exactly there. UP then adds its own term, -A * pi_theta / sg(pi_theta) on those
 entries, through the same masks and the same normalisation (`losses.aggregate_loss`). The two parts touch
-disjoint entries, so the gradient is exact, not a difference of two large numbers.
-`tests/test_trl_contract.py` pins the pieces of TRL this relies on.
+disjoint entries, so the gradient is exact, not a difference of two large numbers. With `up_mode="off"` the parent
+gets the batch unchanged and its loss is returned as it is (`tests/test_off_is_parent.py`: the same weights bit for
+bit). `tests/test_trl_pins.py` pins every TRL method this overrides or relies on, whole.
 """
 
 from __future__ import annotations

@@ -161,30 +161,18 @@ def describe_dataset(
     return f"`{dataset_name}`", None
 
 
-def model_short_name(name_or_path: str) -> str:
-    """What the card's title calls the model trained from: its Hub name, or its folder's name.
-
-    >>> model_short_name("Qwen/Qwen3-0.6B"), model_short_name("/root/.cache/up-trl/SmolLM2-135M-Instruct-float32")
-    ('Qwen3-0.6B', 'SmolLM2-135M-Instruct')
-    """
-    if not name_or_path:
-        return "A model built in code"
-    name = Path(name_or_path.rstrip("/")).name
-    return SMOLLM2_HUB_ID.split("/")[1] if name.startswith("SmolLM2-135M-Instruct-") else name
-
-
 def card_title(name_or_path: str, objective: str, dataset_name: str | None) -> str:
-    """The card's title: what the model is.
+    """The card's title, what the model is: the base model's Hub name (or folder name), the objective, the data.
 
-    >>> card_title("HuggingFaceTB/SmolLM2-135M-Instruct", "UP-DAPO", "arithmetic")
+    >>> card_title("/root/.cache/up-trl/SmolLM2-135M-Instruct-float32", "UP-DAPO", "arithmetic")
     'SmolLM2-135M-Instruct fine-tuned with UP-DAPO on arithmetic'
-    >>> card_title("Qwen/Qwen3-8B", "GSPO", "data/train.jsonl")
-    'Qwen3-8B fine-tuned with GSPO on train.jsonl'
+    >>> card_title("Qwen/Qwen3-8B", "GSPO", "data/train.jsonl"), card_title("", "DAPO", None)
+    ('Qwen3-8B fine-tuned with GSPO on train.jsonl', 'A model built in code fine-tuned with DAPO')
     """
-    data = ""
-    if dataset_name:
-        data = f" on {Path(dataset_name).name if os.sep in dataset_name or '.' in dataset_name else dataset_name}"
-    return f"{model_short_name(name_or_path)} fine-tuned with {objective}{data}"
+    name = Path(name_or_path.rstrip("/")).name if name_or_path else "A model built in code"
+    name = SMOLLM2_HUB_ID.split("/")[1] if name.startswith("SmolLM2-135M-Instruct-") else name
+    data = dataset_name and (Path(dataset_name).name if "/" in dataset_name or "." in dataset_name else dataset_name)
+    return f"{name} fine-tuned with {objective}" + (f" on {data}" if data else "")
 
 
 def stop_note(stop: dict | None) -> list[str]:

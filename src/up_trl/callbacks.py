@@ -160,16 +160,17 @@ class SteadyEtaBar(tqdm):
     the others reuse its batch (10 s), and the first cycle also holds one-time work (warm-up, a cold machine). So the
     bar marks the end of every cycle (a step n with n % cycle == 0) and times whole cycles between the first mark
     and the latest: rate = (n_last - n_first) / (t_last - t_first), ETA = (total - n) / rate; "?" until a second
-    mark. With cycle=1 this is every step after the first. Call `step_done()` at the end of each step.
+    mark. With cycle=1 this is every step after the first. Marks are taken in `update`, before the bar redraws.
     """
 
     cycle: int = 1
     marks: tuple[tuple[int, float], ...] = ()  # (n, time) at the first and the latest cycle end
 
-    def step_done(self) -> None:
-        if self.n % self.cycle == 0:
-            mark = (self.n, self._time())
+    def update(self, n: float = 1):
+        if (self.n + n) % self.cycle == 0:
+            mark = (self.n + n, self._time())
             self.marks = (self.marks[0], mark) if self.marks else (mark,)
+        return super().update(n)
 
     @property
     def format_dict(self):
@@ -198,11 +199,6 @@ class SteadyEtaProgressCallback(ProgressCallback):
                 args.gradient_accumulation_steps,
             )
         self.current_step = 0
-
-    def on_step_end(self, args, state, control, **kwargs):
-        super().on_step_end(args, state, control, **kwargs)
-        if state.is_world_process_zero:
-            self.training_bar.step_done()
 
 
 class RolloutProgress(BaseStreamer):

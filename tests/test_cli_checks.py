@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+from conftest import same_code_env
 
 from up_trl.cli import main
 
@@ -125,6 +126,8 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
                      "before saving one), only checkpoints: pass --model {tmp}/crashed/checkpoint-4 (its latest)",
                      id="crashed_run_folder"),
         pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
+        pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"], "--base_model ./no/base: no such "
+                     "folder.", id="missing_base_model_folder"),
     ],
 )  # fmt: skip
 def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
@@ -139,7 +142,7 @@ def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
     """The real command, as a user runs it: one line, exit 2, in the time of Python's imports."""
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "up_trl", "train", "--model_name_or_path", "./no/such"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=same_code_env())  # fmt: skip
     seconds = time.perf_counter() - start
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "up-trl train: error: --model_name_or_path ./no/such: no such folder."

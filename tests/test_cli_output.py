@@ -8,6 +8,7 @@ import sys
 import warnings
 
 import pytest
+from conftest import same_code_env
 
 UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "gradient_checkpointing_disable",
                 "gradient_checkpointing_enable", "FutureWarning")  # fmt: skip
@@ -40,7 +41,8 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
         "--activation_checkpointing",
         "true",
     ]  # fmt: skip  (checkpointing on: TRL toggles it around generation)
-    out = subprocess.run([sys.executable, "-m", "up_trl", "train", *argv], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-m", "up_trl", "train", *argv], capture_output=True, text=True,
+                         timeout=300, env=same_code_env())  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
     printed = out.stdout + out.stderr
     assert [w for w in UNACTIONABLE if w in printed] == [], printed[-3000:]

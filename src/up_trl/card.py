@@ -182,9 +182,10 @@ def stop_note(stop: dict | None) -> list[str]:
         return []
     step, total = stop["step"], stop["max_steps"]
     if stop.get("crashed"):
+        where = f"in step {step + 1}" if step < total else f"after step {step}"
         text = (
-            f"> **This run crashed ({stop['reason']}) in step {step + 1} of {total}**: no final model was saved; the "
-            f"weights after step {step} are in `checkpoint-{step}`."
+            f"> **This run crashed ({stop['reason']}) {where} of {total}**: no final model was saved; the weights "
+            f"after step {step} are in `checkpoint-{step}`."
         )
     else:
         text = (

@@ -6,8 +6,9 @@ and every setting that changes a score.
 Which base (`--base_model`): `auto` (the default) is the one the evaluated run folder names, in its run record
 (`up_trl_run.json`, written by `up-trl train`) or else its model card's `base_model`; a checkpoint folder is its
 run's. `none` skips it. Anything else is a model folder or Hub id. The base must load here: a local folder, the
-offline SmolLM2 (named on the card by its Hub id), or a Hub id in the local Hub cache or with the Hub reachable;
-otherwise one line says so and only the evaluated model is shown.
+offline SmolLM2 (named on the card by its Hub id), or a Hub id in the local Hub cache or with the Hub reachable.
+When the run's own base cannot load, one line says so and only the evaluated model is shown; a `--base_model` named
+on the command line that cannot load is an error (exit 2), like a missing `--model`.
 """
 
 from __future__ import annotations
@@ -144,6 +145,10 @@ def choose_base(args) -> tuple[str | None, str]:
         if wanted is None:
             return None, ""  # not a run folder: nothing to compare with
     base, why = loadable_base(wanted)
+    if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
+        from .model_source import locate_model
+
+        base = locate_model(wanted, "--base_model", near=["outputs"])  # raises its one-line ModelNotFoundError
     if base is None:
         return None, f"base model: not scored ({why}); showing {args.model} only"
     same = Path(base).exists() and Path(args.model).exists() and Path(base).resolve() == Path(args.model).resolve()

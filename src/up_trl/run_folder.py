@@ -150,6 +150,7 @@ def check_output_dir(output_dir: str, *, overwrite: bool, resume: str | None, mo
 def resume_command(argv: Sequence[str]) -> str:
     """The command that resumes this run: the same `up-trl train` line, with `--resume_from_checkpoint true` in place
     of any `--resume_from_checkpoint` or `--overwrite_output_dir` it had (the latter would remove the checkpoints).
+    Under `accelerate launch`, run it the same way (`accelerate launch ... -m up_trl train ...`).
 
     >>> resume_command(["--max_steps", "12", "--overwrite_output_dir", "--resume_from_checkpoint=x"])
     'up-trl train --max_steps 12 --resume_from_checkpoint true'
@@ -231,7 +232,9 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     path, what = saved
     out = trainer.args.output_dir
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    line = f"crashed at step {trainer.state.global_step + 1} of {trainer.state.max_steps} ({type(error).__name__}"
+    step, total = trainer.state.global_step, trainer.state.max_steps
+    where = f"at step {step + 1} of {total}" if step < total else f"after step {step} of {total}"
+    line = f"crashed {where} ({type(error).__name__}"
     line += f": {first[:200]}); {what}"
     if (Path(out) / "metrics.jsonl").exists():
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"

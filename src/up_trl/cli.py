@@ -144,7 +144,7 @@ def train(argv: list[str] | None = None):
     )
     from .cli_checks import check_dataset_size, check_inputs
     from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
-    from .models import smollm2_path
+    from .models import OfflineModelMissingError, smollm2_path
     from .plots import plot_metrics
     from .rewards import get_reward_funcs
     from .run_folder import (
@@ -191,7 +191,10 @@ def train(argv: list[str] | None = None):
         except (DataError, HubUnavailableError) as error:
             raise UsageError(f"--dataset_name {script_args.dataset_name}: {error}") from None
         check_dataset_size(len(dataset), training_args)
-        model = checked["model"] or smollm2_path()
+        try:
+            model = checked["model"] or smollm2_path()
+        except OfflineModelMissingError as error:
+            raise UsageError(str(error)) from None
     if "save_steps" in flags_given(argv) and "save_strategy" not in flags_given(argv):
         state.print(
             f"up-trl: a checkpoint every {training_args.save_steps:g} steps (--save_steps sets save_strategy steps)"

@@ -75,11 +75,11 @@ def loadable_base(base: str) -> tuple[str | None, str]:
         except ModelNotFoundError as error:
             return None, str(error)
     if base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-"):  # the offline default's base
-        from .models import smollm2_path
+        from .models import OfflineModelMissingError, smollm2_path
 
         try:
             return smollm2_path(), ""
-        except RuntimeError:
+        except OfflineModelMissingError:
             pass
     if path.is_absolute() or base.startswith((".", "~")):
         return None, f"its folder {base} no longer exists"

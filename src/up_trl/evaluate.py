@@ -378,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     from .data import DataError, HubUnavailableError, system_prompt_from_flag
     from .eval_base import choose_base, score_base
     from .model_source import locate_model
+    from .models import OfflineModelMissingError
 
     args = make_parser().parse_args(argv)
     try:
@@ -386,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         args.model = locate_model(args.model, "--model", near=["outputs"])
         base, base_note = choose_base(args)
         sets = benchmark_sets(args.benchmarks, args, system_prompt_from_flag(args.system_prompt))
-    except (ValueError, DataError, HubUnavailableError) as error:  # ModelNotFoundError is a ValueError
+    except (ValueError, DataError, HubUnavailableError, OfflineModelMissingError) as error:  # incl. ModelNotFoundError
         print(f"up-trl eval: error: {error}", file=sys.stderr)
         return 2
     for note in notes + ([base_note] if base_note else []):

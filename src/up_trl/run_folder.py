@@ -257,7 +257,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
     saved = save_after_crash(trainer)
-    if trainer.is_world_process_zero():
+    if trainer.is_world_process_zero() and step > 0:  # nothing trained: leave no run behind to refuse a rerun
         write_run_record(trainer.args.output_dir, **record, status="crashed", global_step=step, max_steps=max_steps,
                          checkpoint=saved[0], error=repr(error)[:500])  # fmt: skip
     return crash_message(trainer, error, argv, saved)

@@ -9,6 +9,7 @@ import shlex
 
 import cli_rewards
 import pytest
+import torch
 
 from up_trl.cli import main
 
@@ -149,3 +150,27 @@ def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_mod
     assert main(["train", *argv]) == 1
     assert last_line(capsys.readouterr().err).endswith("nothing to save: no optimizer step had finished")
     assert main(["train", *argv]) == 0  # the same command again: not refused as "a previous run"
+
+
+def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_path, capsys):
+    """The emergency checkpoint holds the random states of step 4's end (not the crash's, which had sampled on):
+    crash at step 5 + resume gives the uninterrupted run's losses, rewards and weights."""
+    from safetensors.torch import load_file
+
+    def per_step(out, key):
+        records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        return {r["step"]: r[key] for r in records if r.get(key) is not None and "train_runtime" not in r}
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    assert main(["train", *tiny(tiny_model, full, max_steps=6)]) == 0
+    assert main(["train", *tiny(tiny_model, cut, reward="cli_rewards.third_call_raises", max_steps=6)]) == 1
+    resume = shlex.split(last_line(capsys.readouterr().err).split("Resume with: ", 1)[1])
+    assert main(resume[1:]) == 0
+    for key in ("loss", "reward", "completions/mean_length"):
+        want, got = per_step(full, key), per_step(cut, key)
+        assert want.keys() == got.keys() and max(want) >= 5, key  # steps 5 and 6 come after the crash
+        for step in want:
+            assert got[step] == pytest.approx(want[step], rel=1e-4, abs=1e-6), (key, step)
+    weights_full, weights_cut = load_file(full / "model.safetensors"), load_file(cut / "model.safetensors")
+    for name, tensor in weights_full.items():
+        assert torch.allclose(tensor, weights_cut[name], rtol=1e-4, atol=1e-6), name

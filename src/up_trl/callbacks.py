@@ -97,6 +97,39 @@ class GracefulStopCallback(TrainerCallback):
         self._previous = {}
 
 
+class StepEndRngCallback(TrainerCallback):
+    """Keeps the random states (Python, NumPy, torch CPU and CUDA) as they were at the end of the last optimizer
+    step: what a checkpoint saved at that step would store. A crash mid-step has drawn more since (the next step's
+    sampling), so the emergency checkpoint (`run_folder.save_after_crash`) puts these back first, and a resume then
+    draws what the uninterrupted run would have drawn."""
+
+    states: dict | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import random
+
+        import numpy as np
+
+        self.states = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            self.states["cuda"] = torch.cuda.get_rng_state_all()
+
+    def restore(self) -> bool:
+        """Put the states of the last step's end back; False when no step has ended."""
+        import random
+
+        import numpy as np
+
+        if self.states is None:
+            return False
+        random.setstate(self.states["python"])
+        np.random.set_state(self.states["numpy"])
+        torch.set_rng_state(self.states["cpu"])
+        if "cuda" in self.states:
+            torch.cuda.set_rng_state_all(self.states["cuda"])
+        return True
+
+
 class NonFiniteGuardCallback(TrainerCallback):
     """Skips an optimizer step whose gradients are not finite (NaN or inf loss, or an overflowing gradient norm)
     and counts it; after `max_consecutive` skips in a row, saves a checkpoint and stops with a clear message.

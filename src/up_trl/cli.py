@@ -141,6 +141,7 @@ def train(argv: list[str] | None = None):
         GracefulStopCallback,
         JsonlMetricsCallback,
         SteadyEtaProgressCallback,
+        StepEndRngCallback,
     )
     from .cli_checks import check_dataset_size, check_inputs
     from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
@@ -221,7 +222,7 @@ def train(argv: list[str] | None = None):
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
-        callbacks=[JsonlMetricsCallback(metrics_path), graceful, FirstRolloutProgressCallback()],
+        callbacks=[JsonlMetricsCallback(metrics_path), graceful, FirstRolloutProgressCallback(), StepEndRngCallback()],
         **extra,
     )
     if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles

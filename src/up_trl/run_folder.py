@@ -206,7 +206,9 @@ def finite_weights(model) -> bool:
 def save_after_crash(trainer) -> tuple[str | None, str]:
     """After an exception in `trainer.train()`: an emergency checkpoint through the Trainer's own `_save_checkpoint`
     (weights, optimizer, scheduler, RNG and trainer state, and whatever a UP trainer adds there), so that
-    `--resume_from_checkpoint true` continues from it. Returns (its path or None, what was saved, in words).
+    `--resume_from_checkpoint true` continues from it. The random states saved are those of the last step's end
+    (`callbacks.StepEndRngCallback`, when the trainer has one), as a checkpoint saved then would hold them. Returns
+    (its path or None, what was saved, in words).
 
     Nothing is saved when no optimizer step finished, when the weights are not finite, or with several processes
     (saving needs every one of them, and the crashed one is gone).
@@ -219,6 +221,11 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     if not finite_weights(trainer.model):
         what = f"the weights after step {step} are not finite (NaN or inf: lower --learning_rate)"
         return None, f"no emergency checkpoint: {what}"
+    from .callbacks import StepEndRngCallback
+
+    for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
+        if isinstance(callback, StepEndRngCallback):
+            callback.restore()
     try:
         trainer._save_checkpoint(trainer.model, trial=None)
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error

@@ -49,7 +49,8 @@ TRAIN_CASES = [
     pytest.param(["--model_name_or_path", "outputs/quickstrat"],
                  "--model_name_or_path outputs/quickstrat: no such folder (did you mean outputs/quickstart?).",
                  id="typo_of_a_run_folder"),
-    pytest.param(["--model_name_or_path", "quickstrat"], "no such folder (did you mean outputs/quickstart?)",
+    pytest.param(["--model_name_or_path", "quickstrat"], "--model_name_or_path quickstrat: no such folder (did you "
+                 "mean outputs/quickstart?); for the Hub id, write it with its owner (owner/name).",
                  id="one_word_typo_of_a_run_folder"),
     pytest.param(["--model_name_or_path", "someone/no-such-model"], "is a Hub id, not in the local Hub cache",
                  id="hub_id_offline"),

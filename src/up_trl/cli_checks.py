@@ -258,6 +258,7 @@ def check_dataset_size(problems: int, training_args) -> None:
 
 
 def check_reward_names(names: Iterable[str]) -> None:
+    """A name that is neither a registry name nor a dotted import path: the closest registry names."""
     from .rewards.registry import REWARD_FACTORIES, REWARD_FUNCS
 
     known = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
@@ -270,6 +271,7 @@ def check_reward_names(names: Iterable[str]) -> None:
 
 
 def check_dataset_name(name: str) -> None:
+    """A data file that does not exist (with the closest files beside it), or a name that is no dataset."""
     from .data import DATASETS, FILE_BUILDERS
 
     path = Path(os.path.expanduser(name))
@@ -291,6 +293,7 @@ def check_dataset_name(name: str) -> None:
 
 
 def parse_column_mapping(text: str | None) -> dict[str, str] | None:
+    """`--column_mapping`'s JSON as a dict of column names, or a UsageError saying how to write it."""
     if not text:
         return None
     try:

@@ -145,7 +145,13 @@ def locate_model(name_or_path: str, flag: str = "--model_name_or_path", near: It
         check_model_folder(path, flag)
         return str(path)
     if looks_like_path(name_or_path, near):
-        raise ModelNotFoundError(f"{flag} {name_or_path}: no such folder{_did_you_mean(name_or_path, near)}.")
+        # A one-word Hub id close to a local folder's name is read as its misspelling: say how to mean the Hub.
+        hub = (
+            "; for the Hub id, write it with its owner (owner/name)"
+            if "/" not in name_or_path and can_be_hub_id(name_or_path)
+            else ""
+        )
+        raise ModelNotFoundError(f"{flag} {name_or_path}: no such folder{_did_you_mean(name_or_path, near)}{hub}.")
     if not hub_model_available(name_or_path):
         raise ModelNotFoundError(
             f"{flag} {name_or_path} is a Hub id, not in the local Hub cache, and the Hub cannot be reached (or "

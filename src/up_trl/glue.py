@@ -47,6 +47,7 @@ UP_PAPER = {
     "citation": textwrap.dedent("""\
         @article{up2026,
             title        = {{UP: Unbounded Positive Asymmetric Optimization}},
+            author       = {Fan, Chongyu and Liu, Pengfei and Huang, Jingjia and Liu, Sijia and Lin, Yi},
             year         = 2026,
             eprint       = {arXiv:2607.06987},
         }"""),

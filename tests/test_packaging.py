@@ -1,0 +1,58 @@
+"""pyproject.toml asks only for extras that exist as spelt, all the way down: `pip install -e .` used to warn
+`math-verify 0.9.0 does not provide the extra 'antlr4_13_2'` (pip 23 compares extras as written)."""
+
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+tomllib = pytest.importorskip("tomllib")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def requirements_of_extra(dist_name: str, extra: str) -> list[Requirement]:
+    """What installing `dist_name[extra]` adds, from the installed distribution's metadata."""
+    found = []
+    for line in distribution(dist_name).requires or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+            if not requirement.marker.evaluate({"extra": ""}):  # only under this extra
+                found.append(requirement)
+    return found
+
+
+def unprovided_extras(requirement: Requirement, seen: set) -> list[str]:
+    """'name[extra]' for every extra, here or in what it pulls, that the installed distribution does not list
+    verbatim (distributions that are not installed here are skipped)."""
+    missing = []
+    try:
+        provided = distribution(requirement.name).metadata.get_all("Provides-Extra") or []
+    except PackageNotFoundError:
+        return []
+    for extra in sorted(requirement.extras):
+        if (requirement.name, extra) in seen:
+            continue
+        seen.add((requirement.name, extra))
+        if extra not in provided:
+            missing.append(f"{requirement.name}[{extra}] (provides {provided})")
+            continue
+        for inner in requirements_of_extra(requirement.name, extra):
+            missing += unprovided_extras(inner, seen)
+    return missing
+
+
+def test_every_extra_asked_for_is_provided_as_spelt():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    seen: set = set()
+    missing = [m for line in lines for m in unprovided_extras(Requirement(line), seen)]
+    assert not missing, missing
+    assert any(Requirement(line).name == "math-verify" for line in project["dependencies"])  # still a dependency
+
+
+def test_the_antlr_runtime_the_parser_needs_is_asked_for():
+    """What the dropped extra pinned is named directly, and is what is installed here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    antlr = [Requirement(line) for line in project["dependencies"] if line.startswith("antlr4-python3-runtime")]
+    assert len(antlr) == 1 and distribution("antlr4-python3-runtime").version in antlr[0].specifier

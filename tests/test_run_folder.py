@@ -1,0 +1,176 @@
+"""A run's output folder (`up_trl.run_folder`): a previous run is refused or overwritten, never mixed in;
+`--save_steps` alone saves; `--resume_from_checkpoint true` continues from the latest checkpoint; an interrupted run
+says so, and how to resume, in its last line and its card; a crash saves an emergency checkpoint of finite weights
+(and keeps the metrics), says where and how to resume, and exits 1."""
+
+import json
+import re
+import shlex
+
+import cli_rewards
+import pytest
+import torch
+
+from up_trl.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from up_trl.models import save_tiny_model
+
+    return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
+
+
+def tiny(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
+    """`up-trl train` on the tiny model: 2 optimizer steps per rollout batch (the offline default's), 16 problems."""
+    cli_rewards.reset()
+    return ["--model_name_or_path", model, "--output_dir", str(out), "--dataset_limit", "16", "--reward_funcs",
+            reward, "--max_steps", str(max_steps), "--per_device_train_batch_size", "8", "--num_generations", "4",
+            "--max_completion_length", "4", "--learning_rate", "1e-2", "--plot", "false", *flags]  # fmt: skip
+
+
+def loss_steps(out) -> list[int]:
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return [r["step"] for r in records if "loss" in r]
+
+
+def last_line(text: str) -> str:
+    return text.strip().splitlines()[-1]
+
+
+def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["train", *tiny(tiny_model, out, max_steps=3)]) == 0
+    assert loss_steps(out) == [1, 2, 3]
+    (out / "checkpoint-9").mkdir()  # an older run's checkpoint
+    (out / "notes.txt").write_text("mine")  # not a run's file: kept
+    capsys.readouterr()
+
+    assert main(["train", *tiny(tiny_model, out, max_steps=1)]) == 2
+    assert last_line(capsys.readouterr().err) == (
+        f"up-trl train: error: --output_dir {out} holds a previous run (model, metrics.jsonl, model card, 1 "
+        "checkpoint): pass --overwrite_output_dir to replace it, --resume_from_checkpoint true to continue it, or "
+        "another --output_dir."
+    )
+    assert loss_steps(out) == [1, 2, 3]  # nothing overwritten
+
+    assert main(["train", *tiny(tiny_model, out, "--overwrite_output_dir", max_steps=1)]) == 0
+    assert f"up-trl: --overwrite_output_dir: removed the previous run in {out}" in capsys.readouterr().out
+    assert loss_steps(out) == [1] and not (out / "checkpoint-9").exists() and (out / "notes.txt").read_text() == "mine"
+    assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 1
+
+
+def test_save_steps_alone_saves(tiny_model, tmp_path, capsys):
+    """The offline default says save_strategy "no"; `--save_steps` on the command line used to save nothing."""
+    out = tmp_path / "out"
+    assert main(["train", *tiny(tiny_model, out, "--save_steps", "1", max_steps=2)]) == 0
+    assert (out / "checkpoint-1" / "trainer_state.json").exists() and (out / "checkpoint-2").is_dir()
+    assert "up-trl: a checkpoint every 1 steps (--save_steps sets save_strategy steps)" in capsys.readouterr().out
+
+
+def test_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):
+    out = tmp_path / "out"
+    saving = ["--save_strategy", "steps", "--save_steps", "1"]
+    assert main(["train", *tiny(tiny_model, out, *saving, max_steps=2)]) == 0
+    capsys.readouterr()
+    assert main(["train", *tiny(tiny_model, out, "--resume_from_checkpoint", "true", max_steps=3)]) == 0
+    assert re.search(r"up-trl: done in [\d.]+ min, 3 steps", capsys.readouterr().out)
+    assert loss_steps(out) == [1, 2, 3]  # the records up to checkpoint-2 kept, step 3 added
+    assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 3
+
+
+def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(tiny_model, tmp_path, capsys):
+    """A reward that raises on its 3rd call (step 5: steps 1, 3, 5 generate) after 4 trained steps."""
+    out = tmp_path / "out"
+    argv = tiny(tiny_model, out, reward="cli_rewards.third_call_raises", max_steps=6)
+    assert main(["train", *argv]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: verifier unreachable" in err  # where the reward broke
+    line = last_line(err)
+    resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
+    assert line == (
+        "up-trl train: error: crashed at step 5 of 6 (RuntimeError: verifier unreachable); emergency checkpoint of "
+        f"the weights after step 4 in {out}/checkpoint-4; metrics in {out}/metrics.jsonl. Resume with: {resume}"
+    )
+    assert (out / "checkpoint-4" / "trainer_state.json").exists() and (out / "checkpoint-4" / "optimizer.pt").exists()
+    assert loss_steps(out) == [1, 2, 3, 4]
+    assert json.loads((out / "up_trl_run.json").read_text())["status"] == "crashed"
+    assert "**This run crashed (RuntimeError) in step 5 of 6**" in (out / "README.md").read_text()
+
+    # The printed command resumes it (the reward's 3rd call has passed: it scores again).
+    command = shlex.split(line.split("Resume with: ", 1)[1])
+    assert main(command[1:]) == 0
+    assert loss_steps(out) == [1, 2, 3, 4, 5, 6] and (out / "model.safetensors").exists()
+
+
+@pytest.mark.parametrize(
+    "guard, expected",
+    [
+        # lr 1e30: step 1's weights are huge but finite; step 2's gradients are not (skipped), then generation
+        # samples from inf/nan probabilities.
+        pytest.param([], r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
+                     r"step\(s\) were skipped as non-finite before it: lower --learning_rate\. Resume with: ",
+                     id="guard_on"),
+        pytest.param(["--skip_nonfinite_steps", "false"], r"no emergency checkpoint: the weights after step 2 are not "
+                     r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$", id="guard_off"),
+    ],
+)  # fmt: skip
+def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp_path, capsys, guard, expected):
+    out = tmp_path / "out"
+    assert main(["train", *tiny(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1
+    line = last_line(capsys.readouterr().err)
+    assert line.startswith("up-trl train: error: crashed at step 3 of 6 (RuntimeError: probability tensor"), line
+    assert re.search(expected, line), line
+    assert (out / "checkpoint-2").is_dir() == (not guard) and loss_steps(out)[:2] == [1, 2]
+
+
+def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, capsys):
+    """Ctrl-C during step 1: a checkpoint at the end of step 1, then the last line and the card say so."""
+    out = tmp_path / "out"
+    argv = tiny(tiny_model, out, reward="cli_rewards.first_call_sends_sigint", max_steps=4)
+    assert main(["train", *argv]) == 0
+    resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
+    line = last_line(capsys.readouterr().out)
+    assert re.fullmatch(
+        r"up-trl: interrupted \(SIGINT\) at step 1 of 4 after [\d.]+ min: reward [\d.]+ -> [\d.]+ \(first -> last "
+        rf"step\); checkpoint-1, model, metrics.jsonl, model card \(README.md\) in {re.escape(str(out))}\. Resume "
+        rf"with: {re.escape(resume)}",
+        line,
+    ), line
+    card = (out / "README.md").read_text()
+    assert "**This run was interrupted (SIGINT) at step 1 of 4**" in card and f"Resume it with `{resume}`." in card
+    assert (out / "checkpoint-1" / "trainer_state.json").exists()
+    assert json.loads((out / "up_trl_run.json").read_text())["status"] == "interrupted"
+
+
+def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_model, tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = tiny(tiny_model, out, reward="cli_rewards.third_call_raises")
+    cli_rewards.CALLS["count"] = 2  # its very first call raises, the next ones score
+    assert main(["train", *argv]) == 1
+    assert last_line(capsys.readouterr().err).endswith("nothing to save: no optimizer step had finished")
+    assert main(["train", *argv]) == 0  # the same command again: not refused as "a previous run"
+
+
+def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_path, capsys):
+    """The emergency checkpoint holds the random states of step 4's end (not the crash's, which had sampled on):
+    crash at step 5 + resume gives the uninterrupted run's losses, rewards and weights."""
+    from safetensors.torch import load_file
+
+    def per_step(out, key):
+        records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        return {r["step"]: r[key] for r in records if r.get(key) is not None and "train_runtime" not in r}
+
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    assert main(["train", *tiny(tiny_model, full, max_steps=6)]) == 0
+    assert main(["train", *tiny(tiny_model, cut, reward="cli_rewards.third_call_raises", max_steps=6)]) == 1
+    resume = shlex.split(last_line(capsys.readouterr().err).split("Resume with: ", 1)[1])
+    assert main(resume[1:]) == 0
+    for key in ("loss", "reward", "completions/mean_length"):
+        want, got = per_step(full, key), per_step(cut, key)
+        assert want.keys() == got.keys() and max(want) >= 5, key  # steps 5 and 6 come after the crash
+        for step in want:
+            assert got[step] == pytest.approx(want[step], rel=1e-4, abs=1e-6), (key, step)
+    weights_full, weights_cut = load_file(full / "model.safetensors"), load_file(cut / "model.safetensors")
+    for name, tensor in weights_full.items():
+        assert torch.allclose(tensor, weights_cut[name], rtol=1e-4, atol=1e-6), name

@@ -296,14 +296,18 @@ def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_re
         module.main([*flags, "--k", "16", "--pass_k", "3"])
 
 
-def _git_status() -> str | None:
-    """`git status` of the checkout (untracked files listed one by one), or None outside a git checkout."""
+def _git_status() -> list[str] | None:
+    """What a benchmark could have written into the checkout: untracked files (listed one by one) and changed
+    tracked files under benchmarks/ (`git status --porcelain`), or None outside a git checkout. Edits elsewhere in
+    the checkout while the test runs do not count."""
     try:
         out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
                              text=True, timeout=120)  # fmt: skip
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout if out.returncode == 0 else None
+    if out.returncode != 0:
+        return None
+    return [line for line in out.stdout.splitlines() if line.startswith("??") or line[3:].startswith("benchmarks/")]
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ with UP on it, paired seed by seed, each trained model scored with `up-trl eval`
     python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --arithmetic_few_shot 2 \\
         --benchmark arithmetic --benchmark_limit 200 --k 4 --pass_k 4 --pairs DAPO GSPO --seeds 0 1 2 \\
         --per_device_train_batch_size 8 --steps_per_generation 4 --num_iterations 2 --max_steps 32 \\
-        --max_completion_length 48 --workers 2 --output_dir benchmarks/results/real_model_add200   # README
+        --max_completion_length 48 --workers 2 --output_dir benchmarks/results/real_model_add200   # the docs
     python benchmarks/real_model.py --quick --output_dir /tmp/real_model_quick            # smoke run, minutes
     python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
     python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\

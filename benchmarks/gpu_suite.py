@@ -1,5 +1,6 @@
 """The GPU figures in one command (about 8 minutes on one H200): what UP costs at a ~0.5B model, and UP against its
-parent over several seeds. Writes results.json and suite.png under --output_dir.
+parent over several seeds. Writes results.json and suite.png under --output_dir (default outputs/benchmarks/gpu_suite,
+outside the source tree).
 
     python benchmarks/gpu_suite.py                 # on a GPU; stops starting new seeds at --time_budget_s
     python benchmarks/gpu_suite.py --dry_run       # tiny sizes on CPU, seconds (CI runs this)
@@ -171,7 +172,7 @@ def plot(report: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dry_run", action="store_true", help="Tiny sizes on CPU: checks the suite end to end.")
-    parser.add_argument("--output_dir", default="benchmarks/results/gpu_suite")
+    parser.add_argument("--output_dir", default="outputs/benchmarks/gpu_suite")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(8)))
     parser.add_argument("--pairs", nargs="+", choices=list(PAIRS), default=list(PAIRS))
     parser.add_argument("--max_steps", type=int, default=200)

@@ -4,7 +4,7 @@ with UP on it, paired seed by seed, each trained model scored with `up-trl eval`
     python benchmarks/real_model.py --dataset arithmetic --arithmetic_ops add --arithmetic_few_shot 2 \\
         --benchmark arithmetic --benchmark_limit 200 --k 4 --pass_k 4 --pairs DAPO GSPO --seeds 0 1 2 \\
         --per_device_train_batch_size 8 --steps_per_generation 4 --num_iterations 2 --max_steps 32 \\
-        --max_completion_length 48 --workers 2 --output_dir benchmarks/results/real_model_add200   # README
+        --max_completion_length 48 --workers 2 --output_dir benchmarks/results/real_model_add200   # the docs
     python benchmarks/real_model.py --quick --output_dir /tmp/real_model_quick            # smoke run, minutes
     python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
     python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\
@@ -18,8 +18,8 @@ sequence-level (loss_type grpo), epsilon 3e-4 / 4e-4; both with the dual clip de
 model ("before") included, is scored on the same problems with the same sampling seed (--eval_seed). Runs go to
 --workers processes of one torch thread each, seed by seed, DAPO first, so a stopped run still holds complete
 pairs; each finished run is appended to runs.partial.jsonl (--resume picks up from it, --report_only rewrites the
-outputs from it). Writes results.json, table.md and curves.png under --output_dir; the last line printed is a
-JSON summary.
+outputs from it). Writes results.json, table.md and curves.png under --output_dir (default
+outputs/benchmarks/real_model, outside the source tree); the last line printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
     parser.add_argument("--keep_models", action="store_true", help="keep each trained model's weights")
     parser.add_argument("--quick", action="store_true", help="1 seed, DAPO only, 2 steps, 4 problems, k 2, 16 tokens")
-    parser.add_argument("--output_dir", default="benchmarks/results/real_model")
+    parser.add_argument("--output_dir", default="outputs/benchmarks/real_model")
     args = parser.parse_args(argv)
     if args.max_completion_length is None:
         args.max_completion_length = 64 if args.dataset == "arithmetic" else 192

@@ -15,7 +15,9 @@ Rollouts are reused off-policy as in the paper: 4 mini-batch updates per rollout
 The RLOO pair (UPRLOOTrainer) is off-policy the same way; the async GRPO pair (UPAsyncGRPOTrainer, in-process sampler)
 trains each sample once, off-policy because its sampler lags the policy (see the ASYNC_* settings and CONFIGS).
 
-Writes results.json, curves.png and table.md under --output_dir (per corruption), and prints the table.
+Writes results.json, curves.png and table.md under --output_dir (per corruption; default
+outputs/benchmarks/sample_efficiency, outside the source tree; the published runs name benchmarks/results/...), and
+prints the table.
 """
 
 from __future__ import annotations
@@ -354,7 +356,7 @@ def main(argv=None):
     parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
     parser.add_argument("--corruption", choices=["none", "flip20", "shortcut"], default="none")
     parser.add_argument("--quick", action="store_true", help="1 seed, 40 steps")
-    parser.add_argument("--output_dir", default="benchmarks/results/sample_efficiency")
+    parser.add_argument("--output_dir", default="outputs/benchmarks/sample_efficiency")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.max_steps = args.seeds[:1], 40

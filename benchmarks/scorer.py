@@ -14,7 +14,8 @@ strength), a reward below 1 on a label-1 case a false negative. Precision = TP /
 TP / (TP + FN) over the scored (not skipped) cases; items/s is the scorer's wall-clock throughput on this machine,
 after one warm-up call (imports, worker start-up) timed apart as `startup_s`.
 
-    python benchmarks/scorer.py               # all cases; writes benchmarks/results/scorer/{results.json,table.md}
+    python benchmarks/scorer.py               # all cases; writes outputs/benchmarks/scorer/{results.json,table.md}
+    python benchmarks/scorer.py --output_dir benchmarks/results/scorer     # the published tuned-set figures
     python benchmarks/scorer.py --limit 20    # a smoke run on 20 cases spread over the file
 
 Other labelled sets, each scored with `--cases benchmarks/data/<set>.jsonl --output_dir benchmarks/results/<name>`:
@@ -39,7 +40,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "data" / "scorer_cases.jsonl"
-OUTPUT = HERE / "results" / "scorer"
+OUTPUT = Path("outputs") / "benchmarks" / "scorer"  # outside the source tree; published: --output_dir
 SCORERS = ("up-trl", "trl", "math-verify")
 
 

@@ -22,7 +22,9 @@ of 128; keeping 32 at every level would need a different rollout batch. With 1 u
 TRL then skips the old-log-prob pass, the ratio is exactly 1, and UP's gradient equals its parent's, so the
 sweep checks that every logged loss, reward and accuracy of the pair coincide there, seed by seed.
 
-Writes results.json, table.md and staleness.png under --output_dir; the last printed line is a JSON summary.
+Writes results.json, table.md and staleness.png under --output_dir (default outputs/benchmarks/staleness, outside
+the source tree; the published sweep: --output_dir benchmarks/results/staleness); the last printed line is a JSON
+summary.
 """
 
 from __future__ import annotations
@@ -265,7 +267,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
     parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
     parser.add_argument("--quick", action="store_true", help="the DAPO pair, levels 1 and 4, 1 seed, 8 steps")
-    parser.add_argument("--output_dir", default="benchmarks/results/staleness")
+    parser.add_argument("--output_dir", default="outputs/benchmarks/staleness")
     args = parser.parse_args(argv)
     if args.quick:
         args.pairs, args.levels, args.seeds, args.max_steps = ["DAPO"], [1, 4], args.seeds[:1], 8

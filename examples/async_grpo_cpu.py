@@ -5,8 +5,8 @@
 Trains the same tiny random model twice (up_mode="asymmetric", then "off" = TRL's AsyncGRPOTrainer objective) on
 identical rollouts, and prints per-step reward, staleness, how far pi_theta has moved from the sampler
 (mean ratio), and UP's capacity metrics. The reward (shorter replies score higher) is only there to give every group
-a spread; the tiny model learns nothing useful. On GPUs, use vLLM instead (README, "UP beyond GRPOTrainer: RLOO
-and asynchronous GRPO").
+a spread; the tiny model learns nothing useful. On GPUs, use vLLM instead (docs/trainers.md, "On
+GPUs").
 """
 
 from __future__ import annotations

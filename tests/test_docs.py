@@ -1,0 +1,131 @@
+"""What the README and the documentation show runs, as written: every runnable code block is extracted and run here
+(CPU, offline).
+
+The convention, for README.md and docs/**/*.md:
+
+- A ```python or ```bash block is runnable and runs here as written, unless the line just before its fence is
+  `<!-- not run: REASON -->` (a GPU line, a command of minutes, an install, ...): the reason is required, and the
+  block is then only shown. Other fences (```text, ```yaml, ```bibtex, ...) are not code.
+- A ```text block whose fence follows the line `<!-- output -->` is what the runnable block before it prints; the
+  test compares the two.
+- Python blocks run in a fresh interpreter in an empty temporary folder; bash blocks run with `bash -euo pipefail`
+  in the repository root (they name repository paths). Both offline, on one torch thread.
+
+The README's example (its first runnable block) trains SmolLM2-135M-Instruct for 10 steps: a few minutes on 2
+cores. Beyond running, it must show learning: the rewards it prints rise, and the model card it writes reports them.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+RUNNABLE = ("python", "bash")
+NOT_RUN = re.compile(r"^<!-- not run: (\S.*?) -->$")
+OUTPUT = "<!-- output -->"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+       "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"),
+       os.environ.get("PYTHONPATH")]))}  # fmt: skip
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int  # 1-based line of the opening fence
+    language: str
+    code: str
+    not_run: str | None  # the reason, when the block is only shown
+    output: str | None = None  # the ```text block marked as its output
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """Every fenced block of `page` at the start of a line, with its not-run reason and its marked output."""
+    lines = page.read_text().splitlines()
+    found, i = [], 0
+    while i < len(lines):
+        match = re.match(r"^```(\w*)\s*$", lines[i])
+        if not match:
+            i += 1
+            continue
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
+        before = lines[i - 1] if i else ""
+        reason = NOT_RUN.match(before)
+        block = Block(page, i + 1, match.group(1), "\n".join(lines[i + 1 : end]) + "\n", reason and reason.group(1))
+        if before == OUTPUT:
+            runnable = [b for b in found if b.language in RUNNABLE and b.not_run is None]
+            assert block.language == "text" and runnable, f"{block.id}: {OUTPUT} marks a ```text block after a run"
+            runnable[-1].output = block.code
+        found.append(block)
+        i = end + 1
+    return found
+
+
+ALL = [block for page in PAGES for block in blocks(page)]
+TO_RUN = [block for block in ALL if block.language in RUNNABLE and block.not_run is None]
+README_EXAMPLE = next(block for block in TO_RUN if block.page.name == "README.md")
+
+
+def run(block: Block, tmp_path: Path, timeout: int = 900) -> str:
+    if block.language == "python":
+        cmd, cwd = [sys.executable, "-c", block.code], tmp_path
+    else:
+        cmd, cwd = ["bash", "-euo", "pipefail", "-c", block.code], ROOT
+    out = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, f"{block.id} exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
+    return out.stdout
+
+
+def test_every_block_is_runnable_or_says_why_not():
+    """Code fences name their language; a not-run mark stands only before a runnable block."""
+    assert len(TO_RUN) >= 4 and README_EXAMPLE.line < 60  # the example is on the README's first screen
+    for block in ALL:
+        assert block.language, f"{block.id}: a fence without a language (```python, ```bash, ```text, ...)"
+        if block.not_run is not None:
+            assert block.language in RUNNABLE, f"{block.id}: a not-run mark before a ```{block.language} block"
+    marks = [f"{p.relative_to(ROOT)}:{n}" for p in PAGES for n, line in enumerate(p.read_text().splitlines(), 1)
+             if line.startswith("<!-- not run")]  # fmt: skip
+    attached = [f"{b.page.relative_to(ROOT)}:{b.line - 1}" for b in ALL if b.not_run is not None]
+    assert marks == attached, "a <!-- not run: REASON --> mark that is malformed or not right before a fence"
+
+
+@pytest.mark.parametrize("block", [b for b in TO_RUN if b is not README_EXAMPLE], ids=lambda b: b.id)
+def test_block_runs_as_written(block, tmp_path):
+    printed = run(block, tmp_path)
+    if block.output is not None:
+        assert printed == block.output
+
+
+@pytest.mark.slow
+def test_readme_example_runs_and_learns(tmp_path):
+    """The README's drop-in example, as written: it trains, its printed rewards rise, and its card reports them."""
+    printed = run(README_EXAMPLE, tmp_path)
+    rewards = ast.literal_eval(printed.strip().splitlines()[-1])  # its last line prints the logged rewards
+    assert len(rewards) == 5  # 10 steps, a rollout batch every 2
+    assert rewards[-1] >= rewards[0] + 0.2 and max(rewards[-2:]) > max(rewards[:3]), rewards
+    out = re.search(r'output_dir="([^"]+)"', README_EXAMPLE.code).group(1)
+    card = (tmp_path / out / "README.md").read_text()
+    first, last = re.search(r"Mean reward ([\d.]+) at the first logged step, ([\d.]+) at the last\.", card).groups()
+    assert float(first) == pytest.approx(rewards[0], abs=1e-3) and float(last) == pytest.approx(rewards[-1], abs=1e-3)
+    assert "fine-tuned with **UP-DAPO** on the bundled `arithmetic` task" in card
+    assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in card
+
+
+def test_readme_is_a_front_page():
+    """Short, and its set-up commands are the ones CI runs."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert "make train" in readme and "make test" in readme
+    assert "make test" in (ROOT / ".ci" / "run").read_text()

@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install train test lint format quick docs
+.PHONY: install train test lint format quick docs wheel-check
 
 .installed: pyproject.toml
 	$(PIP) install torch==2.13.0
@@ -31,3 +31,6 @@ quick: .installed  ## UP on a tiny model in a few seconds
 
 docs: .installed  ## the documentation site into site/, failing on any broken link or reference (CI runs this)
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
+
+wheel-check:  ## build the wheel, install it in a fresh venv, run `up-trl recipes` and one offline step outside the repo
+	.ci/wheel_check

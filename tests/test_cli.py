@@ -1,6 +1,7 @@
 """`up-trl train`: recipes parse, the offline default matches its recipe, a tiny end-to-end run leaves model,
 metrics, plot and a model card that names UP; bad input fails before any model is loaded."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,13 +10,20 @@ from pathlib import Path
 import pytest
 import yaml
 
+from up_trl.catalog import recipe_path
 from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
 
-RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
+RECIPES = Path(recipe_path("quickstart")).parent  # the packaged recipes (up_trl/recipes)
 
 
-def test_offline_default_equals_quickstart_recipe():
+def test_the_offline_default_is_the_packaged_quickstart_recipe():
+    """One source: `up-trl train` with no --config parses to what `--config quickstart` does."""
     assert yaml.safe_load((RECIPES / "quickstart.yaml").read_text()) == OFFLINE_DEFAULT
+    bare = parse_train_args([])
+    named = parse_train_args(["--config", "quickstart"])
+    for a, b in zip(bare, named):
+        fields = [f.name for f in dataclasses.fields(a) if f.name not in ("distributed_state",)]
+        assert {k: getattr(a, k) for k in fields} == {k: getattr(b, k) for k in fields}
 
 
 def test_no_arguments_parse_to_the_offline_default():
@@ -100,7 +108,7 @@ def run_cli(*args, timeout=120):
     [
         pytest.param(lambda tmp: ["--leraning_rate", "1e-5"], "--learning_rate", id="misspelt_flag"),
         pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
-        pytest.param(lambda tmp: ["--config"], "needs the path", id="config_without_path"),
+        pytest.param(lambda tmp: ["--config"], "needs a recipe", id="config_without_path"),
         pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
         pytest.param(lambda tmp: ["--trainer", "ppo"], "not one of grpo, rloo, async_grpo", id="unknown_trainer"),
         pytest.param(lambda tmp: ["--trainer"], "--trainer needs a name", id="trainer_without_name"),
@@ -182,7 +190,9 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     trainer, out = tiny_run
     card = (out / "README.md").read_text()  # tests/test_card.py checks the card case by case
     assert "fine-tuned with **UP-DAPO** on the bundled `arithmetic` task" in card
-    assert "| up_mode | asymmetric |" in card and "| recipe | built-in offline default |" in card
+    assert (
+        "| up_mode | asymmetric |" in card and "| recipe | quickstart (packaged recipe, the offline default) |" in card
+    )
     assert "Rewards: `math_accuracy_reward`, `length_reward`" in card
     assert "| off-policy (UP differs from its parent) | True |" in card
     assert "| up/capacity_up_mean |" in card and card.count("@article{up2026") == 1
@@ -232,7 +242,7 @@ def test_train_help_leads_with_what_a_user_sets():
     out = run_cli("train", "--help")
     assert out.returncode == 0
     lines = out.stdout.splitlines()
-    assert len(lines) < 60 and "--config RECIPE.yaml" in out.stdout
+    assert len(lines) < 60 and "--config RECIPE " in out.stdout
     options = [line.split()[0] for line in lines if line.startswith("  --")]
     first = ["--config", "--model_name_or_path", "--dataset_name"]
     assert options[:3] == first
@@ -240,8 +250,9 @@ def test_train_help_leads_with_what_a_user_sets():
                  "--num_iterations", "--steps_per_generation", "--output_dir"):  # fmt: skip
         assert name in options
     assert "(default: asymmetric)" in out.stdout and "up-trl train --help-all" in out.stdout
-    parser = make_parser()  # every option the short help names is a real one
-    assert all(option in parser._option_string_actions for option in options[1:])
+    # Every option the short help names is a real one (--config and --accelerate_config are read before TRL's parser).
+    parser, launcher = make_parser(), {"--config", "--accelerate_config"}
+    assert all(option in parser._option_string_actions for option in options if option not in launcher)
 
 
 def test_help_all_lists_every_option():

@@ -8,7 +8,7 @@ import pytest
 from datasets import Dataset
 from math_verify import parse, verify
 
-from up_trl import data
+from up_trl import arithmetic, data
 from up_trl.data import (
     DATASETS,
     DEFAULT_SYSTEM_PROMPT,
@@ -187,15 +187,15 @@ def test_arithmetic_train_and_test_never_share_a_problem(ops):
     test = load_math_dataset("arithmetic", "test", limit=10**6, ops=ops)
     assert len(set(map(user_text, test))) == len(test) > 0  # distinct problems
     assert train.isdisjoint(_problem_key(r) for r in test)
-    expected = sum(len(data.arithmetic_problems(op, "test")) for op in ops)
+    expected = sum(len(arithmetic.arithmetic_problems(op, "test")) for op in ops)
     assert len(test) == expected  # every held-out problem, each once
-    total = sum(len(data.arithmetic_problems(op, s)) for op in ops for s in ("train", "test"))
+    total = sum(len(arithmetic.arithmetic_problems(op, s)) for op in ops for s in ("train", "test"))
     assert 0.15 < expected / total < 0.35  # about ARITHMETIC_TEST_FRACTION
 
 
 def test_arithmetic_times_table_split_sizes():
     """The times table: 64 problems, 16 of them (8 unordered facts and their mirrors, or squares) held out."""
-    train, test = (data.arithmetic_problems("mul1", s) for s in ("train", "test"))
+    train, test = (arithmetic.arithmetic_problems("mul1", s) for s in ("train", "test"))
     assert len(train) + len(test) == 64 and len(test) == 16
     assert {(b, a) for a, b in test} == set(test)  # mirrors stay together
     limited = load_math_dataset("arithmetic", "test", limit=5, seed=1)
@@ -205,19 +205,19 @@ def test_arithmetic_times_table_split_sizes():
 
 def test_arithmetic_defaults_and_errors():
     ds = load_math_dataset("arithmetic")
-    assert len(ds) == data.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul1"}
+    assert len(ds) == arithmetic.ARITHMETIC_DEFAULT_SIZE and set(ds["op"]) == {"mul1"}
     with pytest.raises(ValueError, match="Unknown arithmetic op 'div'"):
         load_math_dataset("arithmetic", ops=("div",))
 
 
 def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_themselves():
     every_problem = {
-        data.arithmetic_problem(op, a, b)[0]
-        for op in data.ARITHMETIC_OPS
+        arithmetic.arithmetic_problem(op, a, b)[0]
+        for op in arithmetic.ARITHMETIC_OPS
         for split in ("train", "test")
-        for a, b in data.arithmetic_problems(op, split)
+        for a, b in arithmetic.arithmetic_problems(op, split)
     }
-    for question, reply in data.ARITHMETIC_WORKED_EXAMPLES:
+    for question, reply in arithmetic.ARITHMETIC_WORKED_EXAMPLES:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", question).groups()
         assert question not in every_problem and f"What is {b} {symbol} {a}?" not in every_problem  # either order
         answer = {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b)}[symbol]
@@ -229,7 +229,7 @@ def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_
         assert after[0] == before[0] and after[0]["role"] == "system"  # the system turn stays first
         assert after[-1] == before[-1]  # the problem stays last
         assert [t["role"] for t in after[1:-1]] == ["user", "assistant"] * 2
-        assert after[1]["content"] == data.ARITHMETIC_WORKED_EXAMPLES[0][0]
+        assert after[1]["content"] == arithmetic.ARITHMETIC_WORKED_EXAMPLES[0][0]
     no_system = load_math_dataset("arithmetic", limit=1, few_shot=1, system_prompt=None)[0]["prompt"]
     assert [t["role"] for t in no_system] == ["user", "assistant", "user"]
     with pytest.raises(ValueError, match="must number 0 to 3, got 4"):

@@ -18,11 +18,12 @@ import pytest
 import torch
 from distributed_step import LOSS_TYPES
 
+from up_trl.catalog import accelerate_config_path
 from up_trl.trainer import UP_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-ZERO3_CPU = ROOT / "configs" / "accelerate" / "zero3_cpu.yaml"
+ZERO3_CPU = accelerate_config_path("zero3_cpu")
 
 pytestmark = [
     pytest.mark.slow,
@@ -106,7 +107,10 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
         "plot": "false",
     }
     argv = [a for k, v in flags.items() for a in (f"--{k}", *([v] if isinstance(v, str) else v))]
-    _run(_launch_zero3("-m", "up_trl", "train", *argv))
+    # `up-trl train --accelerate_config zero3_cpu --num_processes 2`: the CLI launches itself through accelerate.
+    port = str(_free_port())
+    launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", port]
+    _run([sys.executable, "-m", "up_trl", "train", *launch, *argv])
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = {r["step"]: r for r in records if "loss" in r}

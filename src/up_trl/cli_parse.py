@@ -7,42 +7,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .cli_checks import Settings, UsageError, check_flags, check_recipe_keys, check_settings, flags_given, read_recipe
+from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
+from .cli_checks import (
+    RecipeNotFoundError,
+    Settings,
+    UsageError,
+    check_flags,
+    check_recipe_keys,
+    check_settings,
+    flags_given,
+    read_recipe,
+)
 
-# The offline default run (`up-trl train` with no --config). configs/recipes/quickstart.yaml holds the same values
-# (a test keeps them equal). Sized for a 2-core CPU. SmolLM2-135M-Instruct is right on about 1 in 5 one-digit
-# products, so most groups of 8 have a non-zero reward spread (README, "The offline default").
-OFFLINE_DEFAULT = {
-    "dataset_name": "arithmetic",
-    "dataset_limit": 512,
-    "system_prompt": "none",
-    "reward_funcs": ["math_accuracy"],
-    "output_dir": "outputs/quickstart",
-    "up_mode": "asymmetric",
-    "loss_type": "dapo",
-    "epsilon": 0.2,
-    "epsilon_high": 0.28,
-    "beta": 0.0,
-    "num_generations": 8,
-    "per_device_train_batch_size": 16,
-    "gradient_accumulation_steps": 1,
-    "steps_per_generation": 2,
-    "num_iterations": 1,
-    "max_completion_length": 64,
-    "temperature": 1.0,
-    "top_k": 0,
-    "learning_rate": 3.0e-5,
-    "lr_scheduler_type": "constant",
-    "max_steps": 12,
-    "logging_steps": 1,
-    "save_strategy": "no",
-    "report_to": "none",
-    "use_cpu": True,
-    "bf16": False,
-    "activation_checkpointing": False,
-    "share_prompt_prefix": True,  # opt-in CPU saving (not UP): each prompt computed once for its completions
-    "seed": 42,
-}
+# The offline default run (`up-trl train` with no --config): the packaged recipe `quickstart`, read once, its only
+# source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5 one-digit products, so most groups
+# of 8 have a non-zero reward spread (docs/benchmarks/offline-default.md).
+OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
 
 
 # --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
@@ -90,8 +70,9 @@ class TrainScriptArguments:
     arithmetic_few_shot: int = field(
         default=0,
         metadata={
-            "help": "`arithmetic` only: worked examples (earlier chat turns, up_trl.data.ARITHMETIC_WORKED_EXAMPLES) "
-            "before each problem, 0 to 3. With 2, SmolLM2-135M gets about one 2-digit sum in five (one in 60 without)."
+            "help": "`arithmetic` only: worked examples (earlier chat turns, "
+            "up_trl.arithmetic.ARITHMETIC_WORKED_EXAMPLES) before each problem, 0 to 3. With 2, SmolLM2-135M gets "
+            "about one 2-digit sum in five (one in 60 without)."
         },
     )
     reward_funcs: list[str] = field(
@@ -116,7 +97,9 @@ class TrainScriptArguments:
     )
 
 
-USAGE_TRAIN = "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE.yaml] [--OPTION VALUE ...]"
+USAGE_TRAIN = (
+    "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE] [--accelerate_config NAME] [--OPTION VALUE ...]"
+)
 
 
 def trainer_classes(trainer: str = "grpo"):
@@ -172,29 +155,34 @@ def trainer_argument(argv: list[str], recipe: str | None) -> str:
 
 
 def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
-    """(argv with `--config=x` spelt `--config x`, as TRL's parser needs, and the recipe path or None)."""
+    """(argv with `--config=x` spelt `--config x` and x replaced by the recipe file it names, and that file or None).
+    `--config up_dapo` is the packaged recipe of that name (`up-trl recipes` lists them); a path is that file."""
     argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
     if "--config" not in argv:
         return argv, None
     index = argv.index("--config") + 1
     if index == len(argv) or argv[index].startswith("--"):
-        raise UsageError("--config needs the path of a YAML recipe, e.g. --config configs/recipes/up_dapo.yaml.")
+        raise UsageError("--config needs a recipe: a packaged one by name (`up-trl recipes`) or a YAML file.")
+    try:
+        argv[index] = recipe_path(argv[index])
+    except CatalogError as error:
+        raise RecipeNotFoundError(f"--config {error}") from None
     return argv, argv[index]
 
 
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
     would fail on, are a UsageError before TRL's config is built (`cli_checks`)."""
-    argv, recipe_path = recipe_argument(argv)
-    trainer = trainer_argument(argv, recipe_path)
+    argv, recipe_file = recipe_argument(argv)
+    trainer = trainer_argument(argv, recipe_file)
     parser = make_parser(trainer)
     check_flags(parser, argv, trainer, TRAINERS[trainer][1])
-    if recipe_path is not None:
+    if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
-        recipe, where = check_recipe_keys(parser, recipe_path), f"recipe {recipe_path}"
+        recipe, where = check_recipe_keys(parser, recipe_file), f"recipe {recipe_file}"
         env = recipe.pop("env", {}) or {}
         if not isinstance(env, dict):
-            raise UsageError(f"recipe {recipe_path}: `env` must be a mapping of variable names to values.")
+            raise UsageError(f"recipe {recipe_file}: `env` must be a mapping of variable names to values.")
         os.environ.update({key: str(value) for key, value in env.items()})  # as TrlParser does
     else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
         known = {action.dest for action in parser._actions}

@@ -149,7 +149,7 @@ def default_ks(k: int) -> list[int]:
 def check_benchmarks(
     benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
 ) -> None:
-    from .data import check_arithmetic_ops, worked_example_turns
+    from .arithmetic import check_arithmetic_ops, worked_example_turns
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
@@ -302,7 +302,7 @@ def markdown_table(report: dict) -> str:
 
 
 # Defaults for options left unset. The offline default's task is scored the way it was trained (no system prompt,
-# 64 new tokens, temperature 1, no top-p: configs/recipes/quickstart.yaml); other benchmarks ask for \boxed{}.
+# 64 new tokens, temperature 1, no top-p: the recipe quickstart); other benchmarks ask for \boxed{}.
 OFFLINE_TASK_DEFAULTS = {"system_prompt": "none", "max_new_tokens": 64, "temperature": 1.0, "top_p": 1.0}
 BENCHMARK_DEFAULTS = {"system_prompt": None, "max_new_tokens": 512, "temperature": 0.6, "top_p": 0.95}
 DEFAULT_MODEL_DIR = "outputs/quickstart"  # where `up-trl train` (the offline default) leaves its model

@@ -1,0 +1,148 @@
+"""The `arithmetic` dataset, generated in code (no download): "What is 7 x 8?" with its answer, for the offline
+default and its evaluation. Train and test never share a problem (a hash of the sorted operands picks the split), and
+`few_shot` worked examples can precede each problem as earlier chat turns.
+
+    >>> arithmetic_dataset(2, seed=0, system_prompt=None)[0]["prompt"][-1]["content"].startswith("What is ")
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Sequence
+
+from datasets import Dataset
+
+from .data import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
+
+ARITHMETIC_OPS: tuple[str, ...] = ("mul", "mul1", "add", "sub")
+ARITHMETIC_DEFAULT_SIZE = 1000
+ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
+
+# Worked examples that `few_shot=n` puts before every problem as earlier chat turns, written in the reply format the
+# reward reads ("The answer is N."). Each lies outside its own op's operand ranges (`3 + 5` is no two-digit sum,
+# `12 x 11` no `mul1` or `mul` product, in either order), so none is a problem of any split.
+ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
+    ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),
+    ("What is 9 - 4?", "9 - 4 = 5. The answer is 5."),
+)
+
+
+def _arithmetic_operands(op: str) -> tuple[range, range]:
+    """The operand ranges of `op`: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` 2-digit."""
+    if op == "mul":
+        return range(2, 10), range(10, 100)
+    if op == "mul1":  # the times table: SmolLM2-135M is right about one time in five
+        return range(2, 10), range(2, 10)
+    if op in ("add", "sub"):
+        return range(10, 100), range(10, 100)
+    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+
+
+def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
+    """The problem text and answer for operands `a`, `b` (`sub` puts the larger first: never negative).
+
+    >>> arithmetic_problem("sub", 12, 30)
+    ('What is 30 - 12?', 18)
+    """
+    if op in ("mul", "mul1"):
+        return f"What is {a} x {b}?", a * b
+    if op == "add":
+        return f"What is {a} + {b}?", a + b
+    if op == "sub":
+        a, b = max(a, b), min(a, b)
+        return f"What is {a} - {b}?", a - b
+    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+
+
+def arithmetic_split(op: str, a: int, b: int) -> str:
+    """The split, "train" or "test", of a problem, fixed by a hash of its operands, so the two splits are disjoint by
+    construction. The operands are sorted first: "7 x 8" and "8 x 7" (and "30 - 12", "12 - 30") share a split, so
+    no test fact is trained in the other order. About `ARITHMETIC_TEST_FRACTION` of each op's problems are "test".
+
+    >>> arithmetic_split("mul1", 7, 8) == arithmetic_split("mul1", 8, 7)
+    True
+    """
+    key = f"{'mul' if op == 'mul1' else op}:{min(a, b)},{max(a, b)}".encode()
+    bucket = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    return "test" if bucket < ARITHMETIC_TEST_FRACTION else "train"
+
+
+def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
+    """Every distinct operand pair `(a, b)` of `op` in `split`, in a fixed order."""
+    first, second = _arithmetic_operands(op)
+    pairs = [(a, b) for a in first for b in second if not (op == "sub" and a < b)]  # sub: one order per pair
+    return [(a, b) for a, b in pairs if arithmetic_split(op, a, b) == split]
+
+
+def worked_example_turns(few_shot: int) -> list[dict]:
+    """The first `few_shot` of `ARITHMETIC_WORKED_EXAMPLES` as alternating user and assistant turns."""
+    if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
+        most = len(ARITHMETIC_WORKED_EXAMPLES)
+        raise DataError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
+    turns = []
+    for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
+        turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
+    return turns
+
+
+def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
+    """Raise a ValueError naming the first of `ops` that `arithmetic_dataset` cannot generate (and the `flag` that
+    set it), so a caller can check before any expensive work.
+
+    >>> check_arithmetic_ops(["mul1", "add"])
+    """
+    for op in ops:
+        if op not in ARITHMETIC_OPS:
+            where = f" ({flag})" if flag else ""
+            raise DataError(f"Unknown arithmetic op {op!r}{where}; use any of {ARITHMETIC_OPS}.")
+
+
+def arithmetic_dataset(
+    size: int = ARITHMETIC_DEFAULT_SIZE,
+    *,
+    ops: Sequence[str] = ("mul1",),
+    seed: int = 0,
+    split: str = "train",
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    few_shot: int = 0,
+) -> Dataset:
+    """Generated problems, the same for the same `(size, ops, seed, split)`; train and test never share a problem.
+
+    `split="train"` is a stream of `size` problems drawn with replacement from the train problems (a training set
+    revisits problems, like epochs). `split="test"` is held out: the distinct test problems of `ops`, shuffled by
+    `seed`, at most `size` of them (the times table `mul1` has 64 problems, of which 16 are test problems;
+    `mul` 720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001).
+
+    With strict answer extraction, the offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens,
+    temperature 1) is right on about one in five 1-digit x 1-digit products and most of its groups of 8 mix right
+    and wrong answers, the signal GRPO learns from; on 1-digit x 2-digit products far fewer (measured with
+    benchmarks/learning_signal.py; docs/benchmarks/learning-signal.md).
+
+    `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` before each problem (after the system turn). With
+    two, the same model is right on about one 2-digit sum in five (19.5% of 128 samples), against 1.6% without.
+    """
+    if split not in ("train", "test"):
+        raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
+    check_arithmetic_ops(ops)
+    shots = worked_example_turns(few_shot)
+    rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
+    pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}
+    if split == "test":
+        chosen = [(op, a, b) for op, pairs in pools.items() for a, b in pairs]
+        rng.shuffle(chosen)
+        chosen = chosen[:size]
+    else:
+        chosen = []
+        for _ in range(size):
+            op = rng.choice(list(ops))
+            chosen.append((op, *rng.choice(pools[op])))
+    rows = []
+    for op, a, b in chosen:
+        problem, answer = arithmetic_problem(op, a, b)
+        prompt = make_prompt(problem, system_prompt)
+        prompt[-1:-1] = shots  # the worked examples go between the system turn and the problem
+        rows.append({"prompt": prompt, "solution": str(answer), "op": op})
+    return Dataset.from_list(rows)

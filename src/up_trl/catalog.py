@@ -1,0 +1,91 @@
+"""The recipes and accelerate configs that ship inside the package, found by name.
+
+Recipes (`up_trl/recipes/*.yaml`) are `up-trl train --config` files: their keys are option names. Accelerate configs
+(`up_trl/accelerate_configs/*.yaml`) are `accelerate launch --config_file` files, as TRL ships its own in
+`trl/accelerate_configs` for `trl grpo --accelerate_config`. Both are package data, so an installed wheel has them
+without the repository. A value that names an existing file is that file; otherwise a name (with or without
+`.yaml`) is looked up among the packaged ones.
+
+    >>> Path(recipe_path("up_dapo")).name, Path(accelerate_config_path("zero3")).name
+    ('up_dapo.yaml', 'zero3.yaml')
+    >>> "quickstart" in recipe_names()
+    True
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+OFFLINE_DEFAULT_RECIPE = "quickstart"  # what `up-trl train` runs with no --config
+
+
+class CatalogError(ValueError):
+    """A name that is neither an existing file nor a packaged recipe or accelerate config."""
+
+
+def _folder(kind: str) -> Path:
+    return Path(str(resources.files("up_trl") / kind))
+
+
+def _names(kind: str) -> list[str]:
+    return sorted(path.stem for path in _folder(kind).glob("*.yaml"))
+
+
+def recipe_names() -> list[str]:
+    """The packaged recipes, by name (`up_dapo`, `dapo`, `quickstart`, ...)."""
+    return _names("recipes")
+
+
+def accelerate_config_names() -> list[str]:
+    """The packaged accelerate configs, by name (`single_gpu`, `multi_gpu`, `zero3`, ...)."""
+    return _names("accelerate_configs")
+
+
+def _resolve(value: str, kind: str, what: str) -> str:
+    if Path(value).expanduser().is_file():
+        return str(Path(value).expanduser())
+    name = Path(value).name.removesuffix(".yaml")
+    packaged = _folder(kind) / f"{name}.yaml"
+    if Path(value).name == value or value == f"{name}.yaml":  # a bare name, not a path to a missing file
+        if packaged.is_file():
+            return str(packaged)
+    raise CatalogError(f"{value}: no such file, and no packaged {what} of that name ({', '.join(_names(kind))}).")
+
+
+def recipe_path(value: str) -> str:
+    """The recipe file `value` names: an existing file, else the packaged recipe of that name."""
+    return _resolve(value, "recipes", "recipe")
+
+
+def describe_recipe(name: str) -> str:
+    """One line saying what a packaged recipe trains: objective, model, data, trainer (and its baseline twin).
+
+    >>> describe_recipe("up_gspo")
+    'UP-GSPO: Qwen/Qwen3-30B-A3B-Base on dapo-math-17k (twin: gspo)'
+    """
+    import yaml
+
+    from .names import objective_name, with_up
+
+    recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
+    up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")
+    trainer = recipe.get("trainer", "grpo")
+    if trainer == "grpo":
+        objective = objective_name(recipe.get("loss_type", "dapo"), recipe.get("importance_sampling_level", "token"),
+                                   up_mode)  # fmt: skip
+    else:
+        objective = with_up({"rloo": "RLOO", "async_grpo": "GRPO (async)"}.get(trainer, trainer), up_mode)
+    model = recipe.get("model_name_or_path") or "SmolLM2-135M-Instruct (offline)"
+    line = f"{objective}: {model} on {recipe.get('dataset_name', 'arithmetic')}"
+    twin = name.removeprefix("up_") if name.startswith("up_") else f"up_{name}"
+    if twin in recipe_names():
+        line += f" (twin: {twin})"
+    if recipe.get("use_cpu"):
+        line += ", CPU"
+    return line
+
+
+def accelerate_config_path(value: str) -> str:
+    """The accelerate config `value` names: an existing file, else the packaged config of that name."""
+    return _resolve(value, "accelerate_configs", "accelerate config")

@@ -1,0 +1,71 @@
+"""`up-trl train --accelerate_config NAME ...`: launch the job through `accelerate launch`, as
+`trl grpo --accelerate_config zero3` does.
+
+    up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo
+
+is `accelerate launch --config_file <up_trl/accelerate_configs/zero3.yaml> --num_processes 8 -m up_trl train
+--config up_dapo`. NAME is a packaged accelerate config (`catalog.accelerate_config_names()`: single_gpu, multi_gpu,
+zero2, zero3, multi_node_zero3, zero3_cpu) or a file. The rule for the other flags: a flag `up-trl train` knows is
+the job's; a flag it does not know but `accelerate launch` does (`--num_processes`, `--num_machines`,
+`--machine_rank`, `--main_process_ip`, `--main_process_port`, `--gpu_ids`, ...) is accelerate's, with its value; any
+other flag is an error, as without `--accelerate_config`.
+"""
+
+from __future__ import annotations
+
+from .catalog import CatalogError, accelerate_config_path
+from .cli_checks import UsageError
+
+
+def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tuple[str, list[str], list[str]]:
+    """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv.
+
+    >>> import argparse
+    >>> launcher = argparse.ArgumentParser(); _ = launcher.add_argument("--num_processes", type=int)
+    >>> _ = launcher.add_argument("--multi_gpu", action="store_true")
+    >>> split_launch_args(["--accelerate_config", "zero3", "--num_processes", "8", "--multi_gpu", "--seed", "1"],
+    ...                   {"--seed"}, launcher)[1:]
+    (['--num_processes', '8', '--multi_gpu'], ['--seed', '1'])
+    """
+    launch_actions = {option: action for action in launch_parser._actions for option in action.option_strings}
+    config, launch, job = None, [], []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        flag = arg.split("=", 1)[0]
+        if flag == "--accelerate_config":
+            value = arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else None)
+            if value is None or value.startswith("--"):
+                raise UsageError("--accelerate_config needs a name (e.g. zero3, multi_gpu) or a file.")
+            try:
+                config = accelerate_config_path(value)
+            except CatalogError as error:
+                raise UsageError(f"--accelerate_config {error}") from None
+            i += 1 if "=" in arg else 2
+            continue
+        if flag.startswith("--") and flag not in job_flags and flag in launch_actions:
+            takes_value = launch_actions[flag].nargs != 0
+            launch.append(arg)
+            if takes_value and "=" not in arg and i + 1 < len(argv):
+                launch.append(argv[i + 1])
+                i += 1
+        else:
+            job.append(arg)
+        i += 1
+    return config, launch, job
+
+
+def launch(argv: list[str]) -> int:
+    """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
+    from accelerate.commands.launch import launch_command, launch_command_parser
+
+    from .cli_parse import make_parser, recipe_argument, trainer_argument
+
+    resolved, recipe = recipe_argument(list(argv))
+    parser = make_parser(trainer_argument(resolved, recipe))
+    job_flags = {option for option in parser._option_string_actions if option.startswith("--")} | {"--config"}
+    launcher = launch_command_parser()
+    config, launch_flags, job = split_launch_args(argv, job_flags, launcher)
+    accelerate_args = launcher.parse_args(["--config_file", config, *launch_flags, "-m", "up_trl", "train", *job])
+    launch_command(accelerate_args)
+    return 0

@@ -1,0 +1,40 @@
+"""The objectives' names as the papers write them: UP-DAPO, UP-GSPO, UP-RLOO, ..., or the parent alone when
+`up_mode="off"`. Used by the model card and `up-trl recipes` (no torch, no TRL import)."""
+
+from __future__ import annotations
+
+PARENT_NAMES: dict[str, str] = {
+    "grpo": "GRPO",
+    "dapo": "DAPO",
+    "dr_grpo": "Dr.GRPO",
+    "bnpo": "BNPO",
+    "luspo": "LUSPO",
+    "cispo": "CISPO",
+    "sapo": "SAPO",
+    "vespo": "VESPO",
+}
+
+
+def with_up(parent: str, up_mode: str = "asymmetric") -> str:
+    """The objective's name: UP-<parent>, or the parent alone when `up_mode="off"`.
+
+    >>> with_up("RLOO"), with_up("GRPO (async)", "off"), with_up("RLOO", "both")
+    ('UP-RLOO', 'GRPO (async)', 'UP-RLOO (both signs)')
+    """
+    if up_mode == "off":
+        return parent
+    return f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
+
+
+def objective_name(loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric") -> str:
+    """The objective a run trained, in the papers' names: UP-<parent>, or the parent alone when `up_mode="off"`.
+
+    The parent is GSPO at sequence level (whatever the loss type's normalisation), else the loss type's name.
+
+    >>> objective_name("dapo"), objective_name("grpo", "sequence"), objective_name("dr_grpo", up_mode="off")
+    ('UP-DAPO', 'UP-GSPO', 'Dr.GRPO')
+    >>> objective_name("grpo", up_mode="both")
+    'UP-GRPO (both signs)'
+    """
+    parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type)
+    return with_up(parent, up_mode)

@@ -1,0 +1,82 @@
+"""Recipes and accelerate configs are package data, found by name: `--config up_dapo`, `up-trl recipes`,
+`--accelerate_config zero3` (launched through accelerate, as `trl grpo --accelerate_config` does)."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from up_trl.catalog import (
+    CatalogError,
+    accelerate_config_names,
+    accelerate_config_path,
+    describe_recipe,
+    recipe_names,
+    recipe_path,
+)
+from up_trl.cli import main, parse_train_args
+
+PACKAGE = Path(__import__("up_trl").__file__).parent
+
+
+def test_recipes_and_accelerate_configs_live_in_the_package():
+    assert Path(recipe_path("up_dapo")) == PACKAGE / "recipes" / "up_dapo.yaml"
+    assert Path(accelerate_config_path("zero3")) == PACKAGE / "accelerate_configs" / "zero3.yaml"
+    assert {"quickstart", "up_dapo", "dapo", "up_gspo", "gspo", "up_rloo", "up_async_grpo"} <= set(recipe_names())
+    assert {"single_gpu", "multi_gpu", "zero3", "multi_node_zero3", "zero3_cpu"} <= set(accelerate_config_names())
+    assert not (PACKAGE.parents[1] / "configs").exists()  # one copy: no repository-only configs/ folder
+
+
+def test_a_name_a_name_with_yaml_and_a_path_all_work(tmp_path, monkeypatch):
+    assert recipe_path("up_dapo.yaml") == recipe_path("up_dapo")
+    mine = tmp_path / "up_dapo.yaml"  # a local file wins over the packaged recipe of the same name
+    mine.write_text("learning_rate: 1.0e-7\n")
+    assert recipe_path(str(mine)) == str(mine)
+    monkeypatch.chdir(tmp_path)
+    assert recipe_path("up_dapo.yaml") == "up_dapo.yaml"
+    with pytest.raises(CatalogError, match="no packaged recipe of that name .*up_dapo"):
+        recipe_path("up_dapoo")
+    with pytest.raises(CatalogError, match="no such file"):
+        recipe_path("some/dir/up_dapo.yaml")  # a path to a missing file is not silently the packaged one
+
+
+def test_config_by_name_parses_like_the_file():
+    by_name = parse_train_args(["--config", "up_gspo", "--use_cpu", "true", "--bf16", "false"])[1]
+    by_path = parse_train_args(["--config", recipe_path("up_gspo"), "--use_cpu", "true", "--bf16", "false"])[1]
+    assert (by_name.importance_sampling_level, by_name.epsilon, by_name.delta) == ("sequence", 3e-4, 3.0)
+    assert by_name.to_dict() == by_path.to_dict()
+
+
+def test_up_trl_recipes_lists_every_recipe_with_what_it_trains(capsys):
+    assert main(["recipes"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0]: line for line in lines if line and line.split()[0] in recipe_names()}
+    assert set(listed) == set(recipe_names())
+    assert "UP-GSPO: Qwen/Qwen3-30B-A3B-Base on dapo-math-17k (twin: gspo)" in listed["up_gspo"]
+    assert listed["quickstart"].endswith("UP-DAPO: SmolLM2-135M-Instruct (offline) on arithmetic, CPU")
+    for name in recipe_names():  # every line is the recipe's own values
+        recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
+        assert recipe.get("dataset_name", "arithmetic") in describe_recipe(name)
+
+
+def test_accelerate_config_launches_through_accelerate(monkeypatch):
+    """The job's flags stay the job's; accelerate's own flags (with their values) go to accelerate launch."""
+    import accelerate.commands.launch as launch_module
+
+    launched = []
+    monkeypatch.setattr(launch_module, "launch_command", launched.append)
+    argv = ["--accelerate_config", "zero3", "--num_processes", "8", "--config", "up_dapo", "--main_process_port",
+            "29501", "--learning_rate", "5e-7", "--multi_gpu"]  # fmt: skip
+    assert main(["train", *argv]) == 0
+    (args,) = launched
+    assert args.config_file == accelerate_config_path("zero3") and args.num_processes == 8
+    assert args.main_process_port == 29501 and args.multi_gpu
+    assert args.module and args.training_script == "up_trl"
+    assert args.training_script_args == ["train", "--config", "up_dapo", "--learning_rate", "5e-7"]
+
+
+def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):
+    assert main(["train", "--num_processes", "2", "--max_steps", "1"]) == 2
+    assert "add --accelerate_config NAME" in capsys.readouterr().err
+    assert main(["train", "--accelerate_config", "zero9"]) == 2
+    assert "no packaged accelerate config of that name" in capsys.readouterr().err

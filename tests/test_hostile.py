@@ -424,9 +424,9 @@ def no_model(monkeypatch):
 @pytest.mark.parametrize(
     "flags, recipe, error, match",
     [
-        pytest.param(["--config"], None, ValueError, "--config needs the path of a YAML recipe", id="config_no_path"),
+        pytest.param(["--config"], None, ValueError, "--config needs a recipe", id="config_no_path"),
         pytest.param(
-            ["--config", "--max_steps", "2"], None, ValueError, "--config needs the path", id="config_then_flag"
+            ["--config", "--max_steps", "2"], None, ValueError, "--config needs a recipe", id="config_then_flag"
         ),
         pytest.param(["--config", "{recipe}"], "", ValueError, "must be a YAML mapping", id="empty_recipe"),
         pytest.param(["--config", "{recipe}"], "- up_mode\n", ValueError, "must be a YAML mapping", id="list_recipe"),

@@ -21,6 +21,7 @@ parent computes when `up_mode="off"`: the hooks only record, and the extra metri
 from __future__ import annotations
 
 import contextlib
+import math
 import textwrap
 from dataclasses import dataclass, field
 
@@ -28,11 +29,18 @@ import torch
 from accelerate.logging import get_logger
 
 from .callbacks import NonFiniteGuardCallback
-from .losses import UP_MODES, up_routes
+from .collapse_warning import CollapseWarningCallback
+from .losses import UP_MODES, entropy_fallback_active, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
 
 logger = get_logger(__name__)
 
+GUARD_FIELDS = (
+    "up_positive_log_ratio_bound",
+    "up_positive_capacity_share",
+    "up_positive_kl_coef",
+    "up_entropy_fallback_threshold",
+)
 UP_METRICS = (
     "up/positive_token_frac",
     "up/capacity_clipped_mean",
@@ -128,9 +136,44 @@ class UPConfigMixin:
             "inf, instead of writing NaN into the weights. Not active under DeepSpeed, whose engine owns the step."
         },
     )
+    up_positive_capacity_share: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): a positive-advantage entry on UP's unclipped "
+            "branch gets no gradient once its probability has gained more than this share of its capacity at "
+            "sampling time, pi_theta - pi_old > share * (1 - pi_old) (sequence level: the geometric-mean token "
+            "probability). In (0, 1], e.g. 0.1. See docs/collapse.md."
+        },
+    )
+    up_positive_kl_coef: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): adds coef * KL(pi_old || pi_theta) (k3 "
+            "estimate r - 1 - log r) on the entries of UP's unclipped branch, e.g. 0.1. See docs/collapse.md."
+        },
+    )
+    up_entropy_fallback_threshold: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): while the mean entropy of a batch's "
+            "completion tokens is above this many nats, UP's positive entries take the parent's clipped loss "
+            "(GRPOTrainer only). See docs/collapse.md."
+        },
+    )
     max_consecutive_nonfinite_steps: int = field(
         default=10,
         metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
+    )
+    up_collapse_warning: bool = field(
+        default=True,
+        metadata={
+            "help": "Watch the logged entropy and reward for an entropy runaway or a collapse and log one warning "
+            "line that says what to try (`collapse_warning.CollapseWarningCallback`; only logs)."
+        },
+    )
+    up_stop_on_collapse: bool = field(
+        default=False,
+        metadata={"help": "When the collapse warning fires, save a checkpoint and stop training."},
     )
     # TRL defaults `gradient_checkpointing=True`, a name transformers 5 deprecates in favour of
     # `activation_checkpointing`, so every TRL config warns once, whatever the user set. Unset here; __post_init__
@@ -148,6 +191,17 @@ class UPConfigMixin:
                 f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
                 "or None to keep the paper's objective."
             )
+        for name, low, high in (
+            ("up_positive_capacity_share", 0.0, 1.0),
+            ("up_positive_kl_coef", 0.0, math.inf),
+            ("up_entropy_fallback_threshold", 0.0, math.inf),
+        ):
+            value = getattr(self, name)
+            if value is not None and not low < value <= high:
+                raise ValueError(
+                    f"{name}={value} must be in ({low}, {high}] (see docs/collapse.md for the values measured), or "
+                    "None to keep the paper's objective."
+                )
         if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
             self.up_mode = "off"
         # Checked before the parent's own post-init so a wrong combination fails before any other work.
@@ -172,6 +226,11 @@ class UPTrainerMixin:
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
     up_mode: str = "asymmetric"
     up_guard_bound: float | None = None
+    up_capacity_share: float | None = None
+    up_positive_kl_coef: float | None = None
+    up_entropy_fallback_threshold: float | None = None
+    # The optional positive-branch guards a glue class implements (config field -> attribute); others are refused.
+    up_supported_guards: tuple[str, ...] = ("up_positive_log_ratio_bound",)
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
     up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
     _nonfinite_guard: NonFiniteGuardCallback | None = None
@@ -182,13 +241,51 @@ class UPTrainerMixin:
         """`up_mode` and the guard bound from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        self.up_capacity_share = getattr(args, "up_positive_capacity_share", None)
+        self.up_positive_kl_coef = getattr(args, "up_positive_kl_coef", None)
+        self.up_entropy_fallback_threshold = getattr(args, "up_entropy_fallback_threshold", None)
         check_up_mode(self.up_mode)
+        for name in GUARD_FIELDS:
+            if getattr(args, name, None) is not None and name not in self.up_supported_guards:
+                raise ValueError(
+                    f"{name} is not implemented for {type(self).__name__}: unset it (it is implemented for "
+                    f"{', '.join(self.up_supported_guards)} here)."
+                )
+
+    @property
+    def up_guards(self) -> dict:
+        """The positive-branch guards set, as `losses.up_positive_branch_loss` keywords (empty: the paper's UP)."""
+        guards = {
+            "positive_log_ratio_bound": self.up_guard_bound,
+            "positive_capacity_share": self.up_capacity_share,
+            "positive_kl_coef": self.up_positive_kl_coef,
+        }
+        return {k: v for k, v in guards.items() if v is not None}
+
+    def _entropy_fallback(self, entropies, mask, mode: str) -> bool:
+        """Whether UP's positive entries take the parent's clipped loss in this batch (`up_entropy_fallback_threshold`,
+        `losses.entropy_fallback_active`), logged as `up/entropy_fallback` (the share of batches where it was on)."""
+        if self.up_entropy_fallback_threshold is None or self.up_mode == "off" or entropies is None:
+            return False
+        active = entropy_fallback_active(entropies, mask, self.up_entropy_fallback_threshold)
+        self._log_up_rate("up/entropy_fallback", float(active), 1.0, mode)
+        return active
+
+    def _log_up_rate(self, name: str, num, den, mode: str) -> None:
+        """Log num / den (summed over ranks) as `name`."""
+        totals = self.accelerator.reduce(torch.as_tensor([float(num), float(den)], device=self.accelerator.device),
+                                         reduction="sum").tolist()  # fmt: skip
+        self._metrics[mode][name].append(self._up_rate(totals[0], totals[1]))
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
-        """After the parent's constructor: the non-finite step guard, then the on-policy notice."""
+        """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
+        `up_stop_on_collapse`), then the on-policy notice."""
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)
+        if getattr(self.args, "up_collapse_warning", True):
+            stop = getattr(self.args, "up_stop_on_collapse", False)
+            self.add_callback(CollapseWarningCallback(stop_on_collapse=stop))
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
@@ -286,5 +383,5 @@ class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
         )
         seen = vars(self).get("_up_seen")
         if seen is not None:
-            seen["per_token_logps"] = out[0]
+            seen["per_token_logps"], seen["entropies"] = out[0], out[1]
         return out

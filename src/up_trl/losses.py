@@ -151,14 +151,18 @@ def up_per_token_loss(
     importance_sampling_level: ImportanceSamplingLevel = "token",
     up_mode: UpMode = "asymmetric",
     positive_log_ratio_bound: float | None = None,
+    positive_capacity_share: float | None = None,
+    positive_kl_coef: float | None = None,
+    positive_fallback: bool = False,
 ) -> torch.Tensor:
     """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
 
         L = -A * r~                                                 where routed (A > 0 for "asymmetric")
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
 
-    `positive_log_ratio_bound` (off by default, not in the paper) is an optional guard: routed entries whose
-    |log r| exceeds it contribute nothing (see :func:`up_guard_mask`).
+    The optional guards of the routed branch (ours, off by default, not in the paper; see
+    :func:`up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`, `positive_kl_coef`;
+    `positive_fallback=True` gives routed entries the parent's clipped loss (the entropy-triggered fallback).
 
     No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
     when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
@@ -178,11 +182,64 @@ def up_per_token_loss(
         return parent
     advantages = _as_2d(advantages)
     routes = up_routes(advantages, up_mode)
-    anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
-    if positive_log_ratio_bound is not None:
-        log_r = log_importance_weights(per_token_logps, old_per_token_logps, mask, importance_sampling_level)
-        anchored = anchored * up_guard_mask(log_r, positive_log_ratio_bound)
+    if positive_fallback:
+        return parent
+    anchored = up_positive_branch_loss(
+        per_token_logps,
+        old_per_token_logps,
+        advantages,
+        mask,
+        importance_sampling_level=importance_sampling_level,
+        positive_log_ratio_bound=positive_log_ratio_bound,
+        positive_capacity_share=positive_capacity_share,
+        positive_kl_coef=positive_kl_coef,
+    )
     return torch.where(routes, anchored, parent)
+
+
+def up_positive_branch_loss(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+    positive_log_ratio_bound: float | None = None,
+    positive_capacity_share: float | None = None,
+    positive_kl_coef: float | None = None,
+) -> torch.Tensor:
+    """UP's routed-branch loss, per token (B, T) or per sequence (B, 1), with the optional guards (ours, off by
+    default, not in the paper); with none set it is the paper's -A * r~, computed exactly as before.
+
+        L = -A * r~ * g  +  c * (r - 1 - log r)
+
+        g = 1{|log r| <= positive_log_ratio_bound}                     (:func:`up_guard_mask`)
+          * 1{pi_theta - pi_old <= share * (1 - pi_old)}               (:func:`up_capacity_mask`)
+        c = positive_kl_coef:  r - 1 - log r is the k3 estimate of KL(pi_old || pi_theta) on a token sampled from
+            pi_old (>= 0, zero at r = 1; gradient c * (r - 1) * grad log pi_theta: pulls back whichever way r drifted)
+
+    r = pi_theta / pi_old per token, or per sequence (GSPO's geometric mean) at sequence level. The KL term carries
+    no advantage: where A = 0 (outside "asymmetric" routing's entries) nothing is routed, so nothing is added.
+
+    >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.45]]))
+    >>> up_positive_branch_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), positive_capacity_share=0.2)
+    tensor([[-0., -1.]])
+    """
+    advantages = _as_2d(advantages)
+    anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
+    if positive_log_ratio_bound is None and positive_capacity_share is None and positive_kl_coef is None:
+        return anchored
+    log_r = log_importance_weights(per_token_logps, old_per_token_logps, mask, importance_sampling_level)
+    if positive_log_ratio_bound is not None:
+        anchored = anchored * up_guard_mask(log_r, positive_log_ratio_bound)
+    if positive_capacity_share is not None:
+        old_log_p = log_importance_weights(
+            old_per_token_logps, torch.zeros_like(old_per_token_logps), mask, importance_sampling_level
+        )
+        anchored = anchored * up_capacity_mask(log_r, old_log_p, positive_capacity_share)
+    if positive_kl_coef is not None:
+        anchored = anchored + positive_kl_coef * (torch.exp(log_r) - 1 - log_r)
+    return anchored
 
 
 def up_guard_mask(log_importance_weights: torch.Tensor, bound: float) -> torch.Tensor:
@@ -194,6 +251,37 @@ def up_guard_mask(log_importance_weights: torch.Tensor, bound: float) -> torch.T
     tensor([[1., 0., 0.]])
     """
     return (log_importance_weights.detach().abs() <= bound).float()
+
+
+def up_capacity_mask(log_importance_weights: torch.Tensor, old_log_probs: torch.Tensor, share: float) -> torch.Tensor:
+    """The capacity guard (ours, off by default), in the paper's terms: a positive entry keeps its gradient while its
+    probability has gained at most `share` of its Probability Capacity under UP at sampling time, 1 - pi_old:
+
+        keep  <=>  pi_theta - pi_old <= share * (1 - pi_old)  <=>  r <= 1 + share * (1 - pi_old) / pi_old
+
+    so a rare token may still grow many-fold in one rollout batch (pi_old = 0.01, share = 0.1: up to 0.109, r <= 10.9,
+    where the clip stops at 1 + eps_high) and a likely one hardly (pi_old = 0.9: up to 0.91, r <= 1.011). At sequence
+    level both arguments are per-sequence means of log-probabilities (GSPO's geometric-mean token probability).
+    Returns a 0/1 float mask without gradient.
+
+    >>> up_capacity_mask(torch.log(torch.tensor([5.0, 20.0, 1.02])), torch.log(torch.tensor([0.01, 0.01, 0.9])), 0.1)
+    tensor([1., 0., 0.])
+    """
+    pi_old = old_log_probs.detach().exp()
+    gain = pi_old * (log_importance_weights.detach().exp() - 1)  # pi_theta - pi_old
+    return (gain <= share * (1 - pi_old)).float()
+
+
+def entropy_fallback_active(entropies: torch.Tensor, mask: torch.Tensor, threshold: float) -> bool:
+    """The entropy-triggered fallback (ours, off by default): True when the policy's mean entropy over the batch's
+    completion tokens, sum(H * m) / sum(m), is above `threshold` nats; UP's routed entries then take the parent's
+    clipped loss for this batch (:func:`up_per_token_loss` with `positive_fallback=True`).
+
+    >>> entropy_fallback_active(torch.tensor([[2.0, 4.0, 9.0]]), torch.tensor([[1.0, 1.0, 0.0]]), threshold=2.5)
+    True
+    """
+    mask = mask.float()
+    return bool((entropies.detach() * mask).sum() / mask.sum().clamp(min=1.0) > threshold)
 
 
 def probability_capacity(

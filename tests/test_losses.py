@@ -10,6 +10,7 @@ from up_trl.losses import (
     clipped_surrogate_loss,
     entropy_fallback_active,
     probability_capacity,
+    rare_mask,
     self_anchored_ratio,
     up_capacity_mask,
     up_guard_mask,
@@ -279,3 +280,21 @@ def test_no_guard_is_the_paper_objective_exactly():
     anchored = -self_anchored_ratio(logp, mask) * adv
     assert torch.equal(plain[:, :2], anchored[:, :2])
     assert torch.equal(up_positive_branch_loss(logp, old, adv, mask), anchored)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_rare_guard_keeps_the_parents_clip_on_positive_tokens_that_were_rare(level):
+    # Token 0 was rare (pi_old 0.01 < 0.045): the parent's -A * min(r, 1.28) = -1.28 at r = 2; token 1 (pi_old 0.25,
+    # r = 2) gets UP's -A. At sequence level the geometric-mean pi_old is 0.05: not below, so UP's branch.
+    logp, old, mask = logps(0.02, 0.5).requires_grad_(), logps(0.01, 0.25), torch.ones(1, 2)
+    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level,
+                             positive_min_prob=0.045)  # fmt: skip
+    loss.sum().backward()
+    if level == "token":
+        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.28, -1.0]], dtype=torch.float64))
+        torch.testing.assert_close(logp.grad, torch.tensor([[0.0, -1.0]], dtype=torch.float64))  # clipped: no grad
+        assert rare_mask(old, mask, 0.045).tolist() == [[True, False]]
+    else:
+        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.0]], dtype=torch.float64))
+        assert rare_mask(old, mask, 0.045, "sequence").tolist() == [[False]]
+        assert rare_mask(old, mask, 0.06, "sequence").tolist() == [[True]]

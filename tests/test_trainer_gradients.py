@@ -91,7 +91,9 @@ def _configure(
     capacity=None,
     positive_kl=None,
     fallback=None,
+    min_prob=None,
 ):
+    trainer.up_positive_min_prob = min_prob
     trainer.up_capacity_share = capacity
     trainer.up_positive_kl_coef = positive_kl
     trainer.up_entropy_fallback_threshold = fallback
@@ -125,6 +127,7 @@ def _closed_form(
     capacity=None,
     positive_kl=None,
     fallback=None,
+    min_prob=None,
 ):
     """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
@@ -146,6 +149,7 @@ def _closed_form(
         positive_capacity_share=capacity,
         positive_kl_coef=positive_kl,
         positive_fallback=fallen_back,
+        positive_min_prob=min_prob,
     )
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
@@ -217,10 +221,11 @@ EXTRAS = {
     "positive_kl_guard": dict(positive_kl=0.3),
     "entropy_fallback_on": dict(fallback=0.1),  # the tiny random model's entropy is ~4.6 nats: always above
     "entropy_fallback_off": dict(fallback=100.0),
+    "rare_guard": dict(min_prob=0.0105),  # pi_old ~ 0.01 here: splits the positive tokens (and sequences)
     "everything": dict(
         beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5, guard=0.3
     ),
-    "every_guard": dict(guard=0.3, capacity=0.003, positive_kl=0.3, beta=0.05, delta=1.5),
+    "every_guard": dict(guard=0.3, capacity=0.003, positive_kl=0.3, min_prob=0.0105, beta=0.05, delta=1.5),
 }
 
 
@@ -368,7 +373,7 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
-@pytest.mark.parametrize("guard", ["capacity_guard", "positive_kl_guard"])
+@pytest.mark.parametrize("guard", ["capacity_guard", "positive_kl_guard", "rare_guard"])
 def test_each_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level, guard):
     # The closed-form tests above could pass with a guard that never acts: on these batches each one does.
     up, _, batch = setup

@@ -40,6 +40,7 @@ GUARD_FIELDS = (
     "up_positive_capacity_share",
     "up_positive_kl_coef",
     "up_entropy_fallback_threshold",
+    "up_positive_min_prob",
 )
 UP_METRICS = (
     "up/positive_token_frac",
@@ -77,7 +78,7 @@ def default_output_dir(model, suffix: str) -> str:
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
 
 
-def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
+def route_batch(inputs: dict, up_mode: str, exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
     """(routes, the parent's batch): `losses.up_routes` of the batch's advantages, and a copy of the batch whose
     routed advantages are zeroed, so the parent's clipped term vanishes exactly there (value 0, gradient 0).
 
@@ -87,8 +88,20 @@ def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
     >>> routes, parent = route_batch({"advantages": torch.tensor([1.0, -2.0])}, "asymmetric")
     >>> routes, parent["advantages"]
     (tensor([ True, False]), tensor([ 0., -2.]))
+
+    `exclude` (a guard's (B, T) or (B, 1) mask) keeps those entries on the parent's branch; the advantages then
+    become per token, (B, T), which TRL's loss accepts, unless both are one per sequence.
     """
     advantages = inputs["advantages"]
+    if exclude is not None and up_mode != "off":  # entries kept on the parent's branch (a guard): per-entry routing
+        if exclude.shape[-1] == 1 and advantages.dim() == 1:  # one per sequence
+            exclude = exclude.squeeze(-1)
+        else:
+            advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
+        return up_routes(advantages, up_mode) & ~exclude, {
+            **inputs,
+            "advantages": advantages.masked_fill(up_routes(advantages, up_mode) & ~exclude, 0),
+        }
     routes = up_routes(advantages, up_mode)
     return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
 
@@ -152,6 +165,15 @@ class UPConfigMixin:
             "estimate r - 1 - log r) on the entries of UP's unclipped branch, e.g. 0.1. See docs/collapse.md."
         },
     )
+    up_positive_min_prob: float | None = field(
+        default=None,
+        metadata={
+            "help": "Optional guard, not in the paper (off by default): positive-advantage tokens that were rare when "
+            "sampled, pi_old < this (sequence level: the geometric-mean token probability), keep the parent's "
+            "clipped objective; only the others get UP's unclipped branch. In (0, 1), e.g. 0.05. See "
+            "docs/collapse.md."
+        },
+    )
     up_entropy_fallback_threshold: float | None = field(
         default=None,
         metadata={
@@ -194,6 +216,7 @@ class UPConfigMixin:
         for name, low, high in (
             ("up_positive_capacity_share", 0.0, 1.0),
             ("up_positive_kl_coef", 0.0, math.inf),
+            ("up_positive_min_prob", 0.0, 1.0),
             ("up_entropy_fallback_threshold", 0.0, math.inf),
         ):
             value = getattr(self, name)
@@ -229,6 +252,7 @@ class UPTrainerMixin:
     up_capacity_share: float | None = None
     up_positive_kl_coef: float | None = None
     up_entropy_fallback_threshold: float | None = None
+    up_positive_min_prob: float | None = None
     # The optional positive-branch guards a glue class implements (config field -> attribute); others are refused.
     up_supported_guards: tuple[str, ...] = ("up_positive_log_ratio_bound",)
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
@@ -244,6 +268,7 @@ class UPTrainerMixin:
         self.up_capacity_share = getattr(args, "up_positive_capacity_share", None)
         self.up_positive_kl_coef = getattr(args, "up_positive_kl_coef", None)
         self.up_entropy_fallback_threshold = getattr(args, "up_entropy_fallback_threshold", None)
+        self.up_positive_min_prob = getattr(args, "up_positive_min_prob", None)
         check_up_mode(self.up_mode)
         for name in GUARD_FIELDS:
             if getattr(args, name, None) is not None and name not in self.up_supported_guards:

@@ -18,6 +18,7 @@ against the mask when it aggregates).
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 import torch
@@ -154,6 +155,7 @@ def up_per_token_loss(
     positive_capacity_share: float | None = None,
     positive_kl_coef: float | None = None,
     positive_fallback: bool = False,
+    positive_min_prob: float | None = None,
 ) -> torch.Tensor:
     """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
 
@@ -162,7 +164,8 @@ def up_per_token_loss(
 
     The optional guards of the routed branch (ours, off by default, not in the paper; see
     :func:`up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`, `positive_kl_coef`;
-    `positive_fallback=True` gives routed entries the parent's clipped loss (the entropy-triggered fallback).
+    `positive_fallback=True` gives routed entries the parent's clipped loss (the entropy-triggered fallback);
+    `positive_min_prob` keeps the parent's clip on positive entries that were rare when sampled (:func:`rare_mask`).
 
     No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
     when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
@@ -182,6 +185,8 @@ def up_per_token_loss(
         return parent
     advantages = _as_2d(advantages)
     routes = up_routes(advantages, up_mode)
+    if positive_min_prob is not None:
+        routes = routes & ~rare_mask(old_per_token_logps, mask, positive_min_prob, importance_sampling_level)
     if positive_fallback:
         return parent
     anchored = up_positive_branch_loss(
@@ -270,6 +275,25 @@ def up_capacity_mask(log_importance_weights: torch.Tensor, old_log_probs: torch.
     pi_old = old_log_probs.detach().exp()
     gain = pi_old * (log_importance_weights.detach().exp() - 1)  # pi_theta - pi_old
     return (gain <= share * (1 - pi_old)).float()
+
+
+def rare_mask(
+    old_per_token_logps: torch.Tensor,
+    mask: torch.Tensor,
+    min_prob: float,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+) -> torch.Tensor:
+    """The rare-token guard (ours, off by default): True where the entry was rare when sampled, pi_old < `min_prob`
+    (sequence level: the geometric-mean token probability, (B, 1)). Such entries keep the parent's clipped objective
+    even with A > 0, so only tokens that were already likely get UP's unclipped branch. Measured in docs/collapse.md:
+    rare tokens inside positive completions, most of them irrelevant to the reward, drive UP's entropy runaway.
+
+    >>> rare_mask(torch.log(torch.tensor([[0.01, 0.2]])), torch.ones(1, 2), 0.05)
+    tensor([[ True, False]])
+    """
+    old_log_p = log_importance_weights(old_per_token_logps.detach(), 0.0 * old_per_token_logps.detach(), mask,
+                                       importance_sampling_level)  # fmt: skip
+    return old_log_p < math.log(min_prob)
 
 
 def entropy_fallback_active(entropies: torch.Tensor, mask: torch.Tensor, threshold: float) -> bool:

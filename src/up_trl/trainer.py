@@ -22,6 +22,7 @@ from .losses import (
     clip_masks,
     clipped_surrogate_loss,
     log_importance_weights,
+    rare_mask,
     up_capacity_mask,
     up_positive_branch_loss,
     up_positive_token_sums,
@@ -86,7 +87,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         if self.loss_type not in CLIPPED_LOSS_TYPES:  # cispo, sapo, vespo (up_mode="off" only): the parent, untouched
             return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
-        routes, parent_inputs = route_batch(inputs, self.up_mode)
+        routes, parent_inputs = route_batch(inputs, self.up_mode, self._rare_entries(inputs))
         with self._recording_parent() as seen:
             loss = super()._compute_loss(model, parent_inputs)
 
@@ -110,6 +111,17 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
             per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode, fallback
         )
         return loss
+
+    def _rare_entries(self, inputs):
+        """The rare-token guard's entries (`up_positive_min_prob`, `losses.rare_mask`), kept on the parent's clip;
+        None without the guard or on-policy (no old log-probs: the ratio is 1 and the two branches agree)."""
+        old = inputs.get("old_per_token_logps")
+        if self.up_positive_min_prob is None or old is None:
+            return None
+        mask = (
+            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        )
+        return rare_mask(old, mask, self.up_positive_min_prob, self.importance_sampling_level)
 
     def _routed_loss(self, per_token_logps, old_per_token_logps, advantages, mask, fallback):
         """The per-entry loss of UP's routed entries: -A * r~ (the paper), with the optional guards of the positive

@@ -293,6 +293,48 @@ def replay_warning(logs: list[dict]) -> list | None:
     return rule.fired and list(rule.fired[:2])
 
 
+def curve_logs(run: dict) -> list[dict]:
+    """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
+    by_step: dict[int, dict] = {}
+    for key, points in run["curves"].items():
+        for step, value in points:
+            by_step.setdefault(step, {"step": step})[key] = value
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def warning_report(runs: list[dict], **rule_settings) -> dict:
+    """The early warning's rule replayed on recorded runs: on each collapsed or runaway run, whether and at which
+    step it fires against the step where accuracy fell for good / entropy passed initial + 1 nat for good; on the
+    healthy runs (neither), how many false alarms. `rule_settings` go to `collapse_warning.CollapseRule`."""
+    from up_trl.collapse_warning import CollapseRule
+
+    rows, alarms, healthy = [], [], 0
+    for run in runs:
+        rule = CollapseRule(**rule_settings)
+        for log in curve_logs(run):
+            rule.update(log["step"], log)
+        fired = rule.fired and rule.fired[0]
+        if run["collapsed"] or run["runaway"]:
+            event = run["accuracy_fell_at"] if run["collapsed"] and run["accuracy_fell_at"] else None
+            event = event or run["entropy_ran_away_at"]
+            rows.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                         "collapsed": run["collapsed"], "runaway": run["runaway"], "warned_at": fired,
+                         "event_at": event, "accuracy_fell_at": run["accuracy_fell_at"],
+                         "entropy_ran_away_at": run["entropy_ran_away_at"]})  # fmt: skip
+        else:
+            healthy += 1
+            if fired:
+                alarms.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                               "warned_at": fired, "final_entropy": run["final_entropy"],
+                               "initial_entropy": run["initial_entropy"]})  # fmt: skip
+    return {"rule": rule_settings or "defaults", "failing_runs": len(rows),
+            "warned": sum(r["warned_at"] is not None for r in rows),
+            "warned_before_or_at_event": sum(r["warned_at"] is not None and r["event_at"] is not None
+                                             and r["warned_at"] <= r["event_at"] for r in rows),
+            "healthy_runs": healthy, "false_alarms": len(alarms), "per_failing_run": rows,
+            "false_alarm_runs": alarms}  # fmt: skip
+
+
 def is_collapsed(final_accuracy: float, final_entropy: float) -> bool:
     """The pre-registered collapse rule (module docstring): the task is lost, or the policy is near uniform."""
     return final_accuracy < COLLAPSE_ACCURACY or final_entropy > COLLAPSE_ENTROPY

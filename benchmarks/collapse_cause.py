@@ -120,10 +120,11 @@ def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
             points = [(r["step"], r[f"{name}/positive/log_r"]) for r in stats if f"{name}/positive/log_r" in r]
             if points:
                 steps, values = zip(*points)
-                axes[1].plot(steps, values, style, color=color, lw=0.8, alpha=0.8, label=f"{config}: {name}")
-    axes[0].set_title(f"policy entropy at each token class (seed {seed})")
+                smooth = [statistics.fmean(values[max(0, i - 24) : i + 1]) for i in range(len(values))]
+                axes[1].plot(steps, smooth, style, color=color, lw=1, label=f"{config}: {name}")
+    axes[0].set_title(f"policy entropy at the positions of each token class\n(seed {seed}, stress task)", fontsize=10)
     axes[0].set_ylabel("entropy (nats)")
-    axes[1].set_title("drift of positive tokens when trained: mean log(pi/pi_old)")
+    axes[1].set_title("positive tokens' drift when trained: log(pi/pi_old),\nrolling mean of 25 steps", fontsize=10)
     axes[1].axhline(0.0, color="grey", lw=0.5)
     axes[1].axhline(float(torch.log(torch.tensor(1.28))), color="grey", lw=0.5, ls="--")
     for ax in axes[:2]:
@@ -140,7 +141,9 @@ def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
     axes[2].set_xticks(range(len(labels)), labels, rotation=25, ha="right", fontsize=7)
     axes[2].axhline(collapse.COLLAPSE_ENTROPY, color="grey", ls="--", lw=0.8)
     axes[2].set_ylabel("final entropy (nats)")
-    axes[2].set_title(f"who gets UP's unclipped branch ({family}; dots: seeds, bar: mean)")
+    axes[2].set_title(
+        f"final entropy when only some positive tokens get\nUP's unclipped branch ({family}; dots: seeds)", fontsize=10
+    )
     axes[2].grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -157,7 +160,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--max_steps", type=int, default=collapse.STRESS_STEPS)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output_dir", default="outputs/collapse_cause")
+    parser.add_argument("--plot_only", action="store_true", help="redraw cause.png from output_dir/cause.json")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        report = json.loads((Path(args.output_dir) / "cause.json").read_text())
+        settings = report["settings"]
+        plot(report["runs"], Path(args.output_dir) / "cause.png", settings["family"], settings["token_seed"])
+        return report
     settings = dict(task=args.task, level=args.updates_per_rollout, max_steps=args.max_steps,
                     learning_rate=1e-3, final_window=collapse.FINAL_WINDOW)  # fmt: skip
     family = args.family

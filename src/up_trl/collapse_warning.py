@@ -50,9 +50,11 @@ class CollapseRule:
         reward_drop: float = 0.5,
         reward_scale: float = 0.1,
         no_signal_frac: float = 0.9,
+        patience: int = 1,
     ):
-        if window < 1:
-            raise ValueError(f"window={window} must be at least 1 (logged values per mean).")
+        if window < 1 or patience < 1:
+            raise ValueError(f"window={window} and patience={patience} must be at least 1 (logged values).")
+        self.patience, self._streak = patience, {"entropy": 0, "reward": 0}
         self.window, self.entropy_ratio, self.entropy_margin = window, entropy_ratio, entropy_margin
         self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
         self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
@@ -77,7 +79,8 @@ class CollapseRule:
         if entropy is not None:
             h0, h = entropy
             bound = max(self.entropy_ratio * h0, h0 + self.entropy_margin)
-            if h > bound:
+            self._streak["entropy"] = self._streak["entropy"] + 1 if h > bound else 0
+            if self._streak["entropy"] >= self.patience:
                 self.fired = (step, "entropy runaway", f"entropy {h:.2f} nats (mean of the last {self.window} logs), "
                               f"up from {h0:.2f} at the start, past the warning bound {bound:.2f}")  # fmt: skip
                 return self.fired
@@ -86,7 +89,9 @@ class CollapseRule:
         if reward is not None and len(signal) >= self.window:
             r0, r = reward
             z = statistics.fmean(signal)
-            if r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale) and z >= self.no_signal_frac:
+            lost = r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale) and z >= self.no_signal_frac
+            self._streak["reward"] = self._streak["reward"] + 1 if lost else 0
+            if self._streak["reward"] >= self.patience:
                 self.fired = (step, "reward collapse", f"reward {r:.3f} (mean of the last {self.window} logs), down "
                               f"from {r0:.3f} at the start, and {z:.0%} of the groups have no reward spread, so "
                               "there is almost no learning signal left")  # fmt: skip

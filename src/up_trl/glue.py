@@ -94,10 +94,11 @@ def route_batch(inputs: dict, up_mode: str, exclude: torch.Tensor | None = None)
     """
     advantages = inputs["advantages"]
     if exclude is not None and up_mode != "off":  # entries kept on the parent's branch (a guard): per-entry routing
-        if exclude.shape[-1] == 1 and advantages.dim() == 1:  # one per sequence
-            exclude = exclude.squeeze(-1)
-        else:
-            advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
+        if exclude.shape != advantages.shape:
+            if exclude.shape[-1] == 1 and advantages.dim() == 1:  # one per sequence
+                exclude = exclude.squeeze(-1)
+            else:  # per token
+                advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
         return up_routes(advantages, up_mode) & ~exclude, {
             **inputs,
             "advantages": advantages.masked_fill(up_routes(advantages, up_mode) & ~exclude, 0),

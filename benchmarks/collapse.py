@@ -217,7 +217,13 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
         trainer.train()
         seconds = time.perf_counter() - start
     warning = next(cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback))
-    record = {"config": name, "seed": seed, "level": level, "seconds": round(seconds, 1)}
+    record = {
+        "config": name,
+        "seed": seed,
+        "level": level,
+        "seconds": round(seconds, 1),
+        "commit": settings.get("commit"),
+    }
     record.update(judge(trainer.state.log_history, settings["max_steps"], accuracy_key=TOY_ACCURACY))
     record["warning"] = warning.rule.fired and list(warning.rule.fired[:2])  # what the live callback said, if anything
     return record
@@ -374,7 +380,8 @@ def smollm2_run(job: dict) -> dict:
         weights.unlink()
     logs = read_metrics(run_dir / "metrics.jsonl")
     shutil.rmtree(run_dir / "eval", ignore_errors=True)
-    record = {"config": name, "seed": seed, "level": SMOLLM2["updates_per_rollout"], "train_minutes": minutes}
+    record = {"config": name, "seed": seed, "level": SMOLLM2["updates_per_rollout"], "train_minutes": minutes,
+              "commit": s.get("commit")}  # fmt: skip
     record.update(judge(logs, s["max_steps"], accuracy_key="reward", initial_steps=4, final_window=8))
     record["eval"] = {k: after[k] for k in (f"avg@{s['k']}", "pass@4") if k in after}
     record["warning"] = replay_warning(logs)  # the callback ran inside `up-trl train`: its rule, on the same logs
@@ -537,6 +544,8 @@ def main(argv=None) -> dict:
         from up_trl.models import smollm2_path
 
         settings.update(SMOLLM2, model=smollm2_path(), output_dir=str(out))
+    commit = git_commit()  # the code the runs start from (recorded in each run too)
+    settings["commit"] = commit
     jobs = [(name, seed, level) for seed in seeds for level in levels for name in configs]
     partial, runs = open_partial(out, args.resume or args.report_only)
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
@@ -572,16 +581,18 @@ def main(argv=None) -> dict:
     rows = summarise(runs)
     wins = measured_wins(rows)
     wall = round(time.perf_counter() - start, 1)
+    commits = sorted({str(r.get("commit")) for r in runs})  # the runs' own (None: recorded before runs kept it)
     if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine
         stored = json.loads((out / "results.json").read_text())
-        wall, machine = stored["wall_seconds"], stored["machine"]
+        wall, machine, commits = stored["wall_seconds"], stored["machine"], stored.get("run_commits", commits)
     header = (f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
               f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
               f"{COLLAPSE_ACCURACY} or final entropy > {COLLAPSE_ENTROPY} nats; entropy runaway: final entropy > "
               f"initial + {RUNAWAY_MARGIN} nat; warned: the early warning fired. Machine: {machine}; commit "
-              f"{git_commit()}; wall {wall / 60:.0f} min.")  # fmt: skip
+              f"{', '.join(commits)}; wall {wall / 60:.0f} min.")  # fmt: skip
     report = {"command": "python benchmarks/collapse.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "machine": machine, "commit": git_commit(), "wall_seconds": wall, "setting": args.setting,
+              "machine": machine, "commit": git_commit(), "run_commits": commits, "wall_seconds": wall,
+              "setting": args.setting,
               "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "configs": {c: CONFIGS[c]
               for c in configs}, "summary": rows, "measured_wins": wins, "goal": goal(rows, wins),
               "runs": runs}  # fmt: skip

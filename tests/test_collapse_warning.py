@@ -26,43 +26,48 @@ def test_flat_or_falling_entropy_never_fires():
     assert feed(CollapseRule(), entropy=[1.2 - 0.02 * i for i in range(50)]) is None  # RL sharpening
 
 
-def test_entropy_runaway_fires_when_the_window_mean_passes_both_bounds():
-    # Baseline H0 = 1.0 (first 5 logs); bound max(2 * 1.0, 1.0 + 1) = 2.0; then 3.0 from log 11 on:
-    # the mean of the last 5 logs passes 2.0 at log 13 ((1 + 1 + 3 + 3 + 3) / 5 = 2.2).
-    fired = feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 10)
-    assert fired is not None and fired[0] == 13 and fired[1] == "entropy runaway"
+def test_entropy_runaway_fires_when_the_window_mean_passes_the_margin_for_the_patience():
+    # Baseline H0 = 1.0 (first 5 logs); bound H0 + 1 = 2.0; then 3.0 from log 11 on: the mean of the last 5 logs
+    # passes 2.0 at log 13 ((1 + 1 + 3 + 3 + 3) / 5 = 2.2); with the default patience of 25 steps it fires at 38.
+    assert feed(CollapseRule(patience_steps=0), entropy=[1.0] * 10 + [3.0] * 10)[:2] == (13, "entropy runaway")
+    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 40)[:2] == (38, "entropy runaway")
+
+
+def test_a_passing_swing_does_not_fire():
+    # 20 steps above the bound, then back: shorter than the patience of 25 steps.
+    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 20 + [1.0] * 40) is None
 
 
 def test_entropy_margin_protects_a_low_starting_entropy():
-    # H0 = 0.1: doubling to 0.3 is sharpening noise, not a runaway (bound max(0.2, 1.1) = 1.1).
-    assert feed(CollapseRule(), entropy=[0.1] * 10 + [0.3] * 20) is None
-    assert feed(CollapseRule(), entropy=[0.1] * 10 + [1.5] * 20)[1] == "entropy runaway"
+    # H0 = 0.1: tripling to 0.3 is sharpening noise, not a runaway (bound 1.1).
+    assert feed(CollapseRule(), entropy=[0.1] * 10 + [0.3] * 40) is None
+    assert feed(CollapseRule(), entropy=[0.1] * 10 + [1.5] * 40)[1] == "entropy runaway"
 
 
 def test_reward_collapse_needs_the_drop_and_the_lost_signal():
-    falling = [0.3] * 10 + [0.0] * 10
-    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 10 + [1.0] * 10)[1] == "reward collapse"
+    falling = [0.3] * 10 + [0.0] * 40
+    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 10 + [1.0] * 40)[1] == "reward collapse"
     # The same drop with groups still split (signal left): the run can still learn; no warning.
-    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 20) is None
+    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 50) is None
     # A run that solves the task also ends with no spread in its groups: the reward rose, no warning.
-    assert feed(CollapseRule(), reward=[0.3] * 10 + [1.0] * 10, zero_std=[0.2] * 10 + [1.0] * 10) is None
+    assert feed(CollapseRule(), reward=[0.3] * 10 + [1.0] * 40, zero_std=[0.2] * 10 + [1.0] * 40) is None
 
 
 def test_small_rewards_use_the_scale_floor():
     # R0 = 0.02: a fall to 0.0 is below R0 - 0.5 * max(0.02, 0.1) = -0.03? No: 0.0 > -0.03, so no warning.
-    assert feed(CollapseRule(), reward=[0.02] * 10 + [0.0] * 10, zero_std=[1.0] * 20) is None
+    assert feed(CollapseRule(), reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50) is None
 
 
 def test_fires_once_and_ignores_nan_and_missing_keys():
-    rule = CollapseRule()
+    rule = CollapseRule(patience_steps=0)
     fired = feed(rule, entropy=[1.0] * 10 + [float("nan")] * 3 + [5.0] * 10)
     assert fired[0] == 15  # NaN logs are skipped: at log 15 the last 5 values are 1, 1, 1, 5, 5 (mean 2.6 > 2)
     assert rule.update(100, {"entropy": 9.0}) is None and rule.fired == fired
-    assert feed(CollapseRule(), reward=[0.3] * 10 + [0.0] * 10) is None  # no frac_reward_zero_std logged
+    assert feed(CollapseRule(), reward=[0.3] * 10 + [0.0] * 40) is None  # no frac_reward_zero_std logged
 
 
 def test_window_must_be_positive():
-    with pytest.raises(ValueError, match="window"):
+    with pytest.raises(ValueError, match="window=0 and reward_window=3 must be at least 1"):
         CollapseRule(window=0)
 
 
@@ -79,7 +84,7 @@ def _replay(callback, logs_per_step):
 def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
     logs = [{"entropy": 1.0}] * 10 + [{"entropy": 4.0}] * 10 + [{"eval_entropy": 9.0}]
     with caplog.at_level(logging.WARNING, logger="up_trl.collapse_warning"):
-        controls = _replay(CollapseWarningCallback(stop_on_collapse=stop), logs)
+        controls = _replay(CollapseWarningCallback(stop_on_collapse=stop, patience_steps=0), logs)
     lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
     # At log 12 the last 5 values are 1, 1, 1, 4, 4: mean 2.2 > 2.0.
     assert len(lines) == 1 and "entropy runaway at step 12" in lines[0] and "Try:" in lines[0]

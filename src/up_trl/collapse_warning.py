@@ -22,8 +22,8 @@ A condition must hold at every log for `patience_steps` optimizer steps (default
 that a passing swing does not; each is checked once 2 * `window` values of its metric are in (the baseline and the
 current window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It
 fires once, logs one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`,
-asks the Trainer to save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored. The state is not saved with a checkpoint: after a
-resume the baselines restart.
+asks the Trainer to save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored.
+The state is not saved with a checkpoint: after a resume the baselines restart.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):
@@ -110,8 +110,8 @@ class CollapseRule:
             lost = r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale) and z >= self.no_signal_frac
             if self._held("reward collapse", lost, step):
                 self.fired = (step, "reward collapse", f"reward {r:.3f} (mean of the last {self.reward_window} "
-                              f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward spread, so "
-                              "there is almost no learning signal left")  # fmt: skip
+                              f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
+                              "spread, so there is almost no learning signal left")  # fmt: skip
                 return self.fired
         return None
 

@@ -302,6 +302,16 @@ def replay_warning(logs: list[dict]) -> list | None:
     return rule.fired and list(rule.fired[:2])
 
 
+# Kept at every logged step in results.json (what the warning and the rules read); the other curves every 5th point.
+FULL_CURVES = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std")
+
+
+def compact(run: dict) -> dict:
+    """The run as results.json keeps it: the curves outside FULL_CURVES thinned to every 5th point."""
+    curves = {key: points if key in FULL_CURVES else points[::5] for key, points in run["curves"].items()}
+    return {**run, "curves": curves}
+
+
 def curve_logs(run: dict) -> list[dict]:
     """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
     by_step: dict[int, dict] = {}
@@ -406,7 +416,8 @@ def summarise(runs: list[dict]) -> list[dict]:
             row = {"config": name, "level": level, "runs": len(mine),
                    "collapsed": sum(r["collapsed"] for r in mine.values()),
                    "runaway": sum(r["runaway"] for r in mine.values()),
-                   "warned": sum(bool(r.get("warning")) for r in mine.values()),
+                   "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
+                   "warned": sum(replay_warning(curve_logs(r)) is not None for r in mine.values()),
                    "final_accuracy_mean": acc[0], "final_accuracy_std": acc[1],
                    "final_entropy_mean": ent[0], "final_entropy_std": ent[1]}  # fmt: skip
             family = name.split(" + ")[0].removeprefix("UP-")
@@ -465,13 +476,15 @@ def markdown(rows: list[dict], header: str) -> str:
     def paired(d):
         return "" if d is None else f"{d['mean']:+.3f} ± {d['two_se']:.3f} ({d['won']}/{d['lost']})"
 
-    lines = [header, "", "| config | updates per rollout | runs | collapsed | entropy runaway | warned "
+    lines = [header, "", "| config | updates per rollout | runs | collapsed | entropy runaway | warned (live) "
+             "| warned "
              "| final accuracy | final entropy | vs parent: paired diff ± 2 SE (won/lost) "
              "| vs UP: paired diff ± 2 SE (won/lost) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         lines.append(
-            f"| {r['config']} | {r['level']} | {r['runs']} | {r['collapsed']} | {r['runaway']} | {r['warned']} | "
+            f"| {r['config']} | {r['level']} | {r['runs']} | {r['collapsed']} | {r['runaway']} | {r['warned_live']} | "
+            f"{r['warned']} | "
             f"{pm(r['final_accuracy_mean'], r['final_accuracy_std'])} | "
             f"{pm(r['final_entropy_mean'], r['final_entropy_std'], 2)} | {paired(r.get('vs_parent'))} | "
             f"{paired(r.get('vs_up'))} |"
@@ -551,6 +564,8 @@ def main(argv=None) -> dict:
     settings["commit"] = commit
     jobs = [(name, seed, level) for seed in seeds for level in levels for name in configs]
     partial, runs = open_partial(out, args.resume or args.report_only)
+    if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results.json only
+        runs = json.loads((out / "results.json").read_text())["runs"]
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
     jobs = [] if args.report_only else [j for j in jobs if j not in done]
     machine = describe_machine(args.workers)
@@ -591,17 +606,21 @@ def main(argv=None) -> dict:
     header = (f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
               f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
               f"{COLLAPSE_ACCURACY} or final entropy > {COLLAPSE_ENTROPY} nats; entropy runaway: final entropy > "
-              f"initial + {RUNAWAY_MARGIN} nat; warned: the early warning fired. Machine: {machine}; commit "
+              f"initial + {RUNAWAY_MARGIN} nat; warned (live): the warning callback as it ran (the toy and stress "
+              f"runs ran its first rule); warned: the shipped rule (collapse_warning.CollapseRule) replayed on the "
+              f"run's logged curves. Machine: {machine}; commit "
               f"{', '.join(commits)}; wall {wall / 60:.0f} min.")  # fmt: skip
     report = {"command": "python benchmarks/collapse.py " + " ".join(sys.argv[1:] if argv is None else argv),
               "machine": machine, "commit": git_commit(), "run_commits": commits, "wall_seconds": wall,
               "setting": args.setting,
               "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "configs": {c: CONFIGS[c]
               for c in configs}, "summary": rows, "measured_wins": wins, "goal": goal(rows, wins),
+              "warning_report": warning_report(runs),
               "runs": runs}  # fmt: skip
+    report["runs"] = [compact(run) for run in runs]
     (out / "results.json").write_text(json.dumps(report, separators=(",", ":")))
     (out / "table.md").write_text(markdown(rows, header))
-    plot(runs, out / "collapse.png", header[:120])
+    plot(runs, out / "collapse.png", f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}")
     print(markdown(rows, header))
     print(json.dumps({f"{r['config']} @ {r['level']}": {"runs": r["runs"], "collapsed": r["collapsed"],
                       "final_accuracy_mean": round(r["final_accuracy_mean"], 4),

@@ -4,9 +4,11 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 (`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
 
 - `route_batch`: UP's routing, the one code path every loss override starts with;
-- `UPConfigMixin`: the config fields `up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`,
-  `max_consecutive_nonfinite_steps`, checked before the parent's own post-init (YAML `off` read as "off");
+- `UPConfigMixin`: the config fields `up_mode`, the optional guards of the positive branch (GUARD_FIELDS, off by
+  default; docs/collapse.md measures them), `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`,
+  `up_collapse_warning`, `up_stop_on_collapse`, checked before the parent's own post-init (YAML `off` read as "off");
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
+  the collapse warning (`collapse_warning.CollapseWarningCallback`, only logs unless told to stop),
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
   citation and the model card (`card.write_model_card`);
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
@@ -120,6 +122,13 @@ class UPConfigMixin:
         up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
             An optional guard (ours, not the paper's): routed entries with |log pi_theta - log pi_old| above it get
             no gradient. `None` keeps the paper's objective.
+        up_positive_min_prob (`float` or `None`, *optional*, defaults to `None`):
+            The guard docs/collapse.md recommends (ours): positive entries that were rare when sampled, pi_old below
+            it (sequence level: the geometric-mean token probability), keep the parent's clip, e.g. 0.05.
+        up_positive_capacity_share, up_positive_kl_coef, up_entropy_fallback_threshold (`float` or `None`):
+            The other guards measured in docs/collapse.md (GRPOTrainer only; none met the goal there).
+        up_collapse_warning (`bool`, *optional*, defaults to `True`), up_stop_on_collapse (`bool`, defaults to
+            `False`): the early warning (`collapse_warning`), and whether it saves a checkpoint and stops.
         skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
             Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
         max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):

@@ -138,7 +138,7 @@ def stale_batch(checkpoint):
     return samples, batch
 
 
-def closed_form_loss(model, samples, up_mode, bound=None):
+def closed_form_loss(model, samples, up_mode, bound=None, min_prob=None):
     """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA.
     With a guard `bound`, routed tokens with |log r| > bound contribute 0."""
     terms = []
@@ -146,12 +146,16 @@ def closed_form_loss(model, samples, up_mode, bound=None):
         logp = _sampled_logps(model, sample)
         old = sample["old_log_probs"][sample["completion_mask"].bool()]
         a = sample["advantage"]
+        r = torch.exp(logp - old)
+        clipped = -torch.minimum(r * a, r.clamp(1 - EPS_LOW, 1 + EPS_HIGH) * a)
         if up_mode == "both" or (up_mode == "asymmetric" and a > 0):
             kept = torch.ones_like(logp) if bound is None else ((logp - old).abs() <= bound).float()
-            terms.append(-a * torch.exp(logp - logp.detach()) * kept.detach())
+            routed = -a * torch.exp(logp - logp.detach()) * kept.detach()
+            if min_prob is not None:  # tokens rare when sampled keep the clip
+                routed = torch.where(old.exp() >= min_prob, routed, clipped)
+            terms.append(routed)
         else:
-            r = torch.exp(logp - old)
-            terms.append(-torch.minimum(r * a, r.clamp(1 - EPS_LOW, 1 + EPS_HIGH) * a))
+            terms.append(clipped)
     terms = torch.cat(terms)
     return terms.sum() / terms.numel() / GA
 
@@ -403,3 +407,20 @@ def test_cpu_example_script_runs(tmp_path):
                          timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert "asymmetric: 2 steps" in out.stdout and "off: 2 steps" in out.stdout
+
+
+def test_rare_guard_loss_and_every_gradient_equal_the_closed_form(checkpoint, prompts, stale_batch, tmp_path):
+    samples, batch = stale_batch
+    olds = torch.cat([s["old_log_probs"][s["completion_mask"].bool()] for s in samples if s["advantage"] > 0])
+    min_prob = olds.exp().median().item()  # half of the positive tokens were "rare" at sampling
+    args = _args(tmp_path, up_positive_min_prob=min_prob)
+    loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
+    reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
+    expected = closed_form_loss(reference, samples, "asymmetric", min_prob=min_prob)
+    expected.backward()
+    torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
+    expected_grads = dict(reference.named_parameters())
+    for name, grad in grads.items():
+        torch.testing.assert_close(grad, expected_grads[name].grad, rtol=1e-4, atol=1e-6, msg=name)
+    plain = closed_form_loss(reference, samples, "asymmetric")
+    assert not torch.allclose(plain.detach(), expected.detach())  # the guard acted on this batch

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from up_trl.guards import entropy_fallback_active, rare_mask, up_capacity_mask, up_positive_branch_loss
 from up_trl.losses import (
     aggregate_loss,
     clipped_surrogate_loss,
@@ -184,3 +185,113 @@ def test_optional_guard_drops_only_drifted_positive_entries():
     loss = up_per_token_loss(logp, old, adv, torch.ones(1, 3), **EPS, positive_log_ratio_bound=0.5)
     torch.testing.assert_close(loss, torch.tensor([[0.0, -1.0, 2.0]], dtype=torch.float64))
     assert up_guard_mask(torch.tensor([0.5, -0.51]), bound=0.5).tolist() == [1.0, 0.0]
+
+
+# The candidate guards of UP's positive branch (ours, off by default; docs/collapse.md measures them).
+# Capacity share s: keep a positive entry while pi - pi_old <= s * (1 - pi_old).
+@pytest.mark.parametrize(
+    "pi, pi_old, share, kept",
+    [
+        pytest.param(0.05, 0.01, 0.1, True, id="rare_token_r5_within_share"),  # gain 0.04 <= 0.099
+        pytest.param(0.2, 0.01, 0.1, False, id="rare_token_r20_past_share"),  # gain 0.19 > 0.099
+        pytest.param(0.905, 0.9, 0.1, True, id="likely_token_small_gain"),  # gain 0.005 <= 0.01
+        pytest.param(0.95, 0.9, 0.1, False, id="likely_token_r1.06_past_share"),  # gain 0.05 > 0.01
+        pytest.param(0.1, 0.2, 0.1, True, id="probability_fell"),  # gain < 0
+    ],
+)
+def test_capacity_guard_table(pi, pi_old, share, kept):
+    adv = torch.tensor([[1.5, -1.0]], dtype=torch.float64)
+    logp, old = logps(pi, pi), logps(pi_old, pi_old)
+    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, positive_capacity_share=share)
+    parent_negative = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, up_mode="off")[0, 1]
+    assert loss[0, 0].item() == pytest.approx(-1.5 if kept else 0.0)  # -A * r~, or nothing
+    assert loss[0, 1].item() == pytest.approx(parent_negative.item())  # A < 0: the parent's, untouched
+    assert up_capacity_mask(logp - old, old, share)[0, 0].item() == float(kept)
+
+
+def test_capacity_guard_sequence_level_uses_geometric_mean_probability():
+    # Sequence of two tokens: geometric-mean pi_old = sqrt(0.04 * 0.25) = 0.1, pi = sqrt(0.09 * 0.25) = 0.15.
+    logp, old, mask = logps(0.09, 0.25), logps(0.04, 0.25), torch.ones(1, 2)
+    for share, kept in ((0.1, True), (0.05, False)):  # gain 0.05 vs share * 0.9 = 0.09 / 0.045
+        loss = up_per_token_loss(logp, old, torch.tensor([2.0]), mask, **EPS, importance_sampling_level="sequence",
+                                 positive_capacity_share=share)  # fmt: skip
+        assert loss.shape == (1, 1) and loss.item() == pytest.approx(-2.0 if kept else 0.0)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_capacity_guard_gradient_is_up_where_kept_and_zero_where_stopped(level):
+    logp = logps(0.05, 0.2).requires_grad_()
+    old = logps(0.01, 0.01)
+    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), **EPS, importance_sampling_level=level,
+                             positive_capacity_share=0.1)  # fmt: skip
+    loss.sum().backward()
+    if level == "token":  # token 0 kept (gain 0.04), token 1 stopped (gain 0.19): d/dlogp = -A, 0
+        torch.testing.assert_close(logp.grad, torch.tensor([[-1.0, 0.0]], dtype=torch.float64))
+    else:  # geometric mean pi = 0.1 from 0.01: gain 0.09 <= 0.099: kept, -A * mean_t grad logp_t
+        torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, -0.5]], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_positive_kl_guard_value_and_gradient(level):
+    # L = -A * r~ + c * (r - 1 - log r);  dL/dlogp = -A + c * (r - 1)  (token level, per token; r = 2 and 0.5)
+    logp = logps(0.5, 0.1).requires_grad_()
+    old = logps(0.25, 0.2)
+    adv, c = torch.tensor([1.0]), 0.3
+    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, importance_sampling_level=level,
+                             positive_kl_coef=c)  # fmt: skip
+    loss.sum().backward()
+    if level == "token":
+        r = torch.tensor([[2.0, 0.5]], dtype=torch.float64)
+        torch.testing.assert_close(loss.detach(), -1.0 + c * (r - 1 - torch.log(r)))
+        torch.testing.assert_close(logp.grad, -1.0 + c * (r - 1))
+    else:  # r = exp(mean(log 2, log 0.5)) = 1: the KL term vanishes, value and gradient are UP's
+        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.0]], dtype=torch.float64))
+        torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, -0.5]], dtype=torch.float64))
+
+
+def test_positive_kl_guard_pushes_back_toward_pi_old_only_on_routed_entries():
+    logp = logps(0.5, 0.5).requires_grad_()
+    old = logps(0.25, 0.25)
+    loss = up_per_token_loss(logp, old, torch.tensor([[1.0, -1.0]]), torch.ones(1, 2), **EPS, positive_kl_coef=1.0)
+    loss.sum().backward()
+    # positive entry: -1 + (2 - 1) = 0 (the KL pull cancels UP's push at r = 2, c = 1); negative: the parent's
+    # |A| * r = 2 (unclipped above for A < 0): gradient 2.
+    torch.testing.assert_close(logp.grad, torch.tensor([[0.0, 2.0]], dtype=torch.float64))
+
+
+def test_entropy_fallback_gives_routed_entries_the_parent_loss():
+    logp, old = logps(0.5, 0.1), logps(0.25, 0.2)
+    adv = torch.tensor([[1.0, -1.0]])
+    args = (logp, old, adv, torch.ones(1, 2))
+    fallback = up_per_token_loss(*args, **EPS, positive_fallback=True)
+    torch.testing.assert_close(fallback, up_per_token_loss(*args, **EPS, up_mode="off"))
+    assert entropy_fallback_active(torch.tensor([[3.0, 1.0]]), torch.ones(1, 2), threshold=2.0) is False  # mean 2
+    assert entropy_fallback_active(torch.tensor([[3.0, 1.0]]), torch.tensor([[1.0, 0.0]]), threshold=2.0) is True
+
+
+def test_no_guard_is_the_paper_objective_exactly():
+    logp, old = logps(0.5, 0.1, 0.3), logps(0.25, 0.2, 0.3)
+    adv = torch.tensor([[1.0, 2.0, -1.0]], dtype=torch.float64)
+    mask = torch.ones(1, 3)
+    plain = up_per_token_loss(logp, old, adv, mask, **EPS)
+    anchored = -self_anchored_ratio(logp, mask) * adv
+    assert torch.equal(plain[:, :2], anchored[:, :2])
+    assert torch.equal(up_positive_branch_loss(logp, old, adv, mask), anchored)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_rare_guard_keeps_the_parents_clip_on_positive_tokens_that_were_rare(level):
+    # Token 0 was rare (pi_old 0.01 < 0.045): the parent's -A * min(r, 1.28) = -1.28 at r = 2; token 1 (pi_old 0.25,
+    # r = 2) gets UP's -A. At sequence level the geometric-mean pi_old is 0.05: not below, so UP's branch.
+    logp, old, mask = logps(0.02, 0.5).requires_grad_(), logps(0.01, 0.25), torch.ones(1, 2)
+    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level,
+                             positive_min_prob=0.045)  # fmt: skip
+    loss.sum().backward()
+    if level == "token":
+        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.28, -1.0]], dtype=torch.float64))
+        torch.testing.assert_close(logp.grad, torch.tensor([[0.0, -1.0]], dtype=torch.float64))  # clipped: no grad
+        assert rare_mask(old, mask, 0.045).tolist() == [[True, False]]
+    else:
+        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.0]], dtype=torch.float64))
+        assert rare_mask(old, mask, 0.045, "sequence").tolist() == [[False]]
+        assert rare_mask(old, mask, 0.06, "sequence").tolist() == [[True]]

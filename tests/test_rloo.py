@@ -81,8 +81,9 @@ def setup(tmp_path_factory):
     return up, parent, batch
 
 
-def _closed_form(trainer, batch, up_mode, guard=None):
-    """Written out: A > 0 (every sequence for "both") -> -A * exp(logp - sg(logp)); else RLOO's clipped term."""
+def _closed_form(trainer, batch, up_mode, guard=None, min_prob=None):
+    """Written out: A > 0 (every sequence for "both") -> -A * exp(logp - sg(logp)); else RLOO's clipped term.
+    With `min_prob`, a sequence whose geometric-mean token probability at sampling was below it keeps the clip."""
     logp = _sequence_logps(trainer, trainer.model, batch)
     adv, old = batch["advantages"], batch["old_logps"]
     r = torch.exp(logp - old)
@@ -91,6 +92,8 @@ def _closed_form(trainer, batch, up_mode, guard=None):
     if guard is not None:
         reinforce = reinforce * ((logp - old).abs() <= guard).float()
     routed = adv > 0 if up_mode == "asymmetric" else torch.ones_like(adv, dtype=torch.bool)
+    if min_prob is not None:
+        routed = routed & (torch.exp(old / batch["completion_mask"].sum(1)) >= min_prob)
     return torch.where(routed, reinforce, clipped).mean()
 
 
@@ -102,9 +105,32 @@ def _grads(model, loss):
     return grads
 
 
-def _configure(trainer, up_mode, guard=None):
+def _configure(trainer, up_mode, guard=None, min_prob=None):
     trainer.up_mode = up_mode
     trainer.up_guard_bound = guard
+    trainer.up_positive_min_prob = min_prob
+
+
+def _splitting_min_prob(batch):
+    """A rare-token bound between the positive sequences' geometric-mean probabilities at sampling: some kept, some
+    clipped."""
+    probs = torch.exp(batch["old_logps"] / batch["completion_mask"].sum(1))[batch["advantages"] > 0].sort().values
+    return ((probs[0] + probs[1]) / 2).item()
+
+
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
+def test_rare_guard_loss_and_gradient_equal_closed_form(setup, up_mode):
+    up, _, batch = setup
+    min_prob = _splitting_min_prob(batch)
+    _configure(up, up_mode, min_prob=min_prob)
+    actual_loss = up.compute_loss(up.model, batch)
+    actual = _grads(up.model, actual_loss)
+    expected_loss = _closed_form(up, batch, up_mode, min_prob=min_prob)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-6, atol=1e-7)
+    for a, e in zip(actual, _grads(up.model, expected_loss)):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-7)
+    _configure(up, up_mode)
+    assert not torch.allclose(up.compute_loss(up.model, batch), actual_loss)  # the guard acted on this batch
 
 
 @pytest.mark.parametrize("guard", [None, 0.35], ids=["paper", "guard0.35"])

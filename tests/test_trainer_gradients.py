@@ -88,7 +88,15 @@ def _configure(
     entropy_quantile=1.0,
     entropy_coef=0.0,
     guard=None,
+    capacity=None,
+    positive_kl=None,
+    fallback=None,
+    min_prob=None,
 ):
+    trainer.up_positive_min_prob = min_prob
+    trainer.up_capacity_share = capacity
+    trainer.up_positive_kl_coef = positive_kl
+    trainer.up_entropy_fallback_threshold = fallback
     trainer.loss_type = trainer.args.loss_type = loss_type
     trainer.importance_sampling_level = level
     trainer.args.delta = delta
@@ -116,11 +124,17 @@ def _closed_form(
     entropy_quantile=1.0,
     entropy_coef=0.0,
     guard=None,
+    capacity=None,
+    positive_kl=None,
+    fallback=None,
+    min_prob=None,
 ):
     """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
+    # The entropy fallback: the batch's mean completion-token entropy above the threshold -> the parent's loss.
+    fallen_back = fallback is not None and ((entropies * mask).sum() / mask.sum()).item() > fallback
     loss = up_per_token_loss(
         logps,
         old,
@@ -132,6 +146,10 @@ def _closed_form(
         importance_sampling_level=level,
         up_mode=up_mode,
         positive_log_ratio_bound=guard,
+        positive_capacity_share=capacity,
+        positive_kl_coef=positive_kl,
+        positive_fallback=fallen_back,
+        positive_min_prob=min_prob,
     )
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
@@ -199,9 +217,15 @@ EXTRAS = {
     "entropy_mask": dict(entropy_quantile=0.5),
     "entropy_bonus": dict(entropy_coef=0.01),
     "positive_guard": dict(guard=0.3),
+    "capacity_guard": dict(capacity=0.003),  # pi ~ 0.01 here: gains of a few 1e-3
+    "positive_kl_guard": dict(positive_kl=0.3),
+    "entropy_fallback_on": dict(fallback=0.1),  # the tiny random model's entropy is ~4.6 nats: always above
+    "entropy_fallback_off": dict(fallback=100.0),
+    "rare_guard": dict(min_prob=0.0105),  # pi_old ~ 0.01 here: splits the positive tokens (and sequences)
     "everything": dict(
         beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5, guard=0.3
     ),
+    "every_guard": dict(guard=0.3, capacity=0.003, positive_kl=0.3, min_prob=0.0105, beta=0.05, delta=1.5),
 }
 
 
@@ -346,3 +370,53 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
         _configure(up, loss_type=loss_type, level=level, up_mode=up_mode, vllm_is=True)
         grads[up_mode] = _grads(up.model, up.compute_loss(up.model, aligned))
     assert max((a - b).abs().max().item() for a, b in zip(grads["asymmetric"], grads["off"])) == 0.0
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("guard", ["capacity_guard", "positive_kl_guard", "rare_guard"])
+def test_each_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level, guard):
+    # The closed-form tests above could pass with a guard that never acts: on these batches each one does.
+    up, _, batch = setup
+    if level == "sequence":  # sequence log-ratios 0.4 (A > 0: gained, past the capacity share), -0.5, -0.1, 0.1
+        with torch.no_grad():
+            current, _ = _forward(up, up.model, batch)
+        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    _configure(up, loss_type="dapo", level=level)
+    plain = _grads(up.model, up.compute_loss(up.model, batch))
+    cfg = dict(loss_type="dapo", level=level, **EXTRAS[guard])
+    _configure(up, **cfg)
+    guarded_loss = up.compute_loss(up.model, batch)
+    guarded = _grads(up.model, guarded_loss)
+    assert max((a - b).abs().max().item() for a, b in zip(plain, guarded)) > 1e-6
+    expected_loss, _ = _closed_form(up, batch, **cfg)
+    torch.testing.assert_close(guarded_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(guarded, _grads(up.model, expected_loss))
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+def test_entropy_fallback_on_is_the_parent_and_off_is_up(setup, level):
+    up, _, batch = setup
+    grads = {}
+    for name, cfg in (("parent", dict(up_mode="off")), ("up", {}), ("on", EXTRAS["entropy_fallback_on"]),
+                      ("off", EXTRAS["entropy_fallback_off"])):  # fmt: skip
+        _configure(up, loss_type="dapo", level=level, **cfg)
+        up._metrics["train"].clear()
+        grads[name] = _grads(up.model, up.compute_loss(up.model, batch))
+        if name in ("on", "off"):
+            assert up._metrics["train"]["up/entropy_fallback"] == [1.0 if name == "on" else 0.0]
+    _assert_grads_close(grads["on"], grads["parent"])
+    _assert_grads_close(grads["off"], grads["up"])
+
+
+def test_capacity_guard_metric_counts_the_stopped_positive_tokens(setup):
+    up, _, batch = setup
+    _configure(up, loss_type="grpo", capacity=0.003)
+    up._metrics["train"].clear()
+    up.compute_loss(up.model, batch)
+    with torch.no_grad():
+        logps, _ = _forward(up, up.model, batch)
+    pi, pi_old = logps.exp(), batch["old_per_token_logps"].exp()
+    pos = batch["completion_mask"].bool() & (batch["advantages"] > 0).unsqueeze(1)
+    stopped = (pi - pi_old > 0.003 * (1 - pi_old))[pos].float().mean().item()
+    assert 0 < stopped < 1
+    assert up._metrics["train"]["up/capacity_masked_frac"][-1] == pytest.approx(stopped)

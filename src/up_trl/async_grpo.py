@@ -31,6 +31,7 @@ and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -72,6 +73,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     _tag_names = ["trl", "async-grpo", "up"]
     _name = "UP-AsyncGRPO"
     up_parent_objective = "GRPO (async)"
+    up_supported_guards = ("up_positive_log_ratio_bound", "up_positive_min_prob")
 
     def __init__(self, model: str, reward_funcs=None, args: AsyncGRPOConfig | None = None, *pargs, **kwargs):
         args = UPAsyncGRPOConfig(default_output_dir(model, "-UP-AsyncGRPO")) if args is None else args
@@ -97,7 +99,10 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
         return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        routes, parent_inputs = route_batch(inputs, self.up_mode)
+        rare = None  # the rare-token guard (`up_positive_min_prob`): tokens rare when sampled keep the parent's clip
+        if self.up_positive_min_prob is not None:
+            rare = inputs["old_log_probs"] < math.log(self.up_positive_min_prob)
+        routes, parent_inputs = route_batch(inputs, self.up_mode, rare)
         seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
         hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))
         try:

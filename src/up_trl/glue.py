@@ -4,9 +4,11 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 (`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
 
 - `route_batch`: UP's routing, the one code path every loss override starts with;
-- `UPConfigMixin`: the config fields `up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`,
-  `max_consecutive_nonfinite_steps`, checked before the parent's own post-init (YAML `off` read as "off");
+- `UPConfigMixin`: the config fields `up_mode`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, with
+  the guards' (`guards.GuardConfigMixin`, off by default) and the collapse warning's, checked before the parent's
+  own post-init (YAML `off` read as "off");
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
+  the collapse warning (`collapse_warning.CollapseWarningCallback`, only logs unless told to stop),
   `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
   citation and the model card (`card.write_model_card`);
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
@@ -28,6 +30,8 @@ import torch
 from accelerate.logging import get_logger
 
 from .callbacks import NonFiniteGuardCallback
+from .collapse_warning import CollapseWarningCallback, CollapseWarningConfigMixin
+from .guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from .losses import UP_MODES, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
 
@@ -70,7 +74,7 @@ def default_output_dir(model, suffix: str) -> str:
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
 
 
-def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
+def route_batch(inputs: dict, up_mode: str, exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
     """(routes, the parent's batch): `losses.up_routes` of the batch's advantages, and a copy of the batch whose
     routed advantages are zeroed, so the parent's clipped term vanishes exactly there (value 0, gradient 0).
 
@@ -80,14 +84,27 @@ def route_batch(inputs: dict, up_mode: str) -> tuple[torch.Tensor, dict]:
     >>> routes, parent = route_batch({"advantages": torch.tensor([1.0, -2.0])}, "asymmetric")
     >>> routes, parent["advantages"]
     (tensor([ True, False]), tensor([ 0., -2.]))
+
+    `exclude` (a guard's (B, T) or (B, 1) mask) keeps those entries on the parent's branch; the advantages then
+    become per token, (B, T), which TRL's loss accepts, unless both are one per sequence.
     """
     advantages = inputs["advantages"]
+    if exclude is not None and up_mode != "off":  # entries kept on the parent's branch (a guard): per-entry routing
+        if exclude.shape != advantages.shape:
+            if exclude.shape[-1] == 1 and advantages.dim() == 1:  # one per sequence
+                exclude = exclude.squeeze(-1)
+            else:  # per token
+                advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
+        return up_routes(advantages, up_mode) & ~exclude, {
+            **inputs,
+            "advantages": advantages.masked_fill(up_routes(advantages, up_mode) & ~exclude, 0),
+        }
     routes = up_routes(advantages, up_mode)
     return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
 
 
 @dataclass
-class UPConfigMixin:
+class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
     """UP's config fields, for `class UPXConfig(UPConfigMixin, XConfig)`; every parent argument keeps its meaning.
 
     Args:
@@ -96,9 +113,13 @@ class UPConfigMixin:
             advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the
             parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
             ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
-        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
-            An optional guard (ours, not the paper's): routed entries with |log pi_theta - log pi_old| above it get
-            no gradient. `None` keeps the paper's objective.
+        up_positive_log_ratio_bound, up_positive_min_prob, up_positive_capacity_share, up_positive_kl_coef,
+        up_entropy_fallback_threshold (`float` or `None`, *optional*, defaults to `None`):
+            The optional guards of the positive branch (ours, not the paper's), [`guards.GuardConfigMixin`]'s;
+            `None` keeps the paper's objective. docs/collapse.md measures each.
+        up_collapse_warning (`bool`, *optional*, defaults to `True`), up_stop_on_collapse (`bool`, defaults to
+            `False`): the early warning ([`collapse_warning.CollapseWarningConfigMixin`]), and whether it saves a
+            checkpoint and stops.
         skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
             Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
         max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):
@@ -112,14 +133,6 @@ class UPConfigMixin:
             "(unclipped for every sign, the paper's ablation) or 'off' (the parent trainer's objective, e.g. "
             "GRPO/DAPO/GSPO or RLOO).",
             "choices": list(UP_MODES),
-        },
-    )
-    up_positive_log_ratio_bound: float | None = field(
-        default=None,
-        metadata={
-            "help": "Optional guard, not in the paper (off by default): entries on UP's unclipped branch whose "
-            "|log pi_theta - log pi_old| exceeds this bound contribute no gradient (sequence level: the sequence's "
-            "log ratio). Bounds the drift UP ignores, e.g. 0.5."
         },
     )
     skip_nonfinite_steps: bool = field(
@@ -144,11 +157,7 @@ class UPConfigMixin:
     def __post_init__(self):
         if self.gradient_checkpointing is None and self.activation_checkpointing is None:
             self.activation_checkpointing = True
-        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
-            raise ValueError(
-                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
-                "or None to keep the paper's objective."
-            )
+        self.check_guards()
         if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
             self.up_mode = "off"
         # Checked before the parent's own post-init so a wrong combination fails before any other work.
@@ -173,6 +182,12 @@ class UPTrainerMixin:
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
     up_mode: str = "asymmetric"
     up_guard_bound: float | None = None
+    up_capacity_share: float | None = None
+    up_positive_kl_coef: float | None = None
+    up_entropy_fallback_threshold: float | None = None
+    up_positive_min_prob: float | None = None
+    # The optional positive-branch guards a glue class implements (config field -> attribute); others are refused.
+    up_supported_guards: tuple[str, ...] = ("up_positive_log_ratio_bound",)
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
     up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
     _nonfinite_guard: NonFiniteGuardCallback | None = None
@@ -183,13 +198,52 @@ class UPTrainerMixin:
         """`up_mode` and the guard bound from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
+        self.up_capacity_share = getattr(args, "up_positive_capacity_share", None)
+        self.up_positive_kl_coef = getattr(args, "up_positive_kl_coef", None)
+        self.up_entropy_fallback_threshold = getattr(args, "up_entropy_fallback_threshold", None)
+        self.up_positive_min_prob = getattr(args, "up_positive_min_prob", None)
         check_up_mode(self.up_mode)
+        for name in GUARD_FIELDS:
+            if getattr(args, name, None) is not None and name not in self.up_supported_guards:
+                raise ValueError(
+                    f"{name} is not implemented for {type(self).__name__}: unset it (it is implemented for "
+                    f"{', '.join(self.up_supported_guards)} here)."
+                )
+
+    @property
+    def up_guards(self) -> dict:
+        """The positive-branch guards set, as `guards.up_positive_branch_loss` keywords (empty: the paper's UP)."""
+        guards = {
+            "positive_log_ratio_bound": self.up_guard_bound,
+            "positive_capacity_share": self.up_capacity_share,
+            "positive_kl_coef": self.up_positive_kl_coef,
+        }
+        return {k: v for k, v in guards.items() if v is not None}
+
+    def _entropy_fallback(self, entropies, mask, mode: str) -> bool:
+        """Whether UP's positive entries take the parent's clipped loss in this batch (`up_entropy_fallback_threshold`,
+        `guards.entropy_fallback_active`), logged as `up/entropy_fallback` (the share of batches where it was on)."""
+        if self.up_entropy_fallback_threshold is None or self.up_mode == "off" or entropies is None:
+            return False
+        active = entropy_fallback_active(entropies, mask, self.up_entropy_fallback_threshold)
+        self._log_up_rate("up/entropy_fallback", float(active), 1.0, mode)
+        return active
+
+    def _log_up_rate(self, name: str, num, den, mode: str) -> None:
+        """Log num / den (summed over ranks) as `name`."""
+        totals = self.accelerator.reduce(torch.as_tensor([float(num), float(den)], device=self.accelerator.device),
+                                         reduction="sum").tolist()  # fmt: skip
+        self._metrics[mode][name].append(self._up_rate(totals[0], totals[1]))
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
-        """After the parent's constructor: the non-finite step guard, then the on-policy notice."""
+        """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
+        `up_stop_on_collapse`), then the on-policy notice."""
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)
+        if getattr(self.args, "up_collapse_warning", True):
+            stop = getattr(self.args, "up_stop_on_collapse", False)
+            self.add_callback(CollapseWarningCallback(stop_on_collapse=stop))
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "
@@ -287,5 +341,5 @@ class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
         )
         seen = vars(self).get("_up_seen")
         if seen is not None:
-            seen["per_token_logps"] = out[0]
+            seen["per_token_logps"], seen["entropies"] = out[0], out[1]
         return out

@@ -151,14 +151,21 @@ def up_per_token_loss(
     importance_sampling_level: ImportanceSamplingLevel = "token",
     up_mode: UpMode = "asymmetric",
     positive_log_ratio_bound: float | None = None,
+    positive_capacity_share: float | None = None,
+    positive_kl_coef: float | None = None,
+    positive_fallback: bool = False,
+    positive_min_prob: float | None = None,
 ) -> torch.Tensor:
     """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
 
         L = -A * r~                                                 where routed (A > 0 for "asymmetric")
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
 
-    `positive_log_ratio_bound` (off by default, not in the paper) is an optional guard: routed entries whose
-    |log r| exceeds it contribute nothing (see :func:`up_guard_mask`).
+    The optional guards of the routed branch (ours, off by default, not in the paper; see
+    :func:`up_trl.guards.up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`,
+    `positive_kl_coef`; `positive_fallback=True` gives routed entries the parent's clipped loss (the
+    entropy-triggered fallback); `positive_min_prob` keeps the parent's clip on positive entries that were rare
+    when sampled (:func:`up_trl.guards.rare_mask`).
 
     No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
     when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
@@ -176,12 +183,24 @@ def up_per_token_loss(
     )
     if up_mode == "off":
         return parent
+    from .guards import rare_mask, up_positive_branch_loss  # the guards build on this module's ratios
+
     advantages = _as_2d(advantages)
     routes = up_routes(advantages, up_mode)
-    anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
-    if positive_log_ratio_bound is not None:
-        log_r = log_importance_weights(per_token_logps, old_per_token_logps, mask, importance_sampling_level)
-        anchored = anchored * up_guard_mask(log_r, positive_log_ratio_bound)
+    if positive_min_prob is not None:
+        routes = routes & ~rare_mask(old_per_token_logps, mask, positive_min_prob, importance_sampling_level)
+    if positive_fallback:
+        return parent
+    anchored = up_positive_branch_loss(
+        per_token_logps,
+        old_per_token_logps,
+        advantages,
+        mask,
+        importance_sampling_level=importance_sampling_level,
+        positive_log_ratio_bound=positive_log_ratio_bound,
+        positive_capacity_share=positive_capacity_share,
+        positive_kl_coef=positive_kl_coef,
+    )
     return torch.where(routes, anchored, parent)
 
 

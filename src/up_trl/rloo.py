@@ -17,6 +17,7 @@ line. `tests/test_trl_pins.py` pins every RLOOTrainer method this overrides or r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -61,6 +62,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     _name = "UP-RLOO"
     up_parent_objective = "RLOO"
     up_ratio_per_sequence = True
+    up_supported_guards = ("up_positive_log_ratio_bound", "up_positive_min_prob")
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
@@ -75,7 +77,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
 
     def _compute_loss(self, model, inputs):
         advantages = inputs["advantages"]  # (B,): one per sequence
-        routes, parent_inputs = route_batch(inputs, self.up_mode)
+        routes, parent_inputs = route_batch(inputs, self.up_mode, self._rare_sequences(inputs))
         with self._recording_parent() as seen:
             loss = super()._compute_loss(model, parent_inputs)
         per_token_logps = seen["per_token_logps"]
@@ -93,6 +95,14 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
             self._replace_clip_metrics(torch.exp(log_ratio), advantages, mode)
         self._log_up_metrics(logps.detach(), old_logps, log_ratio, advantages, mode)
         return loss
+
+    def _rare_sequences(self, inputs):
+        """The rare-token guard (`up_positive_min_prob`) at RLOO's level: a completion whose geometric-mean token
+        probability at sampling time, exp(old_logp / length), is below the bound keeps RLOO's clip (None: no guard)."""
+        if self.up_positive_min_prob is None:
+            return None
+        length = inputs["completion_mask"].sum(1).clamp(min=1)
+        return inputs["old_logps"] / length < math.log(self.up_positive_min_prob)
 
     @torch.no_grad()
     def _replace_clip_metrics(self, coef_1, advantages, mode):

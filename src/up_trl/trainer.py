@@ -17,14 +17,13 @@ from trl.trainer.utils import nanmax, nanmin
 
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .glue import UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
+from .guards import GUARD_FIELDS, rare_mask, up_capacity_mask, up_positive_branch_loss
 from .losses import (
     GENERATION_BATCH_NORMALISED,
     aggregate_loss,
     clip_masks,
     clipped_surrogate_loss,
     log_importance_weights,
-    self_anchored_ratio,
-    up_guard_mask,
     up_positive_token_sums,
 )
 from .shared_prompt import SharedPromptTrainerMixin
@@ -57,6 +56,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
 
     _tag_names = ["trl", "grpo", "up"]
     _name = "UP-GRPO"
+    up_supported_guards = GUARD_FIELDS
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
@@ -86,7 +86,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         if self.loss_type not in CLIPPED_LOSS_TYPES:  # cispo, sapo, vespo (up_mode="off" only): the parent, untouched
             return super()._compute_loss(model, inputs)
         advantages = inputs["advantages"]
-        routes, parent_inputs = route_batch(inputs, self.up_mode)
+        routes, parent_inputs = route_batch(inputs, self.up_mode, self._rare_entries(inputs))
         with self._recording_parent() as seen:
             loss = super()._compute_loss(model, parent_inputs)
 
@@ -99,18 +99,41 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
         advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
         routes = routes.unsqueeze(1) if routes.dim() == 1 else routes
-        level = self.importance_sampling_level
 
+        fallback = self._entropy_fallback(seen.get("entropies"), mask, mode)
         if self.up_mode != "off":
-            anchored = -self_anchored_ratio(per_token_logps, mask, level) * advantages
-            if self.up_guard_bound is not None:
-                log_ratio = log_importance_weights(per_token_logps, old_per_token_logps, mask, level)
-                anchored = anchored * up_guard_mask(log_ratio, self.up_guard_bound)
+            anchored = self._routed_loss(per_token_logps, old_per_token_logps, advantages, mask, fallback)
             up_loss = self._apply_token_weights(torch.where(routes, anchored, 0.0), inputs, seen, advantages, mask)
             loss = loss + self._aggregate(up_loss, mask, inputs, mode)
 
-        self._log_up_metrics(per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode)
+        self._log_up_metrics(
+            per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode, fallback
+        )
         return loss
+
+    def _rare_entries(self, inputs):
+        """The rare-token guard's entries (`up_positive_min_prob`, `guards.rare_mask`), kept on the parent's clip;
+        None without the guard or on-policy (no old log-probs: the ratio is 1 and the two branches agree)."""
+        old = inputs.get("old_per_token_logps")
+        if self.up_positive_min_prob is None or old is None:
+            return None
+        mask = (
+            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        )
+        return rare_mask(old, mask, self.up_positive_min_prob, self.importance_sampling_level)
+
+    def _routed_loss(self, per_token_logps, old_per_token_logps, advantages, mask, fallback):
+        """The per-entry loss of UP's routed entries: -A * r~ (the paper), with the optional guards of the positive
+        branch (`guards.up_positive_branch_loss`), or the parent's clipped loss while the entropy fallback is on."""
+        level = self.importance_sampling_level
+        if fallback:
+            coef_1 = torch.exp(log_importance_weights(per_token_logps, old_per_token_logps, mask, level))
+            return clipped_surrogate_loss(
+                coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
+            )
+        return up_positive_branch_loss(
+            per_token_logps, old_per_token_logps, advantages, mask, importance_sampling_level=level, **self.up_guards
+        )
 
     def _apply_token_weights(self, per_token_loss, inputs, seen, advantages, mask):
         """The parent's per-token multipliers, in its order: off-policy mask, entropy mask, vLLM IS ratio."""
@@ -145,7 +168,9 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         return loss
 
     @torch.no_grad()
-    def _log_up_metrics(self, per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode):
+    def _log_up_metrics(
+        self, per_token_logps, old_per_token_logps, advantages, routes, mask, inputs, seen, mode, fallback=False
+    ):
         level = self.importance_sampling_level
         log_ratio = log_importance_weights(per_token_logps, old_per_token_logps, mask, level)
         coef_1 = torch.exp(log_ratio)
@@ -154,9 +179,12 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         parent = clipped_surrogate_loss(
             coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
         )
-        routed = -advantages
-        if self.up_guard_bound is not None:
-            routed = routed * up_guard_mask(log_ratio, self.up_guard_bound)
+        if fallback:
+            routed = parent
+        elif self.up_guards:
+            routed = self._routed_loss(per_token_logps, old_per_token_logps, advantages, mask, fallback)
+        else:
+            routed = -advantages  # the value of -A * r~ (r~ = 1)
         per_token_loss = self._apply_token_weights(torch.where(routes, routed, parent), inputs, seen, advantages, mask)
         if self.beta != 0.0:
             ref = inputs["ref_per_token_logps"]
@@ -182,6 +210,11 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
             guard_bound=self.up_guard_bound,
         )
         self._log_up_sums(sums, mode)
+        if self.up_capacity_share is not None:
+            old_log_p = log_importance_weights(old_per_token_logps, torch.zeros_like(mask), mask, level)
+            kept = up_capacity_mask(log_ratio, old_log_p, self.up_capacity_share).expand_as(mask)
+            self._log_up_rate("up/capacity_masked_frac", ((1 - kept) * (advantages > 0) * mask).sum(),
+                              ((advantages > 0) * mask).sum(), mode)  # fmt: skip
 
     def _recount_clip_ratios(self, coef_1, advantages, mask, mode):
         """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's

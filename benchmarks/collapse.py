@@ -1,0 +1,633 @@
+"""Collapse: a parent objective, its UP version and UP with each candidate guard, side by side on paired seeds
+(same warm start, seed and data; only the objective differs), counting collapsed and runaway runs.
+
+    python benchmarks/collapse.py --setting stress --output_dir benchmarks/results/collapse_stress     # 210 runs
+    python benchmarks/collapse.py --setting toy --output_dir benchmarks/results/collapse_toy           # 420 runs
+    python benchmarks/collapse.py --setting smollm2 --output_dir benchmarks/results/collapse_smollm2   # 9 runs
+    python benchmarks/collapse.py --setting toy --seeds 0 --updates_per_rollout 4 --configs DAPO UP-DAPO  # one pair
+
+Writes results.json (one record per run: config, seed, level, final_accuracy, final_entropy, collapsed, runaway,
+the early warning's step, curves), table.md and collapse.png under --output_dir (default outputs/collapse, which
+git ignores); runs.partial.jsonl holds each finished run (--resume goes on from it, --report_only rewrites the
+outputs). The last line printed is a JSON summary: per config and level, runs, collapsed, final accuracy mean and
+std.
+
+PRE-REGISTRATION (committed before the full runs; pilots with seeds 0-9 at level 4 and seeds 0-4 at 32/64 updates
+per rollout and lr 3e-3, and seeds 0-2 of the tail task, all with other output folders, chose the stress setting
+and one value per guard; docs/collapse.md reports them)
+
+Settings. Every arm: UPGRPOTrainer (up_mode="off" is the parent bit for bit), 16 prompts x 8 completions a rollout
+batch, lr 1e-3 constant, beta 0, temperature 1, 300 optimizer steps, share_prompt_prefix=True (with activation
+checkpointing off; ~25% less CPU per run here, so these runs differ from the published staleness sweep in float
+rounding and follow their own trajectories).
+- toy: sample_efficiency.py's task (reply a to "a+b=", a 2-token reply), 4 and 16 updates per rollout batch
+  (staleness_sweep.py's levels), seeds 0-9, DAPO, GRPO, GSPO families.
+- stress: the same task with a reward-irrelevant tail: the warm start replies a random digit then 8 tokens, each "."
+  (p ~ 0.8) or a random letter (p ~ 0.008), then EOS (`warm_start_tail`), the reward still reads the first
+  character only; 16 updates per rollout batch; seeds 0-9; the three families. In the spirit of the public report
+  (long replies of which the reward reads one part, reuse, beta 0, constant lr). The pilots found no setting of the
+  plain toy where UP collapses often (more reuse, 32-64 updates, or lr 3e-3: UP collapsed on 0 of 30 runs there);
+  on the tail task UP-DAPO and UP-GRPO ran away (entropy +1 to +1.6 nats in 300 steps) where their parents did not.
+- smollm2: SmolLM2-135M-Instruct as in benchmarks/results/real_model_seeds (arithmetic mul1, 32 steps, batch 8,
+  steps_per_generation 4, num_iterations 2 = 8 updates per rollout, lr 3e-5, delta 3.0, beta 0), seeds 0-2, GSPO,
+  UP-GSPO, UP-GSPO + the guard chosen on the toy and stress runs; each trained model scored with `up-trl eval` on
+  the 16 held-out mul1 problems (k 16, temperature 1, eval seed 42).
+Configs per family: the parent, UP, and UP + each candidate guard at the value the pilot chose (GUARDS): the
+log-ratio bound 0.5, the capacity share 0.1, the positive-token KL coefficient 1.0, the entropy fallback at 2.0 nats,
+and "rare clip" (positive tokens with pi_old < 0.05 keep the parent's clip; the value and the guard come from the
+cause analysis, benchmarks/collapse_cause.py, run after the pilot, not from a pilot of its own).
+
+Rules (fixed before the full runs). Final = mean over the logged values of the last 50 steps (SmolLM2: 8 steps);
+initial entropy = mean over the first 4 steps (the first rollout batch, where the arms barely differ).
+- collapsed: final true accuracy (SmolLM2: final training reward) < 0.05, or final entropy > 3.0 nats (the
+  vocabulary's uniform entropy is ln 104 = 4.64).
+- entropy runaway: final entropy > initial entropy + 1.0 nat.
+- SmolLM2 also reports (not counted as collapse) final entropy < 0.1 nats: the "other way" of the public numbers.
+Goal (per guard): at every setting, level and family measured, the guard has no more collapsed runs and no more
+runaway runs than the parent (none where the parent has none); and where UP beat its parent (paired mean difference
+in final accuracy above 2 standard errors) the paired difference guard - UP is not below -2 standard errors. A
+guard that meets it everywhere is recommended (among several: the fewest collapsed + runaway runs, then the higher
+mean accuracy at UP's wins) and named "+ guard"; if none meets it, the recipes do not recommend one.
+Early warning: counted on the same runs (`warning`: the live callback's step); it should fire on every collapsed or
+runaway run, before or near the step where accuracy fell / entropy crossed initial + 1 nat, and on no healthy run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import multiprocessing
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sample_efficiency as se  # noqa: E402
+from staleness_sweep import _init_worker, _warm_start, describe_machine, mean_std, open_partial  # noqa: E402
+
+FAMILIES = ("DAPO", "GRPO", "GSPO")
+# The candidate guards as run in the full runs (names "UP-<family> + <guard>"), one setting each, chosen on the pilot.
+GUARDS: dict[str, dict] = {
+    "log-ratio": dict(up_positive_log_ratio_bound=0.5),  # the existing option (0.2 collapsed in the pilot)
+    "capacity": dict(up_positive_capacity_share=0.1),  # the paper's terms (0.02 ran away more in the pilot)
+    "KL": dict(up_positive_kl_coef=1.0),  # KL(pi_old || pi) on positive tokens (0.1 braked too little on the tail)
+    "entropy fallback": dict(up_entropy_fallback_threshold=2.0),  # nats; the tasks start at 1.0-1.5
+    # Suggested by the cause (collapse_cause.py): rare positive tokens (pi_old < 0.05) keep the parent's clip.
+    "rare clip": dict(up_positive_min_prob=0.05),
+}
+# The guard shipped: the only candidate that met the goal on the stress runs (the others had more runaway or
+# collapsed runs than their parents there), named as the issue names it; the SmolLM2 runs use this name.
+GUARDS["guard"] = GUARDS["rare clip"]
+# The settings the pilot compared (names "UP-<family> + pilot <name>").
+PILOT_GUARDS: dict[str, dict] = {
+    "log-ratio 0.5": dict(up_positive_log_ratio_bound=0.5),
+    "log-ratio 0.2": dict(up_positive_log_ratio_bound=0.2),
+    "capacity 0.1": dict(up_positive_capacity_share=0.1),
+    "capacity 0.02": dict(up_positive_capacity_share=0.02),
+    "KL 0.1": dict(up_positive_kl_coef=0.1),
+    "KL 1.0": dict(up_positive_kl_coef=1.0),
+    "entropy 2.0": dict(up_entropy_fallback_threshold=2.0),
+}
+CONFIGS: dict[str, dict] = {}
+for family in FAMILIES:
+    CONFIGS[family] = dict(se.CONFIGS[family])
+    CONFIGS[f"UP-{family}"] = dict(se.CONFIGS[f"UP-{family}"])
+    for guard, settings in GUARDS.items():
+        CONFIGS[f"UP-{family} + {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
+    for guard, settings in PILOT_GUARDS.items():
+        CONFIGS[f"UP-{family} + pilot {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
+
+# Updates per rollout batch of 128 -> how the batch is reused (staleness_sweep.LEVELS, plus more passes).
+LEVELS: dict[int, dict] = {
+    4: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=1),
+    8: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=2),
+    16: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=4),
+    32: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=8),
+    64: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=16),
+}
+# Every arm: the opt-in shared-prompt forward (measured ~25% less CPU here); it needs activation checkpointing off.
+SPEED = dict(share_prompt_prefix=True, activation_checkpointing=False)
+# Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
+CURVE_KEYS = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std",
+              "up/positive_abs_log_ratio_mean", "up/would_clip_frac", "up/guard_masked_frac",
+              "up/capacity_masked_frac", "up/entropy_fallback")  # fmt: skip
+
+
+TAIL_LENGTH, TAIL_FILLER, TAIL_NOISE, TAIL_POOL = 8, ".", 0.2, "abcdefghijklmnopqrstuvwxyz"
+
+# The pre-registered rules (module docstring).
+COLLAPSE_ACCURACY, COLLAPSE_ENTROPY, RUNAWAY_MARGIN, LOW_ENTROPY = 0.05, 3.0, 1.0, 0.1
+FINAL_WINDOW, INITIAL_WINDOW, STRESS_STEPS = 50, 4, 300
+FAMILY_CONFIGS = [
+    name
+    for f in ("DAPO", "GRPO", "GSPO")
+    for name in (
+        f,
+        f"UP-{f}",
+        *(f"UP-{f} + {g}" for g in ("log-ratio", "capacity", "KL", "entropy fallback", "rare clip")),
+    )
+]
+SETTINGS: dict[str, dict] = {
+    "toy": dict(task="toy", levels=[4, 16], seeds=list(range(10)), max_steps=300, configs=FAMILY_CONFIGS),
+    "stress": dict(task="tail", levels=[16], seeds=list(range(10)), max_steps=STRESS_STEPS, configs=FAMILY_CONFIGS),
+    "smollm2": dict(task="smollm2", levels=[8], seeds=[0, 1, 2], max_steps=32,
+                    configs=["GSPO", "UP-GSPO", "UP-GSPO + guard"]),
+}  # fmt: skip
+SETTING_TEXT = {
+    "toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0",
+    "stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, beta 0",
+    "smollm2": "SmolLM2-135M-Instruct, arithmetic mul1, 32 steps, 8 updates per rollout, lr 3e-5, beta 0",
+}
+# real_model.py's flags for the SmolLM2 runs (those of benchmarks/results/real_model_seeds, README).
+SMOLLM2 = dict(dataset="arithmetic", arithmetic_ops=["mul1"], arithmetic_few_shot=0, benchmark="arithmetic",
+               benchmark_limit=200, k=16, eval_seed=42, eval_batch_size=64, max_steps=32, max_completion_length=64,
+               per_device_train_batch_size=8, steps_per_generation=4, num_iterations=2, delta=3.0,
+               updates_per_rollout=8)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=2)
+def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH, tail_noise: float = TAIL_NOISE):
+    """The stress task's warm start: sample_efficiency.warm_start's model and prompts, taught to reply with a random
+    digit and a reward-irrelevant tail of TAIL_LENGTH characters, each TAIL_FILLER with probability 1 - TAIL_NOISE,
+    else a random letter (so a tail token is likely, p ~ 0.8, or rare, p ~ 0.008), then EOS. A stand-in for the
+    long replies of the public report, where the reward reads the final answer and most tokens do not matter."""
+    from up_trl.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=seed)
+    prompts, _ = se.task(100)
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
+    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    rng = random.Random(seed)
+
+    def reply():
+        tail = "".join(TAIL_FILLER if rng.random() > tail_noise else rng.choice(TAIL_POOL) for _ in range(tail_length))
+        return tokenizer(str(rng.randrange(10)) + tail, add_special_tokens=False)["input_ids"] + [
+            tokenizer.eos_token_id
+        ]
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        ids = torch.tensor([prompt_ids[rng.randrange(len(prompt_ids))] + reply() for _ in range(32)])
+        labels = ids.clone()
+        labels[:, : len(prompt_ids[0])] = -100
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval(), tokenizer
+
+
+def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
+    """One run of `name` at `level` updates per rollout on the toy or the stress task: sample_efficiency.run_one's
+    trainer settings (16 prompts, 8 completions each, lr 1e-3 constant, beta 0, T 1), the level's reuse and SPEED."""
+    import copy
+
+    from datasets import Dataset
+    from transformers import PrinterCallback
+
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
+    from up_trl.collapse_warning import CollapseWarningCallback
+
+    tail = settings["task"] == "tail"
+    tail_length, tail_noise = settings.get("tail_length", TAIL_LENGTH), settings.get("tail_noise", TAIL_NOISE)
+    if tail:
+        base, tokenizer = warm_start_tail(seed, tail_length=tail_length, tail_noise=tail_noise)
+    else:
+        base, tokenizer = _warm_start(seed)
+    prompts, golds = se.task(16)
+    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
+    reward_funcs, weights = se.make_rewards("none", seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        config = UPGRPOConfig(
+            output_dir=tmp, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+            disable_tqdm=True, logging_steps=1, max_steps=settings["max_steps"],
+            learning_rate=settings["learning_rate"], lr_scheduler_type="constant", num_generations=8,
+            gradient_accumulation_steps=1, max_completion_length=tail_length + 2 if tail else 3, temperature=1.0,
+            top_k=0, beta=0.0, reward_weights=weights, **CONFIGS[name], **LEVELS[level], **SPEED,
+        )  # fmt: skip
+        trainer = UPGRPOTrainer(model=copy.deepcopy(base), reward_funcs=reward_funcs, args=config,
+                                train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+        trainer.remove_callback(PrinterCallback)
+        start = time.perf_counter()
+        trainer.train()
+        seconds = time.perf_counter() - start
+    warning = next(cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback))
+    record = {
+        "config": name,
+        "seed": seed,
+        "level": level,
+        "seconds": round(seconds, 1),
+        "commit": settings.get("commit"),
+    }
+    record.update(judge(trainer.state.log_history, settings["max_steps"], accuracy_key=TOY_ACCURACY))
+    record["warning"] = warning.rule.fired and list(warning.rule.fired[:2])  # what the live callback said, if anything
+    return record
+
+
+TOY_ACCURACY = "rewards/true_accuracy/mean"
+
+
+def judge(logs: list[dict], max_steps: int, accuracy_key: str, initial_steps: int = INITIAL_WINDOW,
+          final_window: int = FINAL_WINDOW) -> dict:  # fmt: skip
+    """The pre-registered measures of one run from its log history: final accuracy and entropy (means over the logs
+    of the last `final_window` steps), initial entropy (first `initial_steps` steps), `collapsed`, `runaway`, the
+    step where accuracy fell for good, and the curves kept (rounded; entropy every step, the rest per rollout)."""
+
+    def curve(key, digits=4):
+        return [[h["step"], round(h[key], digits)] for h in logs if isinstance(h.get(key), (int, float))]
+
+    curves = {key: curve(key) for key in CURVE_KEYS}
+    curves = {k: v for k, v in curves.items() if v}
+    last = max_steps - final_window
+    accuracy = curves[accuracy_key]
+    final_accuracy = statistics.fmean(v for s, v in accuracy if s > last)
+    final_entropy = statistics.fmean(v for s, v in curves["entropy"] if s > last)
+    initial_entropy = statistics.fmean(v for s, v in curves["entropy"] if s <= initial_steps)
+    fell = None  # the first logged step from which accuracy stays below the collapse bound
+    for s, _ in accuracy:
+        if all(v < COLLAPSE_ACCURACY for t, v in accuracy if t >= s):
+            fell = s
+            break
+    crossed = None  # the first step whose entropy (mean of 5 logs) is past initial + RUNAWAY_MARGIN, for good
+    entropy = curves["entropy"]
+    means = [(step, statistics.fmean(v for _, v in entropy[max(0, i - 4) : i + 1])) for i, (step, _) in
+             enumerate(entropy)]  # fmt: skip
+    for i, (s, _) in enumerate(means):
+        if all(m > initial_entropy + RUNAWAY_MARGIN for _, m in means[i:]):
+            crossed = s
+            break
+    return {
+        "final_accuracy": final_accuracy,
+        "final_entropy": final_entropy,
+        "initial_entropy": initial_entropy,
+        "collapsed": is_collapsed(final_accuracy, final_entropy),
+        "runaway": is_runaway(initial_entropy, final_entropy),
+        "accuracy_fell_at": fell,
+        "entropy_ran_away_at": crossed,
+        "curves": curves,
+    }
+
+
+def git_commit() -> str | None:
+    """The commit the script runs from (None outside a git checkout), with "+dirty" when tracked files differ."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, check=True)  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def replay_warning(logs: list[dict]) -> list | None:
+    """[step, kind] where the early warning's rule (`collapse_warning.CollapseRule`, default settings) fires on these
+    logs, or None: what the live callback (on by default) said, reconstructed from the logged metrics."""
+    from up_trl.collapse_warning import CollapseRule
+
+    rule = CollapseRule()
+    for log in logs:
+        if not any(key.startswith("eval_") for key in log):
+            rule.update(log["step"], log)
+    return rule.fired and list(rule.fired[:2])
+
+
+# Kept at every logged step in results.json (what the warning and the rules read); the other curves every 5th point.
+FULL_CURVES = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std")
+
+
+def compact(run: dict) -> dict:
+    """The run as results.json keeps it: the curves outside FULL_CURVES thinned to every 5th point."""
+    curves = {key: points if key in FULL_CURVES else points[::5] for key, points in run["curves"].items()}
+    return {**run, "curves": curves}
+
+
+def curve_logs(run: dict) -> list[dict]:
+    """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
+    by_step: dict[int, dict] = {}
+    for key, points in run["curves"].items():
+        for step, value in points:
+            by_step.setdefault(step, {"step": step})[key] = value
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def warning_report(runs: list[dict], **rule_settings) -> dict:
+    """The early warning's rule replayed on recorded runs: on each collapsed or runaway run, whether and at which
+    step it fires against the step where accuracy fell for good / entropy passed initial + 1 nat for good; on the
+    healthy runs (neither), how many false alarms. `rule_settings` go to `collapse_warning.CollapseRule`."""
+    from up_trl.collapse_warning import CollapseRule
+
+    rows, alarms, healthy = [], [], 0
+    for run in runs:
+        rule = CollapseRule(**rule_settings)
+        for log in curve_logs(run):
+            rule.update(log["step"], log)
+        fired = rule.fired and rule.fired[0]
+        if run["collapsed"] or run["runaway"]:
+            event = run["accuracy_fell_at"] if run["collapsed"] and run["accuracy_fell_at"] else None
+            event = event or run["entropy_ran_away_at"]
+            rows.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                         "collapsed": run["collapsed"], "runaway": run["runaway"], "warned_at": fired,
+                         "event_at": event, "accuracy_fell_at": run["accuracy_fell_at"],
+                         "entropy_ran_away_at": run["entropy_ran_away_at"]})  # fmt: skip
+        else:
+            healthy += 1
+            if fired:
+                alarms.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                               "warned_at": fired, "final_entropy": run["final_entropy"],
+                               "initial_entropy": run["initial_entropy"]})  # fmt: skip
+    return {"rule": rule_settings or "defaults", "failing_runs": len(rows),
+            "warned": sum(r["warned_at"] is not None for r in rows),
+            "warned_before_or_at_event": sum(r["warned_at"] is not None and r["event_at"] is not None
+                                             and r["warned_at"] <= r["event_at"] for r in rows),
+            "healthy_runs": healthy, "false_alarms": len(alarms), "per_failing_run": rows,
+            "false_alarm_runs": alarms}  # fmt: skip
+
+
+def is_collapsed(final_accuracy: float, final_entropy: float) -> bool:
+    """The pre-registered collapse rule (module docstring): the task is lost, or the policy is near uniform."""
+    return final_accuracy < COLLAPSE_ACCURACY or final_entropy > COLLAPSE_ENTROPY
+
+
+def is_runaway(initial_entropy: float, final_entropy: float) -> bool:
+    """The pre-registered entropy-runaway rule (module docstring): ended more than RUNAWAY_MARGIN above its start."""
+    return final_entropy > initial_entropy + RUNAWAY_MARGIN
+
+
+def _toy_job(job):
+    name, seed, level, settings = job
+    return toy_run(name, seed, level, settings)
+
+
+def smollm2_run(job: dict) -> dict:
+    """One SmolLM2-135M run through `up-trl train` (real_model.py's pairs and flags, plus the config's guard flags),
+    then `up-trl eval` on the held-out problems; measures from its metrics.jsonl (`judge`, on the training reward)."""
+    import shutil
+
+    from real_model import score, train_argv
+
+    from up_trl.cli import train
+    from up_trl.plots import read_metrics
+
+    name, seed, s = job["config"], job["seed"], job["settings"]
+    family = name.split(" + ")[0].removeprefix("UP-")
+    run_dir = Path(s["output_dir"]) / "runs" / f"{name.replace(' ', '_').replace('+', 'plus')}-seed{seed}"
+    argv = train_argv(s, family, "off" if name == family else "asymmetric", seed, str(run_dir))
+    argv += [part for k, v in CONFIGS[name].items() if k.startswith("up_positive") or k.startswith("up_entropy")
+             for part in (f"--{k}", str(v))]  # fmt: skip
+    start = time.perf_counter()
+    train(argv)
+    minutes = round((time.perf_counter() - start) / 60, 2)
+    after = score(str(run_dir), run_dir / "eval", s)
+    for weights in run_dir.glob("*.safetensors"):
+        weights.unlink()
+    logs = read_metrics(run_dir / "metrics.jsonl")
+    shutil.rmtree(run_dir / "eval", ignore_errors=True)
+    record = {"config": name, "seed": seed, "level": SMOLLM2["updates_per_rollout"], "train_minutes": minutes,
+              "commit": s.get("commit")}  # fmt: skip
+    record.update(judge(logs, s["max_steps"], accuracy_key="reward", initial_steps=4, final_window=8))
+    record["eval"] = {k: after[k] for k in (f"avg@{s['k']}", "pass@4") if k in after}
+    record["warning"] = replay_warning(logs)  # the callback ran inside `up-trl train`: its rule, on the same logs
+    record["low_entropy"] = record["final_entropy"] < LOW_ENTROPY
+    return record
+
+
+def summarise(runs: list[dict]) -> list[dict]:
+    """Per (level, config): runs, collapsed, runaway, final accuracy and entropy mean ± std; against its parent and
+    UP (same family, same seeds): the paired mean difference in final accuracy ± 2 standard errors, won/lost."""
+    rows = []
+    for level in sorted({r["level"] for r in runs}):
+        for name in [c for c in CONFIGS if any(r["config"] == c and r["level"] == level for r in runs)]:
+            mine = {r["seed"]: r for r in runs if r["config"] == name and r["level"] == level}
+            acc, ent = (
+                mean_std([r["final_accuracy"] for r in mine.values()]),
+                mean_std([r["final_entropy"] for r in mine.values()]),
+            )
+            row = {"config": name, "level": level, "runs": len(mine),
+                   "collapsed": sum(r["collapsed"] for r in mine.values()),
+                   "runaway": sum(r["runaway"] for r in mine.values()),
+                   "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
+                   "warned": sum(replay_warning(curve_logs(r)) is not None for r in mine.values()),
+                   "final_accuracy_mean": acc[0], "final_accuracy_std": acc[1],
+                   "final_entropy_mean": ent[0], "final_entropy_std": ent[1]}  # fmt: skip
+            family = name.split(" + ")[0].removeprefix("UP-")
+            for role, other in (("vs_parent", family), ("vs_up", f"UP-{family}")):
+                theirs = {r["seed"]: r for r in runs if r["config"] == other and r["level"] == level}
+                paired = sorted(set(mine) & set(theirs))
+                if other == name or not paired:
+                    continue
+                diffs = [mine[s]["final_accuracy"] - theirs[s]["final_accuracy"] for s in paired]
+                mean, std = mean_std(diffs)
+                row[role] = {"seeds": len(paired), "mean": mean, "two_se": 2 * std / len(paired) ** 0.5,
+                             "won": sum(d > 0 for d in diffs), "lost": sum(d < 0 for d in diffs)}  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
+    """The pre-registered goal, per guard: at every level and family measured, collapsed <= the parent's and runaway
+    <= the parent's; at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not
+    below -2 standard errors. Returns, per guard, whether it met the goal and where it failed."""
+    by = {(r["config"], r["level"]): r for r in rows}
+    guards = sorted({r["config"].split(" + ", 1)[1] for r in rows if " + " in r["config"]})
+    out = {}
+    for guard in guards:
+        failures = []
+        for (config, level), row in by.items():
+            if not config.endswith(f" + {guard}"):
+                continue
+            family = config.split(" + ")[0].removeprefix("UP-")
+            parent = by.get((family, level))
+            if parent is None:
+                continue
+            for key in ("collapsed", "runaway"):
+                if row[key] > parent[key]:
+                    failures.append(f"{config} @ {level}: {key} {row[key]} > parent's {parent[key]}")
+            up_row = by.get((f"UP-{family}", level))
+            if (family, level) in wins and "vs_up" in row and up_row is not None:
+                if row["vs_up"]["mean"] < -row["vs_up"]["two_se"]:
+                    failures.append(f"{config} @ {level}: accuracy {row['vs_up']['mean']:+.3f} vs UP "
+                                    f"(2 SE {row['vs_up']['two_se']:.3f}): UP's win not kept")  # fmt: skip
+        out[guard] = {"met": not failures, "failures": failures}
+    return out
+
+
+def measured_wins(rows: list[dict]) -> list[tuple[str, int]]:
+    """(family, level) where UP beat its parent: paired mean difference above 2 standard errors."""
+    return [(r["config"].removeprefix("UP-"), r["level"]) for r in rows
+            if r["config"].startswith("UP-") and " + " not in r["config"] and "vs_parent" in r
+            and r["vs_parent"]["mean"] > r["vs_parent"]["two_se"]]  # fmt: skip
+
+
+def markdown(rows: list[dict], header: str) -> str:
+    def pm(mean, std, digits=3):
+        return "n/a" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+    def paired(d):
+        return "" if d is None else f"{d['mean']:+.3f} ± {d['two_se']:.3f} ({d['won']}/{d['lost']})"
+
+    lines = [header, "", "| config | updates per rollout | runs | collapsed | entropy runaway | warned (live) "
+             "| warned "
+             "| final accuracy | final entropy | vs parent: paired diff ± 2 SE (won/lost) "
+             "| vs UP: paired diff ± 2 SE (won/lost) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"| {r['config']} | {r['level']} | {r['runs']} | {r['collapsed']} | {r['runaway']} | {r['warned_live']} | "
+            f"{r['warned']} | "
+            f"{pm(r['final_accuracy_mean'], r['final_accuracy_std'])} | "
+            f"{pm(r['final_entropy_mean'], r['final_entropy_std'], 2)} | {paired(r.get('vs_parent'))} | "
+            f"{paired(r.get('vs_up'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[dict], path: Path, title: str) -> None:
+    """Per level and family: mean entropy curve of each config (top) and final accuracy per seed (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["level"], r["config"].split(" + ")[0].removeprefix("UP-")) for r in runs})
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
+    for col, (level, family) in enumerate(panels):
+        names = [c for c in CONFIGS if c.split(" + ")[0].removeprefix("UP-") == family
+                 and any(r["config"] == c and r["level"] == level for r in runs)]  # fmt: skip
+        for k, name in enumerate(names):
+            mine = [r for r in runs if r["config"] == name and r["level"] == level]
+            curves = [dict(map(tuple, r["curves"]["entropy"])) for r in mine]
+            steps = sorted(set.intersection(*(set(c) for c in curves)))
+            axes[0][col].plot(steps, [statistics.fmean(c[s] for c in curves) for s in steps], lw=1, label=name)
+            finals = [r["final_accuracy"] for r in mine]
+            axes[1][col].scatter([k] * len(finals), finals, s=10, alpha=0.6)
+            axes[1][col].hlines(statistics.fmean(finals), k - 0.3, k + 0.3, color="black")
+            crashed = [r["final_accuracy"] for r in mine if r["collapsed"]]
+            axes[1][col].scatter([k] * len(crashed), crashed, s=40, facecolors="none", edgecolors="red")
+        axes[0][col].set_title(f"{family}, {level} updates per rollout")
+        axes[0][col].set_ylabel("entropy (mean over seeds)")
+        axes[0][col].set_xlabel("optimizer step")
+        axes[0][col].legend(fontsize=6)
+        axes[1][col].set_xticks(range(len(names)), [n.replace(f"UP-{family}", "UP") for n in names], rotation=30,
+                                ha="right", fontsize=7)  # fmt: skip
+        axes[1][col].set_ylabel("final true accuracy (red ring: collapsed)")
+        for ax in axes[:, col]:
+            ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--setting", choices=list(SETTINGS), default="toy")
+    parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="default: the setting's")
+    parser.add_argument("--seeds", nargs="+", type=int, help="default: the setting's")
+    parser.add_argument("--updates_per_rollout", nargs="+", type=int, choices=list(LEVELS),
+                        help="default: the setting's")  # fmt: skip
+    parser.add_argument("--max_steps", type=int, help="default: the setting's")
+    parser.add_argument("--learning_rate", type=float, default=1e-3)
+    parser.add_argument("--tail_length", type=int, default=None, help="stress task: tail tokens (exploration)")
+    parser.add_argument("--tail_noise", type=float, default=None, help="stress task: rare-token rate (exploration)")
+    parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
+    parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
+    parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
+    parser.add_argument("--output_dir", default="outputs/collapse")
+    args = parser.parse_args(argv)
+    setting = dict(SETTINGS[args.setting])
+    configs = args.configs or setting["configs"]
+    seeds = args.seeds if args.seeds is not None else setting["seeds"]
+    levels = args.updates_per_rollout or setting["levels"]
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {**setting, "max_steps": args.max_steps or setting["max_steps"], "learning_rate": args.learning_rate}
+    for key in ("tail_length", "tail_noise"):
+        if getattr(args, key) is not None:
+            settings[key] = getattr(args, key)
+    settings.pop("configs"), settings.pop("seeds"), settings.pop("levels")
+    if args.setting == "smollm2":
+        from up_trl.models import smollm2_path
+
+        settings.update(SMOLLM2, model=smollm2_path(), output_dir=str(out))
+    commit = git_commit()  # the code the runs start from (recorded in each run too)
+    settings["commit"] = commit
+    jobs = [(name, seed, level) for seed in seeds for level in levels for name in configs]
+    partial, runs = open_partial(out, args.resume or args.report_only)
+    if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results.json only
+        runs = json.loads((out / "results.json").read_text())["runs"]
+    done = {(r["config"], r["seed"], r["level"]) for r in runs}
+    jobs = [] if args.report_only else [j for j in jobs if j not in done]
+    machine = describe_machine(args.workers)
+    start = time.perf_counter()
+    print(f"{len(runs)} runs read, {len(jobs)} to go", flush=True)
+
+    def record(run):
+        runs.append(run)
+        with partial.open("a") as f:
+            f.write(json.dumps(run) + "\n")
+        flags = " ".join(k.upper() for k in ("collapsed", "runaway") if run[k])
+        print(f"[{time.perf_counter() - start:6.0f} s] {run['config']:30s} @{run['level']:3d} seed {run['seed']} "
+              f"acc {run['final_accuracy']:.3f} H {run['initial_entropy']:.2f}->{run['final_entropy']:.2f} "
+              f"warning {run['warning']} {flags}", flush=True)  # fmt: skip
+
+    if jobs and args.setting == "smollm2":
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # Not multiprocessing.Pool: its daemonic workers cannot start the reward's own process pool (real_model.py).
+        with ProcessPoolExecutor(args.workers, mp_context=mp.get_context("fork"), initializer=_init_worker) as pool:
+            futures = [pool.submit(smollm2_run, {"config": n, "seed": seed, "settings": settings})
+                       for n, seed, _ in jobs]  # fmt: skip
+            for future in as_completed(futures):
+                record(future.result())
+    elif jobs:
+        with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
+            for run in pool.imap_unordered(_toy_job, [(n, s, lv, settings) for n, s, lv in jobs]):
+                record(run)
+    runs.sort(key=lambda r: (r["level"], list(CONFIGS).index(r["config"]), r["seed"]))
+    rows = summarise(runs)
+    wins = measured_wins(rows)
+    wall = round(time.perf_counter() - start, 1)
+    commits = sorted({str(r.get("commit")) for r in runs})  # the runs' own (None: recorded before runs kept it)
+    if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine
+        stored = json.loads((out / "results.json").read_text())
+        wall, machine, commits = stored["wall_seconds"], stored["machine"], stored.get("run_commits", commits)
+    header = (f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
+              f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
+              f"{COLLAPSE_ACCURACY} or final entropy > {COLLAPSE_ENTROPY} nats; entropy runaway: final entropy > "
+              f"initial + {RUNAWAY_MARGIN} nat; warned (live): the warning callback as it ran (the toy and stress "
+              f"runs ran its first rule); warned: the shipped rule (collapse_warning.CollapseRule) replayed on the "
+              f"run's logged curves. Machine: {machine}; commit "
+              f"{', '.join(commits)}; wall {wall / 60:.0f} min.")  # fmt: skip
+    report = {"command": "python benchmarks/collapse.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": machine, "commit": git_commit(), "run_commits": commits, "wall_seconds": wall,
+              "setting": args.setting,
+              "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "configs": {c: CONFIGS[c]
+              for c in configs}, "summary": rows, "measured_wins": wins, "goal": goal(rows, wins),
+              "warning_report": warning_report(runs),
+              "runs": runs}  # fmt: skip
+    report["runs"] = [compact(run) for run in runs]
+    (out / "results.json").write_text(json.dumps(report, separators=(",", ":")))
+    (out / "table.md").write_text(markdown(rows, header))
+    plot(runs, out / "collapse.png", f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}")
+    print(markdown(rows, header))
+    print(json.dumps({f"{r['config']} @ {r['level']}": {"runs": r["runs"], "collapsed": r["collapsed"],
+                      "final_accuracy_mean": round(r["final_accuracy_mean"], 4),
+                      "final_accuracy_std": round(r["final_accuracy_std"], 4)} for r in rows}),
+          flush=True)  # fmt: skip
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""Which tokens drive UP's entropy runaway: per-token statistics on a collapsing seed against its parent, and routing
+counterfactuals (UP's unclipped branch given to only some of the positive tokens), on the stress task of collapse.py.
+
+    python benchmarks/collapse_cause.py --output_dir benchmarks/results/collapse_cause     # ~15 min, 2 workers
+
+Part 1 (per-token statistics): one seed of the parent and of UP (DAPO by default) at the stress setting, recording at
+every optimizer step, for each class of completion token and each advantage sign: how many, their mean log r =
+log pi_theta - log pi_old (drift since sampling) and the policy's mean entropy at those positions (TRL's own
+per-position entropy of the training forward). Token classes: the answer (the first completion token, the only one
+the reward reads), the tail tokens that were likely at sampling time (pi_old >= RARE), the rare ones (pi_old < RARE),
+and EOS.
+
+Part 2 (counterfactuals): the same seeds with UP's unclipped branch restricted to one class of positive tokens; the
+others keep the parent's clip (advantages stay per sequence, only the routing changes): "answer only", "tail only",
+"all but rare", "rare only". A class drives the runaway if giving it alone the unclipped branch reproduces it and
+withholding it alone prevents it.
+
+Writes cause.json and cause.png under --output_dir; the last line printed is a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import collapse  # noqa: E402
+from staleness_sweep import _init_worker, describe_machine  # noqa: E402
+
+RARE = 0.05  # pi_old below this: a rare token
+CLASSES = ("answer", "tail likely", "tail rare", "eos")
+# Which positive tokens take UP's unclipped branch, as a function of (class of each token) -> bool.
+ROUTINGS = {
+    "UP (all positive tokens)": lambda c: c >= 0,
+    "answer only": lambda c: c == 0,
+    "tail only": lambda c: (c == 1) | (c == 2),
+    "all but rare": lambda c: c != 2,
+    "rare only": lambda c: c == 2,
+}
+
+
+def token_classes(completion_ids, old_per_token_logps, eos_token_id) -> torch.Tensor:
+    """(B, T) class index into CLASSES: 0 the first completion token, 3 EOS, else 1 (pi_old >= RARE) or 2 (rare)."""
+    classes = torch.where(old_per_token_logps.exp() >= RARE, 1, 2)
+    classes[:, 0] = 0
+    return torch.where((completion_ids == eos_token_id) & (classes != 0), 3, classes)
+
+
+def install(routing: str | None, records: list | None):
+    """Patch the UP trainer in this process: restrict the routing (None: the paper's) and/or record statistics."""
+    import up_trl.trainer as trainer_module
+    from up_trl.models import tiny_tokenizer
+
+    original_route, original_log = trainer_module.route_batch, trainer_module.UPGRPOTrainer._log_up_metrics
+    state = {"eos": tiny_tokenizer().eos_token_id}
+
+    def route_batch(inputs, up_mode):
+        if routing is None or up_mode == "off":
+            return original_route(inputs, up_mode)
+        classes = token_classes(inputs["completion_ids"], inputs["old_per_token_logps"], state["eos"])
+        advantages = inputs["advantages"].unsqueeze(1).expand_as(classes).contiguous()  # (B, T): TRL accepts it
+        routes = (advantages > 0) & ROUTINGS[routing](classes)
+        return routes, {**inputs, "advantages": advantages.masked_fill(routes, 0)}
+
+    def log_up_metrics(self, per_token_logps, old, advantages, routes, mask, inputs, seen, mode, *rest):
+        if records is not None:
+            classes = token_classes(inputs["completion_ids"], old, state["eos"])
+            log_r = (per_token_logps - old).detach()
+            sign = advantages.expand_as(log_r)
+            row = {"step": self.state.global_step}
+            for k, name in enumerate(CLASSES):
+                for label, selected in (("positive", sign > 0), ("negative", sign < 0)):
+                    where = (classes == k) & selected & mask.bool()
+                    if where.any():
+                        row[f"{name}/{label}/n"] = int(where.sum())
+                        row[f"{name}/{label}/log_r"] = round(log_r[where].mean().item(), 4)
+                where = (classes == k) & mask.bool()
+                if where.any() and seen.get("entropies") is not None:
+                    row[f"{name}/entropy"] = round(seen["entropies"].detach()[where].mean().item(), 4)
+            records.append(row)
+        return original_log(self, per_token_logps, old, advantages, routes, mask, inputs, seen, mode, *rest)
+
+    trainer_module.route_batch = route_batch
+    trainer_module.UPGRPOTrainer._log_up_metrics = log_up_metrics
+
+
+def _job(job):
+    kind, name, routing, seed, settings = job
+    records = [] if kind == "tokens" else None
+    install(routing, records)
+    run = collapse.toy_run(name, seed, settings["level"], settings)
+    run.update(kind=kind, routing=routing or ("parent" if not name.startswith("UP") else "UP (all positive tokens)"))
+    if records is not None:
+        run["token_stats"] = records
+    return run
+
+
+def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    token_runs = {r["config"]: r for r in runs if r["kind"] == "tokens"}
+    styles = {"answer": "-", "tail likely": "--", "tail rare": ":"}
+    for config, color in ((family, "tab:blue"), (f"UP-{family}", "tab:red")):
+        stats = token_runs[config]["token_stats"]
+        for name, style in styles.items():
+            points = [(r["step"], r[f"{name}/entropy"]) for r in stats if f"{name}/entropy" in r]
+            steps, values = zip(*points)
+            axes[0].plot(steps, values, style, color=color, lw=1, label=f"{config}: {name}")
+            points = [(r["step"], r[f"{name}/positive/log_r"]) for r in stats if f"{name}/positive/log_r" in r]
+            if points:
+                steps, values = zip(*points)
+                smooth = [statistics.fmean(values[max(0, i - 24) : i + 1]) for i in range(len(values))]
+                axes[1].plot(steps, smooth, style, color=color, lw=1, label=f"{config}: {name}")
+    axes[0].set_title(f"policy entropy at the positions of each token class\n(seed {seed}, stress task)", fontsize=10)
+    axes[0].set_ylabel("entropy (nats)")
+    axes[1].set_title("positive tokens' drift when trained: log(pi/pi_old),\nrolling mean of 25 steps", fontsize=10)
+    axes[1].axhline(0.0, color="grey", lw=0.5)
+    axes[1].axhline(float(torch.log(torch.tensor(1.28))), color="grey", lw=0.5, ls="--")
+    for ax in axes[:2]:
+        ax.set_xlabel("optimizer step")
+        ax.legend(fontsize=6)
+        ax.grid(alpha=0.3)
+    counter = [r for r in runs if r["kind"] == "routing"]
+    labels = ["parent"] + list(ROUTINGS)
+    for i, label in enumerate(labels):
+        values = [r["final_entropy"] for r in counter if r["routing"] == label]
+        axes[2].scatter([i] * len(values), values, color="tab:blue" if label == "parent" else "tab:red", s=14)
+        if values:
+            axes[2].hlines(statistics.fmean(values), i - 0.3, i + 0.3, color="black")
+    axes[2].set_xticks(range(len(labels)), labels, rotation=25, ha="right", fontsize=7)
+    axes[2].axhline(collapse.COLLAPSE_ENTROPY, color="grey", ls="--", lw=0.8)
+    axes[2].set_ylabel("final entropy (nats)")
+    axes[2].set_title(
+        f"final entropy when only some positive tokens get\nUP's unclipped branch ({family}; dots: seeds)", fontsize=10
+    )
+    axes[2].grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--family", choices=["DAPO", "GRPO"], default="DAPO")
+    parser.add_argument("--token_seed", type=int, default=0, help="the seed of part 1")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="the seeds of part 2")
+    parser.add_argument("--task", choices=["toy", "tail"], default="tail")
+    parser.add_argument("--updates_per_rollout", type=int, default=16)
+    parser.add_argument("--max_steps", type=int, default=collapse.STRESS_STEPS)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--output_dir", default="outputs/collapse_cause")
+    parser.add_argument("--plot_only", action="store_true", help="redraw cause.png from output_dir/cause.json")
+    args = parser.parse_args(argv)
+    if args.plot_only:
+        report = json.loads((Path(args.output_dir) / "cause.json").read_text())
+        settings = report["settings"]
+        plot(report["runs"], Path(args.output_dir) / "cause.png", settings["family"], settings["token_seed"])
+        return report
+    settings = dict(task=args.task, level=args.updates_per_rollout, max_steps=args.max_steps,
+                    learning_rate=1e-3, final_window=collapse.FINAL_WINDOW)  # fmt: skip
+    family = args.family
+    jobs = [("tokens", family, None, args.token_seed, settings), ("tokens", f"UP-{family}", None, args.token_seed,
+                                                                    settings)]  # fmt: skip
+    jobs += [("routing", family, None, s, settings) for s in args.seeds]
+    jobs += [("routing", f"UP-{family}", routing, s, settings) for routing in ROUTINGS for s in args.seeds]
+    start = time.perf_counter()
+    runs = []
+    with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker, maxtasksperchild=1) as pool:
+        for run in pool.imap_unordered(_job, jobs):
+            runs.append(run)
+            print(f"[{time.perf_counter() - start:6.0f} s] {run['kind']:8s} {run['config']:8s} {run['routing']:26s} "
+                  f"seed {run['seed']} acc {run['final_accuracy']:.3f} H {run['final_entropy']:.2f}",
+                  flush=True)  # fmt: skip
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {}
+    for label in ["parent"] + list(ROUTINGS):
+        mine = [r for r in runs if r["kind"] == "routing" and r["routing"] == label]
+        summary[label] = {
+            "seeds": len(mine),
+            "final_entropy": [round(r["final_entropy"], 3) for r in sorted(mine, key=lambda r: r["seed"])],
+            "final_accuracy": [round(r["final_accuracy"], 3) for r in sorted(mine, key=lambda r: r["seed"])],
+            "collapsed": sum(r["collapsed"] for r in mine),
+        }
+    report = {"command": "python benchmarks/collapse_cause.py " + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": describe_machine(args.workers), "commit": collapse.git_commit(),
+              "wall_seconds": round(time.perf_counter() - start, 1), "settings": vars(args), "rare": RARE,
+              "summary": summary, "runs": runs}  # fmt: skip
+    (out / "cause.json").write_text(json.dumps(report))
+    plot(runs, out / "cause.png", family, args.token_seed)
+    print(json.dumps(summary), flush=True)
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""An early warning for an entropy runaway or a collapse, read from the metrics any TRL GRPO / RLOO trainer logs.
+
+On by default in the UP trainers (`up_collapse_warning=True`), where it only logs; usable with a plain TRL trainer:
+
+    from up_trl.collapse_warning import CollapseWarningCallback
+    trainer = GRPOTrainer(..., callbacks=[CollapseWarningCallback()])        # or stop_on_collapse=True
+
+The rule (chosen on recorded runs and tested on others: docs/collapse.md). Over the logged values of each metric
+(one per log call; TRL logs `reward` and `frac_reward_zero_std` only on steps that generated a rollout batch,
+`entropy` on every step):
+
+    H0, R0   the means of the first `window` (5) `entropy` and `reward_window` (3) `reward` values logged
+    H, R, Z  the means of the last `window` `entropy` and `reward_window` `reward`, `frac_reward_zero_std` values
+
+    entropy runaway:   H > H0 + entropy_margin                                   (default: 1 nat above the start)
+    reward collapse:   R <= R0 - reward_drop * max(|R0|, reward_scale)  and  Z >= no_signal_frac
+                       (defaults: the reward lost half of its starting level (scale at least 0.1), and at least 90%
+                       of the groups have no reward spread, so the advantages and the gradient are ~0: a run in that
+                       state cannot recover by itself)
+
+A condition must hold at every log for `patience_steps` optimizer steps (default 25) before the warning fires, so
+that a passing swing does not; each is checked once 2 * `window` values of its metric are in (the baseline and the
+current window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It
+fires once, logs one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`,
+asks the Trainer to save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored.
+The state is not saved with a checkpoint: after a resume the baselines restart.
+
+>>> rule = CollapseRule(patience_steps=2)
+>>> for step in range(1, 16):
+...     _ = rule.update(step, {"entropy": 1.0 if step <= 10 else 4.0})
+>>> rule.fired[:2]  # mean of the last 5 logs past 1 + 1 nat from step 12 (2.2), for 2 steps at step 14
+(14, 'entropy runaway')
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from transformers import TrainerCallback
+from transformers.utils import logging
+
+logger = logging.get_logger(__name__)
+
+ADVICE = (
+    "Try: up_positive_min_prob=0.05 (UP trainers: rare positive tokens keep the clip; docs/collapse.md), a lower "
+    "learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
+)
+
+
+@dataclass
+class CollapseWarningConfigMixin:
+    """The warning's config fields, in every UP config (`glue.UPConfigMixin` extends it)."""
+
+    up_collapse_warning: bool = field(
+        default=True,
+        metadata={
+            "help": "Watch the logged entropy and reward for an entropy runaway or a collapse and log one warning "
+            "line that says what to try (`collapse_warning.CollapseWarningCallback`; only logs)."
+        },
+    )
+    up_stop_on_collapse: bool = field(
+        default=False,
+        metadata={"help": "When the collapse warning fires, save a checkpoint and stop training."},
+    )
+
+
+class CollapseRule:
+    """The detector itself, fed one log dict at a time (`update`); `fired` holds (step, kind, message) once it fires.
+    Separate from the callback so that recorded curves can be replayed through it (tests, docs/collapse.md)."""
+
+    def __init__(
+        self,
+        window: int = 5,
+        entropy_margin: float = 1.0,
+        reward_drop: float = 0.5,
+        reward_scale: float = 0.1,
+        no_signal_frac: float = 0.9,
+        patience_steps: int = 25,
+        reward_window: int = 3,
+    ):
+        if min(window, reward_window) < 1 or patience_steps < 0:
+            raise ValueError(f"window={window} and reward_window={reward_window} must be at least 1, "
+                             f"patience_steps={patience_steps} at least 0.")  # fmt: skip
+        self.window, self.entropy_margin, self.patience_steps = window, entropy_margin, patience_steps
+        self.reward_window = reward_window
+        self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
+        self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
+        self._since: dict[str, int | None] = {"entropy runaway": None, "reward collapse": None}
+        self.fired: tuple[int, str, str] | None = None
+
+    def _means(self, key: str, window: int) -> tuple[float, float] | None:
+        """(baseline, recent) means of `key` over `window` values, or None before 2 * window values."""
+        values = self.history[key]
+        if len(values) < 2 * window:
+            return None
+        return statistics.fmean(values[:window]), statistics.fmean(values[-window:])
+
+    def _held(self, kind: str, holds: bool, step: int) -> bool:
+        """Whether `kind` has held at every log for `patience_steps` steps, up to and including this one."""
+        if not holds:
+            self._since[kind] = None
+            return False
+        self._since[kind] = step if self._since[kind] is None else self._since[kind]
+        return step - self._since[kind] >= self.patience_steps
+
+    def update(self, step: int, logs: dict) -> tuple[int, str, str] | None:
+        """Read one log; return (step, kind, message) the first time the rule fires, else None."""
+        for key, values in self.history.items():
+            value = logs.get(key)
+            if isinstance(value, (int, float)) and value == value:  # not NaN
+                values.append(float(value))
+        if self.fired is not None:
+            return None
+        entropy = self._means("entropy", self.window)
+        if entropy is not None:
+            h0, h = entropy
+            if self._held("entropy runaway", h > h0 + self.entropy_margin, step):
+                self.fired = (step, "entropy runaway", f"entropy {h:.2f} nats (mean of the last {self.window} logs), "
+                              f"up from {h0:.2f} at the start, more than {self.entropy_margin} nat above it for "
+                              f"{self.patience_steps} steps")  # fmt: skip
+                return self.fired
+        reward = self._means("reward", self.reward_window)
+        signal = self.history["frac_reward_zero_std"][-self.reward_window :]
+        if reward is not None and len(signal) >= self.reward_window:
+            r0, r = reward
+            z = statistics.fmean(signal)
+            lost = r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale) and z >= self.no_signal_frac
+            if self._held("reward collapse", lost, step):
+                self.fired = (step, "reward collapse", f"reward {r:.3f} (mean of the last {self.reward_window} "
+                              f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
+                              "spread, so there is almost no learning signal left")  # fmt: skip
+                return self.fired
+        return None
+
+
+class CollapseWarningCallback(TrainerCallback):
+    """Warns once, early, when the logged metrics show an entropy runaway or a reward collapse (rule: the module
+    docstring, `CollapseRule`); with `stop_on_collapse=True` it then saves a checkpoint and stops training."""
+
+    def __init__(self, stop_on_collapse: bool = False, **rule_settings):
+        self.stop_on_collapse = stop_on_collapse
+        self.rule = CollapseRule(**rule_settings)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or any(key.startswith("eval_") for key in logs):
+            return control
+        fired = self.rule.update(state.global_step, logs)
+        if fired is None:
+            return control
+        step, kind, what = fired
+        stopping = (
+            " Saving a checkpoint and stopping (stop_on_collapse=True)."
+            if self.stop_on_collapse
+            else " (stop_on_collapse=True would save a checkpoint and stop.)"
+        )
+        if state.is_world_process_zero:
+            logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {ADVICE}{stopping}")
+        if self.stop_on_collapse:
+            control.should_save = True
+            control.should_training_stop = True
+        return control

@@ -1,0 +1,138 @@
+"""The early warning (`up_trl.collapse_warning`): its rule on hand-made curves, the callback's one line and its stop,
+that it only logs unless told to stop, and its registration in the UP trainers (on by default)."""
+
+import logging
+
+import pytest
+from transformers import TrainerControl, TrainerState, TrainingArguments
+
+from up_trl.collapse_warning import CollapseRule, CollapseWarningCallback
+
+
+def feed(rule, entropy=None, reward=None, zero_std=None):
+    """Feed curves (lists of equal length, or None) one log a step; return what fired."""
+    n = len(next(c for c in (entropy, reward, zero_std) if c is not None))
+    for step in range(n):
+        logs = {}
+        for key, curve in (("entropy", entropy), ("reward", reward), ("frac_reward_zero_std", zero_std)):
+            if curve is not None:
+                logs[key] = curve[step]
+        rule.update(step + 1, logs)
+    return rule.fired
+
+
+def test_flat_or_falling_entropy_never_fires():
+    assert feed(CollapseRule(), entropy=[1.2] * 50) is None
+    assert feed(CollapseRule(), entropy=[1.2 - 0.02 * i for i in range(50)]) is None  # RL sharpening
+
+
+def test_entropy_runaway_fires_when_the_window_mean_passes_the_margin_for_the_patience():
+    # Baseline H0 = 1.0 (first 5 logs); bound H0 + 1 = 2.0; then 3.0 from log 11 on: the mean of the last 5 logs
+    # passes 2.0 at log 13 ((1 + 1 + 3 + 3 + 3) / 5 = 2.2); with the default patience of 25 steps it fires at 38.
+    assert feed(CollapseRule(patience_steps=0), entropy=[1.0] * 10 + [3.0] * 10)[:2] == (13, "entropy runaway")
+    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 40)[:2] == (38, "entropy runaway")
+
+
+def test_a_passing_swing_does_not_fire():
+    # 20 steps above the bound, then back: shorter than the patience of 25 steps.
+    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 20 + [1.0] * 40) is None
+
+
+def test_entropy_margin_protects_a_low_starting_entropy():
+    # H0 = 0.1: tripling to 0.3 is sharpening noise, not a runaway (bound 1.1).
+    assert feed(CollapseRule(), entropy=[0.1] * 10 + [0.3] * 40) is None
+    assert feed(CollapseRule(), entropy=[0.1] * 10 + [1.5] * 40)[1] == "entropy runaway"
+
+
+def test_reward_collapse_needs_the_drop_and_the_lost_signal():
+    falling = [0.3] * 10 + [0.0] * 40
+    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 10 + [1.0] * 40)[1] == "reward collapse"
+    # The same drop with groups still split (signal left): the run can still learn; no warning.
+    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 50) is None
+    # A run that solves the task also ends with no spread in its groups: the reward rose, no warning.
+    assert feed(CollapseRule(), reward=[0.3] * 10 + [1.0] * 40, zero_std=[0.2] * 10 + [1.0] * 40) is None
+
+
+def test_small_rewards_use_the_scale_floor():
+    # R0 = 0.02: a fall to 0.0 is below R0 - 0.5 * max(0.02, 0.1) = -0.03? No: 0.0 > -0.03, so no warning.
+    assert feed(CollapseRule(), reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50) is None
+
+
+def test_fires_once_and_ignores_nan_and_missing_keys():
+    rule = CollapseRule(patience_steps=0)
+    fired = feed(rule, entropy=[1.0] * 10 + [float("nan")] * 3 + [5.0] * 10)
+    assert fired[0] == 15  # NaN logs are skipped: at log 15 the last 5 values are 1, 1, 1, 5, 5 (mean 2.6 > 2)
+    assert rule.update(100, {"entropy": 9.0}) is None and rule.fired == fired
+    assert feed(CollapseRule(), reward=[0.3] * 10 + [0.0] * 40) is None  # no frac_reward_zero_std logged
+
+
+def test_window_must_be_positive():
+    with pytest.raises(ValueError, match="window=0 and reward_window=3 must be at least 1"):
+        CollapseRule(window=0)
+
+
+def _replay(callback, logs_per_step):
+    args, state = TrainingArguments(output_dir="unused", report_to="none"), TrainerState()
+    controls = []
+    for step, logs in enumerate(logs_per_step, start=1):
+        state.global_step = step
+        controls.append(callback.on_log(args, state, TrainerControl(), logs=logs))
+    return controls
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
+    logs = [{"entropy": 1.0}] * 10 + [{"entropy": 4.0}] * 10 + [{"eval_entropy": 9.0}]
+    with caplog.at_level(logging.WARNING, logger="up_trl.collapse_warning"):
+        controls = _replay(CollapseWarningCallback(stop_on_collapse=stop, patience_steps=0), logs)
+    lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
+    # At log 12 the last 5 values are 1, 1, 1, 4, 4: mean 2.2 > 2.0.
+    assert len(lines) == 1 and "entropy runaway at step 12" in lines[0] and "Try:" in lines[0]
+    stopped = [i + 1 for i, c in enumerate(controls) if c.should_training_stop]
+    saved = [i + 1 for i, c in enumerate(controls) if c.should_save]
+    assert (stopped, saved) == (([12], [12]) if stop else ([], []))
+
+
+def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, prompts_dataset):
+    from conftest import make_trainer
+
+    def registered(trainer):
+        return [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback)]
+
+    on = registered(make_trainer(tmp_path / "on", tiny, prompts_dataset))
+    assert len(on) == 1 and on[0].stop_on_collapse is False
+    stop = registered(make_trainer(tmp_path / "stop", tiny, prompts_dataset, up_stop_on_collapse=True))
+    assert stop[0].stop_on_collapse is True
+    assert registered(make_trainer(tmp_path / "off", tiny, prompts_dataset, up_collapse_warning=False)) == []
+
+
+@pytest.mark.slow
+def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts_dataset):
+    import torch
+    from conftest import make_trainer
+
+    from up_trl.models import tiny_model_and_tokenizer
+
+    stale = dict(steps_per_generation=2, num_iterations=2, max_steps=4)
+    weights = {}
+    for warn in (True, False):
+        trainer = make_trainer(tmp_path / str(warn), tiny_model_and_tokenizer(seed=0), prompts_dataset,
+                               up_collapse_warning=warn, **stale)  # fmt: skip
+        trainer.train()
+        weights[warn] = [p.detach().clone() for p in trainer.model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(weights[True], weights[False]))
+
+
+def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
+    from conftest import length_reward
+    from trl import GRPOConfig, GRPOTrainer
+
+    model, tokenizer = tiny
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", max_steps=1,
+                      per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
+                      logging_steps=1)  # fmt: skip
+    callback = CollapseWarningCallback()
+    trainer = GRPOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
+                          processing_class=tokenizer, callbacks=[callback])  # fmt: skip
+    trainer.train()
+    assert callback.rule.history["entropy"] and callback.rule.history["reward"]

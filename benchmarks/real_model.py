@@ -59,6 +59,7 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
         "--max_steps", str(settings["max_steps"]), "--seed", str(seed), "--system_prompt", "none",
         "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--bf16", "false",
         "--temperature", "1.0", "--top_k", "0", "--logging_steps", "1", "--plot", "false",
+        "--overwrite_output_dir", "true",  # a run stopped midway is started again from scratch on --resume
     ]  # fmt: skip
 
 
@@ -85,12 +86,14 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
     from up_trl.evaluate import main as evaluate
 
+    # --base_model none: the base model is scored once, as its own "before" job.
     evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
               "--arithmetic_few_shot", str(eval_few_shot(s)),
               "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
               "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
               "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
-              "--output_dir", str(eval_dir)])  # fmt: skip
+              "--output_dir", str(eval_dir),
+              "--base_model", "none"])  # fmt: skip
     return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]
 
 

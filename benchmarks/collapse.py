@@ -81,8 +81,8 @@ GUARDS: dict[str, dict] = {
     # Suggested by the cause (collapse_cause.py): rare positive tokens (pi_old < 0.05) keep the parent's clip.
     "rare clip": dict(up_positive_min_prob=0.05),
 }
-# The guard shipped: the only candidate that met the goal on the stress runs (the others had more runaway or
-# collapsed runs than their parents there), named as the issue names it; the SmolLM2 runs use this name.
+# "+ guard": the only candidate that met the goal on the stress runs (the others had more runaway or collapsed runs
+# than their parents there; on the toy runs none met it, docs/collapse.md); the SmolLM2 runs use this name.
 GUARDS["guard"] = GUARDS["rare clip"]
 # The settings the pilot compared (names "UP-<family> + pilot <name>").
 PILOT_GUARDS: dict[str, dict] = {

@@ -7,18 +7,22 @@ from up_trl import UPGRPOConfig, UPRLOOConfig, UPRLOOTrainer
 
 
 @pytest.mark.parametrize(
-    "field, value",
+    "field, value, wanted",
     [
-        ("up_positive_capacity_share", 0.0),
-        ("up_positive_capacity_share", 1.5),
-        ("up_positive_kl_coef", -1.0),
-        ("up_entropy_fallback_threshold", 0.0),
-        ("up_positive_min_prob", 0.0),
-        ("up_positive_min_prob", 2.0),
+        ("up_positive_capacity_share", 0.0, r"in \(0, 1\]"),
+        ("up_positive_capacity_share", 1.5, r"in \(0, 1\]"),
+        ("up_positive_kl_coef", -1.0, "a finite number above 0"),
+        ("up_positive_kl_coef", float("inf"), "a finite number above 0"),
+        ("up_positive_log_ratio_bound", float("nan"), "a finite number above 0"),
+        ("up_positive_log_ratio_bound", 0.0, "a finite number above 0"),
+        ("up_entropy_fallback_threshold", 0.0, "a finite number above 0"),
+        ("up_positive_min_prob", 0.0, r"in \(0, 1\)"),
+        ("up_positive_min_prob", 1.0, r"in \(0, 1\)"),  # every positive token rare: UP switched off unsaid
+        ("up_positive_min_prob", 2.0, r"in \(0, 1\)"),
     ],
 )
-def test_out_of_range_guard_values_say_what_to_set(tmp_path, field, value):
-    with pytest.raises(ValueError, match=rf"{field}={value} must be in .*docs/collapse.md.*or None"):
+def test_out_of_range_guard_values_say_what_to_set(tmp_path, field, value, wanted):
+    with pytest.raises(ValueError, match=rf"{field}={value} must be {wanted} .*docs/collapse.md.*or None"):
         UPGRPOConfig(output_dir=str(tmp_path), **{field: value})
 
 

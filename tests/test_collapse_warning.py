@@ -87,7 +87,8 @@ def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
         controls = _replay(CollapseWarningCallback(stop_on_collapse=stop, patience_steps=0), logs)
     lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
     # At log 12 the last 5 values are 1, 1, 1, 4, 4: mean 2.2 > 2.0.
-    assert len(lines) == 1 and "entropy runaway at step 12" in lines[0] and "Try:" in lines[0]
+    assert len(lines) == 1 and "entropy runaway at step 12" in lines[0] and "Try a lower learning_rate" in lines[0]
+    assert ("stopping (stop_on_collapse=True)" if stop else "(stop_on_collapse=True would") in lines[0]
     stopped = [i + 1 for i, c in enumerate(controls) if c.should_training_stop]
     saved = [i + 1 for i, c in enumerate(controls) if c.should_save]
     assert (stopped, saved) == (([12], [12]) if stop else ([], []))
@@ -103,6 +104,8 @@ def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, p
     assert len(on) == 1 and on[0].stop_on_collapse is False
     stop = registered(make_trainer(tmp_path / "stop", tiny, prompts_dataset, up_stop_on_collapse=True))
     assert stop[0].stop_on_collapse is True
+    # A UP trainer's line names its own config field and its rare-token option.
+    assert on[0].stop_flag == "up_stop_on_collapse" and "up_positive_min_prob=0.05" in on[0].advice
     assert registered(make_trainer(tmp_path / "off", tiny, prompts_dataset, up_collapse_warning=False)) == []
 
 

@@ -218,7 +218,7 @@ def test_up_and_clip_metrics_closed_form(setup):
 def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="up_mode='asymmetric'"):
         UPRLOOConfig(output_dir=str(tmp_path), up_mode="sometimes", use_cpu=True)
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="must be a finite number above 0"):
         UPRLOOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
     assert UPRLOOConfig(output_dir=str(tmp_path), up_mode=False, use_cpu=True).up_mode == "off"  # YAML `off`
 

@@ -406,6 +406,8 @@ def test_entropy_fallback_on_is_the_parent_and_off_is_up(setup, level):
             assert up._metrics["train"]["up/entropy_fallback"] == [1.0 if name == "on" else 0.0]
     _assert_grads_close(grads["on"], grads["parent"])
     _assert_grads_close(grads["off"], grads["up"])
+    # and the two differ on this stale batch, so the two checks above tell the branches apart
+    assert max((a - b).abs().max().item() for a, b in zip(grads["parent"], grads["up"])) > 1e-4
 
 
 def test_capacity_guard_metric_counts_the_stopped_positive_tokens(setup):

@@ -286,7 +286,7 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 
 
 def test_guard_bound_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="must be a finite number above 0"):
         UPGRPOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
 
 

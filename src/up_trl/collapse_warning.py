@@ -23,7 +23,9 @@ that a passing swing does not; each is checked once 2 * `window` values of its m
 current window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It
 fires once, logs one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`,
 asks the Trainer to save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored.
-The state is not saved with a checkpoint: after a resume the baselines restart.
+The state is not saved with a checkpoint: after a resume the baselines restart (so a run resumed while already
+running away takes its high entropy as the start). A trainer that does not log `frac_reward_zero_std`
+(`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is watched for entropy only.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):
@@ -42,9 +44,13 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-ADVICE = (
-    "Try: up_positive_min_prob=0.05 (UP trainers: rare positive tokens keep the clip; docs/collapse.md), a lower "
-    "learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
+ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
+# What the UP trainers add: the option the collapse study found to remove the runaway on its stress task (it did not
+# meet the study's goal everywhere: the up-trl docs, "Collapse study").
+UP_ADVICE = (
+    "Try up_positive_min_prob=0.05 (rare positive tokens keep the clip; it removed the runaway on the up-trl "
+    "collapse study's stress task), a lower learning_rate, or fewer updates per rollout batch (num_iterations, "
+    "steps_per_generation)."
 )
 
 
@@ -136,10 +142,20 @@ class CollapseRule:
 
 class CollapseWarningCallback(TrainerCallback):
     """Warns once, early, when the logged metrics show an entropy runaway or a reward collapse (rule: the module
-    docstring, `CollapseRule`); with `stop_on_collapse=True` it then saves a checkpoint and stops training."""
+    docstring, `CollapseRule`); with `stop_on_collapse=True` it then saves a checkpoint and stops training.
 
-    def __init__(self, stop_on_collapse: bool = False, **rule_settings):
-        self.stop_on_collapse = stop_on_collapse
+    `advice` is the warning's "what to try" sentence (the UP trainers name their rare-token option); `stop_flag` the
+    setting the line names for stopping (`up_stop_on_collapse` in a UP config). Other keywords go to `CollapseRule`.
+    """
+
+    def __init__(
+        self,
+        stop_on_collapse: bool = False,
+        advice: str = ADVICE,
+        stop_flag: str = "stop_on_collapse",
+        **rule_settings,
+    ):
+        self.stop_on_collapse, self.advice, self.stop_flag = stop_on_collapse, advice, stop_flag
         self.rule = CollapseRule(**rule_settings)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -150,12 +166,12 @@ class CollapseWarningCallback(TrainerCallback):
             return control
         step, kind, what = fired
         stopping = (
-            " Saving a checkpoint and stopping (stop_on_collapse=True)."
+            f" Saving a checkpoint and stopping ({self.stop_flag}=True)."
             if self.stop_on_collapse
-            else " (stop_on_collapse=True would save a checkpoint and stop.)"
+            else f" ({self.stop_flag}=True would save a checkpoint and stop.)"
         )
         if state.is_world_process_zero:
-            logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {ADVICE}{stopping}")
+            logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {self.advice}{stopping}")
         if self.stop_on_collapse:
             control.should_save = True
             control.should_training_stop = True

@@ -30,7 +30,7 @@ import torch
 from accelerate.logging import get_logger
 
 from .callbacks import NonFiniteGuardCallback
-from .collapse_warning import CollapseWarningCallback, CollapseWarningConfigMixin
+from .collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from .guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from .losses import UP_MODES, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
@@ -195,7 +195,7 @@ class UPTrainerMixin:
     up_is_off_policy: bool  # each glue class's staleness rule (a property)
 
     def _read_up_args(self, args) -> None:
-        """`up_mode` and the guard bound from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
+        """`up_mode` and the guards from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
         self.up_capacity_share = getattr(args, "up_positive_capacity_share", None)
@@ -206,9 +206,12 @@ class UPTrainerMixin:
         for name in GUARD_FIELDS:
             if getattr(args, name, None) is not None and name not in self.up_supported_guards:
                 raise ValueError(
-                    f"{name} is not implemented for {type(self).__name__}: unset it (it is implemented for "
-                    f"{', '.join(self.up_supported_guards)} here)."
+                    f"{name} is not implemented for {type(self).__name__}: unset it ({type(self).__name__} "
+                    f"implements {', '.join(self.up_supported_guards)}; UPGRPOTrainer implements every guard)."
                 )
+        if self.up_mode == "off" and any(getattr(args, name, None) is not None for name in GUARD_FIELDS):
+            logger.warning("up_mode='off' trains the parent objective: the up_positive_* / up_entropy_* guards set "
+                           "act only on UP's branch and change nothing here.")  # fmt: skip
 
     @property
     def up_guards(self) -> dict:
@@ -243,7 +246,8 @@ class UPTrainerMixin:
             self.add_callback(self._nonfinite_guard)
         if getattr(self.args, "up_collapse_warning", True):
             stop = getattr(self.args, "up_stop_on_collapse", False)
-            self.add_callback(CollapseWarningCallback(stop_on_collapse=stop))
+            advice = UP_ADVICE if self.up_mode != "off" else ADVICE
+            self.add_callback(CollapseWarningCallback(stop, advice=advice, stop_flag="up_stop_on_collapse"))
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "

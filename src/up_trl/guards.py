@@ -76,23 +76,23 @@ class GuardConfigMixin:
     )
 
     def check_guards(self) -> None:
-        """Raise a ValueError naming the field and its range when a guard is set out of range."""
-        if self.up_positive_log_ratio_bound is not None and self.up_positive_log_ratio_bound <= 0:
-            raise ValueError(
-                f"up_positive_log_ratio_bound={self.up_positive_log_ratio_bound} must be positive (e.g. 0.5), "
-                "or None to keep the paper's objective."
-            )
-        for name, low, high in (
-            ("up_positive_capacity_share", 0.0, 1.0),
-            ("up_positive_kl_coef", 0.0, math.inf),
-            ("up_positive_min_prob", 0.0, 1.0),
-            ("up_entropy_fallback_threshold", 0.0, math.inf),
+        """Raise a ValueError naming the field and its range when a guard is set out of range (NaN and inf too)."""
+        for name, low, high, high_ok in (
+            ("up_positive_log_ratio_bound", 0.0, math.inf, False),
+            ("up_positive_capacity_share", 0.0, 1.0, True),
+            ("up_positive_kl_coef", 0.0, math.inf, False),
+            ("up_positive_min_prob", 0.0, 1.0, False),
+            ("up_entropy_fallback_threshold", 0.0, math.inf, False),
         ):
             value = getattr(self, name)
-            if value is not None and not low < value <= high:
+            if value is None:
+                continue
+            finite_in_range = math.isfinite(value) and low < value and (value <= high if high_ok else value < high)
+            if not finite_in_range:
+                wanted = "a finite number above 0" if high == math.inf else f"in (0, 1{']' if high_ok else ')'}"
                 raise ValueError(
-                    f"{name}={value} must be in ({low}, {high}] (see docs/collapse.md for the values measured), or "
-                    "None to keep the paper's objective."
+                    f"{name}={value} must be {wanted} (docs/collapse.md gives the values measured), or None to keep "
+                    "the paper's objective."
                 )
 
 
@@ -112,13 +112,14 @@ def up_positive_branch_loss(
 
         L = -A * r~ * g  +  c * (r - 1 - log r)
 
-        g = 1{|log r| <= positive_log_ratio_bound}                     (:func:`up_guard_mask`)
+        g = 1{|log r| <= positive_log_ratio_bound}                     (:func:`up_trl.losses.up_guard_mask`)
           * 1{pi_theta - pi_old <= share * (1 - pi_old)}               (:func:`up_capacity_mask`)
         c = positive_kl_coef:  r - 1 - log r is the k3 estimate of KL(pi_old || pi_theta) on a token sampled from
             pi_old (>= 0, zero at r = 1; gradient c * (r - 1) * grad log pi_theta: pulls back whichever way r drifted)
 
     r = pi_theta / pi_old per token, or per sequence (GSPO's geometric mean) at sequence level. The KL term carries
-    no advantage: where A = 0 (outside "asymmetric" routing's entries) nothing is routed, so nothing is added.
+    no advantage; the caller keeps this loss only on the routed entries (A > 0 under "asymmetric", every entry under
+    "both"), so the term is added there and nowhere else.
 
     >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.45]]))
     >>> up_positive_branch_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), positive_capacity_share=0.2)
@@ -168,21 +169,24 @@ def rare_mask(
 ) -> torch.Tensor:
     """The rare-token guard (ours, off by default): True where the entry was rare when sampled, pi_old < `min_prob`
     (sequence level: the geometric-mean token probability, (B, 1)). Such entries keep the parent's clipped objective
-    even with A > 0, so only tokens that were already likely get UP's unclipped branch. Measured in docs/collapse.md:
-    rare tokens inside positive completions, most of them irrelevant to the reward, drive UP's entropy runaway.
+    even when routed (A > 0 under "asymmetric"; under "both" rare negative entries too), so only tokens that were
+    already likely get UP's unclipped branch. On the collapse study's stress task (docs/collapse.md), rare tokens
+    inside positive completions drove UP's entropy runaway and this guard removed it; it did not meet the study's
+    goal everywhere.
 
     >>> rare_mask(torch.log(torch.tensor([[0.01, 0.2]])), torch.ones(1, 2), 0.05)
     tensor([[ True, False]])
     """
-    old_log_p = log_importance_weights(old_per_token_logps.detach(), 0.0 * old_per_token_logps.detach(), mask,
-                                       importance_sampling_level)  # fmt: skip
+    old = old_per_token_logps.detach().masked_fill(mask == 0, 0.0)  # padding may hold -inf
+    old_log_p = log_importance_weights(old, torch.zeros_like(old), mask, importance_sampling_level)
     return old_log_p < math.log(min_prob)
 
 
 def entropy_fallback_active(entropies: torch.Tensor, mask: torch.Tensor, threshold: float) -> bool:
     """The entropy-triggered fallback (ours, off by default): True when the policy's mean entropy over the batch's
     completion tokens, sum(H * m) / sum(m), is above `threshold` nats; UP's routed entries then take the parent's
-    clipped loss for this batch (:func:`up_per_token_loss` with `positive_fallback=True`).
+    clipped loss for this batch (:func:`up_trl.losses.up_per_token_loss` with `positive_fallback=True`). In a
+    trainer "the batch" is one micro-batch on one rank: under several processes the ranks decide apart.
 
     >>> entropy_fallback_active(torch.tensor([[2.0, 4.0, 9.0]]), torch.tensor([[1.0, 1.0, 0.0]]), threshold=2.5)
     True

@@ -1,0 +1,203 @@
+"""The collapse study's report (benchmarks/collapse.py): the early warning replayed on recorded runs, the table per
+config and level with paired differences, the pre-registered goal per guard, and the figure. Pure functions of the
+run records; `collapse.py` runs, this module reads.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from staleness_sweep import mean_std
+
+
+def replay_warning(logs: list[dict]) -> list | None:
+    """[step, kind] where the early warning's rule (`collapse_warning.CollapseRule`, default settings) fires on these
+    logs, or None: what the live callback (on by default) said, reconstructed from the logged metrics."""
+    from up_trl.collapse_warning import CollapseRule
+
+    rule = CollapseRule()
+    for log in logs:
+        if not any(key.startswith("eval_") for key in log):
+            rule.update(log["step"], log)
+    return rule.fired and list(rule.fired[:2])
+
+
+# Kept at every logged step in results.json (what the warning and the rules read); the other curves every 5th point.
+FULL_CURVES = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std")
+
+
+def compact(run: dict) -> dict:
+    """The run as results.json keeps it: the curves outside FULL_CURVES thinned to every 5th point."""
+    curves = {key: points if key in FULL_CURVES else points[::5] for key, points in run["curves"].items()}
+    return {**run, "curves": curves}
+
+
+def curve_logs(run: dict) -> list[dict]:
+    """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
+    by_step: dict[int, dict] = {}
+    for key, points in run["curves"].items():
+        for step, value in points:
+            by_step.setdefault(step, {"step": step})[key] = value
+    return [by_step[step] for step in sorted(by_step)]
+
+
+def warning_report(runs: list[dict], **rule_settings) -> dict:
+    """The early warning's rule replayed on recorded runs: on each collapsed or runaway run, whether and at which
+    step it fires against the step where accuracy fell for good / entropy passed initial + 1 nat for good; on the
+    healthy runs (neither), how many false alarms. `rule_settings` go to `collapse_warning.CollapseRule`."""
+    from up_trl.collapse_warning import CollapseRule
+
+    rows, alarms, healthy = [], [], 0
+    for run in runs:
+        rule = CollapseRule(**rule_settings)
+        for log in curve_logs(run):
+            rule.update(log["step"], log)
+        fired = rule.fired and rule.fired[0]
+        if run["collapsed"] or run["runaway"]:
+            event = run["accuracy_fell_at"] if run["collapsed"] and run["accuracy_fell_at"] else None
+            event = event or run["entropy_ran_away_at"]
+            rows.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                         "collapsed": run["collapsed"], "runaway": run["runaway"], "warned_at": fired,
+                         "event_at": event, "accuracy_fell_at": run["accuracy_fell_at"],
+                         "entropy_ran_away_at": run["entropy_ran_away_at"]})  # fmt: skip
+        else:
+            healthy += 1
+            if fired:
+                alarms.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
+                               "warned_at": fired, "final_entropy": run["final_entropy"],
+                               "initial_entropy": run["initial_entropy"]})  # fmt: skip
+    return {"rule": rule_settings or "defaults", "failing_runs": len(rows),
+            "warned": sum(r["warned_at"] is not None for r in rows),
+            "warned_before_or_at_event": sum(r["warned_at"] is not None and r["event_at"] is not None
+                                             and r["warned_at"] <= r["event_at"] for r in rows),
+            "healthy_runs": healthy, "false_alarms": len(alarms), "per_failing_run": rows,
+            "false_alarm_runs": alarms}  # fmt: skip
+
+
+def summarise(runs: list[dict], order: list[str]) -> list[dict]:
+    """Per (level, config): runs, collapsed, runaway, final accuracy and entropy mean ± std; against its parent and
+    UP (same family, same seeds): the paired mean difference in final accuracy ± 2 standard errors, won/lost.
+    Configs come in the order of `order` (collapse.py's config table)."""
+    rows = []
+    for level in sorted({r["level"] for r in runs}):
+        for name in [c for c in order if any(r["config"] == c and r["level"] == level for r in runs)]:
+            mine = {r["seed"]: r for r in runs if r["config"] == name and r["level"] == level}
+            acc, ent = (
+                mean_std([r["final_accuracy"] for r in mine.values()]),
+                mean_std([r["final_entropy"] for r in mine.values()]),
+            )
+            row = {"config": name, "level": level, "runs": len(mine),
+                   "collapsed": sum(r["collapsed"] for r in mine.values()),
+                   "runaway": sum(r["runaway"] for r in mine.values()),
+                   "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
+                   "warned": sum(replay_warning(curve_logs(r)) is not None for r in mine.values()),
+                   "final_accuracy_mean": acc[0], "final_accuracy_std": acc[1],
+                   "final_entropy_mean": ent[0], "final_entropy_std": ent[1]}  # fmt: skip
+            family = name.split(" + ")[0].removeprefix("UP-")
+            for role, other in (("vs_parent", family), ("vs_up", f"UP-{family}")):
+                theirs = {r["seed"]: r for r in runs if r["config"] == other and r["level"] == level}
+                paired = sorted(set(mine) & set(theirs))
+                if other == name or not paired:
+                    continue
+                diffs = [mine[s]["final_accuracy"] - theirs[s]["final_accuracy"] for s in paired]
+                mean, std = mean_std(diffs)
+                row[role] = {"seeds": len(paired), "mean": mean, "two_se": 2 * std / len(paired) ** 0.5,
+                             "won": sum(d > 0 for d in diffs), "lost": sum(d < 0 for d in diffs)}  # fmt: skip
+            rows.append(row)
+    return rows
+
+
+def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
+    """The pre-registered goal, per guard: at every level and family measured, collapsed <= the parent's and runaway
+    <= the parent's; at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not
+    below -2 standard errors. Returns, per guard, whether it met the goal and where it failed."""
+    by = {(r["config"], r["level"]): r for r in rows}
+    guards = sorted({r["config"].split(" + ", 1)[1] for r in rows if " + " in r["config"]})
+    out = {}
+    for guard in guards:
+        failures = []
+        for (config, level), row in by.items():
+            if not config.endswith(f" + {guard}"):
+                continue
+            family = config.split(" + ")[0].removeprefix("UP-")
+            parent = by.get((family, level))
+            if parent is None:
+                continue
+            for key in ("collapsed", "runaway"):
+                if row[key] > parent[key]:
+                    failures.append(f"{config} @ {level}: {key} {row[key]} > parent's {parent[key]}")
+            up_row = by.get((f"UP-{family}", level))
+            if (family, level) in wins and "vs_up" in row and up_row is not None:
+                if row["vs_up"]["mean"] < -row["vs_up"]["two_se"]:
+                    failures.append(f"{config} @ {level}: accuracy {row['vs_up']['mean']:+.3f} vs UP "
+                                    f"(2 SE {row['vs_up']['two_se']:.3f}): UP's win not kept")  # fmt: skip
+        out[guard] = {"met": not failures, "failures": failures}
+    return out
+
+
+def measured_wins(rows: list[dict]) -> list[tuple[str, int]]:
+    """(family, level) where UP beat its parent: paired mean difference above 2 standard errors."""
+    return [(r["config"].removeprefix("UP-"), r["level"]) for r in rows
+            if r["config"].startswith("UP-") and " + " not in r["config"] and "vs_parent" in r
+            and r["vs_parent"]["mean"] > r["vs_parent"]["two_se"]]  # fmt: skip
+
+
+def markdown(rows: list[dict], header: str) -> str:
+    def pm(mean, std, digits=3):
+        return "n/a" if mean is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+    def paired(d):
+        return "" if d is None else f"{d['mean']:+.3f} ± {d['two_se']:.3f} ({d['won']}/{d['lost']})"
+
+    lines = [header, "", "| config | updates per rollout | runs | collapsed | entropy runaway | warned (live) "
+             "| warned "
+             "| final accuracy | final entropy | vs parent: paired diff ± 2 SE (won/lost) "
+             "| vs UP: paired diff ± 2 SE (won/lost) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"| {r['config']} | {r['level']} | {r['runs']} | {r['collapsed']} | {r['runaway']} | {r['warned_live']} | "
+            f"{r['warned']} | "
+            f"{pm(r['final_accuracy_mean'], r['final_accuracy_std'])} | "
+            f"{pm(r['final_entropy_mean'], r['final_entropy_std'], 2)} | {paired(r.get('vs_parent'))} | "
+            f"{paired(r.get('vs_up'))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(runs: list[dict], path: Path, title: str, order: list[str]) -> None:
+    """Per level and family: mean entropy curve of each config (top) and final accuracy per seed (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["level"], r["config"].split(" + ")[0].removeprefix("UP-")) for r in runs})
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
+    for col, (level, family) in enumerate(panels):
+        names = [c for c in order if c.split(" + ")[0].removeprefix("UP-") == family
+                 and any(r["config"] == c and r["level"] == level for r in runs)]  # fmt: skip
+        for k, name in enumerate(names):
+            mine = [r for r in runs if r["config"] == name and r["level"] == level]
+            curves = [dict(map(tuple, r["curves"]["entropy"])) for r in mine]
+            steps = sorted(set.intersection(*(set(c) for c in curves)))
+            axes[0][col].plot(steps, [statistics.fmean(c[s] for c in curves) for s in steps], lw=1, label=name)
+            finals = [r["final_accuracy"] for r in mine]
+            axes[1][col].scatter([k] * len(finals), finals, s=10, alpha=0.6)
+            axes[1][col].hlines(statistics.fmean(finals), k - 0.3, k + 0.3, color="black")
+            crashed = [r["final_accuracy"] for r in mine if r["collapsed"]]
+            axes[1][col].scatter([k] * len(crashed), crashed, s=40, facecolors="none", edgecolors="red")
+        axes[0][col].set_title(f"{family}, {level} updates per rollout")
+        axes[0][col].set_ylabel("entropy (mean over seeds)")
+        axes[0][col].set_xlabel("optimizer step")
+        axes[0][col].legend(fontsize=6)
+        axes[1][col].set_xticks(range(len(names)), [n.replace(f"UP-{family}", "UP") for n in names], rotation=30,
+                                ha="right", fontsize=7)  # fmt: skip
+        axes[1][col].set_ylabel("final true accuracy (red ring: collapsed)")
+        for ax in axes[:, col]:
+            ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

@@ -65,10 +65,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sample_efficiency as se  # noqa: E402
+import staleness_sweep  # noqa: E402
 from collapse_report import (  # noqa: E402  (re-exported: the tests read collapse.warning_report)
     compact,
     goal,
@@ -115,9 +114,7 @@ for family in FAMILIES:
 
 # Updates per rollout batch of 128 -> how the batch is reused (staleness_sweep.LEVELS, plus more passes).
 LEVELS: dict[int, dict] = {
-    4: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=1),
-    8: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=2),
-    16: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=4),
+    **{level: staleness_sweep.LEVELS[level] for level in (4, 8, 16)},
     32: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=8),
     64: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=16),
 }
@@ -170,10 +167,6 @@ def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH,
     from up_trl.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed)
-    prompts, _ = se.task(100)
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
-    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     rng = random.Random(seed)
 
     def reply():
@@ -182,17 +175,7 @@ def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH,
             tokenizer.eos_token_id
         ]
 
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        ids = torch.tensor([prompt_ids[rng.randrange(len(prompt_ids))] + reply() for _ in range(32)])
-        labels = ids.clone()
-        labels[:, : len(prompt_ids[0])] = -100
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval(), tokenizer
+    return se.supervise(model, se.chat_prompt_ids(tokenizer), reply, rng, steps), tokenizer
 
 
 def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:

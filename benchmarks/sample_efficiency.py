@@ -120,6 +120,30 @@ def make_rewards(corruption: str, seed: int):
     return [corrupted, true_accuracy], [1.0, 0.0]
 
 
+def chat_prompt_ids(tokenizer, n: int = 100) -> list[list[int]]:
+    """The token ids of `n` of the task's prompts in the tokenizer's chat template (all of the same length)."""
+    prompts, _ = task(n)
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
+    return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def supervise(model, prompt_ids, reply, rng: random.Random, steps: int, device: torch.device | str = "cpu"):
+    """`steps` supervised AdamW steps (lr 3e-3) on batches of 32 rows: a random prompt, then `reply()`'s ids, the loss
+    on the reply only. Returns the model in eval mode."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        ids = torch.tensor([prompt_ids[rng.randrange(len(prompt_ids))] + reply() for _ in range(32)], device=device)
+        labels = ids.clone()
+        labels[:, : len(prompt_ids[0])] = -100
+        loss = model(input_ids=ids, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
 def warm_start(seed: int, steps: int = 60, *, device: torch.device | str = "cpu", **model_kwargs):
     """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right.
     `model_kwargs` (hidden_size, num_layers) size the model; benchmarks/gpu_suite.py builds a larger one on a GPU."""
@@ -127,25 +151,13 @@ def warm_start(seed: int, steps: int = 60, *, device: torch.device | str = "cpu"
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed, **model_kwargs)
     model.to(device)
-    prompts, _ = task(100)
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
-    prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     digit_ids = [tokenizer.convert_tokens_to_ids(str(d)) for d in range(10)]
     rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        rows = [prompt_ids[rng.randrange(len(prompt_ids))] + [rng.choice(digit_ids), tokenizer.eos_token_id]
-                for _ in range(32)]  # fmt: skip
-        ids = torch.tensor(rows, device=device)  # every prompt has the same length
-        labels = ids.clone()
-        labels[:, : len(prompt_ids[0])] = -100
-        loss = model(input_ids=ids, labels=labels).loss
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    return model.eval(), tokenizer
+
+    def reply():
+        return [rng.choice(digit_ids), tokenizer.eos_token_id]
+
+    return supervise(model, chat_prompt_ids(tokenizer), reply, rng, steps, device), tokenizer
 
 
 def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **overrides) -> dict:

@@ -240,8 +240,9 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
         args.k, args.max_completion_length = 2, 16
-    from up_trl.evaluate import check_benchmarks, default_ks
+    from up_trl.evaluate import check_benchmarks
     from up_trl.models import smollm2_path
+    from up_trl.pass_at_k import default_ks
 
     check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)))  # fails now, not later
     if args.arithmetic_few_shot and args.dataset != "arithmetic":

@@ -5,14 +5,13 @@ import re
 
 import pytest
 
-from up_trl.evaluate import (
+from up_trl.evaluate import main, score_benchmark
+from up_trl.pass_at_k import (
     default_ks,
     equivalence_tables,
-    main,
     majority_cluster,
     majority_correct,
     pass_at_k,
-    score_benchmark,
     score_problem,
 )
 

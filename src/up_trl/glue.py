@@ -246,8 +246,8 @@ class UPTrainerMixin:
             self.add_callback(self._nonfinite_guard)
         if getattr(self.args, "up_collapse_warning", True):
             stop = getattr(self.args, "up_stop_on_collapse", False)
-            advice = UP_ADVICE if self.up_mode != "off" else ADVICE
-            self.add_callback(CollapseWarningCallback(stop, advice=advice, stop_flag="up_stop_on_collapse"))
+            to_try = UP_ADVICE if self.up_mode != "off" else ADVICE
+            self.add_callback(CollapseWarningCallback(stop, advice=to_try, stop_flag="up_stop_on_collapse"))
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(
                 f"UP (up_mode={self.up_mode!r}) equals its parent objective in this configuration: "

@@ -113,13 +113,14 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the
             parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
             ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
-        up_positive_log_ratio_bound, up_positive_min_prob, up_positive_capacity_share, up_positive_kl_coef,
-        up_entropy_fallback_threshold (`float` or `None`, *optional*, defaults to `None`):
-            The optional guards of the positive branch (ours, not the paper's), [`guards.GuardConfigMixin`]'s;
-            `None` keeps the paper's objective. docs/collapse.md measures each.
-        up_collapse_warning (`bool`, *optional*, defaults to `True`), up_stop_on_collapse (`bool`, defaults to
-            `False`): the early warning ([`collapse_warning.CollapseWarningConfigMixin`]), and whether it saves a
-            checkpoint and stops.
+        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
+            One of the optional guards of the positive branch (ours, not the paper's); the others,
+            `up_positive_min_prob`, `up_positive_capacity_share`, `up_positive_kl_coef` and
+            `up_entropy_fallback_threshold`, are [`guards.GuardConfigMixin`]'s too. `None` keeps the paper's
+            objective; docs/collapse.md measures each.
+        up_collapse_warning (`bool`, *optional*, defaults to `True`):
+            The early warning ([`collapse_warning.CollapseWarningConfigMixin`]); `up_stop_on_collapse` (default
+            `False`) makes it save a checkpoint and stop.
         skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
             Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
         max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):

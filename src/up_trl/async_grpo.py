@@ -31,7 +31,6 @@ and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -40,6 +39,7 @@ from trl.trainer.utils import get_callable_name
 
 from .async_rollout import async_grpo_on_cpu
 from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
+from .guards import is_rare
 from .losses import packed_token_sum_loss, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 
 
@@ -101,7 +101,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         rare = None  # the rare-token guard (`up_positive_min_prob`): tokens rare when sampled keep the parent's clip
         if self.up_positive_min_prob is not None:
-            rare = inputs["old_log_probs"] < math.log(self.up_positive_min_prob)
+            rare = is_rare(inputs["old_log_probs"], self.up_positive_min_prob)
         routes, parent_inputs = route_batch(inputs, self.up_mode, rare)
         seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
         hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))

@@ -95,10 +95,8 @@ def route_batch(inputs: dict, up_mode: str, exclude: torch.Tensor | None = None)
                 exclude = exclude.squeeze(-1)
             else:  # per token
                 advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
-        return up_routes(advantages, up_mode) & ~exclude, {
-            **inputs,
-            "advantages": advantages.masked_fill(up_routes(advantages, up_mode) & ~exclude, 0),
-        }
+        routes = up_routes(advantages, up_mode) & ~exclude
+        return routes, {**inputs, "advantages": advantages.masked_fill(routes, 0)}
     routes = up_routes(advantages, up_mode)
     return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
 

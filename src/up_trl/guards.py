@@ -161,6 +161,16 @@ def up_capacity_mask(log_importance_weights: torch.Tensor, old_log_probs: torch.
     return (gain <= share * (1 - pi_old)).float()
 
 
+def is_rare(old_log_probs: torch.Tensor, min_prob: float) -> torch.Tensor:
+    """The rare-token rule on log-probabilities at sampling time (per token, or a sequence's mean): log pi_old <
+    log `min_prob`. Every trainer's rare-token guard applies it (`rare_mask` for GRPO's (B, T) layout).
+
+    >>> is_rare(torch.log(torch.tensor([0.01, 0.05, 0.2])), 0.05)
+    tensor([ True, False, False])
+    """
+    return old_log_probs < math.log(min_prob)
+
+
 def rare_mask(
     old_per_token_logps: torch.Tensor,
     mask: torch.Tensor,
@@ -179,7 +189,7 @@ def rare_mask(
     """
     old = old_per_token_logps.detach().masked_fill(mask == 0, 0.0)  # padding may hold -inf
     old_log_p = log_importance_weights(old, torch.zeros_like(old), mask, importance_sampling_level)
-    return old_log_p < math.log(min_prob)
+    return is_rare(old_log_p, min_prob)
 
 
 def entropy_fallback_active(entropies: torch.Tensor, mask: torch.Tensor, threshold: float) -> bool:

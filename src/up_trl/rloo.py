@@ -17,7 +17,6 @@ line. `tests/test_trl_pins.py` pins every RLOOTrainer method this overrides or r
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +24,7 @@ from trl import RLOOConfig, RLOOTrainer
 from trl.trainer.utils import nanmax, nanmin
 
 from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
+from .guards import is_rare
 from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_token_sums
 from .shared_prompt import SharedPromptConfigMixin, SharedPromptTrainerMixin
 
@@ -102,7 +102,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
         if self.up_positive_min_prob is None:
             return None
         length = inputs["completion_mask"].sum(1).clamp(min=1)
-        return inputs["old_logps"] / length < math.log(self.up_positive_min_prob)
+        return is_rare(inputs["old_logps"] / length, self.up_positive_min_prob)
 
     @torch.no_grad()
     def _replace_clip_metrics(self, coef_1, advantages, mode):

@@ -92,9 +92,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
 
         mode = "train" if self.model.training else "eval"
         per_token_logps = seen["per_token_logps"]
-        mask = (
-            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
-        )
+        mask = self._loss_mask(inputs)
         old_per_token_logps = inputs.get("old_per_token_logps")
         old_per_token_logps = per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps
         advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
@@ -111,15 +109,19 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         )
         return loss
 
+    @staticmethod
+    def _loss_mask(inputs):
+        """The positions the parent's loss counts: completion tokens, minus tool output where there is any."""
+        mask = inputs["completion_mask"]
+        return mask if "tool_mask" not in inputs else mask * inputs["tool_mask"]
+
     def _rare_entries(self, inputs):
         """The rare-token guard's entries (`up_positive_min_prob`, `guards.rare_mask`), kept on the parent's clip;
         None without the guard or on-policy (no old log-probs: the ratio is 1 and the two branches agree)."""
         old = inputs.get("old_per_token_logps")
         if self.up_positive_min_prob is None or old is None:
             return None
-        mask = (
-            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
-        )
+        mask = self._loss_mask(inputs)
         return rare_mask(old, mask, self.up_positive_min_prob, self.importance_sampling_level)
 
     def _routed_loss(self, per_token_logps, old_per_token_logps, advantages, mask, fallback):

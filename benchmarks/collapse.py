@@ -50,6 +50,32 @@ guard that meets it everywhere is recommended (among several: the fewest collaps
 mean accuracy at UP's wins) and named "+ guard"; if none meets it, the recipes do not recommend one.
 Early warning: counted on the same runs (`warning`: the live callback's step); it should fire on every collapsed or
 runaway run, before or near the step where accuracy fell / entropy crossed initial + 1 nat, and on no healthy run.
+
+PRE-REGISTRATION 2: safe UP (committed before these runs; nothing below was tuned on seeds 10-29, which no earlier
+run used). The first study's failures were two mechanisms: an entropy runaway driven by rare tokens of positive
+completions (stress task; the rare clip removed it there) and a dead state after a shock of the negative branch (toy,
+seed 4 at 4 updates: no right answer left, every advantage 0, with beta 0 a zero gradient), which no positive-branch
+guard can reach. The settings, rules and goal above are unchanged, except that every arm loads the warm start from a
+saved folder (TRL reloads the reference model from it when beta > 0; `model_from_path`).
+- Settings `safe_toy` (levels 4 and 16) and `safe_stress` (level 16), seeds 10-19; at toy level 4 DAPO, GRPO, UP-DAPO
+  and UP-GRPO also on seeds 20-29 (20 paired seeds to settle UP-DAPO and UP-GRPO at 4 updates).
+- Configs per family (SAFE_CONFIGS): the parent, UP, the parent + beta 0.05, and "UP-<family> + safe" =
+  up_positive_min_prob=0.05 (the rare clip, for the runaway) + beta=0.05 (TRL's KL to the reference, for the dead
+  state: its gradient does not vanish when the advantages do). One setting for every family, chosen from the first
+  study and its single-seed counterfactuals (beta 0.05 rescued both UP arms of seed 4), not from these seeds.
+- Dead-state candidates, parent and UP alike, toy level 4, DAPO and GRPO, seeds 10-19 (DEAD_STATE_CONFIGS): beta 0.05
+  (UP), beta 0.01, a tighter clip-low (epsilon 0.1), and UP + rare clip alone (to tell the two parts of "safe" apart).
+- Goal for "+ safe", per family: at toy 4, toy 16 and stress 16, no more collapsed and no more runaway runs than the
+  parent, and than the parent + beta 0.05; where plain UP beat its parent (paired difference above 2 SE), safe minus
+  UP not below -2 SE. Where a family meets it, its packaged recipe switches "+ safe" on; otherwise it stays plain UP.
+- The dead-state rule of the warning (collapse_warning.CollapseRule, "dead state") is replayed on every run: it must
+  fire at the step of each dead state and on no healthy run.
+- Forecasts (collapse_report.FORECASTS), scored on these runs only: lead time (event step - firing step) on each
+  failing run and false alarms on healthy runs. F1 "entropy drift": the first step s >= 20 where the mean entropy of
+  steps s-9..s exceeds the initial entropy (steps 1-4) by more than 0.5 nat. F2 "negative covariance": the first step
+  s >= 20 where up/logp_adv_cov was below 0 at each of the last 20 logged steps (Cui et al.: a negative covariance
+  raises the entropy). A forecast is useful if it fires before the event on most failing runs with fewer false
+  alarms than failing runs; otherwise the page says that nothing forecasts and keeps the confirmation rule.
 """
 
 from __future__ import annotations
@@ -69,14 +95,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sample_efficiency as se  # noqa: E402
 import staleness_sweep  # noqa: E402
 from collapse_report import (  # noqa: E402  (re-exported: the tests read collapse.warning_report)
+    CURVES_FILE,
     compact,
+    forecast_report,
     goal,
     markdown,
     measured_wins,
     plot,
+    read_curves,
     replay_warning,
     summarise,
     warning_report,
+    write_curves,
 )
 from staleness_sweep import _init_worker, _warm_start, describe_machine, open_partial  # noqa: E402
 
@@ -103,6 +133,14 @@ PILOT_GUARDS: dict[str, dict] = {
     "KL 1.0": dict(up_positive_kl_coef=1.0),
     "entropy 2.0": dict(up_entropy_fallback_threshold=2.0),
 }
+# Safe UP (issue 24, PRE-REGISTRATION 2 below): the dead state's candidates (TRL's own settings, so the parents get
+# them too) and the recommendation "+ safe", one setting for every family.
+DEAD_STATE_CANDIDATES: dict[str, dict] = {
+    "beta 0.05": dict(beta=0.05),  # a KL to the reference: a gradient where every advantage is 0
+    "beta 0.01": dict(beta=0.01),
+    "epsilon 0.1": dict(epsilon=0.1),  # a tighter clip-low: negatives stop moving at r < 0.9 instead of 0.8
+}
+SAFE = dict(up_positive_min_prob=0.05, beta=0.05)  # the rare clip (runaway) + a KL to the reference (dead state)
 CONFIGS: dict[str, dict] = {}
 for family in FAMILIES:
     CONFIGS[family] = dict(se.CONFIGS[family])
@@ -111,6 +149,12 @@ for family in FAMILIES:
         CONFIGS[f"UP-{family} + {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
     for guard, settings in PILOT_GUARDS.items():
         CONFIGS[f"UP-{family} + pilot {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
+    for candidate, settings in DEAD_STATE_CANDIDATES.items():
+        if family == "GSPO" and "epsilon" in settings:  # GSPO's sequence-level clip is 3e-4: 0.1 is no tighter
+            continue
+        CONFIGS[f"{family} + {candidate}"] = {**se.CONFIGS[family], **settings}
+        CONFIGS[f"UP-{family} + {candidate}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
+    CONFIGS[f"UP-{family} + safe"] = {**se.CONFIGS[f"UP-{family}"], **SAFE}
 
 # Updates per rollout batch of 128 -> how the batch is reused (staleness_sweep.LEVELS, plus more passes).
 LEVELS: dict[int, dict] = {
@@ -123,7 +167,10 @@ SPEED = dict(share_prompt_prefix=True, activation_checkpointing=False)
 # Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
 CURVE_KEYS = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std",
               "up/positive_abs_log_ratio_mean", "up/would_clip_frac", "up/guard_masked_frac",
-              "up/capacity_masked_frac", "up/entropy_fallback")  # fmt: skip
+              "up/capacity_masked_frac", "up/entropy_fallback",
+              # the leading indicators (up_trl.indicators), TRL's clip counts, the gradient norm and the KL
+              "up/logp_adv_cov", "up/positive_tokens", "up/negative_tokens", "up/negative_clipped_log_ratio_mean",
+              "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "kl")  # fmt: skip
 
 
 TAIL_LENGTH, TAIL_FILLER, TAIL_NOISE, TAIL_POOL = 8, ".", 0.2, "abcdefghijklmnopqrstuvwxyz"
@@ -140,22 +187,57 @@ FAMILY_CONFIGS = [
         *(f"UP-{f} + {g}" for g in ("log-ratio", "capacity", "KL", "entropy fallback", "rare clip")),
     )
 ]
+# PRE-REGISTRATION 2 (safe UP): the parent, UP, the parent with the KL UP + safe adds, and UP + safe.
+SAFE_CONFIGS = [name for f in FAMILIES for name in (f, f"UP-{f}", f"{f} + beta 0.05", f"UP-{f} + safe")]
+DEAD_STATE_CONFIGS = [
+    name
+    for f in ("DAPO", "GRPO")
+    for name in (
+        f"UP-{f} + rare clip",
+        f"UP-{f} + beta 0.05",
+        f"{f} + beta 0.01",
+        f"UP-{f} + beta 0.01",
+        f"{f} + epsilon 0.1",
+        f"UP-{f} + epsilon 0.1",
+    )
+]
 SETTINGS: dict[str, dict] = {
     "toy": dict(task="toy", levels=[4, 16], seeds=list(range(10)), max_steps=300, configs=FAMILY_CONFIGS),
     "stress": dict(task="tail", levels=[16], seeds=list(range(10)), max_steps=STRESS_STEPS, configs=FAMILY_CONFIGS),
     "smollm2": dict(task="smollm2", levels=[8], seeds=[0, 1, 2], max_steps=32,
                     configs=["GSPO", "UP-GSPO", "UP-GSPO + guard"]),
+    "safe_toy": dict(task="toy", levels=[4, 16], seeds=list(range(10, 20)), max_steps=300, configs=SAFE_CONFIGS,
+                     model_from_path=True, curves_file=True),
+    "safe_stress": dict(task="tail", levels=[16], seeds=list(range(10, 20)), max_steps=STRESS_STEPS,
+                        configs=SAFE_CONFIGS, model_from_path=True, curves_file=True),
 }  # fmt: skip
 SETTING_TEXT = {
     "toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0",
     "stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, beta 0",
     "smollm2": "SmolLM2-135M-Instruct, arithmetic mul1, 32 steps, 8 updates per rollout, lr 3e-5, beta 0",
+    "safe_toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0 unless the config sets it",
+    "safe_stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, "
+    "beta 0 unless the config sets it",
 }
 # real_model.py's flags for the SmolLM2 runs (those of benchmarks/results/real_model_seeds, README).
-SMOLLM2 = dict(dataset="arithmetic", arithmetic_ops=["mul1"], arithmetic_few_shot=0, benchmark="arithmetic",
-               benchmark_limit=200, k=16, eval_seed=42, eval_batch_size=64, max_steps=32, max_completion_length=64,
-               per_device_train_batch_size=8, steps_per_generation=4, num_iterations=2, delta=3.0,
-               updates_per_rollout=8)  # fmt: skip
+SMOLLM2 = dict(
+    dataset="arithmetic",
+    arithmetic_ops=["mul1"],
+    arithmetic_few_shot=0,
+    benchmark="arithmetic",
+    benchmark_limit=200,
+    k=16,
+    eval_seed=42,
+    eval_batch_size=64,
+    max_steps=32,
+    max_completion_length=64,
+    per_device_train_batch_size=8,
+    steps_per_generation=4,
+    num_iterations=2,
+    delta=3.0,
+    updates_per_rollout=8,
+    learning_rate=3e-5,
+)  # fmt: skip  (real_model.train_argv passes 3e-5)
 
 
 @functools.lru_cache(maxsize=2)
@@ -204,9 +286,13 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
             disable_tqdm=True, logging_steps=1, max_steps=settings["max_steps"],
             learning_rate=settings["learning_rate"], lr_scheduler_type="constant", num_generations=8,
             gradient_accumulation_steps=1, max_completion_length=tail_length + 2 if tail else 3, temperature=1.0,
-            top_k=0, beta=0.0, reward_weights=weights, **CONFIGS[name], **LEVELS[level], **SPEED,
+            top_k=0, reward_weights=weights, **{"beta": 0.0, **CONFIGS[name]}, **LEVELS[level], **SPEED,
         )  # fmt: skip
-        trainer = UPGRPOTrainer(model=copy.deepcopy(base), reward_funcs=reward_funcs, args=config,
+        model = copy.deepcopy(base)
+        if settings.get("model_from_path"):  # every arm alike: TRL loads the reference (beta > 0) from the path
+            base.save_pretrained(Path(tmp) / "warm_start")
+            model = str(Path(tmp) / "warm_start")
+        trainer = UPGRPOTrainer(model=model, reward_funcs=reward_funcs, args=config,
                                 train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
         trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()
@@ -362,12 +448,16 @@ def main(argv=None) -> dict:
         from up_trl.models import smollm2_path
 
         settings.update(SMOLLM2, model=smollm2_path(), output_dir=str(out))
+    if args.setting == "smollm2" and args.learning_rate != 1e-3:
+        parser.error("--learning_rate: the smollm2 setting runs real_model.py's 3e-5; it takes no other value")
     commit = git_commit()  # the code the runs start from (recorded in each run too)
     settings["commit"] = commit
     jobs = [(name, seed, level) for seed in seeds for level in levels for name in configs]
     partial, runs = open_partial(out, args.resume or args.report_only)
     if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results.json only
         runs = json.loads((out / "results.json").read_text())["runs"]
+        if (out / CURVES_FILE).exists():  # the per-step curves kept beside it
+            runs = read_curves(runs, out / CURVES_FILE)
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
     jobs = [] if args.report_only else [j for j in jobs if j not in done]
     machine = describe_machine(args.workers)
@@ -419,7 +509,12 @@ def main(argv=None) -> dict:
               for c in configs}, "summary": rows, "measured_wins": wins, "goal": goal(rows, wins),
               "warning_report": warning_report(runs),
               "runs": runs}  # fmt: skip
-    report["runs"] = [compact(run) for run in runs]
+    report["forecast_report"] = forecast_report(runs)
+    if settings.get("curves_file"):  # every step of every curve in a compact file; results.json keeps the records
+        write_curves(runs, out / CURVES_FILE)
+        report["runs"] = [{k: v for k, v in run.items() if k != "curves"} for run in runs]
+    else:
+        report["runs"] = [compact(run) for run in runs]
     (out / "results.json").write_text(json.dumps(report, separators=(",", ":")))
     (out / "table.md").write_text(markdown(rows, header))
     title = f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}"

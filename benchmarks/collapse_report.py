@@ -33,6 +33,93 @@ def compact(run: dict) -> dict:
     return {**run, "curves": curves}
 
 
+CURVES_FILE = "curves.parquet"  # one row per (config, seed, level, step), one column per logged metric
+
+
+def write_curves(runs: list[dict], path: Path) -> None:
+    """Every run's curves, every step, as one Parquet table (float32; a missing value is null)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    keys = sorted({key for run in runs for key in run["curves"]})
+    columns: dict[str, list] = {"config": [], "seed": [], "level": [], "step": [], **{key: [] for key in keys}}
+    for run in runs:
+        for log in curve_logs(run):
+            for name in ("config", "seed", "level"):
+                columns[name].append(run[name])
+            columns["step"].append(log["step"])
+            for key in keys:
+                columns[key].append(log.get(key))
+    types = {"config": pa.string(), "seed": pa.int16(), "level": pa.int16(), "step": pa.int32()}
+    table = pa.table({k: pa.array(v, type=types.get(k, pa.float32())) for k, v in columns.items()})
+    pq.write_table(table, path, compression="zstd")
+
+
+def read_curves(runs: list[dict], path: Path) -> list[dict]:
+    """`runs` (records without curves) with their curves read back from `write_curves`'s file."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path).to_pylist()
+    by_run: dict[tuple, dict[str, list]] = {}
+    for row in table:
+        curves = by_run.setdefault((row["config"], row["seed"], row["level"]), {})
+        for key, value in row.items():
+            if key not in ("config", "seed", "level", "step") and value is not None:
+                curves.setdefault(key, []).append([row["step"], round(value, 4)])
+    return [{**run, "curves": by_run.get((run["config"], run["seed"], run["level"]), {})} for run in runs]
+
+
+def _forecast_entropy_drift(logs: list[dict]) -> int | None:
+    """F1 (pre-registered, collapse.py): the first step s >= 20 where the mean entropy of steps s-9..s is more than
+    0.5 nat above the initial entropy (steps 1-4)."""
+    entropy = [(log["step"], log["entropy"]) for log in logs if "entropy" in log]
+    initial = [v for s, v in entropy if s <= 4]
+    if not initial:
+        return None
+    start = statistics.fmean(initial)
+    for i, (step, _) in enumerate(entropy):
+        window = [v for s, v in entropy[: i + 1] if s > step - 10]
+        if step >= 20 and statistics.fmean(window) > start + 0.5:
+            return step
+    return None
+
+
+def _forecast_negative_covariance(logs: list[dict]) -> int | None:
+    """F2 (pre-registered, collapse.py): the first step s >= 20 where up/logp_adv_cov was below 0 at each of the
+    last 20 logged steps."""
+    cov = [(log["step"], log["up/logp_adv_cov"]) for log in logs if "up/logp_adv_cov" in log]
+    for i in range(19, len(cov)):
+        if cov[i][0] >= 20 and all(v < 0 for _, v in cov[i - 19 : i + 1]):
+            return cov[i][0]
+    return None
+
+
+FORECASTS = {"entropy drift": _forecast_entropy_drift, "negative covariance": _forecast_negative_covariance}
+
+
+def forecast_report(runs: list[dict]) -> dict:
+    """Each pre-registered forecast (FORECASTS) on recorded runs: on failing runs (collapsed or runaway) whether it
+    fired before the event and by how many steps; on healthy runs, its false alarms."""
+    out = {}
+    for name, forecast in FORECASTS.items():
+        leads, missed, alarms, healthy = [], 0, 0, 0
+        for run in runs:
+            fired = forecast(curve_logs(run))
+            if run["collapsed"] or run["runaway"]:
+                event = (run["accuracy_fell_at"] if run["collapsed"] else None) or run["entropy_ran_away_at"]
+                if fired is None or event is None or fired > event:
+                    missed += 1
+                else:
+                    leads.append(event - fired)
+            else:
+                healthy += 1
+                alarms += fired is not None
+        out[name] = {"failing_runs": len(leads) + missed, "fired_before_event": len(leads),
+                     "lead_steps_median": statistics.median(leads) if leads else None,
+                     "healthy_runs": healthy, "false_alarms": alarms}  # fmt: skip
+    return out
+
+
 def curve_logs(run: dict) -> list[dict]:
     """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
     by_step: dict[int, dict] = {}

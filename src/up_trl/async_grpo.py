@@ -136,6 +136,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
             log_probs, old_log_probs, advantages, mask, epsilon_high=self.epsilon_high, guard_bound=self.up_guard_bound
         )
         self._log_up_sums(sums, "train")
+        self._log_indicators(log_probs, advantages, mask, log_probs - old_log_probs, "train")
 
     @staticmethod
     def _up_rate(num: float, den: float) -> tuple[float, float]:

@@ -18,14 +18,19 @@ The rule (chosen on recorded runs and tested on others: docs/collapse.md). Over 
                        of the groups have no reward spread, so the advantages and the gradient are ~0: a run in that
                        state cannot recover by itself)
 
-A condition must hold at every log for `patience_steps` optimizer steps (default 25) before the warning fires, so
-that a passing swing does not; each is checked once 2 * `window` values of its metric are in (the baseline and the
-current window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It
-fires once, logs one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`,
-asks the Trainer to save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored.
-The state is not saved with a checkpoint: after a resume the baselines restart (so a run resumed while already
-running away takes its high entropy as the start). A trainer that does not log `frac_reward_zero_std`
-(`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is watched for entropy only.
+    dead state:        on the latest rollout batch Z = 1 (no group has any reward spread) and its reward is lost as
+                       above (against the batches before it), while the latest entropy is above H0 + entropy_margin
+                       (a shock left the policy near uniform with no right answer: every advantage is 0, and with
+                       beta = 0 so is the gradient; no update can leave this state)
+
+The dead state fires at the log where it happens. The other two conditions must hold at every log for `patience_steps`
+optimizer steps (default 25) before the warning fires, so that a passing swing does not; each is checked once 2 *
+`window` values of its metric are in (the baseline and the current window do not overlap; a run with fewer than 6
+rollout batches logged is watched for entropy only). It fires once, logs one warning line that says what is happening
+and what to try, and, with `stop_on_collapse=True`, asks the Trainer to save a checkpoint and stop. It changes nothing
+else. Eval logs (`eval_*` keys) are ignored. The state is not saved with a checkpoint: after a resume the baselines
+restart (so a run resumed while already running away takes its high entropy as the start). A trainer that does not log
+`frac_reward_zero_std` (`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is watched for entropy only.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):
@@ -44,6 +49,11 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
+# A dead state: the objective's gradient is 0, so a guard of either branch cannot act; a KL to the reference can.
+DEAD_STATE_ADVICE = (
+    "Resume from a checkpoint saved before this step with beta=0.05 (a KL to the reference model still has a gradient "
+    "when every advantage is 0), or a lower learning_rate."
+)
 ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
 # What the UP trainers add: the option the collapse study found to remove the runaway on its stress task (it did not
 # meet the study's goal everywhere: the up-trl docs, "Collapse study").
@@ -93,6 +103,7 @@ class CollapseRule:
         self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
         self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
         self._since: dict[str, int | None] = {"entropy runaway": None, "reward collapse": None}
+        self._rewards_seen = 0  # reward values read so far: a dead state is judged once per new rollout batch
         self.fired: tuple[int, str, str] | None = None
 
     def _means(self, key: str, window: int) -> tuple[float, float] | None:
@@ -110,6 +121,22 @@ class CollapseRule:
         self._since[kind] = step if self._since[kind] is None else self._since[kind]
         return step - self._since[kind] >= self.patience_steps
 
+    def _lost(self, r: float, r0: float) -> bool:
+        """Whether reward `r` has lost half of its starting level `r0` (scale at least `reward_scale`)."""
+        return r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale)
+
+    def _dead_state(self) -> str | None:
+        """What the latest rollout batch shows if it is a dead state (module docstring), else None."""
+        entropy, reward, zero_std = (self.history[k] for k in ("entropy", "reward", "frac_reward_zero_std"))
+        if len(entropy) <= self.window or len(reward) < 2 or not zero_std or zero_std[-1] < 1.0:
+            return None
+        h0, h = statistics.fmean(entropy[: self.window]), entropy[-1]
+        r0, r = statistics.fmean(reward[:-1][: self.reward_window]), reward[-1]
+        if h > h0 + self.entropy_margin and self._lost(r, r0):
+            return (f"no group of the last rollout batch has any reward spread (reward {r:.3f}, from {r0:.3f} at the "
+                    f"start) and the entropy is {h:.2f} nats, up from {h0:.2f}: every advantage is 0")  # fmt: skip
+        return None
+
     def update(self, step: int, logs: dict) -> tuple[int, str, str] | None:
         """Read one log; return (step, kind, message) the first time the rule fires, else None."""
         for key, values in self.history.items():
@@ -118,6 +145,12 @@ class CollapseRule:
                 values.append(float(value))
         if self.fired is not None:
             return None
+        if len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
+            self._rewards_seen = len(self.history["reward"])
+            dead = self._dead_state()
+            if dead is not None:
+                self.fired = (step, "dead state", dead)
+                return self.fired
         entropy = self._means("entropy", self.window)
         if entropy is not None:
             h0, h = entropy
@@ -131,7 +164,7 @@ class CollapseRule:
         if reward is not None and len(signal) >= self.reward_window:
             r0, r = reward
             z = statistics.fmean(signal)
-            lost = r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale) and z >= self.no_signal_frac
+            lost = self._lost(r, r0) and z >= self.no_signal_frac
             if self._held("reward collapse", lost, step):
                 self.fired = (step, "reward collapse", f"reward {r:.3f} (mean of the last {self.reward_window} "
                               f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
@@ -153,9 +186,11 @@ class CollapseWarningCallback(TrainerCallback):
         stop_on_collapse: bool = False,
         advice: str = ADVICE,
         stop_flag: str = "stop_on_collapse",
+        dead_state_advice: str = DEAD_STATE_ADVICE,
         **rule_settings,
     ):
         self.stop_on_collapse, self.advice, self.stop_flag = stop_on_collapse, advice, stop_flag
+        self.dead_state_advice = dead_state_advice
         self.rule = CollapseRule(**rule_settings)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -171,7 +206,8 @@ class CollapseWarningCallback(TrainerCallback):
             else f" ({self.stop_flag}=True would save a checkpoint and stop.)"
         )
         if state.is_world_process_zero:
-            logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {self.advice}{stopping}")
+            advice = self.dead_state_advice if kind == "dead state" else self.advice
+            logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {advice}{stopping}")
         if self.stop_on_collapse:
             control.should_save = True
             control.should_training_stop = True

@@ -32,6 +32,7 @@ from accelerate.logging import get_logger
 from .callbacks import NonFiniteGuardCallback
 from .collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from .guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
+from .indicators import indicator_rates, leading_indicator_sums
 from .losses import UP_MODES, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
 
@@ -279,6 +280,14 @@ class UPTrainerMixin:
         names = UP_METRICS + (("up/guard_masked_frac",) if len(sums) > 6 else ())
         rates = [(n_pos, n_valid)] + [(s, n_pos) for s in sums[2:]]
         for name, (num, den) in zip(names, rates):
+            self._metrics[mode][name].append(self._up_rate(num, den))
+
+    @torch.no_grad()
+    def _log_indicators(self, per_token_logps, advantages, mask, log_ratio, mode: str) -> None:
+        """Log the leading indicators of a collapse (`indicators.INDICATOR_METRICS`) for this loss call, summed over
+        ranks; whatever up_mode is, so that a UP run and its parent are comparable."""
+        sums = leading_indicator_sums(per_token_logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
+        for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
 
     @staticmethod

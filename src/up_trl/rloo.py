@@ -136,3 +136,4 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
             logps, old_logps, advantages, mask, epsilon_high=self.epsilon_high, guard_bound=self.up_guard_bound
         )
         self._log_up_sums(sums, mode)
+        self._log_indicators(logps, advantages, mask, log_ratio, mode)

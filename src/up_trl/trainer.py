@@ -176,6 +176,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         level = self.importance_sampling_level
         log_ratio = log_importance_weights(per_token_logps, old_per_token_logps, mask, level)
         coef_1 = torch.exp(log_ratio)
+        self._log_indicators(per_token_logps, advantages, mask, log_ratio, mode)
 
         # policy_loss: the objective's value as TRL defines it (before accumulation scaling), for every up_mode.
         parent = clipped_surrogate_loss(

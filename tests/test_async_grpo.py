@@ -215,6 +215,10 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
     # |log r| on positive tokens: the noise added to the old log-probs, read back through the packed forward
     (total, count) = trainer._metrics["train"]["up/positive_abs_log_ratio_mean"][0]
     assert count == n_positive and total > 0
+    # The leading indicators (up_trl.indicators), per trained token: the token counts of each sign.
+    n_negative = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] < 0)
+    assert trainer._metrics["train"]["up/positive_tokens"] == [(n_positive, 1.0)]
+    assert trainer._metrics["train"]["up/negative_tokens"] == [(n_negative, 1.0)]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -139,3 +139,56 @@ def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
                           processing_class=tokenizer, callbacks=[callback])  # fmt: skip
     trainer.train()
     assert callback.rule.history["entropy"] and callback.rule.history["reward"]
+
+
+# The dead state (docs/collapse.md): one rollout batch every 4 steps, as at 4 updates per rollout batch.
+def _batches(rewards, zero_stds, entropies):
+    """Logs of a run with a rollout batch every 4 steps: reward and frac_reward_zero_std on its first step."""
+    logs = []
+    for i, entropy in enumerate(entropies):
+        log = {"entropy": entropy}
+        if i % 4 == 0:
+            log |= {"reward": rewards[i // 4], "frac_reward_zero_std": zero_stds[i // 4]}
+        logs.append(log)
+    return logs
+
+
+def _feed_logs(rule, logs):
+    for step, log in enumerate(logs, start=1):
+        rule.update(step, log)
+    return rule.fired
+
+
+@pytest.mark.parametrize(
+    "rewards, zero_stds, entropy_after, fires_at",
+    [
+        # Seed 4's trajectory: right answers ~10%, a shock at step 8 to 4 nats, the batch of step 9 all wrong.
+        pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 4.0, 9, id="dead_state_at_the_batch"),
+        # The parents' trajectory: the same shock, but 5 right answers left (spread in some groups): no warning.
+        pytest.param([0.1, 0.12, 0.04, 0.1], [0.4, 0.4, 0.7, 0.5], 4.0, None, id="shock_with_answers_left"),
+        # No right answer, entropy at its start: a hard start, not a shock (the other rules watch it).
+        pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 1.3, None, id="no_shock"),
+        # Every group solved (no spread, reward up): a finished task, not a dead state.
+        pytest.param([0.1, 0.5, 1.0, 1.0], [0.4, 0.4, 1.0, 1.0], 4.0, None, id="solved"),
+    ],
+)
+def test_dead_state_fires_at_the_rollout_batch_it_happens(rewards, zero_stds, entropy_after, fires_at):
+    entropies = [1.4] * 7 + [entropy_after] * 9  # steps 1-7 at 1.4 nats, the shock from step 8
+    fired = _feed_logs(CollapseRule(), _batches(rewards, zero_stds, entropies))
+    assert (fired and fired[:2]) == ((fires_at, "dead state") if fires_at else None)
+
+
+def test_dead_state_needs_a_baseline_before_the_batch():
+    # The very first batch cannot be judged: nothing to compare its reward and entropy with.
+    assert _feed_logs(CollapseRule(), _batches([0.0], [1.0], [4.0])) is None
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_dead_state_line_names_its_own_advice_and_stops_when_asked(stop, caplog):
+    logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
+    with caplog.at_level(logging.WARNING, logger="up_trl.collapse_warning"):
+        controls = _replay(CollapseWarningCallback(stop_on_collapse=stop), logs)
+    lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
+    assert len(lines) == 1 and "dead state at step 9" in lines[0] and "every advantage is 0" in lines[0]
+    assert "beta=0.05" in lines[0] and "up_positive_min_prob" not in lines[0]  # the other failure's advice
+    assert [i + 1 for i, c in enumerate(controls) if c.should_training_stop] == ([9] if stop else [])

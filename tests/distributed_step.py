@@ -2,7 +2,7 @@
 processes run this script; rank 0 saves the per-step loss and the full parameters to OUT.pt.
 
 python tests/distributed_step.py OUT.pt                                               # 1 process, no DeepSpeed
-accelerate launch --config_file src/up_trl/accelerate_configs/zero3_cpu.yaml tests/distributed_step.py OUT.pt  # ZeRO-3
+accelerate launch --config_file configs/accelerate/zero3_cpu.yaml tests/distributed_step.py OUT.pt  # ZeRO-3
 
 Sampling differs with the number of processes (per-rank RNG), so generation is replaced by one fixed global batch
 of 8 completions (mixed-sign advantages, stale old_per_token_logps): each rank trains on its own contiguous rows.

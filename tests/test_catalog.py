@@ -1,6 +1,7 @@
 """Recipes and accelerate configs are package data, found by name: `--config up_dapo`, `up-trl recipes`,
 `--accelerate_config zero3` (launched through accelerate, as `trl grpo --accelerate_config` does)."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,14 +18,32 @@ from up_trl.catalog import (
 from up_trl.cli import main, parse_train_args
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_recipes_and_accelerate_configs_live_in_the_package():
     assert Path(recipe_path("up_dapo")) == PACKAGE / "recipes" / "up_dapo.yaml"
     assert Path(accelerate_config_path("zero3")) == PACKAGE / "accelerate_configs" / "zero3.yaml"
     assert {"quickstart", "up_dapo", "dapo", "up_gspo", "gspo", "up_rloo", "up_async_grpo"} <= set(recipe_names())
-    assert {"single_gpu", "multi_gpu", "zero3", "multi_node_zero3", "zero3_cpu"} <= set(accelerate_config_names())
-    assert not (PACKAGE.parents[1] / "configs").exists()  # one copy: no repository-only configs/ folder
+    assert set(accelerate_config_names()) == {"single_gpu", "multi_gpu", "zero2", "zero3", "multi_node_zero3",
+                                              "zero3_cpu"}  # fmt: skip
+
+
+def test_the_checkouts_configs_accelerate_are_the_configs_found_by_name():
+    """One copy in git: the top-level configs/accelerate/*.yaml (`accelerate launch --config_file
+    configs/accelerate/zero3.yaml`) are the files `--accelerate_config NAME` finds, through the package's symlink."""
+    folder = ROOT / "configs" / "accelerate"
+    if not folder.is_dir():
+        pytest.skip("not a checkout (an installed wheel): no configs/accelerate/")
+    link = ROOT / "src" / "up_trl" / "accelerate_configs"
+    assert link.is_symlink() and os.readlink(link) == "../../configs/accelerate"
+    assert sorted(path.stem for path in folder.iterdir()) == accelerate_config_names()  # YAML only, all of them
+    assert all(path.suffix == ".yaml" and not path.is_symlink() for path in folder.iterdir())
+    for name in accelerate_config_names():
+        found = Path(accelerate_config_path(name))
+        assert found.resolve() == (folder / f"{name}.yaml").resolve(), name
+        assert found.read_bytes() == (folder / f"{name}.yaml").read_bytes()
+        assert "distributed_type" in yaml.safe_load(found.read_text())
 
 
 def test_a_name_a_name_with_yaml_and_a_path_all_work(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ _EXPORTS = {
     "probability_capacity": "losses",
     "self_anchored_ratio": "losses",
     "up_per_token_loss": "losses",
+    "CollapseWarningCallback": "collapse_warning",
 }
 __all__ = [
     "UPGRPOConfig",
@@ -33,10 +34,12 @@ __all__ = [
     "probability_capacity",
     "self_anchored_ratio",
     "up_per_token_loss",
+    "CollapseWarningCallback",
 ]  # = list(_EXPORTS), spelt out for linters
 
 if TYPE_CHECKING:
     from .async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+    from .collapse_warning import CollapseWarningCallback
     from .config import UPGRPOConfig
     from .losses import probability_capacity, self_anchored_ratio, up_per_token_loss
     from .rloo import UPRLOOConfig, UPRLOOTrainer

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from datasets import Dataset
 
-from .data import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
+from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
 ARITHMETIC_OPS: tuple[str, ...] = ("mul", "mul1", "add", "sub")
 ARITHMETIC_DEFAULT_SIZE = 1000

@@ -30,7 +30,8 @@ from typing import Any
 import datasets
 from datasets import Dataset, load_dataset
 
-DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
+from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
 # Columns read as the problem and as the gold answer, first match wins ("solution" may be a worked solution whose
 # last \boxed{} holds the answer).
@@ -51,11 +52,6 @@ def system_prompt_from_flag(value: str | None) -> str | None:
     """
     value = value or DEFAULT_SYSTEM_PROMPT
     return None if value.strip().lower() == "none" else value
-
-
-class DataError(ValueError):
-    """Data that cannot be read as math prompts as asked (an unknown name, split, column or option): the message
-    says what to change. `up-trl train` prints it as one line (exit 2)."""
 
 
 class DataFileNotFoundError(DataError, FileNotFoundError):
@@ -178,9 +174,7 @@ def load_math_dataset(
         split = split or spec.splits[0]
         if split not in spec.splits:
             raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
-        if name == "arithmetic":  # generated in code (up_trl.arithmetic, which builds on this module)
-            from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
-
+        if name == "arithmetic":  # generated in code (up_trl.arithmetic)
             size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
             return arithmetic_dataset(
                 size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
@@ -261,18 +255,6 @@ def parse_level(level: Any) -> int | None:
 
 
 # ---- prompts -------------------------------------------------------------------------------------------------------
-
-
-def make_prompt(problem: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, num_images: int = 0) -> list[dict]:
-    """One conversational prompt. With images, every content is a list of parts and the user message starts with one
-    `{"type": "image"}` placeholder per image, which TRL fills from the `images` column."""
-    if num_images == 0:
-        user = {"role": "user", "content": problem}
-        system = {"role": "system", "content": system_prompt}
-    else:
-        user = {"role": "user", "content": [{"type": "image"}] * num_images + [{"type": "text", "text": problem}]}
-        system = {"role": "system", "content": [{"type": "text", "text": system_prompt}]}
-    return [system, user] if system_prompt is not None else [user]
 
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) -> Dataset:

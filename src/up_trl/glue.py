@@ -35,6 +35,7 @@ from .guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from .indicators import indicator_rates, leading_indicator_sums
 from .losses import UP_MODES, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
+from .versions import warn_if_untested_versions
 
 logger = get_logger(__name__)
 
@@ -241,6 +242,7 @@ class UPTrainerMixin:
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
         """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
         `up_stop_on_collapse`), then the on-policy notice."""
+        warn_if_untested_versions(main_process=self.is_world_process_zero())  # trl/transformers outside the pins
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)

@@ -1,7 +1,7 @@
 """The optional guards of UP's positive branch (ours, off by default, not in the paper): their config fields and
 their pure tensor functions. None of them changes UP unless set; docs/collapse.md measures each one.
 
-    up_positive_log_ratio_bound    routed entries with |log r| above it get no gradient  (`losses.up_guard_mask`)
+    up_positive_log_ratio_bound    routed entries with |log r| above it get no gradient  (`up_guard_mask`)
     up_positive_capacity_share     ... once pi_theta - pi_old > share * (1 - pi_old)     (`up_capacity_mask`)
     up_positive_kl_coef            + coef * KL(pi_old || pi_theta) on routed entries     (`up_positive_branch_loss`)
     up_entropy_fallback_threshold  routed entries: the parent's clip while entropy > it  (`entropy_fallback_active`)
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .losses import ImportanceSamplingLevel, _as_2d, log_importance_weights, self_anchored_ratio, up_guard_mask
+from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights, self_anchored_ratio
 
 GUARD_FIELDS = (
     "up_positive_log_ratio_bound",
@@ -112,7 +112,7 @@ def up_positive_branch_loss(
 
         L = -A * r~ * g  +  c * (r - 1 - log r)
 
-        g = 1{|log r| <= positive_log_ratio_bound}                     (:func:`up_trl.losses.up_guard_mask`)
+        g = 1{|log r| <= positive_log_ratio_bound}                     (:func:`up_guard_mask`)
           * 1{pi_theta - pi_old <= share * (1 - pi_old)}               (:func:`up_capacity_mask`)
         c = positive_kl_coef:  r - 1 - log r is the k3 estimate of KL(pi_old || pi_theta) on a token sampled from
             pi_old (>= 0, zero at r = 1; gradient c * (r - 1) * grad log pi_theta: pulls back whichever way r drifted)
@@ -140,6 +140,17 @@ def up_positive_branch_loss(
     if positive_kl_coef is not None:
         anchored = anchored + positive_kl_coef * (torch.exp(log_r) - 1 - log_r)
     return anchored
+
+
+def up_guard_mask(log_importance_weights: torch.Tensor, bound: float) -> torch.Tensor:
+    """An optional guard for UP's unclipped branch (ours, off by default): keep an entry only while the policy has
+    drifted less than `bound` from the one that sampled it, |log pi_theta - log pi_old| <= bound (per token, or
+    per sequence at sequence level). Returns a 0/1 float mask without gradient.
+
+    >>> up_guard_mask(torch.tensor([[0.1, -0.5, 2.0]]), bound=0.4)
+    tensor([[1., 0., 0.]])
+    """
+    return (log_importance_weights.detach().abs() <= bound).float()
 
 
 def up_capacity_mask(log_importance_weights: torch.Tensor, old_log_probs: torch.Tensor, share: float) -> torch.Tensor:

@@ -22,54 +22,17 @@ from typing import Literal
 
 import torch
 
+# The ratios come from `ratios`, the guards of the positive branch from `guards`; both are re-exported here, where
+# the equations have always been imported from (`from up_trl.losses import self_anchored_ratio, up_guard_mask`).
+from .guards import rare_mask, up_positive_branch_loss
+from .guards import up_guard_mask as up_guard_mask
+from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights
+from .ratios import self_anchored_ratio as self_anchored_ratio
+
 UpMode = Literal["asymmetric", "both", "off"]
 UP_MODES: tuple[str, ...] = ("asymmetric", "both", "off")
-ImportanceSamplingLevel = Literal["token", "sequence"]
 # Loss types TRL normalises by the active tokens of the whole generation batch (`num_items_in_batch`).
 GENERATION_BATCH_NORMALISED: tuple[str, ...] = ("cispo", "dapo", "vespo")
-
-
-def _as_2d(advantages: torch.Tensor) -> torch.Tensor:
-    return advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
-
-
-def log_importance_weights(
-    per_token_logps: torch.Tensor,
-    old_per_token_logps: torch.Tensor,
-    mask: torch.Tensor,
-    importance_sampling_level: ImportanceSamplingLevel = "token",
-) -> torch.Tensor:
-    """log r: token level `log pi_theta - log pi_old` (B, T); sequence level its masked mean (B, 1).
-
-    >>> logp = torch.tensor([[-1.0, -2.0]]); old = torch.tensor([[-1.5, -2.0]])
-    >>> log_importance_weights(logp, old, torch.ones(1, 2), "sequence")
-    tensor([[0.2500]])
-    """
-    log_ratio = per_token_logps - old_per_token_logps
-    if importance_sampling_level == "token":
-        return log_ratio
-    if importance_sampling_level == "sequence":
-        return ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
-    raise ValueError(f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'.")
-
-
-def self_anchored_ratio(
-    per_token_logps: torch.Tensor,
-    mask: torch.Tensor,
-    importance_sampling_level: ImportanceSamplingLevel = "token",
-) -> torch.Tensor:
-    """UP's positive-branch ratio r~ = pi_theta / sg(pi_theta) (paper, Sec. 3).
-
-    Its value is exactly 1 and its gradient is grad log pi_theta (token level) or
-    mean_t grad log pi_theta (sequence level), so -A * r~ has the REINFORCE gradient -A * grad log pi_theta.
-
-    >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True)
-    >>> self_anchored_ratio(logp, torch.ones(1, 2))
-    tensor([[1., 1.]], grad_fn=<ExpBackward0>)
-    """
-    return torch.exp(
-        log_importance_weights(per_token_logps, per_token_logps.detach(), mask, importance_sampling_level)
-    )
 
 
 def clipped_surrogate_loss(
@@ -183,8 +146,6 @@ def up_per_token_loss(
     )
     if up_mode == "off":
         return parent
-    from .guards import rare_mask, up_positive_branch_loss  # the guards build on this module's ratios
-
     advantages = _as_2d(advantages)
     routes = up_routes(advantages, up_mode)
     if positive_min_prob is not None:
@@ -202,17 +163,6 @@ def up_per_token_loss(
         positive_kl_coef=positive_kl_coef,
     )
     return torch.where(routes, anchored, parent)
-
-
-def up_guard_mask(log_importance_weights: torch.Tensor, bound: float) -> torch.Tensor:
-    """An optional guard for UP's unclipped branch (ours, off by default): keep an entry only while the policy has
-    drifted less than `bound` from the one that sampled it, |log pi_theta - log pi_old| <= bound (per token, or
-    per sequence at sequence level). Returns a 0/1 float mask without gradient.
-
-    >>> up_guard_mask(torch.tensor([[0.1, -0.5, 2.0]]), bound=0.4)
-    tensor([[1., 0., 0.]])
-    """
-    return (log_importance_weights.detach().abs() <= bound).float()
 
 
 def probability_capacity(

@@ -1,0 +1,59 @@
+"""UP's two ratios, the pieces both the loss (`losses`) and its guards (`guards`) are built on: pure tensors.
+
+    r  = pi_theta / pi_old       (the parent's importance ratio; `log_importance_weights` gives log r)
+    r~ = pi_theta / sg(pi_theta) (UP's self-anchored ratio: value 1, gradient grad log pi_theta)
+
+At sequence level (GSPO) both are geometric means over the completion: exp of the masked mean of the log-ratio.
+Import them from `up_trl.losses`, which re-exports them; they live here so that `guards` need not import `losses`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+ImportanceSamplingLevel = Literal["token", "sequence"]
+
+
+def _as_2d(advantages: torch.Tensor) -> torch.Tensor:
+    return advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
+
+
+def log_importance_weights(
+    per_token_logps: torch.Tensor,
+    old_per_token_logps: torch.Tensor,
+    mask: torch.Tensor,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+) -> torch.Tensor:
+    """log r: token level `log pi_theta - log pi_old` (B, T); sequence level its masked mean (B, 1).
+
+    >>> logp = torch.tensor([[-1.0, -2.0]]); old = torch.tensor([[-1.5, -2.0]])
+    >>> log_importance_weights(logp, old, torch.ones(1, 2), "sequence")
+    tensor([[0.2500]])
+    """
+    log_ratio = per_token_logps - old_per_token_logps
+    if importance_sampling_level == "token":
+        return log_ratio
+    if importance_sampling_level == "sequence":
+        return ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+    raise ValueError(f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'.")
+
+
+def self_anchored_ratio(
+    per_token_logps: torch.Tensor,
+    mask: torch.Tensor,
+    importance_sampling_level: ImportanceSamplingLevel = "token",
+) -> torch.Tensor:
+    """UP's positive-branch ratio r~ = pi_theta / sg(pi_theta) (paper, Sec. 3).
+
+    Its value is exactly 1 and its gradient is grad log pi_theta (token level) or
+    mean_t grad log pi_theta (sequence level), so -A * r~ has the REINFORCE gradient -A * grad log pi_theta.
+
+    >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True)
+    >>> self_anchored_ratio(logp, torch.ones(1, 2))
+    tensor([[1., 1.]], grad_fn=<ExpBackward0>)
+    """
+    return torch.exp(
+        log_importance_weights(per_token_logps, per_token_logps.detach(), mask, importance_sampling_level)
+    )

@@ -1,0 +1,155 @@
+"""No import cycle in `up_trl`: data flows one way (recipe -> config -> data + rewards + model -> trainer -> outputs).
+
+Every module under src/up_trl is parsed with `ast`; every import it runs counts, at module level and inside functions
+(a deferred import hides a cycle from Python, not from a reader), relative ones resolved against the module's
+package. Imports under `if TYPE_CHECKING:` never run and do not count; nor do modules outside `up_trl`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "up_trl"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted((SRC / PACKAGE).rglob("*.py"))}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(node: ast.AST):
+    """The Import / ImportFrom nodes under `node` that run: all of them but those under `if TYPE_CHECKING:`."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for other in child.orelse:
+                yield from _imports_in(other)
+            continue
+        yield from _imports_in(child)
+
+
+def _imports_in(node: ast.AST):
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        yield node
+    yield from _imports(node)
+
+
+def _known(name: str) -> str | None:
+    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.losses.x` -> `up_trl.losses`)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imported_modules(name: str, source: str | None = None) -> set[str]:
+    """The up_trl modules that module `name` imports (by name, relative imports resolved); `source`: its text."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _imports(ast.parse(path.read_text() if source is None else source, filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        else:
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            # `from .pkg import sub` imports the module `pkg.sub` when there is one, else a name of `pkg`
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in MODULES else origin for a in node.names]
+        found |= {_known(target) for target in targets if target.split(".")[0] == PACKAGE}
+    found.discard(None)
+    found.discard(name)
+    return found
+
+
+GRAPH = {name: imported_modules(name) for name in MODULES}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as [a, b, ..., a], or None (depth-first search, in sorted order for a stable answer)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" after
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == "open":
+                return path[path.index(target) :] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_graph_sees_every_kind_of_import():
+    """The parser sees what the test relies on: module-level, function-level and relative imports."""
+    assert len(MODULES) > 20 and "up_trl.rewards" in MODULES and "up_trl.rewards.pool" in MODULES
+    assert "up_trl.ratios" in GRAPH["up_trl.guards"]  # module level, relative
+    assert "up_trl.catalog" in GRAPH["up_trl.cli_launch"]
+    assert GRAPH["up_trl"] == set()  # its exports are imported lazily; its TYPE_CHECKING block does not count
+
+
+def test_find_cycle_names_the_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_function_level_and_relative_imports_are_resolved():
+    source = """
+import json
+from typing import TYPE_CHECKING
+from .extraction import extract_answer
+if TYPE_CHECKING:
+    from ..trainer import UPGRPOTrainer  # never runs
+def f():
+    from ..losses import up_routes
+    from . import pool
+    import up_trl.data
+    from up_trl.guards import is_rare
+"""
+    found = imported_modules("up_trl.rewards.functions", source)
+    assert found == {f"up_trl.{name}" for name in ("rewards.extraction", "losses", "rewards.pool", "data", "guards")}
+
+
+def test_no_import_cycle_in_up_trl():
+    cycle = find_cycle(GRAPH)
+    if cycle:
+        pytest.fail(f"import cycle: {' -> '.join(cycle)} (move the shared piece into the module both can import)")
+
+
+def test_the_packages_public_names():
+    """`from up_trl import *` gives the trainers, their configs, the headline equations and the collapse warning,
+    each from its own module, loaded on first use."""
+    import up_trl
+    from up_trl.collapse_warning import CollapseWarningCallback
+
+    assert set(up_trl.__all__) >= {
+        "UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",
+        "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback",
+    }  # fmt: skip
+    assert up_trl.__all__ == list(up_trl._EXPORTS)
+    assert up_trl.CollapseWarningCallback is CollapseWarningCallback
+    namespace: dict = {}
+    exec("from up_trl import *", namespace)
+    assert set(up_trl.__all__) <= set(namespace)

@@ -97,6 +97,7 @@ import staleness_sweep  # noqa: E402
 from collapse_report import (  # noqa: E402  (re-exported: the tests read collapse.warning_report)
     CURVES_FILE,
     compact,
+    distinct_failures,
     forecast_report,
     goal,
     markdown,
@@ -510,6 +511,7 @@ def main(argv=None) -> dict:
               "warning_report": warning_report(runs),
               "runs": runs}  # fmt: skip
     report["forecast_report"] = forecast_report(runs)
+    report["distinct_failures"] = distinct_failures(runs)
     if settings.get("curves_file"):  # every step of every curve in a compact file; results.json keeps the records
         write_curves(runs, out / CURVES_FILE)
         report["runs"] = [{k: v for k, v in run.items() if k != "curves"} for run in runs]

@@ -120,6 +120,31 @@ def forecast_report(runs: list[dict]) -> dict:
     return out
 
 
+def distinct_failures(runs: list[dict]) -> list[dict]:
+    """The failing runs (collapsed or runaway) grouped into distinct trajectories: arms of one seed, level and family
+    whose entropy curves are identical at every logged step (a guard that never changed a gradient follows plain UP
+    exactly) are one event, not several. Each group: seed, level, family, its configs, what it was, and whether the
+    dead-state rule fired on it (at which step)."""
+    from up_trl.collapse_warning import CollapseRule
+
+    groups: dict[tuple, dict] = {}
+    for run in runs:
+        if not (run["collapsed"] or run["runaway"]):
+            continue
+        family = run["config"].split(" + ")[0].removeprefix("UP-")
+        entropy = tuple(tuple(point) for point in run["curves"]["entropy"])
+        group = groups.setdefault((run["seed"], run["level"], family, entropy), {
+            "seed": run["seed"], "level": run["level"], "family": family, "configs": [],
+            "collapsed": run["collapsed"], "runaway": run["runaway"], "dead_state_at": None})  # fmt: skip
+        group["configs"].append(run["config"])
+        rule = CollapseRule()
+        for log in curve_logs(run):
+            rule.update(log["step"], log)
+        if rule.fired and rule.fired[1] == "dead state":
+            group["dead_state_at"] = rule.fired[0]
+    return list(groups.values())
+
+
 def curve_logs(run: dict) -> list[dict]:
     """A recorded run's curves as the log dicts the Trainer passed to its callbacks, step by step (rounded values)."""
     by_step: dict[int, dict] = {}

@@ -205,10 +205,20 @@ def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale
     assert any(not torch.allclose(up_grads[name], grad) for name, grad in parent_grads.items())
 
 
-def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path):
+def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path, monkeypatch):
+    import up_trl.async_grpo
+    from up_trl.guards import up_positive_branch_loss
+
+    calls = []  # the positive branch comes from the one function every trainer uses, on 1-D packed tokens
+    monkeypatch.setattr(
+        up_trl.async_grpo,
+        "up_positive_branch_loss",
+        lambda logp, *a, **k: (calls.append(logp.dim()), up_positive_branch_loss(logp, *a, **k))[1],
+    )
     samples, batch = stale_batch
     trainer = _trainer(checkpoint, prompts, _args(tmp_path))
     _loss_and_grads(trainer, batch)
+    assert calls == [1]
     n_tokens = [int(s["completion_mask"].sum()) for s in samples]
     n_positive = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] > 0)
     assert trainer._metrics["train"]["up/positive_token_frac"] == [(n_positive, sum(n_tokens))]

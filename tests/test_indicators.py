@@ -89,3 +89,24 @@ def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset
     # RLOO's entries are completions: a micro-batch of 8 holds at most 8 of either sign.
     assert all(0 < h["up/positive_tokens"] + h["up/negative_tokens"] <= 8 for h in logged)
     assert all(math.isfinite(h["up/logp_adv_cov"]) for h in logged)
+
+
+def test_each_trainer_takes_the_positive_branch_from_the_one_function(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """GRPO and RLOO take UP's entries from `guards.up_positive_branch_loss` (async: tests/test_async_grpo.py)."""
+    from conftest import make_trainer
+    from test_rloo import make_rloo_trainer
+
+    import up_trl.rloo
+    import up_trl.trainer
+    from up_trl.guards import up_positive_branch_loss
+
+    for module, make in ((up_trl.trainer, make_trainer), (up_trl.rloo, make_rloo_trainer)):
+        shapes = []
+
+        def spy(per_token_logps, *args, shapes=shapes, **kwargs):
+            shapes.append(per_token_logps.dim())
+            return up_positive_branch_loss(per_token_logps, *args, **kwargs)
+
+        monkeypatch.setattr(module, "up_positive_branch_loss", spy)
+        make(tmp_path / module.__name__, tiny, prompts_dataset, steps_per_generation=2, max_steps=1).train()
+        assert shapes and set(shapes) == ({2} if module is up_trl.trainer else {1}), module.__name__

@@ -22,7 +22,7 @@ RELIED_ON = [
     "coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)",
     "per_sequence_loss = -torch.min(per_sequence_loss1, per_sequence_loss2)",
     "loss = per_sequence_loss.mean()",
-    # clip_ratio/*: UPRLOOTrainer._replace_clip_metrics overwrites the one value each line appends
+    # clip_ratio/*: UPTrainerMixin._recount_clip_ratios (glue) overwrites the one value each line appends
     "is_low_clipped = (coef_1 < 1 - self.epsilon_low) & (advantages < 0)",
     "is_high_clipped = (coef_1 > 1 + self.epsilon_high) & (advantages > 0)",
     'self._metrics[mode]["clip_ratio/low_mean"].append(gathered_low_clip.nanmean().item())',

@@ -39,8 +39,8 @@ from trl.trainer.utils import get_callable_name
 
 from .async_rollout import async_grpo_on_cpu
 from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
-from .guards import is_rare
-from .losses import packed_token_sum_loss, self_anchored_ratio, up_guard_mask, up_positive_token_sums
+from .guards import is_rare, up_positive_branch_loss
+from .losses import packed_token_sum_loss, up_positive_token_sums
 
 
 @dataclass
@@ -116,9 +116,9 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
         advantages = inputs["advantages"][selected]
         routes = routes[selected]
         if self.up_mode != "off":
-            anchored = -self_anchored_ratio(log_probs, torch.ones_like(log_probs)) * advantages
-            if self.up_guard_bound is not None:
-                anchored = anchored * up_guard_mask(log_probs - old_log_probs, self.up_guard_bound)
+            anchored = up_positive_branch_loss(
+                log_probs, old_log_probs, advantages, torch.ones_like(log_probs), **self.up_guards
+            )
             loss = loss + packed_token_sum_loss(
                 torch.where(routes, anchored, 0.0),
                 inputs["global_n_tokens"][0],

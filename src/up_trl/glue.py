@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
+from trl.trainer.utils import nanmax, nanmin
 
 from .callbacks import NonFiniteGuardCallback
 from .collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from .guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from .indicators import indicator_rates, leading_indicator_sums
-from .losses import UP_MODES, up_routes
+from .losses import UP_MODES, clip_masks, up_routes
 from .rollout_checkpoint import RolloutCheckpointMixin
 from .versions import warn_if_untested_versions
 
@@ -45,6 +46,14 @@ UP_METRICS = (
     "up/capacity_up_mean",
     "up/would_clip_frac",
     "up/positive_abs_log_ratio_mean",
+)
+# TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
+CLIP_RATIO_METRICS = (
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
 )
 UP_PAPER = {
     "title": "UP: Unbounded Positive Asymmetric Optimization",
@@ -291,6 +300,34 @@ class UPTrainerMixin:
         sums = leading_indicator_sums(per_token_logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
         for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
+
+    @torch.no_grad()
+    def _recount_clip_ratios(self, coef_1, advantages, mask, mode, delta=None):
+        """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's
+        values (counted on the copy whose routed advantages are zeroed). Under UP `high_*` counts positive tokens
+        past 1 + epsilon_high that UP did not clip. One rule for GRPO's (B, T) tokens or (B, 1) sequences and RLOO's
+        sequences ((B, 1), `mask` None); `delta` is GRPO's dual clip (RLOO has none)."""
+        low, high = clip_masks(
+            coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=delta
+        )
+
+        def global_masked_mean(x):  # TRL's: (B, 1) at sequence level counts sequences, (B, T) counts tokens
+            if x.shape[1] == 1:
+                local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]), device=x.device)
+            else:
+                local_sum, local_count = (x * mask).sum(), mask.sum().float()
+            totals = self.accelerator.reduce(torch.stack([local_sum, local_count]), reduction="sum")
+            return (totals[0] / totals[1].clamp(min=1.0)).item()
+
+        def masked_seq_mean(x):
+            return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
+
+        values = [global_masked_mean(clipped.float()) for clipped in (low, high, low | high)] + [
+            nanmin(self.accelerator.gather(masked_seq_mean(low.float()))).item(),
+            nanmax(self.accelerator.gather(masked_seq_mean(high.float()))).item(),
+        ]
+        for name, value in zip(CLIP_RATIO_METRICS, values):
+            self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call
 
     @staticmethod
     def _up_rate(num: float, den: float):

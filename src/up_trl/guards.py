@@ -107,8 +107,9 @@ def up_positive_branch_loss(
     positive_capacity_share: float | None = None,
     positive_kl_coef: float | None = None,
 ) -> torch.Tensor:
-    """UP's routed-branch loss, per token (B, T) or per sequence (B, 1), with the optional guards (ours, off by
-    default, not in the paper); with none set it is the paper's -A * r~, computed exactly as before.
+    """UP's routed-branch loss, the one every trainer uses: per token (B, T) or per sequence (B, 1) in GRPO's layout,
+    or one entry per completion (RLOO) or per packed token (async GRPO) when the inputs are 1-D, with the optional
+    guards (ours, off by default, not in the paper); with none set it is the paper's -A * r~.
 
         L = -A * r~ * g  +  c * (r - 1 - log r)
 
@@ -124,8 +125,10 @@ def up_positive_branch_loss(
     >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.45]]))
     >>> up_positive_branch_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), positive_capacity_share=0.2)
     tensor([[-0., -1.]])
+    >>> up_positive_branch_loss(logp[0], old[0], torch.tensor([1.0, -2.0]), torch.ones(2))  # 1-D: entry by entry
+    tensor([-1.,  2.])
     """
-    advantages = _as_2d(advantages)
+    advantages = _as_2d(advantages) if per_token_logps.dim() == 2 else advantages  # (B,) against (B, T) rows
     anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
     if positive_log_ratio_bound is None and positive_capacity_share is None and positive_kl_coef is None:
         return anchored

@@ -21,11 +21,10 @@ from dataclasses import dataclass
 
 import torch
 from trl import RLOOConfig, RLOOTrainer
-from trl.trainer.utils import nanmax, nanmin
 
 from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
-from .guards import is_rare
-from .losses import clip_masks, self_anchored_ratio, up_guard_mask, up_positive_token_sums
+from .guards import is_rare, up_positive_branch_loss
+from .losses import up_positive_token_sums
 from .shared_prompt import SharedPromptConfigMixin, SharedPromptTrainerMixin
 
 
@@ -88,11 +87,10 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
         log_ratio = logps.detach() - old_logps
         if self.up_mode != "off":
             # Each sequence is one entry of UP's token-level ratio: exp(logp - sg(logp)) on the summed logp.
-            anchored = -self_anchored_ratio(logps, torch.ones_like(logps)) * advantages
-            if self.up_guard_bound is not None:
-                anchored = anchored * up_guard_mask(log_ratio, self.up_guard_bound)
+            anchored = up_positive_branch_loss(logps, old_logps, advantages, torch.ones_like(logps), **self.up_guards)
             loss = loss + torch.where(routes, anchored, 0.0).mean()  # RLOO's normalisation: mean over sequences
-            self._replace_clip_metrics(torch.exp(log_ratio), advantages, mode)
+            # RLOO's clip: one entry per sequence, no dual clip (TRL's masks with delta=None).
+            self._recount_clip_ratios(torch.exp(log_ratio)[:, None], advantages[:, None], None, mode, delta=None)
         self._log_up_metrics(logps.detach(), old_logps, log_ratio, advantages, mode)
         return loss
 
@@ -103,29 +101,6 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
             return None
         length = inputs["completion_mask"].sum(1).clamp(min=1)
         return is_rare(inputs["old_logps"] / length, self.up_positive_min_prob)
-
-    @torch.no_grad()
-    def _replace_clip_metrics(self, coef_1, advantages, mode):
-        """The parent logged clip_ratio/* on the zeroed copy: replace them by its own formulas on the real
-        advantages (so a UP run and its `off` twin report the same quantity: how often the clip would bite)."""
-        # RLOO has no dual clip: TRL's masks with delta=None, one entry per sequence.
-        is_low_clipped, is_high_clipped = (
-            m.squeeze(1)
-            for m in clip_masks(
-                coef_1.unsqueeze(1), advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high
-            )
-        )
-        low = self.accelerator.gather(is_low_clipped.float())
-        high = self.accelerator.gather(is_high_clipped.float())
-        region = self.accelerator.gather((is_low_clipped | is_high_clipped).float())
-        for name, value in (
-            ("clip_ratio/low_mean", low.nanmean()),
-            ("clip_ratio/low_min", nanmin(low)),
-            ("clip_ratio/high_mean", high.nanmean()),
-            ("clip_ratio/high_max", nanmax(high)),
-            ("clip_ratio/region_mean", region.nanmean()),
-        ):
-            self._metrics[mode][name][-1] = value.item()
 
     @torch.no_grad()
     def _log_up_metrics(self, logps, old_logps, log_ratio, advantages, mode):

@@ -13,30 +13,20 @@ from __future__ import annotations
 
 import torch
 from trl import GRPOTrainer
-from trl.trainer.utils import nanmax, nanmin
 
 from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .glue import UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
+from .glue import CLIP_RATIO_METRICS, UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .guards import GUARD_FIELDS, rare_mask, up_capacity_mask, up_positive_branch_loss
 from .losses import (
     GENERATION_BATCH_NORMALISED,
     aggregate_loss,
-    clip_masks,
     clipped_surrogate_loss,
     log_importance_weights,
     up_positive_token_sums,
 )
 from .shared_prompt import SharedPromptTrainerMixin
 
-__all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS: re-exported from `glue`
-# TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
-CLIP_RATIO_METRICS = (
-    "clip_ratio/low_mean",
-    "clip_ratio/high_mean",
-    "clip_ratio/region_mean",
-    "clip_ratio/low_min",
-    "clip_ratio/high_max",
-)
+__all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-exported from `glue`
 
 
 class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
@@ -200,7 +190,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
             self._metrics[mode]["policy_loss"].pop()
         self._metrics[mode]["policy_loss"].append(self.accelerator.gather(policy_loss).nanmean().item())
         if self.up_mode != "off":
-            self._recount_clip_ratios(coef_1, advantages, mask, mode)
+            self._recount_clip_ratios(coef_1, advantages, mask, mode, delta=self.args.delta)
 
         # Capacity and drift on positive-advantage tokens (both rules, whatever up_mode is: A/B comparable).
         sums = up_positive_token_sums(
@@ -218,29 +208,3 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
             kept = up_capacity_mask(log_ratio, old_log_p, self.up_capacity_share).expand_as(mask)
             self._log_up_rate("up/capacity_masked_frac", ((1 - kept) * (advantages > 0) * mask).sum(),
                               ((advantages > 0) * mask).sum(), mode)  # fmt: skip
-
-    def _recount_clip_ratios(self, coef_1, advantages, mask, mode):
-        """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's
-        values (counted on the copy whose routed advantages are zeroed). Under UP `high_*` counts positive tokens
-        past 1 + epsilon_high that UP did not clip."""
-        low, high = clip_masks(
-            coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=self.args.delta
-        )
-
-        def global_masked_mean(x):  # TRL's: (B, 1) at sequence level counts sequences, (B, T) counts tokens
-            if x.shape[1] == 1:
-                local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]), device=x.device)
-            else:
-                local_sum, local_count = (x * mask).sum(), mask.sum().float()
-            totals = self.accelerator.reduce(torch.stack([local_sum, local_count]), reduction="sum")
-            return (totals[0] / totals[1].clamp(min=1.0)).item()
-
-        def masked_seq_mean(x):
-            return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
-
-        values = [global_masked_mean(clipped.float()) for clipped in (low, high, low | high)] + [
-            nanmin(self.accelerator.gather(masked_seq_mean(low.float()))).item(),
-            nanmax(self.accelerator.gather(masked_seq_mean(high.float()))).item(),
-        ]
-        for name, value in zip(CLIP_RATIO_METRICS, values):
-            self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call

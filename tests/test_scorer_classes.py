@@ -59,6 +59,30 @@ def test_a_letter_math_verify_drops_is_no_unit(reply, gold, expected):
     assert score(reply, gold) == expected
 
 
+# A letter that the gold also writes is a variable, never a unit: when math-verify dropped it on either side, both
+# sides are read again without its unit removal ("9 - t" is 9 - t, not 9). A letter only one side writes keeps the
+# rule above: "9 - t" is refused against the bare 9, and "3 - s", "2t", "5s" against 3, 2, 5.
+SHARED_LETTER_CASES = [
+    pytest.param("The answer is 9 - t", "9-t", 1.0, id="spaced_pred_unspaced_gold"),
+    pytest.param("The answer is 9-t", "9 - t", 1.0, id="unspaced_pred_spaced_gold"),
+    pytest.param(r"\boxed{9 - t}", "9-t", 1.0, id="boxed_pred"),
+    pytest.param("The answer is t - 9", "-(9 - t)", 1.0, id="equivalent_form"),
+    pytest.param("The answer is 9 - t", "9", 0.0, id="gold_without_the_letter"),
+    pytest.param("The answer is 9 - t", "9 + t", 0.0, id="same_letter_other_sign"),
+    pytest.param("The answer is 2 - s", "2 + s", 0.0, id="same_letter_s_other_sign"),
+    pytest.param("The answer is 9 - t", "9 - 2t", 0.0, id="same_letter_other_coefficient"),
+    pytest.param("The answer is 3 - s", "3", 0.0, id="minus_s_against_a_number"),
+    pytest.param("The answer is 2t", "2", 0.0, id="coefficient_t_against_a_number"),
+    pytest.param("The answer is 5s", "5", 0.0, id="coefficient_s_against_a_number"),
+    pytest.param(r"\boxed{4t}", "4t", 1.0, id="both_sides_glued"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), SHARED_LETTER_CASES)
+def test_a_letter_the_gold_also_has_is_a_variable(reply, gold, expected):
+    assert score(reply, gold) == expected
+
+
 # Numbers written another way than math-verify reads them (`numerals`): money and spacing in LaTeX golds, thousands set
 # apart by spaces, numbers in words, scale words, repeating decimals.
 NUMERAL_CASES = [

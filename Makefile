@@ -1,8 +1,9 @@
-# Everyday commands. `make train` and `make test` each set up a fresh machine first (once: .installed stamp).
+# Everyday commands. `make test` is the whole suite (CI runs it), `make test-fast` the quick tier (not `slow`);
+# train, test, test-fast, quick and docs set up a fresh machine first (once: .installed stamp).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 
-.PHONY: install train test lint format quick docs wheel-check
+.PHONY: install train test test-fast lint format quick docs wheel-check
 
 .installed: pyproject.toml
 	$(PIP) install torch==2.13.0
@@ -15,8 +16,11 @@ install: .installed
 train: .installed  ## the main job: offline default (SmolLM2-135M, arithmetic, UP-DAPO) on CPU
 	up-trl train
 
-test: .installed  ## the whole test suite (offline, CPU)
+test: .installed  ## the whole test suite (offline, CPU; CI runs this)
 	$(PYTHON) -m pytest -q
+
+test-fast: .installed  ## the quick tier while editing: every test not marked slow
+	$(PYTHON) -m pytest -q -m "not slow"
 
 lint:
 	ruff check src tests examples benchmarks

@@ -22,9 +22,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from work_count import work
 
 from up_trl import rewards
 from up_trl.rewards import (
+    MAX_CHARS,
     REWARD_FACTORIES,
     REWARD_FUNCS,
     RewardStats,
@@ -43,8 +45,8 @@ from up_trl.rewards import pool as reward_pool
 
 torch.set_num_threads(1)
 
-# One call on a warm pool scores in milliseconds; math-verify's own alarm is 1 s per parse/verify, so a hostile item
-# costs at most ~9 s (and item_timeout_s, 10 s, in any case). The bound leaves room for a slow, shared CI core.
+# A bound for the threads' `join` and `result` (a hang guard, never an assertion on speed): math-verify's own alarm
+# is 3 s per parse/verify, so a hostile item costs at most ~9 s (and item_timeout_s, 10 s, in any case).
 CALL_BOUND_S = 25.0
 
 
@@ -254,7 +256,8 @@ def test_rewards_pickle_and_keep_their_names():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Hostile inputs: never raise, bounded time, a value from the allowed set.
+# Hostile inputs: never raise, bounded work, a value from the allowed set. Work is counted (`work_count.work`), never
+# timed: a clock on a busy machine measures the machine.
 
 HOSTILE = {
     "huge_100kb": "a" * 100_000,
@@ -298,23 +301,28 @@ def _hostile_completions():
 
 @pytest.mark.parametrize(("completion", "expected"), _hostile_completions())
 def test_hostile_completion(completion, expected):
-    start = time.monotonic()
     assert math_accuracy_reward([completion], solution=["42"]) == [expected]
     assert dapo_math_reward([completion], solution=["42"]) == [2 * expected - 1]
     assert boxed_format_reward([completion])[0] in (0.0, 1.0)
     assert think_format_reward([completion]) == [0.0]
-    assert time.monotonic() - start < CALL_BOUND_S
+    # Bounded work: the reply is cut to its last MAX_CHARS characters before any pattern sees it (and every pattern
+    # is linear, `test_extraction_is_linear_on_adversarial_text`), so what comes before the cut costs nothing.
+    text = completion_text(completion)
+    assert work(extract_answer, text) == work(extract_answer, text[-MAX_CHARS:])
 
 
-def test_hostile_batch_is_bounded_per_item():
-    """No call budget: every item has its own bound, so a batch costs at most its items' bounds over the workers."""
-    batch = list(HOSTILE.values())
+@pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
+def test_hostile_batch_is_bounded_per_item(monkeypatch, fresh_pools):
+    """No call budget: every item has its own bound. The hostile batch plus one item that never returns: that item
+    alone is marked timed out (and `boxed_deep_braces_200`, whose math-verify parse meets its own 3 s alarm, may
+    be), every other comes back with its own outcome."""
+    monkeypatch.setattr(reward_pool, "verify_answer", _hang_on("777"))
     reward = make_math_accuracy_reward(num_workers=2, item_timeout_s=3.0)
-    start = time.monotonic()
-    out = reward(batch, solution=["42"] * len(batch))
-    assert time.monotonic() - start < len(batch) * 3.0 / 2 + 2.0
-    assert all(v in (0.0, 1.0) for v in out) and len(out) == len(batch)
-    assert out[list(HOSTILE).index("huge_then_answer")] == 1.0
+    out = reward.outcomes([*HOSTILE.values(), r"\boxed{777}"], solution=["42"] * len(HOSTILE) + ["777"])
+    expected = [rewards.CORRECT if k in HOSTILE_EXPECTED else rewards.WRONG for k in HOSTILE] + [rewards.TIMEOUT]
+    deep = list(HOSTILE).index("boxed_deep_braces_200")
+    assert out[deep] in (rewards.WRONG, rewards.TIMEOUT)
+    assert out[:deep] + out[deep + 1 :] == expected[:deep] + expected[deep + 1 :]
 
 
 def test_hostile_gold_never_raises():
@@ -327,22 +335,18 @@ def test_hostile_gold_never_raises():
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(reply=st.text(), gold=st.text(max_size=40))
 def test_property_text_never_raises(reply, gold):
-    start = time.monotonic()
     assert math_accuracy_reward([reply], solution=["42"])[0] in (0.0, 1.0)
     assert math_accuracy_reward([r"\boxed{42}"], solution=[gold])[0] in (0.0, 1.0, None)
     assert boxed_format_reward([reply])[0] in (0.0, 1.0)
-    assert time.monotonic() - start < CALL_BOUND_S
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=st.binary(max_size=2000), suffix=st.sampled_from(["", r"\boxed{", r"\boxed{42}", "{" * 50, "= 42"]))
 def test_property_binary_never_raises(raw, suffix):
     reply = raw.decode("latin-1") + suffix
-    start = time.monotonic()
     out = dapo_math_reward([reply, chat(reply)], solution=["42", "42"])
     assert out[0] == out[1] and out[0] in (1.0, -1.0)
     assert think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
-    assert time.monotonic() - start < CALL_BOUND_S
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -411,14 +415,20 @@ def test_falls_back_in_process_when_workers_cannot_start(monkeypatch):
     assert reward([r"\boxed{41}"], solution=["42"]) == [0.0]
 
 
-def test_batch_of_64_is_fast_on_a_warm_pool():
+def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
+    """A warm pool takes a batch as it is: no new pool, one schedule per item, in one round. Speed itself is measured
+    in `benchmarks/reward_throughput.py`, not here."""
     math_accuracy_reward([r"\boxed{1}"], solution=["1"])  # warm
     replies = [rf"Step {i}: {i} + 12 = \boxed{{{i + 12 if i % 4 else i}}}" for i in range(64)]
     golds = [f"#### {i + 12}" for i in range(64)]
-    start = time.monotonic()
+    warm, started, rounds = reward_pool._pool(reward_pool.default_num_workers()), [], []
+    real_run = reward_pool._run
+    monkeypatch.setattr(reward_pool, "_Pool", lambda *args: started.append(args))
+    monkeypatch.setattr(reward_pool, "_run", lambda pool, tasks, *a: rounds.append((pool, len(tasks))) or real_run(
+        pool, tasks, *a))  # fmt: skip
     out = math_accuracy_reward(replies, solution=golds)
-    assert time.monotonic() - start < 1.0
     assert out == [0.0 if i % 4 == 0 else 1.0 for i in range(64)]
+    assert started == [] and rounds == [(warm, 64)]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -556,11 +566,10 @@ def test_hung_item_costs_its_own_bound_and_is_counted(monkeypatch, fresh_pools):
     reward = make_math_accuracy_reward(num_workers=1, item_timeout_s=1.0, timeout_reward=-0.5, name="acc")
     metrics = {}
     replies = [r"\boxed{777}", r"\boxed{2}", r"\boxed{5}", r"\boxed{3}"]
-    start = time.monotonic()
+    # The call returns (the hung item would sleep an hour): its bound fired, on that item alone, and its worker was
+    # replaced; the items queued behind it on the one worker are scored.
     out = reward(replies, solution=["777", "2", "2", "3"], log_metric=metrics.__setitem__)
-    elapsed = time.monotonic() - start
     assert out == [-0.5, 1.0, 0.0, 1.0]  # the hung item gets timeout_reward, never a silent "wrong"
-    assert 1.0 <= elapsed < 1.0 + 3.0  # one item's bound plus pebble's replacement of the worker
     assert metrics["rewards/acc/timeout_frac"] == 0.25
     assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 1)
     assert reward.outcomes([r"\boxed{777}", r"\boxed{9}"], ["777", "9"]) == [rewards.TIMEOUT, rewards.CORRECT]
@@ -870,32 +879,38 @@ def test_what_a_reply_answers(reply, gold, expected):
     assert math_accuracy_reward([reply], solution=[gold]) == [expected]
 
 
+# Each pattern's worst case as (head, repeated unit, tail); the linear-time test counts the work for LINEAR_N and
+# 2 * LINEAR_N units (100 KB of any of them used to take milliseconds, a quadratic pattern minutes).
+LINEAR_N = 2_000
 ADVERSARIAL = {
-    "spaces_before_reason": "The answer is 42" + " " * 100_000 + " because",
-    "many_commas": "The answer is 4" + ", " * 50_000 + "x",
-    "many_retractions": "The answer is 42. " + "Wait, no, " * 10_000,
-    "many_restatements": "wait, it is " * 10_000 + "42",
-    "many_hedges": "either " * 20_000 + "42",
-    "many_sentences": "1. " * 40_000,
-    "inequality_chain": "The answer is " + "1 < " * 30_000 + "x",
-    "many_dollars": "The answer is " + "$" * 100_000,
-    "many_asides": "It is 4" + " (about" * 20_000,
-    "many_bold_marks": "So " + "**4" * 40_000,
-    "many_approx": "4" + " \\approx 5" * 20_000,
-    "many_notes": "It is 4. " + "Note: 5. " * 20_000,
-    "many_surds": "\u221a" * 50_000 + "4",
-    "many_boxes_or": "\\boxed{4} or " * 10_000,
+    "spaces_before_reason": ("The answer is 42", " ", " because"),
+    "many_commas": ("The answer is 4", ", ", "x"),
+    "many_retractions": ("The answer is 42. ", "Wait, no, ", ""),
+    "many_restatements": ("", "wait, it is ", "42"),
+    "many_hedges": ("", "either ", "42"),
+    "many_sentences": ("", "1. ", ""),
+    "inequality_chain": ("The answer is ", "1 < ", "x"),
+    "many_dollars": ("The answer is ", "$", ""),
+    "many_asides": ("It is 4", " (about", ""),
+    "many_bold_marks": ("So ", "**4", ""),
+    "many_approx": ("4", " \\approx 5", ""),
+    "many_notes": ("It is 4. ", "Note: 5. ", ""),
+    "many_surds": ("", "\u221a", "4"),
+    "many_boxes_or": ("", "\\boxed{4} or ", ""),
 }
 
 
-@pytest.mark.parametrize("text", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
-def test_extraction_is_linear_on_adversarial_text(text):
-    """Every pattern is linear: 100 KB of a pattern's worst case costs milliseconds (a quadratic one, minutes)."""
+@pytest.mark.parametrize(("head", "unit", "tail"), ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
+def test_extraction_is_linear_on_adversarial_text(head, unit, tail):
+    """Every pattern is linear: twice the copies of a pattern's worst case cost at most twice the work (counted:
+    lines run and characters scanned; a + 2bn <= 2(a + bn) exactly), a quadratic pattern about four times."""
     from up_trl.rewards.extraction import prediction
 
-    start = time.perf_counter()
-    prediction(extract_answer(text), "42")
-    assert time.perf_counter() - start < 0.5
+    def run(text):
+        prediction(extract_answer(text, max_chars=len(text)), "42")
+
+    once, twice = (work(run, head + unit * n + tail) for n in (LINEAR_N, 2 * LINEAR_N))
+    assert twice <= 2 * once, (once, twice)
 
 
 def test_smollm2_real_replies_match_their_hand_labels():

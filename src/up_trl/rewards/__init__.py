@@ -15,8 +15,8 @@ One idea a module:
   expression, and the anti-echo rules ("71 + 88" never scores as 159); `numerals`: numbers written in words, with a
   scale word, with thousands set apart by spaces, or repeating, as the digits math-verify reads;
 - `verification`: that answer against the gold with math-verify, as an outcome (CORRECT, WRONG, GOLD_UNPARSEABLE,
-  TIMEOUT); a match in which math-verify dropped a letter of one side only ("2t" read as 2) is WRONG; gold parses are
-  cached only when they succeed;
+  TIMEOUT); a match in which math-verify dropped a letter of one side only ("2t" read as 2) is WRONG, and a letter
+  both sides write is a variable, never a unit ("9 - t" meets "9-t"); gold parses are cached only when they succeed;
 - `pool`: pebble worker processes, each item bounded by `item_timeout_s` (never the call); `verify_many`;
 - `functions`: `MathAccuracyReward` (`math_accuracy_reward`, `dapo_math_reward`), format and overlong rewards;
 - `registry`: `get_reward_funcs(["math_accuracy", "soft_overlong"], max_completion_length=256)`, names of

@@ -9,12 +9,16 @@ machine) is parsed again next time instead of being unscorable for good.
 
 math-verify drops a letter it takes for a unit even inside an expression (`$2t$` parses as 2, `$3 - s$` as 3); a
 match in which its parse dropped a letter of one side that it did not drop of the other is WRONG (`dropped_letters`).
+A letter that both sides write is a variable, no unit: when a parse dropped one, both sides are parsed again without
+math-verify's unit removal (`shared_letter_dropped`), so "9 - t" meets the gold "9-t" and no longer "9 + t".
 Repeating decimals, which it reads as their integer part, are written as fractions first (`numerals`).
 """
 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import functools
 import logging
 import re
 import threading
@@ -84,6 +88,28 @@ def dropped_letters(text: str, parsed: list) -> collections.Counter:
     return _variables(text, words=False) - _variables(string, words=True)
 
 
+def shared_letter_dropped(pred: str, pred_parsed: list, gold: str, gold_parsed: list) -> bool:
+    r"""Whether a parse dropped, as a unit, a variable that the prediction and the gold both write: a letter both
+    sides have is a variable on both ("9 - t" against "9-t"), so both are parsed again without unit removal.
+
+    >>> from math_verify import parse
+    >>> [shared_letter_dropped(p, parse(p), g, parse(g)) for p, g in (("$9 - t$", "$9-t$"), ("$9 - t$", "$9$"))]
+    [True, False]
+    """
+    shared = _variables(pred, words=False) & _variables(gold, words=False)
+    return bool(shared & (dropped_letters(pred, pred_parsed) | dropped_letters(gold, gold_parsed)))
+
+
+@functools.cache
+def _extraction_config(units: bool) -> list:
+    """math-verify's default extraction, with or without its unit removal (`$9 - t$` is 9 with it, 9 - t without)."""
+    from math_verify import ExprExtractionConfig, LatexExtractionConfig
+
+    latex = LatexExtractionConfig()
+    normalization = dataclasses.replace(latex.normalization_config, units=units)
+    return [dataclasses.replace(latex, normalization_config=normalization), ExprExtractionConfig()]
+
+
 class _SuccessCache:
     """A small thread-safe LRU cache that keeps only truthy values (math-verify's `[]` means "failed")."""
 
@@ -135,30 +161,34 @@ for _name in MATH_VERIFY_LOGGERS:
     logging.getLogger(_name).addHandler(_TIMEOUT_LOG)
 
 
-def parse_gold(gold: str, kind: str, timeout: int | None) -> list:
+def parse_gold(gold: str, kind: str, timeout: int | None, units: bool = True) -> list:
     """math-verify's parse of a gold answer (`[]` when it fails); a bare gold is read as LaTeX first ("(1, 2)" is a
-    tuple, "3+4i" complex, "B" a choice), then as text. Successful parses are cached, failures never are."""
-    key = (gold, kind, timeout)
+    tuple, "3+4i" complex, "B" a choice), then as text. Without `units`, no letter is removed as a unit. Successful
+    parses are cached, failures never are."""
+    key = (gold, kind, timeout, units)
     parsed = _GOLD_CACHE.get(key)
     if parsed is None:
-        parsed = _parse_gold_uncached(gold, kind, timeout)
+        parsed = _parse_gold_uncached(gold, kind, timeout, units)
         _GOLD_CACHE.put(key, parsed)
     return parsed
 
 
-def _parse_gold_uncached(gold: str, kind: str, timeout: int | None) -> list:
+def _parse_gold_uncached(gold: str, kind: str, timeout: int | None, units: bool) -> list:
     from math_verify import parse
 
+    def read(text: str) -> list:
+        return parse(text, extraction_config=_extraction_config(units), parsing_timeout=timeout)
+
     if kind == "boxed":
-        return parse("\\boxed{" + repeating_decimals(gold) + "}", parsing_timeout=timeout)
+        return read("\\boxed{" + repeating_decimals(gold) + "}")
     if kind == "number":
-        return parse(gold.replace(",", ""), parsing_timeout=timeout)
+        return read(gold.replace(",", ""))
     gold = repeating_decimals(gold)
     if not _DELIMITER.search(gold):  # "\$18.90" is a sum of money, not math in "$...$"
-        parsed = parse("$" + gold + "$", parsing_timeout=timeout)
+        parsed = read("$" + gold + "$")
         if parsed and not isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
             return parsed
-    return parse(gold, parsing_timeout=timeout)
+    return read(gold)
 
 
 def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, timeout: int | None) -> int:
@@ -178,7 +208,11 @@ def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, t
         else:
             pred_input = None if pred is None else parse_input(pred, pred_kind)
             pred_parsed = [] if pred_input is None else parse(pred_input, parsing_timeout=timeout)
-            correct = pred_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
+            if pred_parsed and shared_letter_dropped(pred_input, pred_parsed, gold, gold_parsed):
+                # a letter both sides write is a variable on both: "9 - t" is 9 - t against the gold "9-t"
+                pred_parsed = parse(pred_input, extraction_config=_extraction_config(False), parsing_timeout=timeout)
+                gold_parsed = parse_gold(gold, gold_kind, timeout, units=False)
+            correct = pred_parsed and gold_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
             # a match only on what math-verify kept: "2t" is no 2, and "2" no "2t"
             if correct and dropped_letters(pred_input, pred_parsed) != dropped_letters(gold, gold_parsed):
                 correct = False

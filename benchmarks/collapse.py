@@ -169,7 +169,7 @@ SPEED = dict(share_prompt_prefix=True, activation_checkpointing=False)
 CURVE_KEYS = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std",
               "up/positive_abs_log_ratio_mean", "up/would_clip_frac", "up/guard_masked_frac",
               "up/capacity_masked_frac", "up/entropy_fallback",
-              # the leading indicators (up_trl.indicators), TRL's clip counts, the gradient norm and the KL
+              # the leading indicators (up_trl.objective.indicators), TRL's clip counts, the gradient norm and the KL
               "up/logp_adv_cov", "up/positive_tokens", "up/negative_tokens", "up/negative_clipped_log_ratio_mean",
               "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "kl")  # fmt: skip
 
@@ -247,7 +247,7 @@ def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH,
     digit and a reward-irrelevant tail of TAIL_LENGTH characters, each TAIL_FILLER with probability 1 - TAIL_NOISE,
     else a random letter (so a tail token is likely, p ~ 0.8, or rare, p ~ 0.008), then EOS. A stand-in for the
     long replies of the public report, where the reward reads the final answer and most tokens do not matter."""
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed)
     rng = random.Random(seed)
@@ -270,7 +270,7 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
     from transformers import PrinterCallback
 
     from up_trl import UPGRPOConfig, UPGRPOTrainer
-    from up_trl.collapse_warning import CollapseWarningCallback
+    from up_trl.run.collapse_warning import CollapseWarningCallback
 
     tail = settings["task"] == "tail"
     tail_length, tail_noise = settings.get("tail_length", TAIL_LENGTH), settings.get("tail_noise", TAIL_NOISE)
@@ -446,7 +446,7 @@ def main(argv=None) -> dict:
             settings[key] = getattr(args, key)
     settings.pop("configs"), settings.pop("seeds"), settings.pop("levels")
     if args.setting == "smollm2":
-        from up_trl.models import smollm2_path
+        from up_trl.data.models import smollm2_path
 
         settings.update(SMOLLM2, model=smollm2_path(), output_dir=str(out))
     if args.setting == "smollm2" and args.learning_rate != 1e-3:

@@ -55,8 +55,8 @@ def token_classes(completion_ids, old_per_token_logps, eos_token_id) -> torch.Te
 
 def install(routing: str | None, records: list | None):
     """Patch the UP trainer in this process: restrict the routing (None: the paper's) and/or record statistics."""
-    import up_trl.trainer as trainer_module
-    from up_trl.models import tiny_tokenizer
+    import up_trl.trainers.grpo_trainer as trainer_module
+    from up_trl.data.models import tiny_tokenizer
 
     original_route, original_log = trainer_module.route_batch, trainer_module.UPGRPOTrainer._log_up_metrics
     state = {"eos": tiny_tokenizer().eos_token_id}

@@ -14,7 +14,7 @@ outside the source tree).
    reused 4 times (steps_per_generation=4). Each seed is paired: the same warm start, data order and sampling
    seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO.
 
-Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.models).
+Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.data.models).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def eval_few_shot(s: dict) -> int:
 
 def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
-    from up_trl.evaluate import main as evaluate
+    from up_trl.evaluation.evaluate import main as evaluate
 
     # --base_model none: the base model is scored once, as its own "before" job.
     evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
@@ -240,9 +240,9 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
         args.k, args.max_completion_length = 2, 16
-    from up_trl.evaluate import check_benchmarks
-    from up_trl.models import smollm2_path
-    from up_trl.pass_at_k import default_ks
+    from up_trl.data.models import smollm2_path
+    from up_trl.evaluation.evaluate import check_benchmarks
+    from up_trl.evaluation.pass_at_k import default_ks
 
     check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)))  # fails now, not later
     if args.arithmetic_few_shot and args.dataset != "arithmetic":

@@ -55,13 +55,13 @@ CONFIGS: dict[str, dict] = {
     # way as the pairs above (a rollout batch of 128 trained in 4 mini-batch updates: 0-3 updates stale).
     "RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="off"),
     "UP-RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="asymmetric"),
-    # TRL's asynchronous GRPO (token-level clip, DAPO's eps_high, its own token-sum normalisation), with the
-    # in-process sampler (up_trl.async_rollout); each sample is trained once, 32 a step, as above. Off-policy the
-    # async way: when its queue runs dry the sampler copy generates 16 groups (128 samples, 4 steps) with the weights
-    # of its last sync (every 2 steps), and the trainer's data loader fetches one batch ahead, so a sample is trained
-    # 2-5 optimizer updates after the policy that sampled it (from the 2nd fill on; measured: fills after steps 0, 3, 7
-    # with the weights synced after steps 0, 2, 6; 0-2 versions stale, max_staleness=4 drops none). That is 2 updates
-    # staler than the synchronous pairs' 0-3.
+    # TRL's asynchronous GRPO (token-level clip, DAPO's eps_high, its own token-sum normalisation), with the in-
+    # process sampler (up_trl.trainers.async_rollout); each sample is trained once, 32 a step, as above. Off-policy
+    # the async way: when its queue runs dry the sampler copy generates 16 groups (128 samples, 4 steps) with the
+    # weights of its last sync (every 2 steps), and the trainer's data loader fetches one batch ahead, so a sample
+    # is trained 2-5 optimizer updates after the policy that sampled it (from the 2nd fill on; measured: fills
+    # after steps 0, 3, 7 with the weights synced after steps 0, 2, 6; 0-2 versions stale, max_staleness=4 drops
+    # none). That is 2 updates staler than the synchronous pairs' 0-3.
     "AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="off"),
     "UP-AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric"),
     # The paper's two failure ablations: unbounded on both signs, and the ratio left unclipped above.
@@ -147,7 +147,7 @@ def supervise(model, prompt_ids, reply, rng: random.Random, steps: int, device: 
 def warm_start(seed: int, steps: int = 60, *, device: torch.device | str = "cpu", **model_kwargs):
     """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right.
     `model_kwargs` (hidden_size, num_layers) size the model; benchmarks/gpu_suite.py builds a larger one on a GPU."""
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed, **model_kwargs)
     model.to(device)
@@ -234,7 +234,7 @@ def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, se
     the in-process rollout worker. Its rollout is its own: no steps_per_generation / num_iterations (the staleness
     comes from the sampler, see ASYNC_*), no reward weights (TRL's worker sums every reward function)."""
     from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-    from up_trl.async_rollout import in_process_rollout
+    from up_trl.trainers.async_rollout import in_process_rollout
 
     if args.corruption != "none" or args.num_iterations != 1:
         raise ValueError(

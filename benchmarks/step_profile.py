@@ -58,9 +58,9 @@ def build_trainer(argv: list[str], output_dir: str):
     """The trainer `up-trl train <argv>` builds (same parser, data, rewards and model), without its callbacks."""
     from up_trl.cli import parse_train_args
     from up_trl.data import load_math_dataset, system_prompt_from_flag
-    from up_trl.models import smollm2_path
+    from up_trl.data.models import smollm2_path
     from up_trl.rewards import get_reward_funcs
-    from up_trl.trainer import UPGRPOTrainer
+    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
     script_args, training_args, model_args = parse_train_args([*argv, "--output_dir", output_dir])
     dataset = load_math_dataset(
@@ -254,7 +254,7 @@ def kernels(rounds: int, threads: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from up_trl.models import smollm2_path
+    from up_trl.data.models import smollm2_path
 
     torch.set_num_threads(threads)
     path = smollm2_path()
@@ -314,8 +314,8 @@ def generation_options(rounds: int, threads: int) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, CompileConfig, GenerationConfig
 
     from up_trl.data import load_math_dataset
-    from up_trl.models import smollm2_path
-    from up_trl.shared_prompt import shared_prompt_generate
+    from up_trl.data.models import smollm2_path
+    from up_trl.trainers.shared_prompt import shared_prompt_generate
 
     torch.set_num_threads(threads)
     path = smollm2_path()

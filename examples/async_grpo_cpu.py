@@ -19,9 +19,9 @@ import torch
 from datasets import Dataset
 from transformers import AutoTokenizer
 
-from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-from up_trl.async_rollout import in_process_rollout
-from up_trl.models import save_tiny_model
+from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+from up_trl.data.models import save_tiny_model
+from up_trl.trainers.async_rollout import in_process_rollout
 
 COLUMNS = ("reward", "sample/staleness_max", "ratio", "up/would_clip_frac", "up/capacity_clipped_mean")
 

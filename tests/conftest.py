@@ -16,7 +16,7 @@ torch.set_num_threads(1)
 @pytest.fixture
 def tiny():
     """(model, tokenizer): a 2-layer, hidden-64 Qwen2 with a character tokenizer, seeded."""
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     return tiny_model_and_tokenizer(seed=0)
 

@@ -22,11 +22,11 @@ from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollou
 from trl.experimental.async_grpo.async_rollout_worker import RolloutSample, _AsyncRolloutLoop
 from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_attention
 
-from up_trl.async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-from up_trl.async_rollout import async_grpo_on_cpu, in_process_rollout
-from up_trl.models import save_tiny_model
-from up_trl.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
-from up_trl.tree_attention import (
+from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+from up_trl.data.models import save_tiny_model
+from up_trl.trainers.async_rollout import async_grpo_on_cpu, in_process_rollout
+from up_trl.trainers.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
+from up_trl.trainers.tree_attention import (
     register_reference_tree_attention,
     tree_attention_reference,
     varlen_causal_attention,
@@ -206,12 +206,12 @@ def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale
 
 
 def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path, monkeypatch):
-    import up_trl.async_grpo
-    from up_trl.guards import up_positive_branch_loss
+    import up_trl.trainers.async_grpo_trainer
+    from up_trl.objective.guards import up_positive_branch_loss
 
     calls = []  # the positive branch comes from the one function every trainer uses, on 1-D packed tokens
     monkeypatch.setattr(
-        up_trl.async_grpo,
+        up_trl.trainers.async_grpo_trainer,
         "up_positive_branch_loss",
         lambda logp, *a, **k: (calls.append(logp.dim()), up_positive_branch_loss(logp, *a, **k))[1],
     )
@@ -225,7 +225,7 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
     # |log r| on positive tokens: the noise added to the old log-probs, read back through the packed forward
     (total, count) = trainer._metrics["train"]["up/positive_abs_log_ratio_mean"][0]
     assert count == n_positive and total > 0
-    # The leading indicators (up_trl.indicators), per trained token: the token counts of each sign.
+    # The leading indicators (up_trl.objective.indicators), per trained token: the token counts of each sign.
     n_negative = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] < 0)
     assert trainer._metrics["train"]["up/positive_tokens"] == [(n_positive, 1.0)]
     assert trainer._metrics["train"]["up/negative_tokens"] == [(n_negative, 1.0)]

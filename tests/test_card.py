@@ -7,7 +7,7 @@ import pytest
 from conftest import cpu_args, length_reward
 
 from up_trl.card import describe_dataset, objective_name, render_model_card
-from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
 TRL_CARD_DEFECTS = ("[None]", "huggingface.co/None", 'model="None"', "licence", "Cite UP-GRPO")
 
@@ -37,7 +37,7 @@ def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
     from up_trl import UPGRPOTrainer
     from up_trl.data import load_math_dataset
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
@@ -95,7 +95,7 @@ def test_card_hub_model_hub_dataset_pushed(trained, monkeypatch):
 
 def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path):
     trainer, _ = trained
-    cache = tmp_path / "SmolLM2-135M-Instruct-float32"  # the folder up_trl.models.smollm2_path converts into
+    cache = tmp_path / "SmolLM2-135M-Instruct-float32"  # the folder up_trl.data.models.smollm2_path converts into
     cache.mkdir()
     monkeypatch.setattr(trainer.model.config, "_name_or_path", str(cache))
     out = tmp_path / "run"

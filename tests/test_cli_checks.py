@@ -20,12 +20,12 @@ def no_model_loads(monkeypatch, tmp_path):
     """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run."""
     import transformers
 
-    import up_trl.models
+    import up_trl.data.models
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.models, "smollm2_path", refuse)
+    monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "outputs" / "quickstart").mkdir(parents=True)

@@ -8,12 +8,13 @@ import pytest
 from datasets import Dataset
 from math_verify import parse, verify
 
-from up_trl import arithmetic, data
+from up_trl import data
 from up_trl.data import (
     DATASETS,
     DEFAULT_SYSTEM_PROMPT,
     OFFLINE_DATASETS,
     HubUnavailableError,
+    arithmetic,
     extract_boxed,
     gold_answer,
     load_math_dataset,

@@ -19,7 +19,7 @@ import torch
 from distributed_step import LOSS_TYPES
 
 from up_trl.catalog import accelerate_config_path
-from up_trl.trainer import UP_METRICS
+from up_trl.trainers.grpo_trainer import UP_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
@@ -79,7 +79,7 @@ def _run(cmd: list[str], timeout: int = 480) -> subprocess.CompletedProcess:
 def test_cli_train_under_zero3_on_two_processes(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     tiny = save_tiny_model(tmp_path / "tiny")
     data = tmp_path / "arithmetic.jsonl"

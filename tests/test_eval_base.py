@@ -1,11 +1,11 @@
 """`up-trl eval` on a run folder scores the base model it was trained from beside it (same problems, samples and
-seed), once: the base's scores are cached, keyed by the model and the settings (`up_trl.eval_base`)."""
+seed), once: the base's scores are cached, keyed by the model and the settings (`up_trl.evaluation.base`)."""
 
 import json
 
 import pytest
 
-from up_trl.evaluate import main
+from up_trl.evaluation.evaluate import main
 
 EVAL = ["--benchmarks", "gsm8k", "--k", "2", "--limit", "2", "--max_new_tokens", "4"]
 
@@ -14,7 +14,7 @@ EVAL = ["--benchmarks", "gsm8k", "--k", "2", "--limit", "2", "--max_new_tokens",
 def run_folder(tmp_path_factory):
     """A 1-step `up-trl train` run of a tiny model: its run record names the base folder."""
     from up_trl.cli import train
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     root = tmp_path_factory.mktemp("eval-base")
     base = save_tiny_model(root / "tiny-base")
@@ -93,12 +93,12 @@ def test_base_model_none_skips_it_and_a_base_that_is_gone_is_said_in_one_line(ru
 
 def test_a_card_that_names_the_offline_smollm2_scores_its_local_copy(tmp_path, monkeypatch):
     """A run made with the Python API has a card, no run record: its `base_model` Hub id is the offline SmolLM2."""
-    from up_trl.eval_base import loadable_base, recorded_base_model
+    from up_trl.evaluation.base import loadable_base, recorded_base_model
 
     (tmp_path / "README.md").write_text("---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\n---\n# card\n")
     (tmp_path / "checkpoint-2").mkdir()
     assert recorded_base_model(str(tmp_path)) == recorded_base_model(str(tmp_path / "checkpoint-2"))
     assert recorded_base_model(str(tmp_path)) == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    monkeypatch.setattr("up_trl.models.smollm2_path", lambda: "/cache/SmolLM2-135M-Instruct-float32")
+    monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/cache/SmolLM2-135M-Instruct-float32")
     assert loadable_base("HuggingFaceTB/SmolLM2-135M-Instruct") == ("/cache/SmolLM2-135M-Instruct-float32", "")
     assert recorded_base_model(str(tmp_path / "nothing-here")) is None

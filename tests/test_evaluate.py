@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from up_trl.evaluate import main, score_benchmark
-from up_trl.pass_at_k import (
+from up_trl.evaluation.evaluate import main, score_benchmark
+from up_trl.evaluation.pass_at_k import (
     default_ks,
     equivalence_tables,
     majority_cluster,
@@ -141,26 +141,26 @@ def refused(capsys, argv) -> str:
 
 
 def test_unknown_benchmark_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.models
+    import up_trl.data.models
 
-    monkeypatch.setattr(up_trl.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    monkeypatch.setattr(up_trl.data.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
     assert re.search(
         "Unknown benchmark.*aime2099.*offline: gsm8k, math500, minerva", refused(capsys, ["--benchmarks", "aime2099"])
     )
 
 
 def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.models
+    import up_trl.data.models
 
-    monkeypatch.setattr(up_trl.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    monkeypatch.setattr(up_trl.data.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
     assert "Unknown arithmetic op 'div' (--arithmetic_ops)" in refused(capsys, ["--arithmetic_ops", "add", "div"])
 
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
-    from up_trl.arithmetic import arithmetic_problems
-    from up_trl.evaluate import benchmark_sets, make_parser
-    from up_trl.models import save_tiny_model
+    from up_trl.data.arithmetic import arithmetic_problems
+    from up_trl.data.models import save_tiny_model
+    from up_trl.evaluation.evaluate import benchmark_sets, make_parser
 
     args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30"])
     assert make_parser().parse_args([]).arithmetic_ops == ["mul1"]
@@ -192,7 +192,7 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
 
 
 def test_tiny_model_end_to_end(tmp_path):
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
@@ -211,7 +211,7 @@ def test_tiny_model_end_to_end(tmp_path):
 
 def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
     """--temperature 0 used to crash (greedy decoding with num_return_sequences > 1)."""
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
@@ -226,10 +226,10 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     """No options: the model `up-trl train` left in outputs/quickstart, the held-out arithmetic problems, scored
     as they were trained (no system prompt, 64 tokens, temperature 1); else the base model, said so."""
-    from up_trl.evaluate import make_parser, resolve_defaults
+    from up_trl.evaluation.evaluate import make_parser, resolve_defaults
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("up_trl.models.smollm2_path", lambda: "/base/smollm2")
+    monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/base/smollm2")
     args = make_parser().parse_args([])
     notes = resolve_defaults(args)
     assert args.benchmarks == ["arithmetic"] and args.model == "/base/smollm2" and "base" in notes[0]
@@ -255,8 +255,8 @@ def test_maj_at_k_votes_on_the_answers_the_reward_judged():
 def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):
     """CPU eval lays out the k copies of a prompt as `num_return_sequences` does and prefills each prompt once
     (`--share_prompt_prefix`, on by default): the same samples as k prefills (`false`)."""
-    import up_trl.shared_prompt as shared_prompt
-    from up_trl.models import save_tiny_model
+    import up_trl.trainers.shared_prompt as shared_prompt
+    from up_trl.data.models import save_tiny_model
 
     seen = []
     real = shared_prompt.distinct_prompts
@@ -284,7 +284,7 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
     the same as the num_return_sequences=k path."""
     from transformers import GenerationConfig
 
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     GenerationConfig(num_return_sequences=2, do_sample=True).save_pretrained(model)

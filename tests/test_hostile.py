@@ -241,7 +241,7 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
 def loss_trainer(tmp_path_factory):
     from datasets import Dataset
 
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     trainer = _trainer(
         tmp_path_factory.mktemp("hostile"),
@@ -412,12 +412,12 @@ def test_zero_step_setups_fail_when_the_trainer_is_built(tmp_path, tiny, overrid
 
 @pytest.fixture
 def no_model(monkeypatch):
-    import up_trl.models
+    import up_trl.data.models
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.models, "smollm2_path", refuse)
+    monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
@@ -484,7 +484,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from up_trl.cli import train
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     (tmp_path / "hostile_rewards.py").write_text(
         "def nothing(completions, **kwargs):\n    return [None] * len(completions)\n"

@@ -47,7 +47,8 @@ def _imports_in(node: ast.AST):
 
 
 def _known(name: str) -> str | None:
-    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.losses.x` -> `up_trl.losses`)."""
+    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.objective.losses.x` ->
+    `up_trl.objective.losses`)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -105,7 +106,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_every_kind_of_import():
     """The parser sees what the test relies on: module-level, function-level and relative imports."""
     assert len(MODULES) > 20 and "up_trl.rewards" in MODULES and "up_trl.rewards.pool" in MODULES
-    assert "up_trl.ratios" in GRAPH["up_trl.guards"]  # module level, relative
+    assert "up_trl.objective.ratios" in GRAPH["up_trl.objective.guards"]  # module level, relative
     assert "up_trl.catalog" in GRAPH["up_trl.cli_launch"]
     assert GRAPH["up_trl"] == set()  # its exports are imported lazily; its TYPE_CHECKING block does not count
 
@@ -121,15 +122,16 @@ import json
 from typing import TYPE_CHECKING
 from .extraction import extract_answer
 if TYPE_CHECKING:
-    from ..trainer import UPGRPOTrainer  # never runs
+    from ..trainers.grpo_trainer import UPGRPOTrainer  # never runs
 def f():
-    from ..losses import up_routes
+    from ..objective.losses import up_routes
     from . import pool
     import up_trl.data
-    from up_trl.guards import is_rare
+    from up_trl.objective.guards import is_rare
 """
     found = imported_modules("up_trl.rewards.functions", source)
-    assert found == {f"up_trl.{name}" for name in ("rewards.extraction", "losses", "rewards.pool", "data", "guards")}
+    expected = ("rewards.extraction", "objective.losses", "rewards.pool", "data", "objective.guards")
+    assert found == {f"up_trl.{name}" for name in expected}
 
 
 def test_no_import_cycle_in_up_trl():
@@ -142,7 +144,7 @@ def test_the_packages_public_names():
     """`from up_trl import *` gives the trainers, their configs, the headline equations and the collapse warning,
     each from its own module, loaded on first use."""
     import up_trl
-    from up_trl.collapse_warning import CollapseWarningCallback
+    from up_trl.run.collapse_warning import CollapseWarningCallback
 
     assert set(up_trl.__all__) >= {
         "UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",

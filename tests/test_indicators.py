@@ -1,12 +1,12 @@
-"""The leading indicators of a collapse (`up_trl.indicators`): closed forms on numbers a reader can check, the two
-layouts the trainers pass, and that each UP trainer logs them through the one shared function."""
+"""The leading indicators of a collapse (`up_trl.objective.indicators`): closed forms on numbers a reader can check,
+the two layouts the trainers pass, and that each UP trainer logs them through the one shared function."""
 
 import math
 
 import pytest
 import torch
 
-from up_trl.indicators import INDICATOR_METRICS, indicator_rates, leading_indicator_sums
+from up_trl.objective.indicators import INDICATOR_METRICS, indicator_rates, leading_indicator_sums
 
 
 def values(*args, **kwargs):
@@ -96,11 +96,14 @@ def test_each_trainer_takes_the_positive_branch_from_the_one_function(tmp_path, 
     from conftest import make_trainer
     from test_rloo import make_rloo_trainer
 
-    import up_trl.rloo
-    import up_trl.trainer
-    from up_trl.guards import up_positive_branch_loss
+    import up_trl.trainers.grpo_trainer
+    import up_trl.trainers.rloo_trainer
+    from up_trl.objective.guards import up_positive_branch_loss
 
-    for module, make in ((up_trl.trainer, make_trainer), (up_trl.rloo, make_rloo_trainer)):
+    for module, make in (
+        (up_trl.trainers.grpo_trainer, make_trainer),
+        (up_trl.trainers.rloo_trainer, make_rloo_trainer),
+    ):
         shapes = []
 
         def spy(per_token_logps, *args, shapes=shapes, **kwargs):
@@ -109,4 +112,4 @@ def test_each_trainer_takes_the_positive_branch_from_the_one_function(tmp_path, 
 
         monkeypatch.setattr(module, "up_positive_branch_loss", spy)
         make(tmp_path / module.__name__, tiny, prompts_dataset, steps_per_generation=2, max_steps=1).train()
-        assert shapes and set(shapes) == ({2} if module is up_trl.trainer else {1}), module.__name__
+        assert shapes and set(shapes) == ({2} if module is up_trl.trainers.grpo_trainer else {1}), module.__name__

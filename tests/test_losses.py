@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from up_trl.guards import entropy_fallback_active, rare_mask, up_capacity_mask, up_positive_branch_loss
-from up_trl.losses import (
+from up_trl.objective.guards import entropy_fallback_active, rare_mask, up_capacity_mask, up_positive_branch_loss
+from up_trl.objective.losses import (
     aggregate_loss,
     clipped_surrogate_loss,
     probability_capacity,

@@ -9,7 +9,7 @@ from conftest import make_trainer
 from test_rloo import make_rloo_trainer
 from transformers import TrainerCallback
 
-from up_trl.models import tiny_model_and_tokenizer
+from up_trl.data.models import tiny_model_and_tokenizer
 from up_trl.rollout_checkpoint import rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}

@@ -17,9 +17,9 @@ from conftest import (
 from datasets import Dataset
 from trl import RLOOTrainer
 
+from up_trl import UPRLOOConfig, UPRLOOTrainer
 from up_trl.card import render_model_card
 from up_trl.catalog import recipe_path
-from up_trl.rloo import UPRLOOConfig, UPRLOOTrainer
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
 MAX_LEN = 6
@@ -49,7 +49,7 @@ def _sequence_logps(trainer, model, batch):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
@@ -251,7 +251,7 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off"."""
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
     runs = {}

@@ -9,7 +9,7 @@ import torch
 from conftest import make_trainer, param_snapshots
 from trl.trainer.utils import add_fused_lm_head
 
-from up_trl.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
+from up_trl.trainers.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
 
 
 @contextlib.contextmanager
@@ -133,7 +133,7 @@ def test_shared_forward_runs_the_full_rows_where_sharing_does_not_apply(tiny, ca
 
 
 def test_only_plain_attention_caches_are_shared(tiny):
-    from up_trl.shared_prompt import shareable_cache
+    from up_trl.trainers.shared_prompt import shareable_cache
 
     model, _ = tiny
     assert shareable_cache(model) is not None
@@ -150,7 +150,7 @@ def set_attention_dropout(model, rate: float) -> None:
 
 
 def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
-    from up_trl.shared_prompt import has_active_dropout
+    from up_trl.trainers.shared_prompt import has_active_dropout
 
     model, _ = tiny
     assert not has_active_dropout(model.train())  # attention_dropout 0.0
@@ -168,7 +168,7 @@ def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
 def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
     """RWKV and xLSTM keep a recurrent state and ignore the cache; a model that leaves the cache empty is caught
     after the prefill too."""
-    from up_trl.shared_prompt import shareable_cache
+    from up_trl.trainers.shared_prompt import shareable_cache
 
     model, _ = tiny
     monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", lambda self: False)
@@ -314,7 +314,7 @@ def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(
 
 def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_dataset, monkeypatch):
     """Checkpointed layers drop the cache (transformers), so the prompt would be lost: the full rows instead."""
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     calls = []
     real_call = SharedPromptForward.__call__

@@ -10,7 +10,7 @@ from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
-from up_trl.losses import up_per_token_loss
+from up_trl.objective.losses import up_per_token_loss
 
 LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
 GA, SPG, MAX_LEN = 2, 4, 6
@@ -28,7 +28,7 @@ def _forward(trainer, model, batch, compute_entropy=False):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     from datasets import Dataset

@@ -10,8 +10,8 @@ from conftest import cpu_args, length_reward, make_trainer
 from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
-from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-from up_trl.trainer import CLIP_RATIO_METRICS, UP_METRICS
+from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+from up_trl.trainers.grpo_trainer import CLIP_RATIO_METRICS, UP_METRICS
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
@@ -57,7 +57,7 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
 
 def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_dataset):
     # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too.
-    from up_trl.models import tiny_model_and_tokenizer
+    from up_trl.data.models import tiny_model_and_tokenizer
 
     logged = {}
     for up_mode in ("asymmetric", "off"):
@@ -69,7 +69,7 @@ def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_da
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
-    from up_trl.models import save_tiny_model
+    from up_trl.data.models import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
     trainer = UPGRPOTrainer(

@@ -83,8 +83,8 @@ def test_old_logps_are_stale_only_when_trl_says_so():
 
 
 def test_loss_type_lists_match_trl():
-    from up_trl.config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-    from up_trl.losses import GENERATION_BATCH_NORMALISED
+    from up_trl.objective.losses import GENERATION_BATCH_NORMALISED
+    from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     named = set(re.findall(r"self\.loss_type (?:==|!=|in) \[?([^\]:]+)", COMPUTE_LOSS))
     every = {name for group in named for name in re.findall(r'"(\w+)"', group)}

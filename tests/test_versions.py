@@ -11,7 +11,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from up_trl import versions
-from up_trl.glue import UPTrainerMixin
+from up_trl.trainers.shared import UPTrainerMixin
 
 tomllib = pytest.importorskip("tomllib")
 ROOT = Path(__file__).resolve().parents[1]

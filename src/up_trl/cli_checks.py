@@ -150,7 +150,7 @@ def check_settings(settings: Settings) -> list[str]:
 
 
 def _check_up(s: Settings) -> None:
-    from .losses import UP_MODES
+    from .objective.losses import UP_MODES
 
     up_mode = s["up_mode"]
     if up_mode is True:
@@ -164,7 +164,7 @@ def _check_up(s: Settings) -> None:
         )
     if "loss_type" not in s:
         return
-    from .config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+    from .trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     loss_type = s["loss_type"]
     if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:
@@ -242,7 +242,7 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
     `from_pretrained` gets it (None: the offline default), "resume": the checkpoint to resume from or None,
     "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
     mapping}."""
-    from .model_source import ModelNotFoundError, locate_model
+    from .data.model_source import ModelNotFoundError, locate_model
     from .run_folder import check_output_dir, resolve_resume
 
     check_reward_names(script_args.reward_funcs)

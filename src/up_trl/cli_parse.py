@@ -27,9 +27,14 @@ OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
 
 # --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
 TRAINERS: dict[str, tuple[str, str, str, str]] = {
-    "grpo": ("config", "UPGRPOConfig", "trainer", "UPGRPOTrainer"),
-    "rloo": ("rloo", "UPRLOOConfig", "rloo", "UPRLOOTrainer"),
-    "async_grpo": ("async_grpo", "UPAsyncGRPOConfig", "async_grpo", "UPAsyncGRPOTrainer"),
+    "grpo": ("trainers.grpo_config", "UPGRPOConfig", "trainers.grpo_trainer", "UPGRPOTrainer"),
+    "rloo": ("trainers.rloo_config", "UPRLOOConfig", "trainers.rloo_trainer", "UPRLOOTrainer"),
+    "async_grpo": (
+        "trainers.async_grpo_config",
+        "UPAsyncGRPOConfig",
+        "trainers.async_grpo_trainer",
+        "UPAsyncGRPOTrainer",
+    ),
 }
 # What the offline default adds for a trainer (after dropping the OFFLINE_DEFAULT keys its config lacks).
 # async_grpo: no vLLM server to ask its max_model_len, so fixed-count micro-batches; staleness from TRL's defaults
@@ -71,8 +76,8 @@ class TrainScriptArguments:
         default=0,
         metadata={
             "help": "`arithmetic` only: worked examples (earlier chat turns, "
-            "up_trl.arithmetic.ARITHMETIC_WORKED_EXAMPLES) before each problem, 0 to 3. With 2, SmolLM2-135M gets "
-            "about one 2-digit sum in five (one in 60 without)."
+            "up_trl.data.arithmetic.ARITHMETIC_WORKED_EXAMPLES) before each problem, 0 to 3. With 2, SmolLM2-135M "
+            "gets about one 2-digit sum in five (one in 60 without)."
         },
     )
     reward_funcs: list[str] = field(

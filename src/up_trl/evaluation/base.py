@@ -41,7 +41,7 @@ SCORE_SETTINGS = (
 def recorded_base_model(model: str) -> str | None:
     """The model the run in folder `model` was trained from (for a checkpoint folder: its run's), or None when
     `model` is no run folder: the run record's `base_model`, else the card's front-matter `base_model`."""
-    from .run_folder import read_run_record, run_and_parent
+    from ..run_folder import read_run_record, run_and_parent
 
     record = read_run_record(model)
     if record and record.get("base_model"):
@@ -65,8 +65,8 @@ def recorded_base_model(model: str) -> str | None:
 
 def loadable_base(base: str) -> tuple[str | None, str]:
     """(what `from_pretrained` should get for `base`, or None when it cannot load here; why not, in words)."""
-    from .card import SMOLLM2_HUB_ID
-    from .model_source import ModelNotFoundError, hub_model_available, locate_model
+    from ..card import SMOLLM2_HUB_ID
+    from ..data.model_source import ModelNotFoundError, hub_model_available, locate_model
 
     path = Path(os.path.expanduser(base))
     if path.exists():
@@ -75,7 +75,7 @@ def loadable_base(base: str) -> tuple[str | None, str]:
         except ModelNotFoundError as error:
             return None, str(error)
     if base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-"):  # the offline default's base
-        from .models import OfflineModelMissingError, smollm2_path
+        from ..data.models import OfflineModelMissingError, smollm2_path
 
         try:
             return smollm2_path(), ""
@@ -102,7 +102,7 @@ def cache_path(model: str, args) -> tuple[Path, dict]:
     """(the cache file for `model` scored with `args`'s settings, the key it is stored under)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from .models import default_cache_dir
+    from ..data.models import default_cache_dir
 
     try:
         scorer = version("up-trl")
@@ -146,7 +146,7 @@ def choose_base(args) -> tuple[str | None, str]:
             return None, ""  # not a run folder: nothing to compare with
     base, why = loadable_base(wanted)
     if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
-        from .model_source import locate_model
+        from ..data.model_source import locate_model
 
         base = locate_model(wanted, "--base_model", near=["outputs"])  # raises its one-line ModelNotFoundError
     if base is None:

@@ -4,7 +4,8 @@
     r~ = pi_theta / sg(pi_theta) (UP's self-anchored ratio: value 1, gradient grad log pi_theta)
 
 At sequence level (GSPO) both are geometric means over the completion: exp of the masked mean of the log-ratio.
-Import them from `up_trl.losses`, which re-exports them; they live here so that `guards` need not import `losses`.
+Import them from `up_trl.objective.losses`, which re-exports them; they live here so that `guards` need not
+import `losses`.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Literal
 import torch
 
 # The ratios come from `ratios`, the guards of the positive branch from `guards`; both are re-exported here, where
-# the equations have always been imported from (`from up_trl.losses import self_anchored_ratio, up_guard_mask`).
+# the equations are imported from (`from up_trl.objective.losses import self_anchored_ratio, up_guard_mask`).
 from .guards import rare_mask, up_positive_branch_loss
 from .guards import up_guard_mask as up_guard_mask
 from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights
@@ -125,10 +125,10 @@ def up_per_token_loss(
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
 
     The optional guards of the routed branch (ours, off by default, not in the paper; see
-    :func:`up_trl.guards.up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`,
+    :func:`up_trl.objective.guards.up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`,
     `positive_kl_coef`; `positive_fallback=True` gives routed entries the parent's clipped loss (the
     entropy-triggered fallback); `positive_min_prob` keeps the parent's clip on positive entries that were rare
-    when sampled (:func:`up_trl.guards.rare_mask`).
+    when sampled (:func:`up_trl.objective.guards.rare_mask`).
 
     No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
     when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.

@@ -14,16 +14,16 @@ from __future__ import annotations
 import torch
 from trl import GRPOTrainer
 
-from .config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .glue import CLIP_RATIO_METRICS, UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
-from .guards import GUARD_FIELDS, rare_mask, up_capacity_mask, up_positive_branch_loss
-from .losses import (
+from ..objective.guards import GUARD_FIELDS, rare_mask, up_capacity_mask, up_positive_branch_loss
+from ..objective.losses import (
     GENERATION_BATCH_NORMALISED,
     aggregate_loss,
     clipped_surrogate_loss,
     log_importance_weights,
     up_positive_token_sums,
 )
+from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
+from .shared import CLIP_RATIO_METRICS, UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .shared_prompt import SharedPromptTrainerMixin
 
 __all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-exported from `glue`

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from trl import GRPOConfig
 
-from .glue import UPConfigMixin, check_up_mode
+from .shared import UPConfigMixin, check_up_mode
 from .shared_prompt import SharedPromptConfigMixin
 
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.

@@ -79,7 +79,7 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
     formed before it, in rounds, each round one call of `verify` (a list of `(pred, pred_kind, gold, gold_kind)`
     tasks -> outcomes) over every problem at once.
     """
-    from .rewards import CORRECT, TIMEOUT
+    from ..rewards import CORRECT, TIMEOUT
 
     tables: list[dict[tuple[int, int], bool]] = [{} for _ in groups]
     representatives: list[list[int]] = [[] for _ in groups]

@@ -102,7 +102,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "math": DatasetSpec("math/{split}.jsonl", ("train", "test"), offline=True),  # problem, solution \boxed, level
     "math500": DatasetSpec("math_oai/test.jsonl", ("test",), offline=True),  # problem, answer, subject, level
     "minerva": DatasetSpec("ocw/test.jsonl", ("test",), offline=True),  # Minerva OCW: problem, solution \boxed
-    # Offline, generated in code (`up_trl.arithmetic`: "What is 7 x 23?"); train and test are disjoint by a hash.
+    # Offline, generated in code (`up_trl.data.arithmetic`: "What is 7 x 23?"); train and test are disjoint by a hash.
     "arithmetic": DatasetSpec("", ("train", "test"), offline=True),
     # Hub only.
     # BytedTsinghua-SIA/DAPO-Math-17k repeats each of its ~17.9k problems ~100 times (1.79M rows); open-r1's copy is
@@ -174,7 +174,7 @@ def load_math_dataset(
         split = split or spec.splits[0]
         if split not in spec.splits:
             raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
-        if name == "arithmetic":  # generated in code (up_trl.arithmetic)
+        if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
             size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
             return arithmetic_dataset(
                 size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot

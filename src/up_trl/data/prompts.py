@@ -1,6 +1,6 @@
 """The conversational prompt every math dataset becomes, and the error raised when data cannot become one.
 
-`up_trl.data` (the loaders) and `up_trl.arithmetic` (the generated set) both build on it; `up_trl.data` re-exports
+`up_trl.data` (the loaders) and `up_trl.data.arithmetic` (the generated set) both build on it; `up_trl.data` re-exports
 all three names. A prompt is TRL's conversational format, a system turn (unless `system_prompt=None`) and the problem:
 
     >>> make_prompt("What is 7 x 8?", system_prompt=None)

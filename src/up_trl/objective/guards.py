@@ -209,7 +209,7 @@ def rare_mask(
 def entropy_fallback_active(entropies: torch.Tensor, mask: torch.Tensor, threshold: float) -> bool:
     """The entropy-triggered fallback (ours, off by default): True when the policy's mean entropy over the batch's
     completion tokens, sum(H * m) / sum(m), is above `threshold` nats; UP's routed entries then take the parent's
-    clipped loss for this batch (:func:`up_trl.losses.up_per_token_loss` with `positive_fallback=True`). In a
+    clipped loss for this batch (:func:`up_trl.objective.losses.up_per_token_loss` with `positive_fallback=True`). In a
     trainer "the batch" is one micro-batch on one rank: under several processes the ranks decide apart.
 
     >>> entropy_fallback_active(torch.tensor([[2.0, 4.0, 9.0]]), torch.tensor([[1.0, 1.0, 0.0]]), threshold=2.5)

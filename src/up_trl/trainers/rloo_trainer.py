@@ -17,29 +17,14 @@ line. `tests/test_trl_pins.py` pins every RLOOTrainer method this overrides or r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
-from trl import RLOOConfig, RLOOTrainer
+from trl import RLOOTrainer
 
-from .glue import UPConfigMixin, UPSyncTrainerMixin, default_output_dir, route_batch
-from .guards import is_rare, up_positive_branch_loss
-from .losses import up_positive_token_sums
-from .shared_prompt import SharedPromptConfigMixin, SharedPromptTrainerMixin
-
-
-@dataclass
-class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
-    r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning and its default; the UP fields
-    are [`glue.UPConfigMixin`]'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
-    [`shared_prompt.SharedPromptConfigMixin`]'s.
-
-    Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
-    on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,
-    `epsilon_high`). `up_positive_log_ratio_bound` bounds |logp - old_logp| of the summed log-probabilities. RLOO
-    has one objective (no `loss_type`) and no fused loss that bypasses `_compute_loss`: only `up_mode` itself can
-    be wrong.
-    """
+from ..objective.guards import is_rare, up_positive_branch_loss
+from ..objective.losses import up_positive_token_sums
+from .rloo_config import UPRLOOConfig
+from .shared import UPSyncTrainerMixin, default_output_dir, route_batch
+from .shared_prompt import SharedPromptTrainerMixin
 
 
 class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):

@@ -31,27 +31,15 @@ and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 from trl.trainer.utils import get_callable_name
 
+from ..objective.guards import is_rare, up_positive_branch_loss
+from ..objective.losses import packed_token_sum_loss, up_positive_token_sums
+from .async_grpo_config import UPAsyncGRPOConfig
 from .async_rollout import async_grpo_on_cpu
-from .glue import UPConfigMixin, UPTrainerMixin, default_output_dir, route_batch
-from .guards import is_rare, up_positive_branch_loss
-from .losses import packed_token_sum_loss, up_positive_token_sums
-
-
-@dataclass
-class UPAsyncGRPOConfig(UPConfigMixin, AsyncGRPOConfig):
-    r"""AsyncGRPOConfig for [`UPAsyncGRPOTrainer`]. Every AsyncGRPOConfig argument keeps its meaning; the UP fields
-    are [`glue.UPConfigMixin`]'s.
-
-    Under `up_mode="asymmetric"`, tokens with a positive advantage use the self-anchored ratio pi_theta/sg(pi_theta),
-    never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`). pi_old is the
-    sampler's (`old_log_probs`), up to `max_staleness` policy versions old.
-    """
+from .shared import UPTrainerMixin, default_output_dir, route_batch
 
 
 class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
@@ -67,7 +55,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     trainer = UPAsyncGRPOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
     trainer.train()
     ```
-    Without vLLM (CPU, tests): pass `**in_process_rollout(...)` from `up_trl.async_rollout`.
+    Without vLLM (CPU, tests): pass `**in_process_rollout(...)` from `up_trl.trainers.async_rollout`.
     """
 
     _tag_names = ["trl", "async-grpo", "up"]

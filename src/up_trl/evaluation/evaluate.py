@@ -45,7 +45,7 @@ OFFLINE_BENCHMARKS = ("gsm8k", "math500", "minerva", "arithmetic")
 def check_benchmarks(
     benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
 ) -> None:
-    from .arithmetic import check_arithmetic_ops, worked_example_turns
+    from ..data.arithmetic import check_arithmetic_ops, worked_example_turns
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
@@ -64,7 +64,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     """Score k samples per problem: the summary row (scores over the problems that could be scored, and what was
     left out) and one row per problem. A problem is left out when its gold answer does not parse, or when scoring
     any of its samples timed out: counted, never scored as wrong."""
-    from .rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
+    from ..rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
 
     reward = reward or make_math_accuracy_reward()
     flat = [c for group in samples for c in group]
@@ -100,7 +100,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
 def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
     """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
     `arithmetic`: the held-out problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
-    from .data import load_math_dataset
+    from ..data import load_math_dataset
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}
     arithmetic = {"ops": args.arithmetic_ops, "few_shot": args.arithmetic_few_shot}
@@ -113,7 +113,7 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report. `sets`: the
     benchmarks' problems when loaded already (`benchmark_sets`)."""
-    from .data import system_prompt_from_flag
+    from ..data import system_prompt_from_flag
 
     check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
     backend = args.backend
@@ -122,7 +122,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
     system_prompt = system_prompt_from_flag(args.system_prompt)
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
     sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
-    from .eval_generate import transformers_generator, vllm_generator
+    from .generate import transformers_generator, vllm_generator
 
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
@@ -166,7 +166,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 def markdown_table(report: dict) -> str:
     """The report as markdown: one row per benchmark, or, with a base model scored beside the evaluated one
     (`report["base"]`, `eval_base`), three: the evaluated model, the base and the change."""
-    from .eval_base import comparison_rows
+    from .base import comparison_rows
 
     names = list(report["benchmarks"])
     keys = list(dict.fromkeys(k for name in names for k in report["benchmarks"][name] if "@" in k))
@@ -239,7 +239,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--save_samples", action="store_true", help="Keep every completion in eval.json.")
     parser.add_argument("--base_model", default="auto", help="Score this model beside --model on the same problems "
                         "(cached: once per model and settings): auto (the default) is the base a run folder was "
-                        "trained from, none skips it, or a folder or Hub id (up_trl.eval_base).")  # fmt: skip
+                        "trained from, none skips it, or a folder or Hub id (up_trl.evaluation.base).")  # fmt: skip
     return parser
 
 
@@ -255,7 +255,7 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
             args.model = DEFAULT_MODEL_DIR
             notes.append(f"model: {DEFAULT_MODEL_DIR} (what `up-trl train` left there)")
         else:
-            from .models import smollm2_path
+            from ..data.models import smollm2_path
 
             args.model = smollm2_path()
             notes.append(f"model: the base SmolLM2-135M-Instruct (no trained model in {DEFAULT_MODEL_DIR} yet)")
@@ -271,10 +271,10 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist or holds no model, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
-    from .data import DataError, HubUnavailableError, system_prompt_from_flag
-    from .eval_base import choose_base, score_base
-    from .model_source import locate_model
-    from .models import OfflineModelMissingError
+    from ..data import DataError, HubUnavailableError, system_prompt_from_flag
+    from ..data.model_source import locate_model
+    from ..data.models import OfflineModelMissingError
+    from .base import choose_base, score_base
 
     args = make_parser().parse_args(argv)
     try:

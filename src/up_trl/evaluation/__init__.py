@@ -1,0 +1,1 @@
+"""up_trl.evaluation."""

@@ -1,0 +1,24 @@
+"""UPRLOOConfig: TRL's RLOOConfig plus UP's fields (`shared.UPConfigMixin`) and the opt-in shared-prompt forward."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trl import RLOOConfig
+
+from .shared import UPConfigMixin
+from .shared_prompt import SharedPromptConfigMixin
+
+
+@dataclass
+class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
+    r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning and its default; the UP fields
+    are [`glue.UPConfigMixin`]'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
+    [`shared_prompt.SharedPromptConfigMixin`]'s.
+
+    Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
+    on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,
+    `epsilon_high`). `up_positive_log_ratio_bound` bounds |logp - old_logp| of the summed log-probabilities. RLOO
+    has one objective (no `loss_type`) and no fused loss that bypasses `_compute_loss`: only `up_mode` itself can
+    be wrong.
+    """

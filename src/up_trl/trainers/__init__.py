@@ -1,1 +1,11 @@
-"""up_trl.trainers."""
+"""The UP trainers: one glue class per TRL parent, its config beside it (as TRL pairs `x_config.py` with
+`x_trainer.py`), each changing only the loss.
+
+- `grpo_config` / `grpo_trainer`: `UPGRPOConfig`, `UPGRPOTrainer` (GRPO, DAPO, Dr.GRPO, BNPO, GSPO);
+- `rloo_config` / `rloo_trainer`: `UPRLOOConfig`, `UPRLOOTrainer`;
+- `async_grpo_config` / `async_grpo_trainer`: `UPAsyncGRPOConfig`, `UPAsyncGRPOTrainer` (TRL's experimental
+  asynchronous GRPO), with `async_rollout` (an in-process sampler for CPU) and `tree_attention` (a pure-PyTorch
+  stand-in for its FA3 kernel);
+- `shared`: what the three share, written once (routing, the config mixin, `up/*` metrics, notices, the card);
+- `shared_prompt`: an opt-in CPU speed-up that is not UP (`share_prompt_prefix`), apart so a reader can skip it.
+"""

@@ -124,7 +124,7 @@ def hub_model_available(repo_id: str) -> bool:
     """Whether the Hub model `repo_id` can be loaded here: in the local Hub cache, or the Hub is reachable."""
     from huggingface_hub import constants, try_to_load_from_cache
 
-    from .. import hub_reachable
+    from . import hub_reachable
 
     if isinstance(try_to_load_from_cache(repo_id, "config.json"), str):
         return True

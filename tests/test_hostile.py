@@ -49,10 +49,11 @@ Main job (`up-trl train`)
 """
 
 import math
+import re
 
 import pytest
 import torch
-from conftest import cpu_args, make_trainer, param_snapshots
+from conftest import TINY, cpu_args, make_trainer, one_line, param_snapshots
 
 from up_trl import UPGRPOConfig
 from up_trl.catalog import recipe_path
@@ -504,3 +505,119 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     assert [r["reward"] for r in records if "reward" in r] == [None]
     assert all(torch.isfinite(t).all() for t in load_file(out / "model.safetensors").values())
     assert (out / "metrics.png").exists()
+
+
+# --- Ranges: every numeric setting, from one table (`cli_rules.RULES`) ----------------------------------------------
+
+# The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
+# the model had loaded). The rule's range and why are in the line.
+TRAIN_RANGE_CASES = [
+    pytest.param("learning_rate", "inf", "--learning_rate inf is not a finite number: learning_rate must be > 0",
+                 id="learning_rate_inf"),
+    pytest.param("learning_rate", "nan", "--learning_rate nan is not a finite number", id="learning_rate_nan"),
+    pytest.param("learning_rate", "-0.001", "--learning_rate -0.001 is out of range: learning_rate must be > 0",
+                 id="learning_rate_negative"),
+    pytest.param("top_p", "1.5", "--top_p 1.5 is out of range: top_p must be in (0, 1]", id="top_p_above_1"),
+    pytest.param("epsilon", "-0.2", "--epsilon -0.2 is out of range: epsilon must be in [0, 1]", id="epsilon_neg"),
+    pytest.param("epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0",
+                 id="epsilon_high_neg"),
+    pytest.param("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0", id="beta_neg"),
+    pytest.param("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0", id="save_steps_0"),
+    pytest.param("save_steps", "-5", "--save_steps -5 is out of range", id="save_steps_neg"),
+    pytest.param("max_steps", "0", "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; "
+                 "0 would still run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
+                 id="max_steps_0"),
+    pytest.param("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1", id="max_steps_neg"),
+    pytest.param("temperature", "0", "--temperature 0 is out of range: temperature must be > 0", id="temperature_0"),
+    pytest.param("temperature", "-1", "--temperature -1 is out of range", id="temperature_neg"),
+    pytest.param("seed", "-1", "--seed -1 is out of range: seed must be in [0, 4294967295]", id="seed_neg"),
+    pytest.param("delta", "inf", "--delta inf is not a finite number: delta must be >= 1", id="delta_inf"),
+    pytest.param("reward_weights", "nan", "--reward_weights [nan] is not a finite number", id="reward_weights_nan"),
+    pytest.param("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)", id="beta2_1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES)
+def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
+    out = ["--output_dir", str(no_model_loads / "out")]
+    args = [*TINY, *out, f"--{name}={value}"]  # `=`: argparse would read `-0.001` alone as an option
+    assert message in one_line(capsys, args)
+
+
+def test_a_recipe_value_out_of_range_is_refused_naming_the_recipe(no_model_loads, capsys):
+    recipe = no_model_loads / "recipe.yaml"
+    recipe.write_text("top_p: 1.5\nlearning_rate: 1e-5\n")
+    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    assert message.startswith(f"top_p 1.5 (from the recipe {recipe}) is out of range: top_p must be in (0, 1]")
+
+
+def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys):
+    recipe = no_model_loads / "recipe.yaml"
+    recipe.write_text("log_level: loud\n")
+    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    assert message.startswith(f"log_level loud (from the recipe {recipe}) is not one of detail, debug, info")
+
+
+EVAL_RANGE_CASES = [
+    pytest.param("limit", "-1", "--limit -1 is out of range: limit must be >= 1", id="limit_neg"),
+    pytest.param("limit", "0", "--limit 0 is out of range", id="limit_0"),
+    pytest.param("temperature", "-1", "--temperature -1 is out of range: temperature must be >= 0 (0 decodes "
+                 "greedily", id="temperature_neg"),
+    pytest.param("max_new_tokens", "0", "--max_new_tokens 0 is out of range", id="max_new_tokens_0"),
+    pytest.param("batch_size", "0", "--batch_size 0 is out of range", id="batch_size_0"),
+    pytest.param("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]", id="top_p_0"),
+    pytest.param("seed", "-2", "--seed -2 is out of range", id="seed_neg"),
+    pytest.param("temperature", "inf", "--temperature inf is not a finite number", id="temperature_inf"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES)
+def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
+    assert message in one_line(capsys, ["--model", "outputs/quickstart", f"--{name}={value}"], command="eval")
+
+
+def _outside_and_inside(rule):
+    """(a value just outside the rule's range, values inside it: each bound it includes, and one between)."""
+    from up_trl.cli_rules import parse_range
+
+    low, high, low_closed, high_closed = parse_range(rule.allowed)
+    outside = low - 1 if low_closed else low
+    inside = [low] if low_closed else []
+    inside += [high] if high_closed else []
+    inside += [(low + high) / 2 if math.isfinite(high) else low + 1]
+    return outside, inside
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command):
+    """The table checked by itself: for each rule, the value just past its lower bound fails with the rule's range in
+    the line, and its closed bounds, a value between and its sentinels pass."""
+    from up_trl.cli_checks import Settings, UsageError
+    from up_trl.cli_rules import check_ranges, rules_for
+
+    for name, rule in rules_for(command).items():
+        outside, inside = _outside_and_inside(rule)
+        with pytest.raises(UsageError, match=re.escape(f"{name} must be")):
+            check_ranges(Settings({name: outside}, {name}, {}, "command line"), command)
+        for value in [*inside, *rule.sentinels]:
+            check_ranges(Settings({name: value}, {name}, {}, "command line"), command)
+
+
+@pytest.mark.parametrize("trainer", ["grpo", "rloo", "async_grpo"])
+def test_every_numeric_setting_has_a_rule_or_a_reason(trainer):
+    """No numeric setting of a trainer's parser escapes the table unnoticed: each is in RULES or in UNRANGED, which
+    says why it has no range of its own (every float must still be finite)."""
+    from up_trl.cli_parse import make_parser
+    from up_trl.cli_rules import UNRANGED, rules_for
+
+    numeric = {a.dest for a in make_parser(trainer)._actions if a.type in (int, float)}
+    missing = sorted(numeric - set(rules_for("train")) - set(UNRANGED))
+    assert not missing, f"numeric settings without a rule in cli_rules.RULES (or a reason in UNRANGED): {missing}"
+
+
+def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
+    from up_trl.cli import parse_train_args, train_help
+
+    _, args, _ = parse_train_args(["--max_steps", "-1", "--output_dir", "unused"])
+    assert args.max_steps == -1
+    assert "-1, TRL's default: train --num_train_epochs epochs instead" in " ".join(train_help().split())

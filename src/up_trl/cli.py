@@ -52,7 +52,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("num_generations", "Completions per prompt (the group size)."),
     ("max_completion_length", "Longest completion, in tokens."),
     ("learning_rate", "AdamW learning rate."),
-    ("max_steps", "Optimizer steps to train."),
+    ("max_steps", "Optimizer steps to train (-1, TRL's default: train --num_train_epochs epochs instead)."),
     ("output_dir", "Where the model, metrics.jsonl, metrics.png and the model card go (a previous run's: refused)."),
     ("overwrite_output_dir", "Remove the previous run in --output_dir first (its checkpoints too)."),
     ("resume_from_checkpoint", "true (the latest checkpoint-* in --output_dir) or a checkpoint folder."),

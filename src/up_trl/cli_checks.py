@@ -5,8 +5,9 @@ Three stages, in the order `cli.train` runs them:
 
 1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
    keys and options;
-2. the settings, before TRL's config is built from them (`check_settings`), where TRL would raise a
-   ZeroDivisionError or a traceback: group size, batch divisibility, UP's own settings, `--save_steps`;
+2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
+   (`cli_rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
+   batch divisibility, UP's own settings, `--save_steps`;
 3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
    output folder and the checkpoint to resume from.
 
@@ -136,6 +137,7 @@ class Settings:
     def show(self, name: str, value: Any = None) -> str:
         """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
         value = self.values.get(name) if value is None else value
+        value = f"{value:g}" if isinstance(value, float) else value  # 0.0 as typed: 0
         if name in self.command_line:
             return f"--{name} {value}"
         return f"{name} {value} ({f'from the {self.where}' if name in self.recipe else 'the default'})"
@@ -143,8 +145,12 @@ class Settings:
 
 def check_settings(settings: Settings) -> list[str]:
     """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
-    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
+    `--save_steps` written alone adds `--save_strategy steps`, so that it saves). Every numeric setting is checked
+    against its range first (`cli_rules.RULES`)."""
+    from .cli_rules import check_ranges
+
     _check_up(settings)
+    check_ranges(settings, "train")
     _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
     return _check_saving(settings)
 

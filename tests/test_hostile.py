@@ -868,3 +868,45 @@ def main_train(argv):
     from up_trl.cli import main
 
     return main(["train", *argv])
+
+
+# --- Resume with other settings (`checkpoint_complete.resume_differences`) ------------------------------------------
+
+
+@pytest.mark.slow
+def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
+    from up_trl.cli import main
+    from up_trl.models import save_tiny_model
+
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
+            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--num_generations", "4",
+            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1",
+            "--steps_per_generation", "2"]  # fmt: skip
+    assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
+    assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
+    capsys.readouterr()
+
+    resume = ["--resume_from_checkpoint", "true", "--max_steps", "2"]
+    message = one_line(capsys, [*argv, *resume, "--per_device_train_batch_size", "4"])
+    assert message.startswith(f"--resume_from_checkpoint {out / 'checkpoint-1'}: per_device_train_batch_size is 4 "
+                              "here but 8 in the run that saved checkpoint-1, whose buffered rollout batch has that "
+                              "shape: set per_device_train_batch_size back to 8")  # fmt: skip
+
+    assert main(["train", *argv, *resume, "--per_device_train_batch_size", "8", "--learning_rate", "0.002"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("up-trl: resuming ")]
+    assert sorted(printed) == [  # the offline default's learning rate, then this one's
+        "up-trl: resuming checkpoint-1 with learning_rate 0.002 (the run that saved it had 3e-05)",
+        "up-trl: resuming checkpoint-1 with max_steps 2 (the run that saved it had 1)",
+    ], printed
+
+
+def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, capsys):
+    out = no_model_loads / "out"
+    _save_pieces(out / "checkpoint-1")
+    (out / "notes.txt").write_text("mine")
+    flags = ["--output_dir", str(out), "--overwrite_output_dir", "--resume_from_checkpoint", "true"]
+    assert one_line(capsys, [*TINY, *flags]) == (
+        "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
+    )
+    assert (out / "checkpoint-1" / "up_trl_checkpoint.json").exists() and (out / "notes.txt").read_text() == "mine"

@@ -150,3 +150,29 @@ class MarkCompleteCallback(TrainerCallback):
             if folder.is_dir():
                 mark_complete(folder, run_settings(args))
         return control
+
+
+# Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.
+ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_generation", "generation_batch_size",
+                 "gradient_accumulation_steps", "num_iterations", "world_size")  # fmt: skip
+# Settings that name where this run is, not how it trains.
+NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "run_name")
+
+
+def resume_differences(checkpoint: str | os.PathLike, settings: dict[str, Any]) -> tuple[list[str], str | None]:
+    """(one line per setting that differs from the run that saved `checkpoint`, or a refusal when one of them is
+    the shape of the rollout batch the checkpoint holds, else None). Nothing when the checkpoint carries no mark."""
+    mark = read_mark(checkpoint)
+    saved = (mark or {}).get("settings") or {}
+    name = Path(checkpoint).name
+    changed = [key for key in settings if key in saved and key not in NOT_COMPARED and saved[key] != settings[key]]
+    holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))
+    for key in changed:
+        if key in ROLLOUT_SHAPE and holds_batch:
+            return [], (
+                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
+                f"that saved {name}, whose buffered rollout batch has that shape: set {key} back to {saved[key]}, "
+                "or start afresh in another --output_dir."
+            )
+    notes = [f"resuming {name} with {key} {settings[key]} (the run that saved it had {saved[key]})" for key in changed]
+    return notes, None

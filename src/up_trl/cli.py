@@ -145,7 +145,7 @@ def train(argv: list[str] | None = None):
         SteadyEtaProgressCallback,
         StepEndRngCallback,
     )
-    from .checkpoint_complete import MarkCompleteCallback
+    from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
     from .cli_checks import check_dataset_size, check_inputs
     from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from .models import OfflineModelMissingError, smollm2_path
@@ -215,6 +215,12 @@ def train(argv: list[str] | None = None):
         if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
+        if checked["resume"] is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+            changes, refusal = resume_differences(checked["resume"], run_settings(training_args))
+            if refusal is not None:
+                raise UsageError(refusal)
+            for line in changes:
+                state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
         silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
         state.print(f"up-trl: loading {model} ...", flush=True)

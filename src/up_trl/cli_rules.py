@@ -105,7 +105,6 @@ RULES: tuple[Rule, ...] = (
     Rule("num_generations_eval", ">= 1", "completions per prompt in evaluation"),
     Rule("max_completion_length", ">= 1", "the longest completion, in tokens"),
     Rule("dataset_limit", ">= 1", "training problems kept; unset keeps all"),
-    Rule("arithmetic_few_shot", "[0, 3]", "worked examples before each problem", command="both"),
     # Sampling.
     Rule("temperature", "> 0", "sampling divides the logits by it, and training needs samples; TRL refuses 0"),
     Rule("top_p", "(0, 1]", "a probability: the share of the sampling mass kept", command="both"),
@@ -152,6 +151,7 @@ UNRANGED: dict[str, str] = {
                      "up_positive_min_prob", "up_entropy_fallback_threshold"),
                     "ranged by guards.GuardConfigMixin.check_guards when the config is built"),
     "num_generations": "cli_checks._check_batch (at least 2, with its own message)",
+    "arithmetic_few_shot": "arithmetic.worked_example_turns (0 to 3, naming the examples), before any model loads",
     **dict.fromkeys(("local_rank", "vllm_server_port", "vllm_group_port", "ddp_timeout", "ddp_bucket_cap_mb",
                      "torch_empty_cache_steps", "eval_accumulation_steps", "eval_delay", "dataloader_prefetch_factor",
                      "vllm_server_timeout", "vllm_max_model_length", "max_tool_calling_iterations",

@@ -99,3 +99,40 @@ def same_code_env() -> dict:
 
     src = str(Path(up_trl.__file__).resolve().parents[1])
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
+
+
+# --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
+
+TINY = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",
+        "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch, tmp_path):
+    """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run."""
+    import transformers
+
+    import up_trl.data.models
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the input was checked")
+
+    monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
+    (tmp_path / "outputs" / "quickstart" / "config.json").write_text("{}")
+    return tmp_path
+
+
+def one_line(capsys, argv, command="train", code=2) -> str:
+    """The single stderr line `up-trl COMMAND ARGV` ends with; it must exit `code`, with no traceback."""
+    from up_trl.cli import main
+
+    if command == "train":
+        assert main(["train", *argv]) == code
+    else:
+        assert main(["eval", *argv]) == code
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "examples/s]" not in line]
+    assert len(err) == 1 and err[0].startswith(f"up-trl {command}: error: "), err  # datasets' progress bars aside
+    return err[0].split(": error: ", 1)[1]

@@ -46,13 +46,25 @@ Main job (`up-trl train`)
   line, exit 2, before any model loads [tests/test_cli_checks.py].
 - a reward that raises mid-run, diverging weights (lr 1e30) -> an emergency checkpoint of finite weights, the
   metrics kept, one line saying where and how to resume, exit 1 [tests/test_run_folder.py].
+Ranges (`cli_rules.RULES`, one table)
+- each reported out-of-range value of `up-trl train` / `up-trl eval`, a recipe's value and choice -> one line, exit
+  2, before any model loads [TRAIN_RANGE_CASES, EVAL_RANGE_CASES]; every rule just past its bound, every numeric
+  setting of the three parsers ruled [test_every_rule_..., test_every_numeric_setting_has_a_rule_or_a_reason].
+Checkpoints killed mid-save (`checkpoint_complete`)
+- stopped before or inside each piece, empty, changed after its mark, unmarked [KILLED_AT and the tests after it]
+  -> resume takes the newest complete one and names those it skipped; a real SIGKILL at each piece [slow].
+One run per folder (`run_lock`)
+- runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
+  the other is refused naming the pid; a stale lock is taken over and said so.
 """
 
 import math
+import os
+import re
 
 import pytest
 import torch
-from conftest import cpu_args, make_trainer, param_snapshots
+from conftest import TINY, cpu_args, make_trainer, one_line, param_snapshots
 
 from up_trl import UPGRPOConfig
 from up_trl.catalog import recipe_path
@@ -504,3 +516,397 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     assert [r["reward"] for r in records if "reward" in r] == [None]
     assert all(torch.isfinite(t).all() for t in load_file(out / "model.safetensors").values())
     assert (out / "metrics.png").exists()
+
+
+# --- Ranges: every numeric setting, from one table (`cli_rules.RULES`) ----------------------------------------------
+
+# The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
+# the model had loaded). The rule's range and why are in the line.
+TRAIN_RANGE_CASES = [
+    pytest.param("learning_rate", "inf", "--learning_rate inf is not a finite number: learning_rate must be > 0",
+                 id="learning_rate_inf"),
+    pytest.param("learning_rate", "nan", "--learning_rate nan is not a finite number", id="learning_rate_nan"),
+    pytest.param("learning_rate", "-0.001", "--learning_rate -0.001 is out of range: learning_rate must be > 0",
+                 id="learning_rate_negative"),
+    pytest.param("top_p", "1.5", "--top_p 1.5 is out of range: top_p must be in (0, 1]", id="top_p_above_1"),
+    pytest.param("epsilon", "-0.2", "--epsilon -0.2 is out of range: epsilon must be in [0, 1]", id="epsilon_neg"),
+    pytest.param("epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0",
+                 id="epsilon_high_neg"),
+    pytest.param("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0", id="beta_neg"),
+    pytest.param("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0", id="save_steps_0"),
+    pytest.param("save_steps", "-5", "--save_steps -5 is out of range", id="save_steps_neg"),
+    pytest.param("max_steps", "0", "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; "
+                 "0 would still run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
+                 id="max_steps_0"),
+    pytest.param("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1", id="max_steps_neg"),
+    pytest.param("temperature", "0", "--temperature 0 is out of range: temperature must be > 0", id="temperature_0"),
+    pytest.param("temperature", "-1", "--temperature -1 is out of range", id="temperature_neg"),
+    pytest.param("seed", "-1", "--seed -1 is out of range: seed must be in [0, 4294967295]", id="seed_neg"),
+    pytest.param("delta", "inf", "--delta inf is not a finite number: delta must be >= 1", id="delta_inf"),
+    pytest.param("reward_weights", "nan", "--reward_weights [nan] is not a finite number", id="reward_weights_nan"),
+    pytest.param("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)", id="beta2_1"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES)
+def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
+    out = ["--output_dir", str(no_model_loads / "out")]
+    args = [*TINY, *out, f"--{name}={value}"]  # `=`: argparse would read `-0.001` alone as an option
+    assert message in one_line(capsys, args)
+
+
+def test_a_recipe_value_out_of_range_is_refused_naming_the_recipe(no_model_loads, capsys):
+    recipe = no_model_loads / "recipe.yaml"
+    recipe.write_text("top_p: 1.5\nlearning_rate: 1e-5\n")
+    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    assert message.startswith(f"top_p 1.5 (from the recipe {recipe}) is out of range: top_p must be in (0, 1]")
+
+
+def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys):
+    recipe = no_model_loads / "recipe.yaml"
+    recipe.write_text("log_level: loud\n")
+    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    assert message.startswith(f"log_level loud (from the recipe {recipe}) is not one of detail, debug, info")
+
+
+EVAL_RANGE_CASES = [
+    pytest.param("limit", "-1", "--limit -1 is out of range: limit must be >= 1", id="limit_neg"),
+    pytest.param("limit", "0", "--limit 0 is out of range", id="limit_0"),
+    pytest.param("temperature", "-1", "--temperature -1 is out of range: temperature must be >= 0 (0 decodes "
+                 "greedily", id="temperature_neg"),
+    pytest.param("max_new_tokens", "0", "--max_new_tokens 0 is out of range", id="max_new_tokens_0"),
+    pytest.param("batch_size", "0", "--batch_size 0 is out of range", id="batch_size_0"),
+    pytest.param("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]", id="top_p_0"),
+    pytest.param("seed", "-2", "--seed -2 is out of range", id="seed_neg"),
+    pytest.param("temperature", "inf", "--temperature inf is not a finite number", id="temperature_inf"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES)
+def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
+    assert message in one_line(capsys, ["--model", "outputs/quickstart", f"--{name}={value}"], command="eval")
+
+
+def _outside_and_inside(rule):
+    """(a value just outside the rule's range, values inside it: each bound it includes, and one between)."""
+    from up_trl.cli_rules import parse_range
+
+    low, high, low_closed, high_closed = parse_range(rule.allowed)
+    outside = low - 1 if low_closed else low
+    inside = [low] if low_closed else []
+    inside += [high] if high_closed else []
+    inside += [(low + high) / 2 if math.isfinite(high) else low + 1]
+    return outside, inside
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command):
+    """The table checked by itself: for each rule, the value just past its lower bound fails with the rule's range in
+    the line, and its closed bounds, a value between and its sentinels pass."""
+    from up_trl.cli_checks import Settings, UsageError
+    from up_trl.cli_rules import check_ranges, rules_for
+
+    for name, rule in rules_for(command).items():
+        outside, inside = _outside_and_inside(rule)
+        with pytest.raises(UsageError, match=re.escape(f"{name} must be")):
+            check_ranges(Settings({name: outside}, {name}, {}, "command line"), command)
+        for value in [*inside, *rule.sentinels]:
+            check_ranges(Settings({name: value}, {name}, {}, "command line"), command)
+
+
+@pytest.mark.parametrize("trainer", ["grpo", "rloo", "async_grpo"])
+def test_every_numeric_setting_has_a_rule_or_a_reason(trainer):
+    """No numeric setting of a trainer's parser escapes the table unnoticed: each is in RULES or in UNRANGED, which
+    says why it has no range of its own (every float must still be finite)."""
+    from up_trl.cli_parse import make_parser
+    from up_trl.cli_rules import UNRANGED, rules_for
+
+    numeric = {a.dest for a in make_parser(trainer)._actions if a.type in (int, float)}
+    missing = sorted(numeric - set(rules_for("train")) - set(UNRANGED))
+    assert not missing, f"numeric settings without a rule in cli_rules.RULES (or a reason in UNRANGED): {missing}"
+
+
+def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
+    from up_trl.cli import parse_train_args, train_help
+
+    _, args, _ = parse_train_args(["--max_steps", "-1", "--output_dir", "unused"])
+    assert args.max_steps == -1
+    assert "-1, TRL's default: train --num_train_epochs epochs instead" in " ".join(train_help().split())
+
+
+# --- Checkpoints that survive a kill (`checkpoint_complete`) --------------------------------------------------------
+
+# The pieces of a checkpoint in the order the Trainer's `_save_checkpoint` writes them, then the rollout batch a UP
+# trainer adds, then the completion mark (`MarkCompleteCallback.on_save`).
+PIECES = ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
+          "rollout_buffer_rank0.pt", "mark")  # fmt: skip
+
+
+def _save_pieces(folder, upto: str | None = None, cut: bool = False) -> None:
+    """A checkpoint saved piece by piece and stopped before `upto` (or, with `cut`, halfway through writing it)."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from up_trl.checkpoint_complete import mark_complete
+
+    folder.mkdir(parents=True)
+    for piece in PIECES:
+        if piece == upto and not cut:
+            return
+        path = folder / piece
+        if piece == "model.safetensors":
+            save_file({"w": torch.arange(64.0)}, path)
+        elif piece == "trainer_state.json":
+            path.write_text(json.dumps({"global_step": int(folder.name.split("-")[1]), "log_history": []}))
+        elif piece == "mark":
+            mark_complete(folder, {"learning_rate": 0.01})
+        else:
+            torch.save({"state": torch.arange(64.0)}, path)
+        if piece == upto:  # cut: the file half written
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+            return
+
+
+KILLED_AT = [
+    pytest.param("model.safetensors", False, "empty", id="before_the_weights"),
+    pytest.param("model.safetensors", True, "no trainer_state.json", id="inside_the_weights"),
+    pytest.param("optimizer.pt", False, "no trainer_state.json", id="before_the_optimizer"),
+    pytest.param("optimizer.pt", True, "no trainer_state.json", id="inside_the_optimizer"),
+    pytest.param("trainer_state.json", False, "no trainer_state.json", id="before_trainer_state"),
+    pytest.param("trainer_state.json", True, "trainer_state.json cut short", id="inside_trainer_state"),
+    pytest.param("rollout_buffer_rank0.pt", False, "no completion mark", id="before_the_rollout_batch"),
+    pytest.param("rollout_buffer_rank0.pt", True, "rollout_buffer_rank0.pt cut short", id="inside_the_rollout_batch"),
+    pytest.param("mark", False, "no completion mark", id="before_the_mark"),
+    pytest.param(None, False, "empty", id="empty_folder"),
+]
+
+
+@pytest.mark.parametrize("piece, cut, why", KILLED_AT)
+def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_path, piece, cut, why):
+    from up_trl.run_folder import resolve_resume
+
+    out = tmp_path / "out"
+    _save_pieces(out / "checkpoint-1")
+    if piece is None:
+        (out / "checkpoint-2").mkdir()
+    else:
+        _save_pieces(out / "checkpoint-2", piece, cut)
+    notes = []
+    assert resolve_resume("true", out, notes) == str(out / "checkpoint-1")
+    assert len(notes) == 1 and notes[0].startswith(f"resuming from {out / 'checkpoint-1'}, the newest complete"), notes
+    assert "skipped the incomplete checkpoint-2 (" in notes[0] and why in notes[0], notes
+    with pytest.raises(ValueError, match=r"checkpoint-2 is not a complete checkpoint \(.*\): pass .*checkpoint-1"):
+        resolve_resume(str(out / "checkpoint-2"), out)
+
+
+@pytest.mark.parametrize(
+    "spoil, why",
+    [
+        pytest.param(lambda c: (c / "optimizer.pt").unlink(), "optimizer.pt is missing", id="file_missing"),
+        pytest.param(lambda c: (c / "optimizer.pt").write_bytes(b"PK"), "optimizer.pt has 2 bytes, not the",
+                     id="file_cut_after_the_mark"),
+    ],
+)  # fmt: skip
+def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
+    from up_trl.checkpoint_complete import checkpoint_problem
+
+    _save_pieces(tmp_path / "checkpoint-1")
+    assert checkpoint_problem(tmp_path / "checkpoint-1") is None
+    spoil(tmp_path / "checkpoint-1")
+    assert why in checkpoint_problem(tmp_path / "checkpoint-1")
+
+
+@pytest.mark.parametrize(
+    "piece, cut, complete",
+    [
+        pytest.param("mark", False, True, id="whole_without_a_mark"),
+        pytest.param("optimizer.pt", True, False, id="optimizer_cut"),
+        pytest.param("trainer_state.json", False, False, id="no_trainer_state"),
+        pytest.param("model.safetensors", True, False, id="weights_cut"),
+    ],
+)
+def test_checkpoints_of_a_run_that_marks_none_are_judged_by_their_pieces(tmp_path, piece, cut, complete):
+    """A plain Trainer's or an older up-trl's checkpoints carry no mark: each piece is checked instead."""
+    from up_trl.run_folder import resolve_resume
+
+    _save_pieces(tmp_path / "checkpoint-1", "mark")
+    _save_pieces(tmp_path / "checkpoint-2", piece, cut)
+    expected = tmp_path / ("checkpoint-2" if complete else "checkpoint-1")
+    assert resolve_resume("true", tmp_path) == str(expected)
+
+
+def test_only_incomplete_checkpoints_is_one_line(no_model_loads, capsys):
+    out = no_model_loads / "out"
+    _save_pieces(out / "checkpoint-3", "optimizer.pt", cut=True)
+    message = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    assert message.startswith(f"--resume_from_checkpoint true: no complete checkpoint in {out}, only incomplete "
+                              "ones (a save that was interrupted): checkpoint-3 (")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("piece", ["model.safetensors", "optimizer.pt", "trainer_state.json",
+                                   "rollout_buffer_rank0.pt", "mark"])  # fmt: skip
+def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path, capsys, piece):
+    """A real SIGKILL while checkpoint-2 is written (`kill_mid_save.py`): `--resume_from_checkpoint true` skips it,
+    says so in one line, resumes from checkpoint-1 and finishes."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from conftest import same_code_env
+
+    from up_trl.cli import main
+    from up_trl.data.models import save_tiny_model
+
+    here = Path(__file__).parent
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
+            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--max_steps", "3",
+            "--per_device_train_batch_size", "8", "--num_generations", "4", "--max_completion_length", "4",
+            "--plot", "false", "--save_steps", "1"]  # fmt: skip
+    env = same_code_env()
+    env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
+    killed = subprocess.run([sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv], env=env,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-3000:]
+    assert (out / "checkpoint-2").is_dir() and not (out / "checkpoint-2" / "up_trl_checkpoint.json").exists()
+    capsys.readouterr()
+    assert main(["train", *argv, "--resume_from_checkpoint", "true"]) == 0
+    printed = capsys.readouterr().out
+    assert f"up-trl: resuming from {out / 'checkpoint-1'}, the newest complete checkpoint; skipped the incomplete " \
+           "checkpoint-2 (its save did not finish" in printed, printed[-3000:]  # fmt: skip
+    assert (out / "model.safetensors").exists() and (out / "checkpoint-3" / "up_trl_checkpoint.json").exists()
+
+
+# --- One run per output folder (`run_lock`) -------------------------------------------------------------------------
+
+
+def _hold_lock(folder, ready, results, go):
+    """In a child process: wait for `go`, try to take the lock, report, hold it until the parent is done."""
+    from up_trl.run_lock import lock_output_dir
+
+    go.wait()
+    try:
+        lock = lock_output_dir(folder)
+        results.put(("locked", os.getpid()))
+    except ValueError as error:
+        results.put(("refused", str(error)))
+        return
+    ready.wait()
+    lock.release()
+
+
+def test_runs_started_at_the_same_instant_into_one_folder_only_one_runs(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    go, ready, results = context.Event(), context.Event(), context.Queue()
+    children = [context.Process(target=_hold_lock, args=(tmp_path / "out", ready, results, go)) for _ in range(4)]
+    for child in children:
+        child.start()
+    go.set()
+    outcomes = [results.get(timeout=60) for _ in children]
+    ready.set()
+    for child in children:
+        child.join(timeout=60)
+    locked = [pid for kind, pid in outcomes if kind == "locked"]
+    assert len(locked) == 1, outcomes
+    refused = [text for kind, text in outcomes if kind == "refused"]
+    assert all(f"is in use by another run (pid {locked[0]})" in text for text in refused), refused
+    assert not (tmp_path / "out" / ".up_trl.lock").exists()  # released
+
+
+@pytest.mark.parametrize(
+    "holder, outcome",
+    [
+        pytest.param("alive", "refused", id="held_by_a_running_process"),
+        pytest.param("dead", "stale", id="left_by_a_dead_process"),
+        pytest.param("none", "free", id="no_lock"),
+    ],
+)
+def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_over(
+    no_model_loads, capsys, holder, outcome
+):
+    import subprocess
+    import sys
+
+    from conftest import same_code_env
+
+    from up_trl.run_lock import LOCK_FILE
+
+    out = no_model_loads / "out"
+    hold = ("import sys, time; from up_trl.run_lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
+            "print('locked', flush=True); time.sleep(120 if sys.argv[2] == 'alive' else 0)")  # fmt: skip
+    child = None
+    if holder != "none":
+        child = subprocess.Popen([sys.executable, "-c", hold, str(out), holder], stdout=subprocess.PIPE, text=True,
+                                 env=same_code_env())  # fmt: skip
+        assert child.stdout.readline().strip() == "locked"
+        if holder == "dead":  # gone without releasing: its pid stays in the lock file
+            child.wait(timeout=60)
+            (out / LOCK_FILE).write_text(f"{child.pid}\n")
+    try:
+        if outcome == "refused":
+            message = one_line(capsys, [*TINY, "--output_dir", str(out)])
+            assert message == (f"--output_dir {out} is in use by another run (pid {child.pid}): wait for it to end, "
+                               "stop it, or pass another --output_dir.")  # fmt: skip
+        else:  # the checks pass the lock and stop at the (refused) model load
+            with pytest.raises(AssertionError, match="a model was loaded"):
+                main_train([*TINY, "--output_dir", str(out)])
+            printed = capsys.readouterr().out
+            stale = f"up-trl: took over the lock of {out}: the run that held it (pid {child.pid if child else 0})"
+            assert (stale in printed) == (outcome == "stale"), printed
+            assert not (out / LOCK_FILE).exists()  # released when the run ended
+    finally:
+        if child is not None and child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def main_train(argv):
+    from up_trl.cli import main
+
+    return main(["train", *argv])
+
+
+# --- Resume with other settings (`checkpoint_complete.resume_differences`) ------------------------------------------
+
+
+@pytest.mark.slow
+def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
+    from up_trl.cli import main
+    from up_trl.data.models import save_tiny_model
+
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
+            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--num_generations", "4",
+            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1",
+            "--steps_per_generation", "2"]  # fmt: skip
+    assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
+    assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
+    capsys.readouterr()
+
+    resume = ["--resume_from_checkpoint", "true", "--max_steps", "2"]
+    message = one_line(capsys, [*argv, *resume, "--per_device_train_batch_size", "4"])
+    assert message.startswith(f"--resume_from_checkpoint {out / 'checkpoint-1'}: per_device_train_batch_size is 4 "
+                              "here but 8 in the run that saved checkpoint-1, whose buffered rollout batch has that "
+                              "shape: set per_device_train_batch_size back to 8")  # fmt: skip
+
+    assert main(["train", *argv, *resume, "--per_device_train_batch_size", "8", "--learning_rate", "0.002"]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("up-trl: resuming ")]
+    assert sorted(printed) == [  # the offline default's learning rate, then this one's
+        "up-trl: resuming checkpoint-1 with learning_rate 0.002 (the run that saved it had 3e-05)",
+        "up-trl: resuming checkpoint-1 with max_steps 2 (the run that saved it had 1)",
+    ], printed
+
+
+def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, capsys):
+    out = no_model_loads / "out"
+    _save_pieces(out / "checkpoint-1")
+    (out / "notes.txt").write_text("mine")
+    flags = ["--output_dir", str(out), "--overwrite_output_dir", "--resume_from_checkpoint", "true"]
+    assert one_line(capsys, [*TINY, *flags]) == (
+        "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
+    )
+    assert (out / "checkpoint-1" / "up_trl_checkpoint.json").exists() and (out / "notes.txt").read_text() == "mine"

@@ -52,7 +52,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("num_generations", "Completions per prompt (the group size)."),
     ("max_completion_length", "Longest completion, in tokens."),
     ("learning_rate", "AdamW learning rate."),
-    ("max_steps", "Optimizer steps to train."),
+    ("max_steps", "Optimizer steps to train (-1, TRL's default: train --num_train_epochs epochs instead)."),
     ("output_dir", "Where the model, metrics.jsonl, metrics.png and the model card go (a previous run's: refused)."),
     ("overwrite_output_dir", "Remove the previous run in --output_dir first (its checkpoints too)."),
     ("resume_from_checkpoint", "true (the latest checkpoint-* in --output_dir) or a checkpoint folder."),
@@ -145,6 +145,7 @@ def train(argv: list[str] | None = None):
         SteadyEtaProgressCallback,
         StepEndRngCallback,
     )
+    from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
     from .cli_checks import check_dataset_size, check_inputs
     from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from .data.models import OfflineModelMissingError, smollm2_path
@@ -166,117 +167,135 @@ def train(argv: list[str] | None = None):
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
     checked = check_inputs(script_args, training_args, model_args)
-
-    # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
-    reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
-    try:
-        reward_funcs = get_reward_funcs(
-            script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
-        )
-    except ValueError as error:  # a dotted path that does not import, a factory without its options
-        raise UsageError(f"--reward_funcs: {error}") from None
-    system_prompt = system_prompt_from_flag(script_args.system_prompt)
-    state = PartialState()
-    out = training_args.output_dir
-    with state.main_process_first():
+    try:  # the output folder is this run's until it ends (`run_lock`)
+        # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
+        reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
         try:
-            dataset = load_math_dataset(
-                script_args.dataset_name,
-                script_args.dataset_train_split,
-                limit=script_args.dataset_limit,
-                seed=training_args.seed,
-                shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
-                system_prompt=system_prompt,
-                column_mapping=checked["column_mapping"],
-                ops=script_args.arithmetic_ops,
-                few_shot=script_args.arithmetic_few_shot,
+            reward_funcs = get_reward_funcs(
+                script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
             )
-        except (DataError, HubUnavailableError) as error:
-            raise UsageError(f"--dataset_name {script_args.dataset_name}: {error}") from None
-        check_dataset_size(len(dataset), training_args)
-        try:
-            model = checked["model"] or smollm2_path()
-        except OfflineModelMissingError as error:
-            raise UsageError(str(error)) from None
-    if "save_steps" in flags_given(argv) and "save_strategy" not in flags_given(argv):
+        except ValueError as error:  # a dotted path that does not import, a factory without its options
+            raise UsageError(f"--reward_funcs: {error}") from None
+        system_prompt = system_prompt_from_flag(script_args.system_prompt)
+        state = PartialState()
+        for note in checked["notes"]:  # a stale lock taken over, incomplete checkpoints a resume skipped
+            state.print(f"up-trl: {note}", flush=True)
+        out = training_args.output_dir
+        with state.main_process_first():
+            try:
+                dataset = load_math_dataset(
+                    script_args.dataset_name,
+                    script_args.dataset_train_split,
+                    limit=script_args.dataset_limit,
+                    seed=training_args.seed,
+                    shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
+                    system_prompt=system_prompt,
+                    column_mapping=checked["column_mapping"],
+                    ops=script_args.arithmetic_ops,
+                    few_shot=script_args.arithmetic_few_shot,
+                )
+            except (DataError, HubUnavailableError) as error:
+                raise UsageError(f"--dataset_name {script_args.dataset_name}: {error}") from None
+            check_dataset_size(len(dataset), training_args)
+            try:
+                model = checked["model"] or smollm2_path()
+            except OfflineModelMissingError as error:
+                raise UsageError(str(error)) from None
+        if "save_steps" in flags_given(argv) and "save_strategy" not in flags_given(argv):
+            every = f"a checkpoint every {training_args.save_steps:g} steps"
+            state.print(f"up-trl: {every} (--save_steps sets save_strategy steps)")
+        if checked["remove"]:
+            if state.is_main_process:
+                remove_run_files(checked["remove"])
+            state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
+                        f"({describe_run_files(checked['remove'])})")  # fmt: skip
+            state.wait_for_everyone()
+
+        model_init_kwargs = {"revision": model_args.model_revision}
+        if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
+            model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
+        training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
+        if checked["resume"] is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+            changes, refusal = resume_differences(checked["resume"], run_settings(training_args))
+            if refusal is not None:
+                raise UsageError(refusal)
+            for line in changes:
+                state.print(f"up-trl: {line}")
+        metrics_path = Path(out) / "metrics.jsonl"
+        silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
+        state.print(f"up-trl: loading {model} ...", flush=True)
+        extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
+        graceful = GracefulStopCallback()
+        callbacks = [
+            JsonlMetricsCallback(metrics_path),
+            graceful,
+            FirstRolloutProgressCallback(),
+            StepEndRngCallback(),
+        ]
+        callbacks.append(MarkCompleteCallback())  # each checkpoint marked complete last (`checkpoint_complete`)
+        trainer = trainer_cls(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=training_args,
+            train_dataset=dataset,
+            peft_config=get_peft_config(model_args),
+            callbacks=callbacks,
+            **extra,
+        )
+        if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
+            trainer.add_callback(SteadyEtaProgressCallback())
+        trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
+        trainer.up_arithmetic_ops = (
+            script_args.arithmetic_ops
+        )  # the card names the problems when they are `arithmetic`
+        trainer.up_arithmetic_few_shot = script_args.arithmetic_few_shot
         state.print(
-            f"up-trl: a checkpoint every {training_args.save_steps:g} steps (--save_steps sets save_strategy steps)"
+            f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
+            + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")
+            + f"model={model} "
+            f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
         )
-    if checked["remove"]:
-        if state.is_main_process:
-            remove_run_files(checked["remove"])
-        state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
-                    f"({describe_run_files(checked['remove'])})")  # fmt: skip
-        state.wait_for_everyone()
 
-    model_init_kwargs = {"revision": model_args.model_revision}
-    if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
-        model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
-    training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
-    metrics_path = Path(out) / "metrics.jsonl"
-    silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
-    state.print(f"up-trl: loading {model} ...", flush=True)
-    extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
-    graceful = GracefulStopCallback()
-    trainer = trainer_cls(
-        model=model,
-        reward_funcs=reward_funcs,
-        args=training_args,
-        train_dataset=dataset,
-        peft_config=get_peft_config(model_args),
-        callbacks=[JsonlMetricsCallback(metrics_path), graceful, FirstRolloutProgressCallback(), StepEndRngCallback()],
-        **extra,
-    )
-    if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
-        trainer.add_callback(SteadyEtaProgressCallback())
-    trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card
-    trainer.up_arithmetic_ops = script_args.arithmetic_ops  # the card names the problems when they are `arithmetic`
-    trainer.up_arithmetic_few_shot = script_args.arithmetic_few_shot
-    state.print(
-        f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} "
-        + (f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else "")
-        + f"model={model} "
-        f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
-    )
+        record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
+        start = time.perf_counter()
+        try:
+            trainer.train(resume_from_checkpoint=checked["resume"])
+        except Exception as error:
+            raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
+        finally:
+            graceful.restore()
+        seconds = time.perf_counter() - start
+        trainer.save_model(out)
 
-    record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
-    start = time.perf_counter()
-    try:
-        trainer.train(resume_from_checkpoint=checked["resume"])
-    except Exception as error:
-        raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
+        step, max_steps = trainer.state.global_step, trainer.state.max_steps
+        reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
+        if reason is not None:  # the model card says so too
+            trainer.up_stop = {"step": step, "max_steps": max_steps, "reason": reason, "resume": resume_command(given)}
+        if trainer.is_world_process_zero():
+            rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]
+            summary = (
+                f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
+            )
+            if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
+                png = plot_metrics(metrics_path, Path(out) / "metrics.png",
+                                   title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}")  # fmt: skip
+                summary += f"; plot {png}"
+            status = "finished" if reason is None else "interrupted"
+            write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
+        trainer.create_model_card(dataset_name=script_args.dataset_name)
+        if trainer.is_world_process_zero():
+            files = f"model, metrics.jsonl, model card (README.md) in {out}"
+            if reason is None:
+                print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)
+            else:
+                resume = trainer.up_stop["resume"]
+                print(f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
+                      f"{summary}; checkpoint-{step}, {files}. Resume with: {resume}", flush=True)  # fmt: skip
+        if training_args.push_to_hub:
+            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        return trainer
     finally:
-        graceful.restore()
-    seconds = time.perf_counter() - start
-    trainer.save_model(out)
-
-    step, max_steps = trainer.state.global_step, trainer.state.max_steps
-    reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
-    if reason is not None:  # the model card says so too
-        trainer.up_stop = {"step": step, "max_steps": max_steps, "reason": reason, "resume": resume_command(given)}
-    if trainer.is_world_process_zero():
-        rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]
-        summary = (
-            f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
-        )
-        if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
-            png = plot_metrics(metrics_path, Path(out) / "metrics.png",
-                               title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}")  # fmt: skip
-            summary += f"; plot {png}"
-        status = "finished" if reason is None else "interrupted"
-        write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
-    trainer.create_model_card(dataset_name=script_args.dataset_name)
-    if trainer.is_world_process_zero():
-        files = f"model, metrics.jsonl, model card (README.md) in {out}"
-        if reason is None:
-            print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)
-        else:
-            resume = trainer.up_stop["resume"]
-            print(f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
-                  f"{summary}; checkpoint-{step}, {files}. Resume with: {resume}", flush=True)  # fmt: skip
-    if training_args.push_to_hub:
-        trainer.push_to_hub(dataset_name=script_args.dataset_name)
-    return trainer
+        checked["lock"].release()
 
 
 def recipe_label(argv: list[str], recipe_file: str | None) -> str:

@@ -5,8 +5,9 @@ Three stages, in the order `cli.train` runs them:
 
 1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
    keys and options;
-2. the settings, before TRL's config is built from them (`check_settings`), where TRL would raise a
-   ZeroDivisionError or a traceback: group size, batch divisibility, UP's own settings, `--save_steps`;
+2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
+   (`cli_rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
+   batch divisibility, UP's own settings, `--save_steps`;
 3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
    output folder and the checkpoint to resume from.
 
@@ -136,6 +137,7 @@ class Settings:
     def show(self, name: str, value: Any = None) -> str:
         """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
         value = self.values.get(name) if value is None else value
+        value = f"{value:g}" if isinstance(value, float) else value  # 0.0 as typed: 0
         if name in self.command_line:
             return f"--{name} {value}"
         return f"{name} {value} ({f'from the {self.where}' if name in self.recipe else 'the default'})"
@@ -143,8 +145,12 @@ class Settings:
 
 def check_settings(settings: Settings) -> list[str]:
     """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
-    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
+    `--save_steps` written alone adds `--save_strategy steps`, so that it saves). Every numeric setting is checked
+    against its range first (`cli_rules.RULES`)."""
+    from .cli_rules import check_ranges
+
     _check_up(settings)
+    check_ranges(settings, "train")
     _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
     return _check_saving(settings)
 
@@ -241,23 +247,33 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
     """What the settings point at, checked without loading anything: returns {"model": the model as
     `from_pretrained` gets it (None: the offline default), "resume": the checkpoint to resume from or None,
     "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
-    mapping}."""
+    mapping, "notes": lines to print (the incomplete checkpoints a resume skipped), "lock": the output folder's
+    `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}."""
     from .data.model_source import ModelNotFoundError, locate_model
     from .run_folder import check_output_dir, resolve_resume
+    from .run_lock import RunLock, lock_output_dir
 
     check_reward_names(script_args.reward_funcs)
     check_dataset_name(script_args.dataset_name)
     column_mapping = parse_column_mapping(script_args.column_mapping)
     out = training_args.output_dir
     model = model_args.model_name_or_path
+    lock = RunLock(Path(out), None, created=False)
     try:
         if model is not None:
             model = locate_model(model, "--model_name_or_path", near=[Path(out).parent, "outputs"])
-        resume = resolve_resume(training_args.resume_from_checkpoint, out)
+        if os.environ.get("RANK", "0") == "0":  # one process takes it (every process of a launch shares the folder)
+            lock = lock_output_dir(out)
+        notes: list[str] = []
+        if lock.stale_pid is not None:
+            notes.append(f"took over the lock of {out}: the run that held it (pid {lock.stale_pid}) is gone")
+        resume = resolve_resume(training_args.resume_from_checkpoint, out, notes)
         remove = check_output_dir(out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model)
     except (ModelNotFoundError, ValueError) as error:
+        lock.release()
         raise UsageError(str(error)) from None
-    return {"model": model, "resume": resume, "remove": remove, "column_mapping": column_mapping}
+    return {"model": model, "resume": resume, "remove": remove, "column_mapping": column_mapping, "notes": notes,
+            "lock": lock}  # fmt: skip
 
 
 def check_dataset_size(problems: int, training_args) -> None:

@@ -18,6 +18,7 @@ from .cli_checks import (
     flags_given,
     read_recipe,
 )
+from .cli_rules import check_choices
 
 # The offline default run (`up-trl train` with no --config): the packaged recipe `quickstart`, read once, its only
 # source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5 one-digit products, so most groups
@@ -196,7 +197,9 @@ def parse_train_args(argv: list[str]):
         where = "offline default"
     parser.set_defaults_with_config(**recipe)
     values = vars(parser.parse_known_args(argv)[0])
-    argv = argv + check_settings(Settings(values, flags_given(argv), recipe, where))
+    settings = Settings(values, flags_given(argv), recipe, where)
+    check_choices(settings, parser)
+    argv = argv + check_settings(settings)
     try:
         return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:  # what TRL's config still refuses while it is built (e.g. auto_find_batch_size)

@@ -93,32 +93,51 @@ def remove_run_files(files: Sequence[Path]) -> None:
             path.unlink()
 
 
-def resolve_resume(value: str | None, output_dir: str | os.PathLike) -> str | None:
+def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list[str] | None = None) -> str | None:
     """The checkpoint `--resume_from_checkpoint VALUE` means, or a ValueError saying why there is none.
 
-    `true` (any case) is the latest `checkpoint-<step>` in the output folder, as the HF Trainer reads `True`;
-    `false`/`none`/unset is no resume; anything else is a checkpoint folder, which must exist.
+    `true` (any case) is the newest complete `checkpoint-<step>` in the output folder (as the HF Trainer reads `True`,
+    but skipping checkpoints whose save was interrupted: `checkpoint_complete`; one line naming those it skipped goes
+    into `notes`); `false`/`none`/unset is no resume; anything else is a checkpoint folder, which must exist and be
+    complete.
     """
+    from .checkpoint_complete import checkpoint_problem, describe_skipped, newest_complete, read_mark
+
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
         return None
     if str(value).strip().lower() in ("true", "yes", "latest", "last"):
-        checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
-        if not checkpoints:
+        newest, skipped = newest_complete(output_dir)
+        if newest is None and skipped:
+            raise ValueError(
+                f"--resume_from_checkpoint true: no complete checkpoint in {output_dir}, only incomplete ones (a save "
+                f"that was interrupted): {describe_skipped(skipped)}: remove them, or drop the flag to start afresh."
+            )
+        if newest is None:
             raise ValueError(
                 f"--resume_from_checkpoint true: no checkpoint-<step> folder in {output_dir} to resume from (a run "
                 "saves them with --save_steps N, when it is stopped, or when it crashes): pass a checkpoint folder, "
                 "or drop the flag to start afresh."
             )
-        return str(checkpoints[-1])
+        if skipped and notes is not None:
+            notes.append(f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete "
+                         f"{describe_skipped(skipped)}")  # fmt: skip
+        return str(newest)
     path = Path(os.path.expanduser(str(value)))
     if not path.is_dir():
         raise ValueError(
             f"--resume_from_checkpoint {value}: no such folder (pass a checkpoint-<step> folder, or true)."
         )
-    if not (path / "trainer_state.json").is_file():
+    if not (path / "trainer_state.json").is_file() and checkpoints_in(path):
         latest = checkpoints_in(path)
-        hint = f" (its latest checkpoint is {latest[-1]})" if latest else ""
-        raise ValueError(f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json){hint}.")
+        raise ValueError(f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
+                         f"checkpoint is {latest[-1]}).")  # fmt: skip
+    siblings = checkpoints_in(path.parent) if path.parent.is_dir() else []
+    problem = checkpoint_problem(path, marks_expected=any(read_mark(c) is not None for c in siblings))
+    if problem is not None:
+        newest, _ = newest_complete(path.parent)
+        hint = f": pass {newest}, the newest complete one," if newest is not None else ":"
+        raise ValueError(f"--resume_from_checkpoint {value} is not a complete checkpoint ({problem}){hint} or "
+                         "--resume_from_checkpoint true.")  # fmt: skip
     return str(path)
 
 
@@ -226,11 +245,14 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
+    from .checkpoint_complete import mark_complete, run_settings
+
+    path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
     try:
         trainer._save_checkpoint(trainer.model, trial=None)
+        mark_complete(path, run_settings(trainer.args))  # last: a kill before it leaves a checkpoint resume skips
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
-    path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
 
 

@@ -271,6 +271,8 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist or holds no model, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
+    from ..cli_checks import Settings, flags_given
+    from ..cli_rules import check_ranges
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
     from ..data.model_source import locate_model
     from ..data.models import OfflineModelMissingError
@@ -278,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = make_parser().parse_args(argv)
     try:
+        given = flags_given(sys.argv[1:] if argv is None else argv)
+        check_ranges(Settings(vars(args), given, {}, "command line"), "eval")  # before any default is filled in
         check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
         notes = resolve_defaults(args)
         args.model = locate_model(args.model, "--model", near=["outputs"])

@@ -109,7 +109,7 @@ def run_job(job: dict) -> dict:
         return {**key, "after": score(s["model"], out / "eval-before", s),
                 "eval_minutes": round((time.perf_counter() - t0) / 60, 2)}  # fmt: skip
     from up_trl.cli import train
-    from up_trl.plots import read_metrics, series
+    from up_trl.run.plots import read_metrics, series
 
     run_dir = out / "runs" / f"{job['config']}-seed{job['seed']}"
     t0 = time.perf_counter()

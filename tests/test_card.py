@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import cpu_args, length_reward
 
-from up_trl.card import describe_dataset, objective_name, render_model_card
+from up_trl.run.card import describe_dataset, objective_name, render_model_card
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
 TRL_CARD_DEFECTS = ("[None]", "huggingface.co/None", 'model="None"', "licence", "Cite UP-GRPO")

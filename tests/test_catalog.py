@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from up_trl.catalog import (
+from up_trl.cli import main, parse_train_args
+from up_trl.cli.catalog import (
     CatalogError,
     accelerate_config_names,
     accelerate_config_path,
@@ -15,7 +16,6 @@ from up_trl.catalog import (
     recipe_names,
     recipe_path,
 )
-from up_trl.cli import main, parse_train_args
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
 ROOT = Path(__file__).resolve().parents[1]

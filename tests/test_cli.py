@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from up_trl.catalog import recipe_path
 from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
+from up_trl.cli.catalog import recipe_path
 
 RECIPES = Path(recipe_path("quickstart")).parent  # the packaged recipes (up_trl/recipes)
 

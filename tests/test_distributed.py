@@ -18,7 +18,7 @@ import pytest
 import torch
 from distributed_step import LOSS_TYPES
 
-from up_trl.catalog import accelerate_config_path
+from up_trl.cli.catalog import accelerate_config_path
 from up_trl.trainers.grpo_trainer import UP_METRICS
 
 ROOT = Path(__file__).resolve().parents[1]

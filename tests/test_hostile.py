@@ -67,7 +67,7 @@ import torch
 from conftest import TINY, cpu_args, make_trainer, one_line, param_snapshots
 
 from up_trl import UPGRPOConfig
-from up_trl.catalog import recipe_path
+from up_trl.cli.catalog import recipe_path
 
 
 def index_reward(completions, **kwargs):
@@ -589,7 +589,7 @@ def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, val
 
 def _outside_and_inside(rule):
     """(a value just outside the rule's range, values inside it: each bound it includes, and one between)."""
-    from up_trl.cli_rules import parse_range
+    from up_trl.cli.rules import parse_range
 
     low, high, low_closed, high_closed = parse_range(rule.allowed)
     outside = low - 1 if low_closed else low
@@ -603,8 +603,8 @@ def _outside_and_inside(rule):
 def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command):
     """The table checked by itself: for each rule, the value just past its lower bound fails with the rule's range in
     the line, and its closed bounds, a value between and its sentinels pass."""
-    from up_trl.cli_checks import Settings, UsageError
-    from up_trl.cli_rules import check_ranges, rules_for
+    from up_trl.cli.checks import Settings, UsageError
+    from up_trl.cli.rules import check_ranges, rules_for
 
     for name, rule in rules_for(command).items():
         outside, inside = _outside_and_inside(rule)
@@ -618,8 +618,8 @@ def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command
 def test_every_numeric_setting_has_a_rule_or_a_reason(trainer):
     """No numeric setting of a trainer's parser escapes the table unnoticed: each is in RULES or in UNRANGED, which
     says why it has no range of its own (every float must still be finite)."""
-    from up_trl.cli_parse import make_parser
-    from up_trl.cli_rules import UNRANGED, rules_for
+    from up_trl.cli.parse import make_parser
+    from up_trl.cli.rules import UNRANGED, rules_for
 
     numeric = {a.dest for a in make_parser(trainer)._actions if a.type in (int, float)}
     missing = sorted(numeric - set(rules_for("train")) - set(UNRANGED))
@@ -648,7 +648,7 @@ def _save_pieces(folder, upto: str | None = None, cut: bool = False) -> None:
 
     from safetensors.torch import save_file
 
-    from up_trl.checkpoint_complete import mark_complete
+    from up_trl.run.checkpoint_complete import mark_complete
 
     folder.mkdir(parents=True)
     for piece in PIECES:
@@ -684,7 +684,7 @@ KILLED_AT = [
 
 @pytest.mark.parametrize("piece, cut, why", KILLED_AT)
 def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_path, piece, cut, why):
-    from up_trl.run_folder import resolve_resume
+    from up_trl.run.folder import resolve_resume
 
     out = tmp_path / "out"
     _save_pieces(out / "checkpoint-1")
@@ -709,7 +709,7 @@ def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_p
     ],
 )  # fmt: skip
 def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
-    from up_trl.checkpoint_complete import checkpoint_problem
+    from up_trl.run.checkpoint_complete import checkpoint_problem
 
     _save_pieces(tmp_path / "checkpoint-1")
     assert checkpoint_problem(tmp_path / "checkpoint-1") is None
@@ -728,7 +728,7 @@ def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
 )
 def test_checkpoints_of_a_run_that_marks_none_are_judged_by_their_pieces(tmp_path, piece, cut, complete):
     """A plain Trainer's or an older up-trl's checkpoints carry no mark: each piece is checked instead."""
-    from up_trl.run_folder import resolve_resume
+    from up_trl.run.folder import resolve_resume
 
     _save_pieces(tmp_path / "checkpoint-1", "mark")
     _save_pieces(tmp_path / "checkpoint-2", piece, cut)
@@ -784,7 +784,7 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
 
 def _hold_lock(folder, ready, results, go):
     """In a child process: wait for `go`, try to take the lock, report, hold it until the parent is done."""
-    from up_trl.run_lock import lock_output_dir
+    from up_trl.run.lock import lock_output_dir
 
     go.wait()
     try:
@@ -833,10 +833,10 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
 
     from conftest import same_code_env
 
-    from up_trl.run_lock import LOCK_FILE
+    from up_trl.run.lock import LOCK_FILE
 
     out = no_model_loads / "out"
-    hold = ("import sys, time; from up_trl.run_lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
+    hold = ("import sys, time; from up_trl.run.lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
             "print('locked', flush=True); time.sleep(120 if sys.argv[2] == 'alive' else 0)")  # fmt: skip
     child = None
     if holder != "none":

@@ -5,7 +5,7 @@ import re
 from conftest import make_trainer
 from transformers.trainer_callback import ProgressCallback
 
-from up_trl.callbacks import (
+from up_trl.run.callbacks import (
     FirstRolloutProgressCallback,
     RolloutProgress,
     SteadyEtaBar,

@@ -7,7 +7,7 @@ import torch
 from conftest import make_trainer, param_snapshots
 from transformers import TrainerCallback
 
-from up_trl.callbacks import GracefulStopCallback
+from up_trl.run.callbacks import GracefulStopCallback
 
 _trainer = make_trainer
 
@@ -122,7 +122,7 @@ def test_metrics_file_starts_fresh_and_a_resume_drops_records_after_the_checkpoi
     import json
     from types import SimpleNamespace
 
-    from up_trl.callbacks import JsonlMetricsCallback
+    from up_trl.run.callbacks import JsonlMetricsCallback
 
     path = tmp_path / "metrics.jsonl"
     old = [{"step": s, "loss": 9.0} for s in (1, 2, 3, 4)]

@@ -1,5 +1,5 @@
 """A run interrupted at any step and resumed from its checkpoint ends with the uninterrupted run's weights, bit for
-bit: the checkpoint carries the buffered rollout batch (`up_trl.rollout_checkpoint`), which TRL's does not."""
+bit: the checkpoint carries the buffered rollout batch (`up_trl.run.rollout_checkpoint`), which TRL's does not."""
 
 import os
 
@@ -10,7 +10,7 @@ from test_rloo import make_rloo_trainer
 from transformers import TrainerCallback
 
 from up_trl.data.models import tiny_model_and_tokenizer
-from up_trl.rollout_checkpoint import rollout_file
+from up_trl.run.rollout_checkpoint import rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
 # steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with

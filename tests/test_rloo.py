@@ -18,8 +18,8 @@ from datasets import Dataset
 from trl import RLOOTrainer
 
 from up_trl import UPRLOOConfig, UPRLOOTrainer
-from up_trl.card import render_model_card
-from up_trl.catalog import recipe_path
+from up_trl.cli.catalog import recipe_path
+from up_trl.run.card import render_model_card
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
 MAX_LEN = 6

@@ -1,4 +1,4 @@
-"""A run's output folder (`up_trl.run_folder`): a previous run is refused or overwritten, never mixed in;
+"""A run's output folder (`up_trl.run.folder`): a previous run is refused or overwritten, never mixed in;
 `--save_steps` alone saves; `--resume_from_checkpoint true` continues from the latest checkpoint; an interrupted run
 says so, and how to resume, in its last line and its card; a crash saves an emergency checkpoint of finite weights
 (and keeps the metrics), says where and how to resume, and exits 1."""

@@ -41,7 +41,7 @@ SCORE_SETTINGS = (
 def recorded_base_model(model: str) -> str | None:
     """The model the run in folder `model` was trained from (for a checkpoint folder: its run's), or None when
     `model` is no run folder: the run record's `base_model`, else the card's front-matter `base_model`."""
-    from ..run_folder import read_run_record, run_and_parent
+    from ..run.folder import read_run_record, run_and_parent
 
     record = read_run_record(model)
     if record and record.get("base_model"):
@@ -65,8 +65,8 @@ def recorded_base_model(model: str) -> str | None:
 
 def loadable_base(base: str) -> tuple[str | None, str]:
     """(what `from_pretrained` should get for `base`, or None when it cannot load here; why not, in words)."""
-    from ..card import SMOLLM2_HUB_ID
     from ..data.model_source import ModelNotFoundError, hub_model_available, locate_model
+    from ..run.card import SMOLLM2_HUB_ID
 
     path = Path(os.path.expanduser(base))
     if path.exists():

@@ -271,8 +271,8 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist or holds no model, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
-    from ..cli_checks import Settings, flags_given
-    from ..cli_rules import check_ranges
+    from ..cli.checks import Settings, flags_given
+    from ..cli.rules import check_ranges
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
     from ..data.model_source import locate_model
     from ..data.models import OfflineModelMissingError

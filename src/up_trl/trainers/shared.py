@@ -30,12 +30,12 @@ import torch
 from accelerate.logging import get_logger
 from trl.trainer.utils import nanmax, nanmin
 
-from ..callbacks import NonFiniteGuardCallback
 from ..objective.guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, clip_masks, up_routes
-from ..rollout_checkpoint import RolloutCheckpointMixin
+from ..run.callbacks import NonFiniteGuardCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
+from ..run.rollout_checkpoint import RolloutCheckpointMixin
 from ..versions import warn_if_untested_versions
 
 logger = get_logger(__name__)
@@ -335,9 +335,10 @@ class UPTrainerMixin:
         return num / den if den > 0 else float("nan")
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """Write the model card (`up_trl.card`): base model, data, objective, settings, final metrics, citations."""
+        """Write the model card (`up_trl.run.card`): base model, data, objective, settings, final metrics and
+        citations."""
         if self.is_world_process_zero():
-            from ..card import write_model_card
+            from ..run.card import write_model_card
 
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
 

@@ -14,7 +14,7 @@ other flag is an error, as without `--accelerate_config`.
 from __future__ import annotations
 
 from .catalog import CatalogError, accelerate_config_path
-from .cli_checks import UsageError
+from .checks import UsageError
 
 
 def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tuple[str, list[str], list[str]]:
@@ -59,7 +59,7 @@ def launch(argv: list[str]) -> int:
     """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
     from accelerate.commands.launch import launch_command, launch_command_parser
 
-    from .cli_parse import make_parser, recipe_argument, trainer_argument
+    from .parse import make_parser, recipe_argument, trainer_argument
 
     resolved, recipe = recipe_argument(list(argv))
     parser = make_parser(trainer_argument(resolved, recipe))

@@ -147,7 +147,7 @@ def check_settings(settings: Settings) -> list[str]:
     """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
     `--save_steps` written alone adds `--save_strategy steps`, so that it saves). Every numeric setting is checked
     against its range first (`cli_rules.RULES`)."""
-    from .cli_rules import check_ranges
+    from .rules import check_ranges
 
     _check_up(settings)
     check_ranges(settings, "train")
@@ -156,7 +156,7 @@ def check_settings(settings: Settings) -> list[str]:
 
 
 def _check_up(s: Settings) -> None:
-    from .objective.losses import UP_MODES
+    from ..objective.losses import UP_MODES
 
     up_mode = s["up_mode"]
     if up_mode is True:
@@ -170,7 +170,7 @@ def _check_up(s: Settings) -> None:
         )
     if "loss_type" not in s:
         return
-    from .trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     loss_type = s["loss_type"]
     if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:
@@ -249,9 +249,9 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
     "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
     mapping, "notes": lines to print (the incomplete checkpoints a resume skipped), "lock": the output folder's
     `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}."""
-    from .data.model_source import ModelNotFoundError, locate_model
-    from .run_folder import check_output_dir, resolve_resume
-    from .run_lock import RunLock, lock_output_dir
+    from ..data.model_source import ModelNotFoundError, locate_model
+    from ..run.folder import check_output_dir, resolve_resume
+    from ..run.lock import RunLock, lock_output_dir
 
     check_reward_names(script_args.reward_funcs)
     check_dataset_name(script_args.dataset_name)
@@ -291,7 +291,7 @@ def check_dataset_size(problems: int, training_args) -> None:
 
 def check_reward_names(names: Iterable[str]) -> None:
     """A name that is neither a registry name nor a dotted import path: the closest registry names."""
-    from .rewards.registry import REWARD_FACTORIES, REWARD_FUNCS
+    from ..rewards.registry import REWARD_FACTORIES, REWARD_FUNCS
 
     known = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
     for name in names:
@@ -304,7 +304,7 @@ def check_reward_names(names: Iterable[str]) -> None:
 
 def check_dataset_name(name: str) -> None:
     """A data file that does not exist (with the closest files beside it), or a name that is no dataset."""
-    from .data import DATASETS, FILE_BUILDERS
+    from ..data import DATASETS, FILE_BUILDERS
 
     path = Path(os.path.expanduser(name))
     if path.suffix.lower() in FILE_BUILDERS:

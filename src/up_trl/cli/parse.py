@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
-from .cli_checks import (
+from .checks import (
     RecipeNotFoundError,
     Settings,
     UsageError,
@@ -18,7 +18,7 @@ from .cli_checks import (
     flags_given,
     read_recipe,
 )
-from .cli_rules import check_choices
+from .rules import check_choices
 
 # The offline default run (`up-trl train` with no --config): the packaged recipe `quickstart`, read once, its only
 # source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5 one-digit products, so most groups
@@ -90,7 +90,7 @@ class TrainScriptArguments:
         default=False,
         metadata={
             "help": "An --output_dir that holds a previous run is refused; with this flag that run's files "
-            "(model, metrics, card, checkpoints) are removed first (up_trl.run_folder)."
+            "(model, metrics, card, checkpoints) are removed first (up_trl.run.folder)."
         },
     )
     trainer: str = field(

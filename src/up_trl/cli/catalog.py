@@ -67,7 +67,7 @@ def describe_recipe(name: str) -> str:
     """
     import yaml
 
-    from .names import objective_name, with_up
+    from ..run.names import objective_name, with_up
 
     recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")

@@ -5,6 +5,10 @@ up-trl train --config up_dapo                           # a packaged recipe by n
 up-trl train --trainer rloo                             # UPRLOOTrainer (also: async_grpo); a recipe can say `trainer:`
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
 up-trl recipes                                          # the packaged recipes, one line each
+
+The package: this module (the commands), `parse` (flags and recipes, TRL's parser), `rules` (the one table of value
+ranges), `checks` (every input checked before any model loads), `launch` (through `accelerate launch`) and `catalog`
+(recipes and accelerate configs found by name).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from .cli_checks import RecipeNotFoundError, UsageError, closest_names, flags_given  # noqa: F401 (this module's API)
-from .cli_parse import (  # noqa: F401 (the parsing API, importable from here as before)
+from .checks import RecipeNotFoundError, UsageError, closest_names, flags_given  # noqa: F401 (this module's API)
+from .parse import (  # noqa: F401 (the parsing API, importable from here as before)
     OFFLINE_DEFAULT,
     TRAINER_DEFAULTS,
     TRAINERS,
@@ -138,20 +142,18 @@ def train(argv: list[str] | None = None):
     from transformers.trainer_callback import ProgressCallback
     from trl import get_peft_config
 
-    from .callbacks import (
+    from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
+    from ..data.models import OfflineModelMissingError, smollm2_path
+    from ..rewards import get_reward_funcs
+    from ..run.callbacks import (
         FirstRolloutProgressCallback,
         GracefulStopCallback,
         JsonlMetricsCallback,
         SteadyEtaProgressCallback,
         StepEndRngCallback,
     )
-    from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
-    from .cli_checks import check_dataset_size, check_inputs
-    from .data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
-    from .data.models import OfflineModelMissingError, smollm2_path
-    from .plots import plot_metrics
-    from .rewards import get_reward_funcs
-    from .run_folder import (
+    from ..run.checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
+    from ..run.folder import (
         after_crash,
         describe_run_files,
         remove_run_files,
@@ -159,6 +161,8 @@ def train(argv: list[str] | None = None):
         stop_reason,
         write_run_record,
     )
+    from ..run.plots import plot_metrics
+    from .checks import check_dataset_size, check_inputs
 
     given = list(sys.argv[1:] if argv is None else argv)  # as typed: the resume command repeats it
     argv, recipe = recipe_argument(given)
@@ -347,7 +351,7 @@ def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
         )
     from transformers import AutoTokenizer
 
-    from .trainers.async_rollout import in_process_rollout
+    from ..trainers.async_rollout import in_process_rollout
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     rollout = in_process_rollout(
@@ -382,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                 make_parser(trainer_argument(rest, None)).print_help()
                 return 0
             if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
-                from .cli_launch import launch
+                from .launch import launch
 
                 return launch(rest)
             train(rest)
@@ -397,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return 0
     if command == "eval":
-        from .evaluation.evaluate import main as eval_main
+        from ..evaluation.evaluate import main as eval_main
 
         return eval_main(rest)
     if command == "recipes":

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .data.model_source import checkpoints_in
+from ..data.model_source import checkpoints_in
 
 RUN_RECORD = "up_trl_run.json"
 # What `up-trl train` writes at the top of its output folder: transformers' `save_model` (weights, config,

@@ -29,7 +29,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .data.model_source import checkpoints_in
+from ..data.model_source import checkpoints_in
 
 COMPLETE_MARK = "up_trl_checkpoint.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")

@@ -103,7 +103,7 @@ def describe_dataset(
     """
     if not dataset_name:
         return "its training prompts", None
-    from .data import DATASETS, FILE_BUILDERS
+    from ..data import DATASETS, FILE_BUILDERS
 
     spec = DATASETS.get(dataset_name.lower())
     if dataset_name.lower() == "arithmetic":

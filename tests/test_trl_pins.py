@@ -69,3 +69,23 @@ def test_an_added_line_changes_the_pin_and_a_comment_does_not():
     assert docstring in documented and docstring not in normalised_source(GRPOTrainer.get_high_entropy_mask)
     reworded = documented.replace(docstring, "Reworded.", 1)
     assert _fingerprint_of(reworded) == fingerprint(GRPOTrainer.get_high_entropy_mask)
+
+
+# Where each feature that relies on TRL internals is defined; its docstring names the feature's pins.
+FEATURE_HOMES = {
+    "objective": [f"up_trl.trainers.{name}_trainer" for name in ("grpo", "rloo", "async_grpo")],
+    "rollout checkpoint": ["up_trl.run.rollout_checkpoint"],
+    "logs and card": ["up_trl.trainers.shared"],
+    "async CPU stand-in": ["up_trl.trainers.async_rollout"],
+}
+
+
+def test_every_pin_names_its_feature_and_the_feature_says_so_where_it_is_defined():
+    import importlib
+
+    features = {pin.get("feature") for pin in PINS["methods"].values()}
+    assert features == set(FEATURE_HOMES), f"pins with an unknown or missing feature: {features - set(FEATURE_HOMES)}"
+    for feature, modules in FEATURE_HOMES.items():
+        for module in modules:
+            doc = " ".join(importlib.import_module(module).__doc__.split())
+            assert "trl_pins.json" in doc and f"({feature!r} pins)" in doc, (module, feature)

@@ -115,8 +115,8 @@ def trainer_classes(trainer: str = "grpo"):
     if trainer not in TRAINERS:
         raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
     config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
-    config_cls = getattr(importlib.import_module(f".{config_module}", __package__), config_name)
-    return config_cls, getattr(importlib.import_module(f".{trainer_module}", __package__), trainer_name)
+    config_cls = getattr(importlib.import_module(f"up_trl.{config_module}"), config_name)
+    return config_cls, getattr(importlib.import_module(f"up_trl.{trainer_module}"), trainer_name)
 
 
 def model_config_class(trainer: str = "grpo"):

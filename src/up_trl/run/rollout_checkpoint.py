@@ -15,6 +15,9 @@ a run resumed at any step trains on the same slices in the same order as the uni
 A checkpoint written before any complete micro-step of a new accumulation window (every checkpoint but an emergency
 one after a crash) stores `_step` as it is; one written in the middle of a window stores the window's first
 micro-step, so that the resumed run redoes the whole window whose gradients were lost.
+
+It relies on TRL's and transformers' checkpoint internals (`_save_checkpoint`, `_load_optimizer_and_scheduler`,
+`training_step`, `_prepare_inputs`), pinned whole in `tests/trl_pins.json` ('rollout checkpoint' pins).
 """
 
 from __future__ import annotations

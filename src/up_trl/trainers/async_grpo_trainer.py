@@ -27,6 +27,7 @@ relies on. Side effect of step 1: the parent's `clip_ratio/high_mean` counts onl
 On a machine without CUDA the trainer registers `tree_attention.tree_attention_reference` in place of the FA3 kernel
 and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); vLLM is replaced by passing
 `rollout_worker` / `weight_transfer` from `async_rollout.in_process_rollout`.
+Its `__init__` and `compute_loss` are pinned whole in `tests/trl_pins.json` ('objective' pins).
 """
 
 from __future__ import annotations

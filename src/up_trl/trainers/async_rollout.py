@@ -22,6 +22,9 @@ trained after it, and with `groups_per_fill > 1` groups wait several optimizer s
 prompts only; no tools or environments (use TRL's worker with vLLM for those).
 
 `async_grpo_on_cpu()` covers the two CUDA-only lines the trainer's constructor runs (see its docstring).
+
+The worker scores with TRL's `_AsyncRolloutLoop._score_group`, pinned whole in `tests/trl_pins.json` ('async CPU
+stand-in' pins).
 """
 
 from __future__ import annotations

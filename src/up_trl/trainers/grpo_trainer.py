@@ -6,7 +6,7 @@ its clipped term vanishes exactly there. UP then adds its own term, -A * pi_thet
 entries, through the same masks and the same normalisation (`losses.aggregate_loss`). The two parts touch
 disjoint entries, so the gradient is exact, not a difference of two large numbers. With `up_mode="off"` the parent
 gets the batch unchanged and its loss is returned as it is (`tests/test_off_is_parent.py`: the same weights bit for
-bit). `tests/test_trl_pins.py` pins every TRL method this overrides or relies on, whole.
+bit). The TRL methods the loss overrides or relies on are pinned whole in `tests/trl_pins.json` ('objective' pins).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ Same shape as `UPGRPOTrainer`: the parent computes everything on a *copy* of the
 are zeroed (its clipped term vanishes there), and UP adds its term on the routed sequences through the same
 `.mean()` over sequences. The summed log-probability is recomputed from the per-token log-probabilities the
 parent's forward returns (recorded by a hook on `_get_per_token_logps_and_entropies`), with the parent's own
-line. `tests/test_trl_pins.py` pins every RLOOTrainer method this overrides or relies on, whole.
+line. The RLOOTrainer methods this overrides or relies on are pinned whole in `tests/trl_pins.json` ('objective'
+pins).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
 parent computes when `up_mode="off"`: the hooks only record, and the extra metrics are computed without gradient.
+
+The `log`, `_calculate_rewards` and `create_model_card` overrides are pinned whole in `tests/trl_pins.json` ('logs
+and card' pins).
 """
 
 from __future__ import annotations

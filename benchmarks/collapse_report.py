@@ -220,6 +220,10 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
     return rows
 
 
+# A guard that also changes a TRL setting is held to the parent with that setting too (PRE-REGISTRATION 2).
+PARENT_TWINS = {"safe": "beta 0.05"}
+
+
 def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
     """The pre-registered goal, per guard: at every level and family measured, collapsed <= the parent's and runaway
     <= the parent's; at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not
@@ -239,6 +243,10 @@ def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
             for key in ("collapsed", "runaway"):
                 if row[key] > parent[key]:
                     failures.append(f"{config} @ {level}: {key} {row[key]} > parent's {parent[key]}")
+            twin = by.get((f"{family} + {PARENT_TWINS[guard]}", level)) if guard in PARENT_TWINS else None
+            for key in ("collapsed", "runaway") if twin else ():  # the parent with the TRL setting the guard changes
+                if row[key] > twin[key]:
+                    failures.append(f"{config} @ {level}: {key} {row[key]} > {twin['config']}'s {twin[key]}")
             up_row = by.get((f"UP-{family}", level))
             if (family, level) in wins and "vs_up" in row and up_row is not None:
                 if row["vs_up"]["mean"] < -row["vs_up"]["two_se"]:

@@ -46,7 +46,7 @@ Main job (`up-trl train`)
   line, exit 2, before any model loads [tests/test_cli_checks.py].
 - a reward that raises mid-run, diverging weights (lr 1e30) -> an emergency checkpoint of finite weights, the
   metrics kept, one line saying where and how to resume, exit 1 [tests/test_run_folder.py].
-Ranges (`cli_rules.RULES`, one table)
+Ranges (`cli.rules.RULES`, one table)
 - each reported out-of-range value of `up-trl train` / `up-trl eval`, a recipe's value and choice -> one line, exit
   2, before any model loads [TRAIN_RANGE_CASES, EVAL_RANGE_CASES]; every rule just past its bound, every numeric
   setting of the three parsers ruled [test_every_rule_..., test_every_numeric_setting_has_a_rule_or_a_reason].
@@ -518,7 +518,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     assert (out / "metrics.png").exists()
 
 
-# --- Ranges: every numeric setting, from one table (`cli_rules.RULES`) ----------------------------------------------
+# --- Ranges: every numeric setting, from one table (`cli.rules.RULES`) ----------------------------------------------
 
 # The cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
 # the model had loaded). The rule's range and why are in the line.
@@ -623,7 +623,7 @@ def test_every_numeric_setting_has_a_rule_or_a_reason(trainer):
 
     numeric = {a.dest for a in make_parser(trainer)._actions if a.type in (int, float)}
     missing = sorted(numeric - set(rules_for("train")) - set(UNRANGED))
-    assert not missing, f"numeric settings without a rule in cli_rules.RULES (or a reason in UNRANGED): {missing}"
+    assert not missing, f"numeric settings without a rule in cli.rules.RULES (or a reason in UNRANGED): {missing}"
 
 
 def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():

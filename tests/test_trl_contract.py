@@ -35,7 +35,7 @@ RELIED_ON = [
     'normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes',
     "normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation",
     "loss = (per_token_loss * mask).sum(-1).mean()",
-    # the clip metrics glue.UPTrainerMixin._recount_clip_ratios recounts on the real advantages (losses.clip_masks), on
+    # the clip metrics UPTrainerMixin._recount_clip_ratios recounts on the real advantages (losses.clip_masks), on
     # the delta-capped coef_1, with the same reductions, replacing the one value the parent appended
     "is_low_clipped = (coef_1 < 1 - self.epsilon_low) & (advantages < 0)",
     "is_high_clipped = (coef_1 > 1 + self.epsilon_high) & (advantages > 0)",

@@ -135,8 +135,8 @@ class _DropMessage:
 def train(argv: list[str] | None = None):
     """Run the main job; returns the trainer.
 
-    Bad input is a UsageError before any model loads (`cli_checks`). An exception in `trainer.train()` saves an
-    emergency checkpoint when it can (`run_folder.save_after_crash`) and is raised again as a TrainingCrashed.
+    Bad input is a UsageError before any model loads (`cli.checks`). An exception in `trainer.train()` saves an
+    emergency checkpoint when it can (`run.folder.save_after_crash`) and is raised again as a TrainingCrashed.
     """
     from accelerate import PartialState
     from transformers.trainer_callback import ProgressCallback

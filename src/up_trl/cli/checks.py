@@ -6,7 +6,7 @@ Three stages, in the order `cli.train` runs them:
 1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
    keys and options;
 2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
-   (`cli_rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
+   (`cli.rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
    batch divisibility, UP's own settings, `--save_steps`;
 3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
    output folder and the checkpoint to resume from.
@@ -16,31 +16,14 @@ A ValueError TRL's config still raises while it is built becomes a UsageError to
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-
-class UsageError(ValueError):
-    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
-
-
-class RecipeNotFoundError(UsageError, FileNotFoundError):
-    """`--config` names a file that does not exist."""
-
-
-def closest_names(name: str, known: Iterable[str], n: int = 3) -> str:
-    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
-
-    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
-    ' (did you mean learning_rate?)'
-    """
-    close = difflib.get_close_matches(name, list(known), n=n)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
+from .usage import RecipeNotFoundError, Settings, UsageError, closest_names  # noqa: F401 (this module's API)
 
 
 def read_recipe(path: str) -> dict:
@@ -122,31 +105,10 @@ def flags_given(argv: Iterable[str]) -> set[str]:
     return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
 
 
-class Settings:
-    """The values TRL's config will be built from, and where each came from (for the messages)."""
-
-    def __init__(self, values: Mapping[str, Any], command_line: set[str], recipe: Mapping[str, Any], where: str):
-        self.values, self.command_line, self.recipe, self.where = values, command_line, recipe, where
-
-    def __getitem__(self, name: str) -> Any:
-        return self.values.get(name)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.values
-
-    def show(self, name: str, value: Any = None) -> str:
-        """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
-        value = self.values.get(name) if value is None else value
-        value = f"{value:g}" if isinstance(value, float) else value  # 0.0 as typed: 0
-        if name in self.command_line:
-            return f"--{name} {value}"
-        return f"{name} {value} ({f'from the {self.where}' if name in self.recipe else 'the default'})"
-
-
 def check_settings(settings: Settings) -> list[str]:
     """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
     `--save_steps` written alone adds `--save_strategy steps`, so that it saves). Every numeric setting is checked
-    against its range first (`cli_rules.RULES`)."""
+    against its range first (`cli.rules.RULES`)."""
     from .rules import check_ranges
 
     _check_up(settings)

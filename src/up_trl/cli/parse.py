@@ -1,6 +1,6 @@
 """How `up-trl train`'s command line and recipe become the trainer's config: TRL's parser over the script
 arguments, the chosen trainer's UP config and TRL's ModelConfig, with the offline default when no recipe is given and
-the checks of `cli_checks` before TRL builds the config."""
+the checks of `cli.checks` before TRL builds the config."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
 
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
-    would fail on, are a UsageError before TRL's config is built (`cli_checks`)."""
+    would fail on, are a UsageError before TRL's config is built (`cli.checks`)."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
     parser = make_parser(trainer)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .checks import Settings, UsageError
+from .usage import Settings, UsageError
 
 SEED_MAX = 2**32 - 1  # numpy's seeds (transformers' set_seed seeds numpy too)
 

@@ -31,7 +31,8 @@ GUARD_FIELDS = (
 
 @dataclass
 class GuardConfigMixin:
-    """The guard fields of every UP config (`glue.UPConfigMixin` extends it); `check_guards` validates them."""
+    """The guard fields of every UP config (`trainers.shared.UPConfigMixin` extends it); `check_guards` validates
+    them."""
 
     up_positive_log_ratio_bound: float | None = field(
         default=None,

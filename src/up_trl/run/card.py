@@ -1,5 +1,5 @@
 """The model card every UP trainer's `create_model_card` writes (and `push_to_hub` publishes): what the world sees
-of a run. One card for `UPGRPOTrainer`, `UPRLOOTrainer` and `UPAsyncGRPOTrainer` (`glue.UPTrainerMixin`).
+of a run. One card for `UPGRPOTrainer`, `UPRLOOTrainer` and `UPAsyncGRPOTrainer` (`trainers.shared.UPTrainerMixin`).
 
 It says what was trained from (a Hub id is linked; a local folder or the offline SmolLM2 is named, never linked as
 "https://huggingface.co/None"), on what data (a Hub set is linked; the bundled generator and local files are not),

@@ -8,14 +8,14 @@ latest and crash on resume. So:
 - `MarkCompleteCallback.on_save` (the Trainer's public hook, called after the whole save) writes
   `up_trl_checkpoint.json` last, atomically (a temporary file renamed): every file of the checkpoint with its size,
   and the run's settings (what a resume compares against, `resume_differences`). The emergency checkpoint after a
-  crash is marked the same way (`run_folder.save_after_crash`).
+  crash is marked the same way (`run.folder.save_after_crash`).
 - `checkpoint_problem` says why a folder is not a complete checkpoint: no mark while its run marks them, a file
   the mark lists missing or of another size. A folder without a mark from a run that marks none (written by a
   plain Trainer or an older up-trl) is judged by its pieces: `trainer_state.json` must parse, the weights must be
   there, and every `.safetensors`, `.pt`, `.pth` and `.bin` file must be whole (its header's sizes, or its zip
   directory).
 - `newest_complete` is what `--resume_from_checkpoint true` resumes: the newest complete `checkpoint-<step>`, and
-  the incomplete ones it skipped, each with why (`run_folder.resolve_resume` says them in one line).
+  the incomplete ones it skipped, each with why (`run.folder.resolve_resume` says them in one line).
 """
 
 from __future__ import annotations

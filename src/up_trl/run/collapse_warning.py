@@ -66,7 +66,7 @@ UP_ADVICE = (
 
 @dataclass
 class CollapseWarningConfigMixin:
-    """The warning's config fields, in every UP config (`glue.UPConfigMixin` extends it)."""
+    """The warning's config fields, in every UP config (`trainers.shared.UPConfigMixin` extends it)."""
 
     up_collapse_warning: bool = field(
         default=True,

@@ -11,8 +11,8 @@ from .shared import UPConfigMixin
 
 @dataclass
 class UPAsyncGRPOConfig(UPConfigMixin, AsyncGRPOConfig):
-    r"""AsyncGRPOConfig for [`UPAsyncGRPOTrainer`]. Every AsyncGRPOConfig argument keeps its meaning; the UP fields
-    are [`glue.UPConfigMixin`]'s.
+    r"""AsyncGRPOConfig for `UPAsyncGRPOTrainer`. Every AsyncGRPOConfig argument keeps its meaning; the UP fields
+    are `trainers.shared.UPConfigMixin`'s.
 
     Under `up_mode="asymmetric"`, tokens with a positive advantage use the self-anchored ratio pi_theta/sg(pi_theta),
     never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`). pi_old is the

@@ -46,7 +46,7 @@ from .shared import UPTrainerMixin, default_output_dir, route_batch
 class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     """A drop-in replacement for `trl.experimental.async_grpo.AsyncGRPOTrainer` that trains with UP (arXiv 2607.06987).
 
-    Takes exactly AsyncGRPOTrainer's arguments; `args` may be a [`UPAsyncGRPOConfig`] (for `up_mode`) or a plain
+    Takes exactly AsyncGRPOTrainer's arguments; `args` may be a `UPAsyncGRPOConfig` (for `up_mode`) or a plain
     `AsyncGRPOConfig` (then `up_mode="asymmetric"`).
 
     Example (GPUs, with `trl vllm-serve --model Qwen/Qwen3-0.6B` running):

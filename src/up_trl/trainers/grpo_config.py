@@ -39,9 +39,9 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
 
 @dataclass
 class UPGRPOConfig(UPConfigMixin, SharedPromptConfigMixin, GRPOConfig):
-    r"""GRPOConfig for [`UPGRPOTrainer`]. Every GRPOConfig argument keeps its meaning and its default; the UP fields
+    r"""GRPOConfig for `UPGRPOTrainer`. Every GRPOConfig argument keeps its meaning and its default; the UP fields
     (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    [`glue.UPConfigMixin`]'s. `share_prompt_prefix` (off by default, [`shared_prompt.SharedPromptConfigMixin`]) is an
+    `shared.UPConfigMixin`'s. `share_prompt_prefix` (off by default, `shared_prompt.SharedPromptConfigMixin`) is an
     opt-in CPU saving, not part of the objective.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive

@@ -32,7 +32,7 @@ __all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-expor
 class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
-    Takes exactly GRPOTrainer's arguments; `args` may be a [`UPGRPOConfig`] (for `up_mode`) or a plain
+    Takes exactly GRPOTrainer's arguments; `args` may be a `UPGRPOConfig` (for `up_mode`) or a plain
     `GRPOConfig` (then `up_mode="asymmetric"`).
 
     Example:
@@ -67,7 +67,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
     # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):
         entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
-        seen = vars(self).get("_up_seen")  # set only inside UP's own loss call (`glue._recording_parent`)
+        seen = vars(self).get("_up_seen")  # set only inside UP's own loss call (`trainers.shared._recording_parent`)
         if seen is not None:
             seen["entropy_mask"] = entropy_mask
         return entropy_mask

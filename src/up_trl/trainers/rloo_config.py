@@ -12,9 +12,9 @@ from .shared_prompt import SharedPromptConfigMixin
 
 @dataclass
 class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
-    r"""RLOOConfig for [`UPRLOOTrainer`]. Every RLOOConfig argument keeps its meaning and its default; the UP fields
-    are [`glue.UPConfigMixin`]'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
-    [`shared_prompt.SharedPromptConfigMixin`]'s.
+    r"""RLOOConfig for `UPRLOOTrainer`. Every RLOOConfig argument keeps its meaning and its default; the UP fields
+    are `trainers.shared.UPConfigMixin`'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
+    `shared_prompt.SharedPromptConfigMixin`'s.
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,

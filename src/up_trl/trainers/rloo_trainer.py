@@ -31,7 +31,7 @@ from .shared_prompt import SharedPromptTrainerMixin
 class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
-    Takes exactly RLOOTrainer's arguments; `args` may be a [`UPRLOOConfig`] (for `up_mode`) or a plain
+    Takes exactly RLOOTrainer's arguments; `args` may be a `UPRLOOConfig` (for `up_mode`) or a plain
     `RLOOConfig` (then `up_mode="asymmetric"`).
 
     Example:

@@ -128,10 +128,10 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
             One of the optional guards of the positive branch (ours, not the paper's); the others,
             `up_positive_min_prob`, `up_positive_capacity_share`, `up_positive_kl_coef` and
-            `up_entropy_fallback_threshold`, are [`guards.GuardConfigMixin`]'s too. `None` keeps the paper's
+            `up_entropy_fallback_threshold`, are `guards.GuardConfigMixin`'s too. `None` keeps the paper's
             objective; docs/collapse.md measures each.
         up_collapse_warning (`bool`, *optional*, defaults to `True`):
-            The early warning ([`collapse_warning.CollapseWarningConfigMixin`]); `up_stop_on_collapse` (default
+            The early warning (`collapse_warning.CollapseWarningConfigMixin`); `up_stop_on_collapse` (default
             `False`) makes it save a checkpoint and stop.
         skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
             Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).

@@ -1,0 +1,47 @@
+"""What a usage error is, and how a setting is named in one: shared by the checks (`checks`) and the value rules
+(`rules`), which import nothing of each other."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class UsageError(ValueError):
+    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
+
+
+class RecipeNotFoundError(UsageError, FileNotFoundError):
+    """`--config` names a file that does not exist."""
+
+
+def closest_names(name: str, known: Iterable[str], n: int = 3) -> str:
+    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
+
+    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
+    ' (did you mean learning_rate?)'
+    """
+    close = difflib.get_close_matches(name, list(known), n=n)
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+class Settings:
+    """The values TRL's config will be built from, and where each came from (for the messages)."""
+
+    def __init__(self, values: Mapping[str, Any], command_line: set[str], recipe: Mapping[str, Any], where: str):
+        self.values, self.command_line, self.recipe, self.where = values, command_line, recipe, where
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
+
+    def show(self, name: str, value: Any = None) -> str:
+        """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
+        value = self.values.get(name) if value is None else value
+        value = f"{value:g}" if isinstance(value, float) else value  # 0.0 as typed: 0
+        if name in self.command_line:
+            return f"--{name} {value}"
+        return f"{name} {value} ({f'from the {self.where}' if name in self.recipe else 'the default'})"

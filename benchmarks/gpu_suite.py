@@ -30,9 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sample_efficiency import plot_seed_band, task, warm_start  # noqa: E402  (the CPU benchmark's toy task, this folder)
+from bench import plot_seed_band, task, warm_start  # the CPU benchmarks' toy task
 
 ROOT = Path(__file__).resolve().parent
 PAIRS = {

@@ -33,7 +33,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from bench import describe_machine, init_worker, mean_std, open_partial
+from bench import describe_machine, init_worker, mean_std, open_partial, save_png
 
 # The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
 PAIRS: dict[str, dict] = {
@@ -212,7 +212,7 @@ def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str) -> None:
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(f"training reward ({dataset}), one line per seed")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 

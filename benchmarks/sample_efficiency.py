@@ -31,7 +31,16 @@ import time
 from pathlib import Path
 
 import torch
-from bench import ASYNC_CONFIGS, CONFIGS, async_refusal, plot_seed_band, run_one, warm_start, write_results
+from bench import (
+    ASYNC_CONFIGS,
+    CONFIGS,
+    async_refusal,
+    plot_seed_band,
+    run_one,
+    save_png,
+    warm_start,
+    write_results,
+)
 
 # The default set is the published one; the guard and the RLOO / async pairs are run by naming them with --configs.
 DEFAULT_CONFIGS = [
@@ -126,7 +135,7 @@ def plot(runs: list[dict], names: list[str], path: Path, args) -> None:
     axes[0][0].set_ylabel("true accuracy (rollout batch)")
     fig.suptitle(f"UP vs parents, sparse reward ({args.corruption}), mean ± std over {len(args.seeds)} seeds")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 

@@ -48,6 +48,7 @@ from bench import (
     open_partial,
     read_results,
     run_one,
+    save_png,
     updates_per_rollout,
     write_results,
 )
@@ -204,7 +205,7 @@ def plot(runs: list[dict], levels: list[int], pairs: list[tuple], path: Path, ar
     fig.suptitle(f"UP vs parent as rollouts get staler: up to {len({r['seed'] for r in runs})} seeds, "
                  f"{args.max_steps} steps per run, dots = seeds")  # fmt: skip
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 

@@ -91,10 +91,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_efficiency as se  # noqa: E402
-import staleness_sweep  # noqa: E402
-from collapse_report import (  # noqa: E402  (re-exported: the tests read collapse.warning_report)
+import bench as se  # the toy task (task, CONFIGS, make_rewards, supervise, ...)
+import staleness_sweep  # its LEVELS (bench.LEVELS)
+from bench import cached_warm_start as _warm_start
+from bench import describe_machine, open_partial
+from bench import init_worker as _init_worker
+from collapse_report import (  # (re-exported: the tests read collapse.warning_report)
     CURVES_FILE,
     compact,
     distinct_failures,
@@ -109,7 +111,6 @@ from collapse_report import (  # noqa: E402  (re-exported: the tests read collap
     warning_report,
     write_curves,
 )
-from staleness_sweep import _init_worker, _warm_start, describe_machine, open_partial  # noqa: E402
 
 FAMILIES = ("DAPO", "GRPO", "GSPO")
 # The candidate guards as run in the full runs (names "UP-<family> + <guard>"), one setting each, chosen on the pilot.

@@ -28,11 +28,10 @@ import sys
 import time
 from pathlib import Path
 
+import collapse
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import collapse  # noqa: E402
-from staleness_sweep import _init_worker, describe_machine  # noqa: E402
+from bench import describe_machine
+from bench import init_worker as _init_worker
 
 RARE = 0.05  # pi_old below this: a rare token
 CLASSES = ("answer", "tail likely", "tail rare", "eos")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-from staleness_sweep import mean_std
+from bench import mean_std
 
 
 def replay_warning(logs: list[dict]) -> list | None:

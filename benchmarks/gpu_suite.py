@@ -30,9 +30,7 @@ import time
 from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sample_efficiency import plot_seed_band, task, warm_start  # noqa: E402  (the CPU benchmark's toy task, this folder)
+from bench import plot_seed_band, save_png, task, warm_start  # the CPU benchmarks' toy task
 
 ROOT = Path(__file__).resolve().parent
 PAIRS = {
@@ -165,7 +163,7 @@ def plot(report: dict, path: Path) -> None:
         ax.legend(fontsize=7)
     fig.suptitle(report["machine"], fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 

@@ -9,8 +9,8 @@ with UP on it, paired seed by seed, each trained model scored with `up-trl eval`
     python benchmarks/real_model.py                       # one DAPO pair, seed 42, GSM8K train -> GSM8K test
     python benchmarks/real_model.py --dataset arithmetic --benchmark arithmetic --benchmark_limit 50 --k 4 \\
         --max_completion_length 64 --max_steps 12 --delta none --eval_batch_size 8 --workers 1 \\
-        --output_dir benchmarks/results/real_model_arithmetic   # the earlier single-pair run's settings (it had
-                                                                  # 2 torch threads in one process: close, not bitwise)
+        --output_dir benchmarks/results/real_model_arithmetic   # the single-seed run's settings (it had 2 torch
+                                                                  # threads in one process: close, not bitwise)
 
 In a pair only `--up_mode` differs (off vs asymmetric): same model, seed, data order, prompts and flags. The pairs
 use the recipes' clip values (configs/recipes/{dapo,gspo}.yaml): DAPO token-level, epsilon 0.2 / 0.28; GSPO
@@ -18,8 +18,9 @@ sequence-level (loss_type grpo), epsilon 3e-4 / 4e-4; both with the dual clip de
 model ("before") included, is scored on the same problems with the same sampling seed (--eval_seed). Runs go to
 --workers processes of one torch thread each, seed by seed, DAPO first, so a stopped run still holds complete
 pairs; each finished run is appended to runs.partial.jsonl (--resume picks up from it, --report_only rewrites the
-outputs from it). Writes results.json, table.md and curves.png under --output_dir (default
-outputs/benchmarks/real_model, outside the source tree); the last line printed is a JSON summary.
+outputs from it; a finished study removes it, and both then read results.json). Writes results.json, table.md and
+curves.png under --output_dir (default outputs/benchmarks/real_model, outside the source tree); the last line
+printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from staleness_sweep import _init_worker, describe_machine, mean_std, open_partial  # noqa: E402
+from bench import describe_machine, init_worker, mean_std, open_partial, save_png
 
 # The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
 PAIRS: dict[str, dict] = {
@@ -95,6 +95,16 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
               "--output_dir", str(eval_dir),
               "--base_model", "none"])  # fmt: skip
     return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]
+
+
+def stored_runs(report: dict) -> list[dict]:
+    """The run records of a results.json, the base model's evaluation as its "before" record, as --resume reads them
+    from runs.partial.jsonl."""
+    before = []
+    if report.get("before") is not None:
+        before = [{"pair": None, "config": "before", "up_mode": None, "seed": None,
+                   "settings": run_settings(report["settings"]), "after": report["before"]}]  # fmt: skip
+    return [*before, *report["runs"]]
 
 
 def run_job(job: dict) -> dict:
@@ -202,7 +212,7 @@ def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str) -> None:
         ax.legend(fontsize=8)
     axes[0][0].set_ylabel(f"training reward ({dataset}), one line per seed")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 
@@ -263,6 +273,9 @@ def main(argv=None) -> dict:
     if args.report_only:
         args.resume, jobs = True, []
     partial, runs = open_partial(out, args.resume)
+    if args.resume and not runs and (out / "results.json").exists():  # a finished study keeps no partial file
+        runs = stored_runs(json.loads((out / "results.json").read_text()))
+        partial.write_text("".join(json.dumps(r) + "\n" for r in runs))  # what a stop from here on keeps
     if args.resume:
         for run in runs:  # a run stored with other settings would be paired or reported as if it had these
             stored = {**SETTINGS_BEFORE_STORED, **run.get("settings", {})}
@@ -289,7 +302,7 @@ def main(argv=None) -> dict:
         # Not multiprocessing.Pool: its workers are daemonic, and a daemonic process cannot start the reward's own
         # worker processes (math-verify's pebble pool); a run hung that way. Jobs start in order as workers free.
         fork = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(args.workers, mp_context=fork, initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(args.workers, mp_context=fork, initializer=init_worker) as pool:
             futures = {pool.submit(run_job, job): job for job in jobs}
             for future in as_completed(futures):
                 try:
@@ -297,7 +310,7 @@ def main(argv=None) -> dict:
                 except Exception as exc:  # one failed run must not lose the others: report it, keep going
                     print(f"FAILED: {futures[future]['config']} seed {futures[future]['seed']}: {exc!r}", flush=True)
     else:
-        _init_worker()
+        init_worker()
         for job in jobs:
             record(run_job(job))
 
@@ -330,6 +343,8 @@ def main(argv=None) -> dict:
     table = markdown(rows, args.k, before, header, args.pass_k)
     (out / "table.md").write_text(table)
     plot(runs, pairs, out / "curves.png", args.dataset)
+    if not missing:
+        partial.unlink(missing_ok=True)  # complete: results.json holds every run, the base model's as "before"
     print(table)
     print(json.dumps({"machine": machine, "wall_minutes": wall, "complete": not missing,
                       **short_summary(rows, before, args.k)}), flush=True)  # fmt: skip

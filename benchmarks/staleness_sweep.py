@@ -3,9 +3,9 @@
     python benchmarks/staleness_sweep.py            # 3 pairs x 5 levels x 5 seeds x 2 configs = 150 runs, 2 workers
     python benchmarks/staleness_sweep.py --quick    # smoke run: the DAPO pair, levels 1 and 4, 1 seed, 8 steps
 
-The task, model, warm start, reward and every other setting are those of `sample_efficiency.py` (imported, not
-copied): 16 prompts "a+b=", reward 1 when the reply starts with a, a 2-layer Qwen2 warm-started to random digits,
-lr 1e-3, 300 optimizer steps. The rollout batch is fixed (16 prompts x 8 generations = 128 completions) and
+The task, model, warm start, reward and every other setting are those of `sample_efficiency.py` (both take them
+from `bench.py`): 16 prompts "a+b=", reward 1 when the reply starts with a, a 2-layer Qwen2 warm-started to random
+digits, lr 1e-3, 300 optimizer steps. The rollout batch is fixed (16 prompts x 8 generations = 128 completions) and
 the total number of optimizer steps is fixed (300); only how many updates each rollout batch feeds changes:
 
 | updates per rollout | per_device_train_batch_size | steps_per_generation | num_iterations | rollouts in 300 steps |
@@ -22,79 +22,52 @@ of 128; keeping 32 at every level would need a different rollout batch. With 1 u
 TRL then skips the old-log-prob pass, the ratio is exactly 1, and UP's gradient equals its parent's, so the
 sweep checks that every logged loss, reward and accuracy of the pair coincide there, seed by seed.
 
-Writes results.json, table.md and staleness.png under --output_dir (default outputs/benchmarks/staleness, outside
+Writes results.json (per-run records), curves.parquet (their per-step curves; `bench.read_results` reads both),
+table.md and staleness.png under --output_dir (default outputs/benchmarks/staleness, outside
 the source tree; the published sweep: --output_dir benchmarks/results/staleness); the last printed line is a JSON
-summary.
+summary. A finished sweep keeps no runs.partial.jsonl: --resume and --report_only then read results.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import multiprocessing
-import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_efficiency as se  # noqa: E402
+from bench import (
+    LEVELS,
+    cached_warm_start,
+    describe_machine,
+    init_worker,
+    mean_std,
+    open_partial,
+    read_results,
+    run_one,
+    save_png,
+    updates_per_rollout,
+    write_results,
+)
 
 PAIRS = [("DAPO", "UP-DAPO"), ("GRPO", "UP-GRPO"), ("GSPO", "UP-GSPO")]
-LEVELS: dict[int, dict] = {
-    1: dict(per_device_train_batch_size=128, steps_per_generation=1, num_iterations=1),
-    2: dict(per_device_train_batch_size=64, steps_per_generation=2, num_iterations=1),
-    4: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=1),
-    8: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=2),
-    16: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=4),
-}
 # Compared at 1 update per rollout, every logged step. Rewards and accuracies must be equal; the loss within float32
 # rounding: UP sums its positive-advantage tokens in a term of their own, so the order of the additions differs.
 TOLERANCE = {"accuracy_curve": 0.0, "reward_curve": 0.0, "loss_curve": 1e-6}
-
-
-def updates_per_rollout(level: dict) -> int:
-    """Optimizer updates fed by one rollout batch: its mini-batches x the passes over them (GA is 1 here)."""
-    return level["steps_per_generation"] * level["num_iterations"]
-
-
-@functools.lru_cache(maxsize=2)
-def _warm_start(seed: int):
-    return se.warm_start(seed)
-
-
-def _init_worker() -> None:
-    torch.set_num_threads(1)
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-
-
-def open_partial(out: Path, resume: bool) -> tuple[Path, list[dict]]:
-    """`out/runs.partial.jsonl`, where each finished run is appended so that a stopped sweep can go on, and the runs
-    it holds when resuming; a fresh start empties it."""
-    partial = out / "runs.partial.jsonl"
-    if resume and partial.exists():
-        return partial, [json.loads(line) for line in partial.read_text().splitlines() if line.strip()]
-    partial.unlink(missing_ok=True)
-    return partial, []
 
 
 def run_pair(job: tuple) -> list[dict]:
     """Parent and UP, same warm start, seed, data order and level: only `up_mode` differs."""
     pair, level, seed, settings = job
     args = argparse.Namespace(**settings)
-    base, tokenizer = _warm_start(seed)
+    base, tokenizer = cached_warm_start(seed)
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in pair:
-            run = se.run_one(name, seed, base, tokenizer, args, tmp, **LEVELS[level])
+            run = run_one(name, seed, base, tokenizer, args, tmp, **LEVELS[level])
             # The same stretch of training at every level (a mean over the last 3 logged rollouts would span 3 steps
             # at 1 update per rollout but 48 at 16): every rollout batch logged in the last `final_window` steps.
             window = [v for step, v in run["accuracy_curve"] if step > args.max_steps - args.final_window]
@@ -126,12 +99,6 @@ def on_policy_check(runs: list[dict]) -> dict:
                          "coincide": all(diff[k] <= TOLERANCE[k] for k in TOLERANCE)})  # fmt: skip
     return {"checked": len(rows), "coincide": sum(r["coincide"] for r in rows), "tolerance": TOLERANCE,
             "per_seed": rows}  # fmt: skip
-
-
-def mean_std(values: list[float]) -> tuple[float | None, float | None]:
-    if not values:
-        return None, None
-    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
 
 
 def summarise(runs: list[dict], levels: list[int], pairs: list[tuple]) -> list[dict]:
@@ -238,19 +205,8 @@ def plot(runs: list[dict], levels: list[int], pairs: list[tuple], path: Path, ar
     fig.suptitle(f"UP vs parent as rollouts get staler: up to {len({r['seed'] for r in runs})} seeds, "
                  f"{args.max_steps} steps per run, dots = seeds")  # fmt: skip
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
-
-
-def describe_machine(workers: int) -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))  # fmt: skip
-    except (OSError, StopIteration):
-        pass
-    return (f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {workers} worker process(es) x 1 torch thread, "
-            f"torch {torch.__version__}")  # fmt: skip
 
 
 def main(argv=None) -> dict:
@@ -271,7 +227,7 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.quick:
         args.pairs, args.levels, args.seeds, args.max_steps = ["DAPO"], [1, 4], args.seeds[:1], 8
-    args.num_prompts, args.corruption, args.num_iterations = 16, "none", 1  # what sample_efficiency.run_one reads
+    args.num_prompts, args.corruption, args.num_iterations = 16, "none", 1  # what bench.run_one reads
     pairs = [p for p in PAIRS if p[0] in args.pairs]
     settings = {k: getattr(args, k) for k in ("num_prompts", "corruption", "num_iterations", "max_steps",
                                               "learning_rate", "threshold", "final_window")}  # fmt: skip
@@ -284,6 +240,9 @@ def main(argv=None) -> dict:
     if args.report_only:
         args.resume, jobs = True, []
     partial, runs = open_partial(out, args.resume)
+    if args.resume and not runs and (out / "results.json").exists():  # a finished sweep keeps no partial file
+        runs = read_results(out)["runs"]
+        partial.write_text("".join(json.dumps(r) + "\n" for r in runs))  # what a stop from here on keeps
     if args.resume:
         done = {(r["pair"], r["level"], r["seed"]) for r in runs}
         jobs = [job for job in jobs if (job[0][0], job[1], job[2]) not in done]
@@ -301,14 +260,14 @@ def main(argv=None) -> dict:
 
     if args.workers > 1:
         context = multiprocessing.get_context("fork")  # the children inherit this module, however it was loaded
-        with context.Pool(args.workers, initializer=_init_worker) as pool:
+        with context.Pool(args.workers, initializer=init_worker) as pool:
             for pair_runs in pool.imap_unordered(run_pair, jobs):
                 record(pair_runs)
                 if time.perf_counter() - start > limit:
                     pool.terminate()  # the runs in flight are dropped; the report says what is missing
                     break
     else:
-        _init_worker()
+        init_worker()
         for job in jobs:
             record(run_pair(job))
             if time.perf_counter() - start > limit:
@@ -340,9 +299,11 @@ def main(argv=None) -> dict:
         "summary": rows,
         "runs": runs,
     }
-    (out / "results.json").write_text(json.dumps(report, indent=1))
+    write_results(out, report)  # results.json (the per-run records) and curves.parquet (their curves)
     (out / "table.md").write_text(table)
     plot(runs, levels, pairs, out / "staleness.png", args)
+    if not missing:
+        partial.unlink(missing_ok=True)  # complete: results.json and curves.parquet hold every run
     print(table)
     if check["coincide"] != check["checked"]:
         print(f"ON-POLICY CHECK FAILED: UP and its parent differ at 1 update per rollout "

@@ -5,14 +5,12 @@ quiet on the healthy ones, as docs/collapse.md reports; and each committed repor
 The rule was chosen on the stress runs; the toy and SmolLM2 runs are the held-out test."""
 
 import json
-import sys
 from pathlib import Path
 
+import collapse  # benchmarks/collapse.py (pytest's pythonpath has benchmarks/)
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import collapse  # noqa: E402
 
 # setting: (failing runs the rule misses, false alarms on healthy runs), as docs/collapse.md reports them.
 MEASURED = {"stress": (1, 2), "toy": (0, 10), "smollm2": (0, 0)}

@@ -97,19 +97,17 @@ from bench import cached_warm_start as _warm_start
 from bench import describe_machine, open_partial
 from bench import init_worker as _init_worker
 from collapse_report import (  # (re-exported: the tests read collapse.warning_report)
-    CURVES_FILE,
-    compact,
     distinct_failures,
     forecast_report,
     goal,
     markdown,
     measured_wins,
     plot,
-    read_curves,
+    read_report,
     replay_warning,
     summarise,
     warning_report,
-    write_curves,
+    write_report,
 )
 
 FAMILIES = ("DAPO", "GRPO", "GSPO")
@@ -209,9 +207,9 @@ SETTINGS: dict[str, dict] = {
     "smollm2": dict(task="smollm2", levels=[8], seeds=[0, 1, 2], max_steps=32,
                     configs=["GSPO", "UP-GSPO", "UP-GSPO + guard"]),
     "safe_toy": dict(task="toy", levels=[4, 16], seeds=list(range(10, 20)), max_steps=300, configs=SAFE_CONFIGS,
-                     model_from_path=True, curves_file=True),
+                     model_from_path=True),
     "safe_stress": dict(task="tail", levels=[16], seeds=list(range(10, 20)), max_steps=STRESS_STEPS,
-                        configs=SAFE_CONFIGS, model_from_path=True, curves_file=True),
+                        configs=SAFE_CONFIGS, model_from_path=True),
 }  # fmt: skip
 SETTING_TEXT = {
     "toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0",
@@ -456,10 +454,8 @@ def main(argv=None) -> dict:
     settings["commit"] = commit
     jobs = [(name, seed, level) for seed in seeds for level in levels for name in configs]
     partial, runs = open_partial(out, args.resume or args.report_only)
-    if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results.json only
-        runs = json.loads((out / "results.json").read_text())["runs"]
-        if (out / CURVES_FILE).exists():  # the per-step curves kept beside it
-            runs = read_curves(runs, out / CURVES_FILE)
+    if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results only
+        runs = read_report(out)["runs"]
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
     jobs = [] if args.report_only else [j for j in jobs if j not in done]
     machine = describe_machine(args.workers)
@@ -513,12 +509,7 @@ def main(argv=None) -> dict:
               "runs": runs}  # fmt: skip
     report["forecast_report"] = forecast_report(runs)
     report["distinct_failures"] = distinct_failures(runs)
-    if settings.get("curves_file"):  # every step of every curve in a compact file; results.json keeps the records
-        write_curves(runs, out / CURVES_FILE)
-        report["runs"] = [{k: v for k, v in run.items() if k != "curves"} for run in runs]
-    else:
-        report["runs"] = [compact(run) for run in runs]
-    (out / "results.json").write_text(json.dumps(report, separators=(",", ":")))
+    write_report(out, report)
     (out / "table.md").write_text(markdown(rows, header))
     title = f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}"
     plot(runs, out / "collapse.png", title, list(CONFIGS))

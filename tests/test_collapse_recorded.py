@@ -4,7 +4,6 @@ quiet on the healthy ones, as docs/collapse.md reports; and each committed repor
 
 The rule was chosen on the stress runs; the toy and SmolLM2 runs are the held-out test."""
 
-import json
 from pathlib import Path
 
 import collapse  # benchmarks/collapse.py (pytest's pythonpath has benchmarks/)
@@ -20,7 +19,7 @@ def _results(setting):
     path = ROOT / "benchmarks" / "results" / f"collapse_{setting}" / "results.json"
     if not path.exists():
         pytest.skip(f"{path} not committed")
-    return json.loads(path.read_text())
+    return collapse.read_report(path.parent)  # the records, with their curves from curves.parquet
 
 
 @pytest.mark.parametrize("setting", list(MEASURED))

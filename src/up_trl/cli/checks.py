@@ -68,8 +68,11 @@ def check_recipe_keys(parser, path: str) -> dict:
     return recipe
 
 
-def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
-    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them)."""
+def check_flags(
+    parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig", launch_flags=None
+) -> None:
+    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them).
+    `launch_flags`: the options of `accelerate launch` (None: asked of accelerate, which imports torch)."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
     unknown = []
@@ -77,7 +80,7 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
         flag = arg.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
-    launcher = _accelerate_launch_flags()
+    launcher = _accelerate_launch_flags() if launch_flags is None else launch_flags
     launch_only = [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]
     if launch_only:
         raise UsageError(
@@ -117,39 +120,61 @@ def check_settings(settings: Settings) -> list[str]:
     return _check_saving(settings)
 
 
-def _check_up(s: Settings) -> None:
-    from ..objective.losses import UP_MODES
+def up_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(UP_MODES, CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES): from the written options when current (no torch import),
+    else from the modules that define them."""
+    from .options import current
 
+    options = current()
+    if options is not None:
+        return tuple(options["up_modes"]), tuple(options["clipped_loss_types"]), tuple(options["other_loss_types"])
+    from ..objective.losses import UP_MODES
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+
+    return tuple(UP_MODES), tuple(CLIPPED_LOSS_TYPES), tuple(OTHER_LOSS_TYPES)
+
+
+def _check_up(s: Settings) -> None:
+    up_modes, clipped, others = up_choices()
     up_mode = s["up_mode"]
     if up_mode is True:
         raise UsageError(
             f"{s.show('up_mode')}: YAML reads an unquoted on/yes/true as a boolean: write up_mode: asymmetric."
         )
     up_mode = "off" if up_mode is False else up_mode  # YAML 1.1 reads an unquoted `off` as false
-    if up_mode not in UP_MODES:
+    if up_mode not in up_modes:
         raise UsageError(
-            f"{s.show('up_mode')} is not one of {', '.join(UP_MODES)}{closest_names(str(up_mode), UP_MODES)}."
+            f"{s.show('up_mode')} is not one of {', '.join(up_modes)}{closest_names(str(up_mode), up_modes)}."
         )
     if "loss_type" not in s:
         return
-    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-
     loss_type = s["loss_type"]
-    if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:
-        known = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES
+    if loss_type not in clipped + others:
+        known = clipped + others
         raise UsageError(
             f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
         )
-    if up_mode != "off" and loss_type not in CLIPPED_LOSS_TYPES:
+    if up_mode != "off" and loss_type not in clipped:
         raise UsageError(
             f"{s.show('loss_type')} is a different objective from the clipped surrogate UP modifies: with UP use "
-            f"--loss_type {' / '.join(CLIPPED_LOSS_TYPES)}, or set --up_mode off to train {loss_type} unchanged."
+            f"--loss_type {' / '.join(clipped)}, or set --up_mode off to train {loss_type} unchanged."
         )
     if up_mode != "off" and s["use_liger_kernel"]:
         raise UsageError(
             "--use_liger_kernel routes GRPO through Liger's fused loss, which never calls UP's objective: set "
             "--use_liger_kernel false, or --up_mode off."
         )
+
+
+def check_extras(use_vllm: bool, deepspeed) -> None:
+    """A setting whose optional dependency is not installed (`use_vllm`, `deepspeed`): the extra to install, in one
+    line, before any model work (a recipe that asks for one still parses without it)."""
+    from ..extras import missing
+
+    for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
+        message = missing(extra) if value else None
+        if message is not None:
+            raise UsageError(f"{name} {value}: {message}")
 
 
 def _check_batch(s: Settings, world_size: int) -> None:
@@ -217,6 +242,7 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
 
     check_reward_names(script_args.reward_funcs)
     check_dataset_name(script_args.dataset_name)
+    check_extras(getattr(training_args, "use_vllm", False), training_args.deepspeed)
     column_mapping = parse_column_mapping(script_args.column_mapping)
     out = training_args.output_dir
     model = model_args.model_name_or_path

@@ -57,6 +57,7 @@ def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tu
 
 def launch(argv: list[str]) -> int:
     """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
+    check_launch_extras(argv)
     from accelerate.commands.launch import launch_command, launch_command_parser
 
     from .parse import make_parser, recipe_argument, trainer_argument
@@ -69,3 +70,23 @@ def launch(argv: list[str]) -> int:
     accelerate_args = launcher.parse_args(["--config_file", config, *launch_flags, "-m", "up_trl", "train", *job])
     launch_command(accelerate_args)
     return 0
+
+
+def check_launch_extras(argv: list[str]) -> None:
+    """An accelerate config that asks for DeepSpeed (`distributed_type: DEEPSPEED`) while it is not installed: the
+    extra to install, in one line, before accelerate is imported."""
+    import yaml
+
+    from ..extras import missing
+
+    names = [arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+             for i, arg in enumerate(argv) if arg.split("=", 1)[0] == "--accelerate_config"]  # fmt: skip
+    for name in names:
+        try:
+            with open(accelerate_config_path(name)) as f:
+                config = yaml.safe_load(f) or {}
+        except (CatalogError, OSError, yaml.YAMLError):
+            continue  # said by split_launch_args, or by accelerate itself
+        message = missing("deepspeed") if str(config.get("distributed_type", "")).upper() == "DEEPSPEED" else None
+        if message is not None:
+            raise UsageError(f"--accelerate_config {name}: {message}")

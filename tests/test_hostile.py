@@ -1135,3 +1135,44 @@ def test_folders_a_refused_run_created_are_removed(no_model_loads, capsys):
     line = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
     assert line.startswith(f"--resume_from_checkpoint true: no checkpoint-<step> folder in {out}"), line
     assert not (no_model_loads / "new").exists()
+
+
+# --- What still escapes a library: one line at the CLI's edge, the traceback with UP_TRL_DEBUG=1 ------------------
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom:\n  in the library")
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
+    no_model_loads, capsys, monkeypatch, command
+):
+    import up_trl.cli.checks
+    import up_trl.evaluation.evaluate
+
+    monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
+    if command == "train":
+        monkeypatch.setattr(up_trl.cli.checks, "check_inputs", _boom)
+        argv = [*TINY, "--output_dir", str(no_model_loads / "out")]
+    else:
+        monkeypatch.setattr(up_trl.evaluation.evaluate, "benchmark_sets", _boom)
+        argv = ["--model", "outputs/quickstart"]
+    line = one_line(capsys, argv, command=command, code=1)
+    assert line == "RuntimeError: boom: in the library (set UP_TRL_DEBUG=1 to see the traceback)"
+
+    from up_trl.cli import main
+
+    monkeypatch.setenv("UP_TRL_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main([command, *argv])
+
+
+def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads, monkeypatch):
+    """`no_model_loads` raises a BaseException: the CLI's catch-all of Exception lets it through."""
+    import up_trl.data.models
+    from up_trl.cli import main
+
+    monkeypatch.setattr("up_trl.cli.checks.check_inputs", lambda *a: up_trl.data.models.smollm2_path())
+    with pytest.raises(ModelLoaded):
+        main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])

@@ -56,6 +56,13 @@ Checkpoints killed mid-save (`checkpoint_complete`)
 One run per folder (`run_lock`)
 - runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
   the other is refused naming the pid; a stale lock is taken over and said so.
+Files the user names (`data.files`, `data.model_source`, `cli.checks`)
+- data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
+  are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
+  weights [MODEL_FOLDER_CASES]; output folders that cannot be made [OUTPUT_FOLDER_CASES] -> one line, exit 2, no
+  model loaded, nothing created.
+- an exception that escapes a library [test_an_unexpected_error_...] -> one line naming its type and
+  UP_TRL_DEBUG, exit 1; raised with UP_TRL_DEBUG=1.
 """
 
 import math

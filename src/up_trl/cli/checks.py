@@ -8,8 +8,9 @@ Three stages, in the order `cli.train` runs them:
 2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
    (`cli.rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
    batch divisibility, UP's own settings, `--save_steps`;
-3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
-   output folder and the checkpoint to resume from.
+3. what the settings point at (`check_inputs`): the reward names, the dataset (a data file opened and read:
+   `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
+   Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
 
 A ValueError TRL's config still raises while it is built becomes a UsageError too (`cli.parse_train_args`).
 """

@@ -1,8 +1,9 @@
 r"""Data and models: math prompts for GRPO (TRL conversational prompts plus a `solution` column with the gold
 answer), and the models a run starts from.
 
-The package: the loaders here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
-messages), `models` (the offline SmolLM2 model, tiny models built in code), `model_source` (checking a `--model`).
+The package: the loaders here; `files` (a local data file checked before it is loaded), `arithmetic` (generated
+problems), `prompts` (the system prompt and one prompt's messages), `models` (the offline SmolLM2 model, tiny models
+built in code), `model_source` (checking a `--model`).
 
 Every loader returns a `datasets.Dataset` with
 

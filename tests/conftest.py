@@ -107,21 +107,28 @@ TINY = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generat
         "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
 
 
+class ModelLoaded(BaseException):
+    """Raised by `no_model_loads` when a model loads: a BaseException, so that `cli.main`'s catch-all of Exception
+    (one line for what escapes a library) cannot swallow it and the test fails loudly."""
+
+
 @pytest.fixture
 def no_model_loads(monkeypatch, tmp_path):
-    """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run."""
+    """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run
+    (a config.json naming a known model_type, and a weights file: files only, it never loads)."""
     import transformers
 
     import up_trl.data.models
 
     def refuse(*args, **kwargs):
-        raise AssertionError("a model was loaded before the input was checked")
+        raise ModelLoaded("a model was loaded before the input was checked")
 
     monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
-    (tmp_path / "outputs" / "quickstart" / "config.json").write_text("{}")
+    (tmp_path / "outputs" / "quickstart" / "config.json").write_text('{"model_type": "qwen2"}')
+    (tmp_path / "outputs" / "quickstart" / "model.safetensors").write_bytes(b"")
     return tmp_path
 
 

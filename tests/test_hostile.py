@@ -56,6 +56,13 @@ Checkpoints killed mid-save (`checkpoint_complete`)
 One run per folder (`run_lock`)
 - runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
   the other is refused naming the pid; a stale lock is taken over and said so.
+Files the user names (`data.files`, `data.model_source`, `cli.checks`)
+- data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
+  are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
+  weights [MODEL_FOLDER_CASES]; output folders that cannot be made [OUTPUT_FOLDER_CASES] -> one line, exit 2, no
+  model loaded, nothing created.
+- an exception that escapes a library [test_an_unexpected_error_...] -> one line naming its type and
+  UP_TRL_DEBUG, exit 1; raised with UP_TRL_DEBUG=1.
 """
 
 import math
@@ -64,7 +71,7 @@ import re
 
 import pytest
 import torch
-from conftest import TINY, cpu_args, make_trainer, one_line, param_snapshots
+from conftest import TINY, ModelLoaded, cpu_args, make_trainer, one_line, param_snapshots
 
 from up_trl import UPGRPOConfig
 from up_trl.cli.catalog import recipe_path
@@ -852,7 +859,7 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
             assert message == (f"--output_dir {out} is in use by another run (pid {child.pid}): wait for it to end, "
                                "stop it, or pass another --output_dir.")  # fmt: skip
         else:  # the checks pass the lock and stop at the (refused) model load
-            with pytest.raises(AssertionError, match="a model was loaded"):
+            with pytest.raises(ModelLoaded, match="a model was loaded"):
                 main_train([*TINY, "--output_dir", str(out)])
             printed = capsys.readouterr().out
             stale = f"up-trl: took over the lock of {out}: the run that held it (pid {child.pid if child else 0})"
@@ -910,3 +917,269 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
         "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
     )
     assert (out / "checkpoint-1" / "up_trl_checkpoint.json").exists() and (out / "notes.txt").read_text() == "mine"
+
+
+# --- Files the user names: opened and checked before any model loads ---------------------------------------------
+
+
+def _permissions_enforced() -> bool:
+    """Whether a file without read permission cannot be read here (root, with its capabilities, reads it)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "probe")
+        open(path, "w").close()
+        os.chmod(path, 0)
+        try:
+            open(path).close()
+        except PermissionError:
+            return True
+        return False
+
+
+ROOT_READS_ALL = pytest.mark.skipif(not _permissions_enforced(), reason="root reads and writes whatever the modes")
+QA = b'{"problem": "What is 2 + 2?", "answer": "4"}\n'
+
+
+def _parquet(columns: dict) -> bytes:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(pa.table(columns), buffer)
+    return buffer.getvalue()
+
+
+# (file name, its bytes, flags beside --dataset_name, the line after "--dataset_name PATH: ")
+DATA_FILE_CASES = [
+    pytest.param("empty.jsonl", b"", [], "the file is empty (0 bytes)", id="jsonl_empty"),
+    pytest.param("blank.jsonl", b"\n  \n", [], "the file holds only white space", id="jsonl_blank"),
+    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, [],
+                 "line 3 is not JSON (Unterminated string starting at: column 23): fix or remove that line.",
+                 id="jsonl_malformed_line_3"),
+    pytest.param("list.jsonl", b"[1, 2]\n", [], "line 1 is a JSON list, not an object", id="jsonl_line_not_object"),
+    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), [],
+                 "the file holds binary bytes (byte 0x00 at offset 3), not JSON Lines text", id="jsonl_binary"),
+    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), [],
+                 "the file is not UTF-8 text (byte 0xe9 at offset 16)", id="jsonl_not_utf8"),
+    pytest.param("object.json", b'{\n  "problem": "1 + 1?",\n  "answer": "2"\n}\n', [],
+                 "the file is one JSON object, not rows: write a JSON array of objects", id="json_one_object"),
+    pytest.param("numbers.json", b"[1, 2, 3]", [], "the JSON array must hold one object per row", id="json_array"),
+    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', [], "the file is not JSON (Expecting value: "
+                 "line 1, column 39)", id="json_malformed"),
+    pytest.param("header.csv", b"problem,answer\n", [], "the CSV file holds only a header line (problem, answer): "
+                 "write one problem per line under it.", id="csv_only_header"),
+    pytest.param("binary.csv", b"problem,answer\n\x00\x00\x00,1\n", [], "the file holds binary bytes (byte 0x00 at "
+                 "offset 15), not CSV text", id="csv_binary"),
+    pytest.param("empty.csv", b"", [], "the file is empty (0 bytes)", id="csv_empty"),
+    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", [], "the file is not Parquet (it does not begin "
+                 "and end with Parquet's PAR1 marker)", id="parquet_not_parquet"),
+    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", [],
+                 "the file is not readable Parquet", id="parquet_cut"),
+    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), [],
+                 """found ['q', 'sol']. Map yours with --column_mapping '{"q": "problem", "sol": "answer"}'""",
+                 id="parquet_without_the_columns"),
+    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), [],
+                 "the Parquet file holds no rows", id="parquet_no_rows"),
+    pytest.param("unanswered.jsonl", b'{"problem": "1 + 1?", "answer": null}\n{"problem": "", "answer": "2"}\n', [],
+                 "none of its 2 rows holds both a problem and an answer (columns 'problem' and 'answer')",
+                 id="jsonl_no_usable_row"),
+    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
+                 "none of its 1 rows holds both a problem and an answer (columns 'q' (read as problem) and 'sol' "
+                 "(read as answer))", id="csv_mapped_columns_empty"),
+    pytest.param("qa.jsonl", QA, ["--column_mapping", '{"question": "problem"}'], "--column_mapping names "
+                 "['question'], which are not columns of the file; its columns are ['problem', 'answer'].",
+                 id="column_mapping_names_a_missing_column"),
+    pytest.param("folder.jsonl/", None, [], "is a folder: name a .jsonl/.json/.parquet/.csv file", id="a_folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, content, flags, message", DATA_FILE_CASES)
+def test_a_data_file_that_cannot_be_loaded_is_one_line(no_model_loads, capsys, name, content, flags, message):
+    path = no_model_loads / name
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path), *flags])
+    assert line.startswith(f"--dataset_name {path}") and message in line, line
+
+
+@ROOT_READS_ALL
+def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):
+    path = no_model_loads / "secret.jsonl"
+    path.write_bytes(QA * 16)
+    path.chmod(0)
+    line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path)])
+    assert line == f"--dataset_name {path}: the file cannot be read (Permission denied): check its permissions " \
+        "(chmod u+r) or pass another file."  # fmt: skip
+
+
+def test_usable_data_files_pass_the_check(tmp_path):
+    """The check refuses nothing the loader reads: JSON Lines, a JSON array, CSV with quoted line breaks, Parquet,
+    and columns renamed by a mapping."""
+    from up_trl.data import load_math_dataset
+    from up_trl.data.files import check_data_file
+
+    files = {
+        "a.jsonl": QA * 3 + b"\n",
+        "a.json": b'[{"problem": "1 + 1?", "answer": "2"}]',
+        "lines.json": QA * 2,
+        "a.csv": b'problem,answer\n"1 +\n1?",2\n',
+        "a.parquet": _parquet({"problem": ["1 + 1?"], "answer": ["2"]}),
+    }
+    for name, content in files.items():
+        (tmp_path / name).write_bytes(content)
+        check_data_file(tmp_path / name)
+        assert len(load_math_dataset(str(tmp_path / name))) >= 1, name
+    (tmp_path / "qa.csv").write_bytes(b"q,sol\n1 + 1?,2\n")
+    check_data_file(tmp_path / "qa.csv", {"q": "problem", "sol": "answer"})
+
+
+RECIPE_FILE_CASES = [
+    pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is not a YAML text file (byte 0x89 at offset 0 is binary, "
+                 "or not UTF-8)", id="binary"),
+    pytest.param("learning_rate: 1e-5  # caf\xe9\n".encode("latin-1"), "is not a YAML text file (byte 0xe9 at offset "
+                 "26 is binary, or not UTF-8)", id="latin1"),
+    pytest.param(b"learning_rate: 1e-5\x00\n", "is not a YAML text file (byte 0x00 at offset 19", id="nul_byte"),
+    pytest.param(b"learning_rate: \x07\n", "is not valid YAML: unacceptable character #x0007", id="control_char"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("content, message", RECIPE_FILE_CASES)
+def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, content, message):
+    recipe = no_model_loads / "recipe.yaml"
+    recipe.write_bytes(content)
+    line = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    assert line.startswith(f"recipe {recipe} ") and message in line, line
+
+
+# (what the folder holds: file name -> bytes; the line's end after "FLAG bad"), for train and for eval
+QWEN2, WEIGHTS = b'{"model_type": "qwen2"}', b"\x00" * 8
+MODEL_FOLDER_CASES = [
+    pytest.param({"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS},
+                 ": its config.json is not JSON (Expecting property name enclosed in double quotes at line 1, column "
+                 "24): the save was cut short", id="config_cut"),
+    pytest.param({"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS},
+                 ": its config.json is not JSON (binary bytes, not UTF-8 text)", id="config_binary"),
+    pytest.param({"config.json": b"[1]", "model.safetensors": WEIGHTS}, ": its config.json is not a JSON object",
+                 id="config_not_object"),
+    pytest.param({"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
+                 ": its config.json says model_type 'qwen9', which transformers", id="unknown_model_type"),
+    pytest.param({"config.json": b'{"hidden_size": 8}', "model.safetensors": WEIGHTS},
+                 ": its config.json names no model_type", id="no_model_type"),
+    pytest.param({"config.json": QWEN2}, " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf "
+                 "file, nor a sharded index): the save did not finish; save the model again", id="no_weights"),
+    pytest.param({"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
+                 " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
+                 "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
+                 id="no_weights_a_checkpoint"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+@pytest.mark.parametrize("files, message", MODEL_FOLDER_CASES)
+def test_a_model_folder_that_cannot_load_is_one_line(no_model_loads, capsys, files, message, command):
+    for name, content in files.items():
+        (no_model_loads / "bad" / name).parent.mkdir(parents=True, exist_ok=True)
+        (no_model_loads / "bad" / name).write_bytes(content)
+    flag = "--model_name_or_path" if command == "train" else "--model"
+    argv = [*TINY, "--output_dir", str(no_model_loads / "out")] if command == "train" else []
+    line = one_line(capsys, [*argv, flag, "bad"], command=command)  # relative: no model name in the path
+    assert line.startswith(f"{flag} bad{message.format(flag=flag)}"), line
+
+
+def test_model_folders_that_load_pass_the_check(tmp_path):
+    from up_trl.data.model_source import check_model_type, locate_model
+
+    for name, files in {
+        "sharded": {"config.json": QWEN2, "model.safetensors.index.json": b"{}"},
+        "gguf": {"config.json": QWEN2, "model.gguf": WEIGHTS},
+        "adapter": {"adapter_config.json": b"{}", "adapter_model.safetensors": WEIGHTS},
+        "remote": {"config.json": b'{"model_type": "mine", "auto_map": {}}', "pytorch_model.bin": WEIGHTS},
+    }.items():
+        for file, content in files.items():
+            (tmp_path / name).mkdir(exist_ok=True)
+            (tmp_path / name / file).write_bytes(content)
+        check_model_type(locate_model(str(tmp_path / name)), "--model")
+
+
+OUTPUT_FOLDER_CASES = [
+    pytest.param("afile/out", "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
+                 id="under_a_file"),
+    pytest.param("afile", "is a file: name a folder (it is created if missing).", id="a_file"),
+    pytest.param("x" * 300 + "/out", "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
+                 "this file system allows 255; choose a shorter name.", id="name_too_long"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+@pytest.mark.parametrize("out, message", OUTPUT_FOLDER_CASES)
+def test_an_output_folder_that_cannot_be_made_is_one_line(no_model_loads, capsys, out, message, command):
+    tmp = no_model_loads
+    (tmp / "afile").write_text("")
+    argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
+    line = one_line(capsys, [*argv, "--output_dir", out], command=command)
+    assert line == f"--output_dir {out} {message.format(tmp=tmp)}", line
+    assert sorted(p.name for p in tmp.iterdir()) == ["afile", "outputs"]  # nothing created
+
+
+@ROOT_READS_ALL
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_an_output_folder_in_a_read_only_place_is_one_line(no_model_loads, capsys, command):
+    (no_model_loads / "locked").mkdir(mode=0o555)
+    argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
+    line = one_line(capsys, [*argv, "--output_dir", "locked/out"], command=command)
+    assert line == (f"--output_dir locked/out cannot be created: {no_model_loads}/locked is not writable (a read-only "
+                    "place, or another user's); name a folder you can write to.")  # fmt: skip
+
+
+def test_folders_a_refused_run_created_are_removed(no_model_loads, capsys):
+    """The lock creates --output_dir (parents too); a usage error after it removes what it created, when empty."""
+    out = no_model_loads / "new" / "deeper" / "out"
+    line = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    assert line.startswith(f"--resume_from_checkpoint true: no checkpoint-<step> folder in {out}"), line
+    assert not (no_model_loads / "new").exists()
+
+
+# --- What still escapes a library: one line at the CLI's edge, the traceback with UP_TRL_DEBUG=1 ------------------
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom:\n  in the library")
+
+
+@pytest.mark.parametrize("command", ["train", "eval"])
+def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
+    no_model_loads, capsys, monkeypatch, command
+):
+    import up_trl.cli.checks
+    import up_trl.evaluation.evaluate
+
+    monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
+    if command == "train":
+        monkeypatch.setattr(up_trl.cli.checks, "check_inputs", _boom)
+        argv = [*TINY, "--output_dir", str(no_model_loads / "out")]
+    else:
+        monkeypatch.setattr(up_trl.evaluation.evaluate, "benchmark_sets", _boom)
+        argv = ["--model", "outputs/quickstart"]
+    line = one_line(capsys, argv, command=command, code=1)
+    assert line == "RuntimeError: boom: in the library (set UP_TRL_DEBUG=1 to see the traceback)"
+
+    from up_trl.cli import main
+
+    monkeypatch.setenv("UP_TRL_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="boom"):
+        main([command, *argv])
+
+
+def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads, monkeypatch):
+    """`no_model_loads` raises a BaseException: the CLI's catch-all of Exception lets it through."""
+    import up_trl.data.models
+    from up_trl.cli import main
+
+    monkeypatch.setattr("up_trl.cli.checks.check_inputs", lambda *a: up_trl.data.models.smollm2_path())
+    with pytest.raises(ModelLoaded):
+        main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])

@@ -375,6 +375,22 @@ commands:
 `up-trl <command> --help` lists the main options (`up-trl train --help-all`: every one)."""
 
 
+DEBUG_ENV = "UP_TRL_DEBUG"  # set to 1: an unexpected error is raised with its traceback, not summed up in one line
+
+
+def unexpected_error(command: str, error: Exception) -> int:
+    """An exception no check caught (a library's own, mid-run): one line naming its type and message and how to see
+    the traceback; exit status 1. With UP_TRL_DEBUG=1 it is raised again, traceback and all."""
+    if _env_true(DEBUG_ENV):
+        raise error
+    message = " ".join(str(error).split())
+    message = message if len(message) <= 500 else message[:500] + " ..."
+    kind = type(error).__qualname__
+    print(f"up-trl {command}: error: {kind}{': ' + message if message else ''} (set {DEBUG_ENV}=1 to see the "
+          "traceback)", file=sys.stderr, flush=True)  # fmt: skip
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -405,12 +421,17 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exception(crash.__cause__)
             print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
             return 1
+        except Exception as error:  # what still escapes a library: one line, the traceback on request
+            return unexpected_error("train", error)
         return 0
     if command == "eval":
         from ..evaluation.evaluate import main as eval_main
 
         silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too
-        return eval_main(rest)
+        try:
+            return eval_main(rest)
+        except Exception as error:
+            return unexpected_error("eval", error)
     if command == "recipes":
         print_recipes()
         return 0

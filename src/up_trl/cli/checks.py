@@ -8,8 +8,9 @@ Three stages, in the order `cli.train` runs them:
 2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
    (`cli.rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
    batch divisibility, UP's own settings, `--save_steps`;
-3. what the settings point at (`check_inputs`): the reward names, the dataset, the model folder or Hub id, the
-   output folder and the checkpoint to resume from.
+3. what the settings point at (`check_inputs`): the reward names, the dataset (a data file opened and read:
+   `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
+   Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
 
 A ValueError TRL's config still raises while it is built becomes a UsageError too (`cli.parse_train_args`).
 """
@@ -32,12 +33,26 @@ def read_recipe(path: str) -> dict:
     import yaml
 
     try:
-        with open(path) as f:
-            recipe = yaml.safe_load(f)
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         raise RecipeNotFoundError(
             f"--config {path}: no such file (`up-trl recipes` lists the packaged recipes)."
         ) from None
+    except IsADirectoryError:
+        raise UsageError(f"--config {path} is a folder: name a YAML recipe file, or a packaged recipe.") from None
+    except OSError as error:
+        raise UsageError(f"--config {path} cannot be read ({error.strerror}): check its permissions.") from None
+    try:  # a binary file (NUL bytes) or another encoding: not YAML text
+        text, bad = data.decode("utf-8-sig"), data.find(b"\x00")
+    except UnicodeDecodeError as error:
+        text, bad = "", error.start
+    if bad >= 0:
+        raise UsageError(
+            f"recipe {path} is not a YAML text file (byte 0x{data[bad]:02x} at offset {bad} is binary, or not "
+            "UTF-8): a recipe is UTF-8 text, option names and values (`up-trl recipes` lists examples)."
+        )
+    try:
+        recipe = yaml.safe_load(text)
     except yaml.YAMLError as error:
 
         def at(mark) -> str:
@@ -236,20 +251,22 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
     "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
     mapping, "notes": lines to print (the incomplete checkpoints a resume skipped), "lock": the output folder's
     `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}."""
-    from ..data.model_source import ModelNotFoundError, locate_model
+    from ..data.model_source import ModelNotFoundError, check_model_type, locate_model
     from ..run.folder import check_output_dir, resolve_resume
     from ..run.lock import RunLock, lock_output_dir
 
     check_reward_names(script_args.reward_funcs)
-    check_dataset_name(script_args.dataset_name)
-    check_extras(getattr(training_args, "use_vllm", False), training_args.deepspeed)
     column_mapping = parse_column_mapping(script_args.column_mapping)
+    check_dataset_name(script_args.dataset_name, column_mapping)
+    check_extras(getattr(training_args, "use_vllm", False), training_args.deepspeed)
     out = training_args.output_dir
+    check_output_folder(out)
     model = model_args.model_name_or_path
     lock = RunLock(Path(out), None, created=False)
     try:
         if model is not None:
             model = locate_model(model, "--model_name_or_path", near=[Path(out).parent, "outputs"])
+            check_model_type(model, "--model_name_or_path")  # transformers is imported by now
         if os.environ.get("RANK", "0") == "0":  # one process takes it (every process of a launch shares the folder)
             lock = lock_output_dir(out)
         notes: list[str] = []
@@ -290,15 +307,25 @@ def check_reward_names(names: Iterable[str]) -> None:
             )
 
 
-def check_dataset_name(name: str) -> None:
-    """A data file that does not exist (with the closest files beside it), or a name that is no dataset."""
+def check_dataset_name(name: str, column_mapping: dict[str, str] | None = None) -> None:
+    """A data file that does not exist (with the closest files beside it), that cannot be loaded as it is (empty,
+    unreadable, not its extension's format, no usable row: `data.files.check_data_file`), or a name that is no
+    dataset."""
     from ..data import DATASETS, FILE_BUILDERS
 
     path = Path(os.path.expanduser(name))
     if path.suffix.lower() in FILE_BUILDERS:
+        if path.is_dir():
+            raise UsageError(f"--dataset_name {name} is a folder: name a {'/'.join(FILE_BUILDERS)} file.")
         if not path.is_file():
             siblings = [p.name for p in path.parent.glob(f"*{path.suffix}")] if path.parent.is_dir() else []
             raise UsageError(f"--dataset_name {name}: no such file{closest_names(path.name, siblings)}.")
+        from ..data.files import DataFileError, check_data_file
+
+        try:
+            check_data_file(path, column_mapping)
+        except DataFileError as error:
+            raise UsageError(f"--dataset_name {name}: {error}") from None
         return
     if name.lower() in DATASETS:
         return
@@ -310,6 +337,44 @@ def check_dataset_name(name: str) -> None:
         f"--dataset_name {name} {what}{closest_names(name.lower(), DATASETS)}: use one of {', '.join(DATASETS)} "
         f"or a {files} file."
     )
+
+
+def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
+    """An output folder that cannot be made or written, found without creating anything: a file, under a file, a
+    name longer than its file system allows, or in a place that is not writable. (`run.lock.lock_output_dir` then
+    creates it, and removes what it created when the run stops before writing anything.)"""
+    import stat
+
+    def mode(path: Path) -> int | None:  # None: nothing there (or a name too long to look up)
+        try:
+            return path.stat().st_mode
+        except OSError:
+            return None
+
+    folder = Path(os.path.expanduser(str(output_dir)))
+    if stat.S_ISREG(mode(folder) or 0):
+        raise UsageError(f"{flag} {output_dir} is a file: name a folder (it is created if missing).")
+    existing = folder.absolute()
+    while mode(existing) is None and existing != existing.parent:
+        existing = existing.parent
+    if not stat.S_ISDIR(mode(existing) or 0):
+        raise UsageError(f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder "
+                         "elsewhere.")  # fmt: skip
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not POSIX, or not said
+        name_max = None
+    new_parts = folder.absolute().relative_to(existing).parts
+    for part in new_parts:
+        if name_max and len(os.fsencode(part)) > name_max:
+            raise UsageError(
+                f"{flag} {output_dir} cannot be created: the name {part[:24]}... is {len(os.fsencode(part))} bytes "
+                f"long, and this file system allows {name_max}; choose a shorter name."
+            )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "the folder is not writable" if not new_parts else f"{existing} is not writable"
+        raise UsageError(f"{flag} {output_dir} cannot be {'written' if not new_parts else 'created'}: {where} (a "
+                         "read-only place, or another user's); name a folder you can write to.")  # fmt: skip
 
 
 def parse_column_mapping(text: str | None) -> dict[str, str] | None:

@@ -209,7 +209,7 @@ def checked_train_args(argv: list[str], parser_for=None):
 def precheck_train_args(argv: list[str]) -> None:
     """`checked_train_args` on the stand-in parser (`options`): a usage error before torch, TRL or transformers is
     imported. Does nothing when the written options are not current (the real parser checks the same later)."""
-    from .checks import check_dataset_name, check_extras, check_reward_names, parse_column_mapping
+    from .checks import check_dataset_name, check_extras, check_output_folder, check_reward_names, parse_column_mapping
     from .options import current, stand_in_parser
 
     if current() is None:
@@ -219,9 +219,10 @@ def precheck_train_args(argv: list[str]) -> None:
     )
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
-    check_dataset_name(values["dataset_name"])
+    check_dataset_name(values["dataset_name"], parse_column_mapping(values["column_mapping"]))  # the file read too
     check_extras(values.get("use_vllm", False), values.get("deepspeed"))
-    parse_column_mapping(values["column_mapping"])
+    if values.get("output_dir"):
+        check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
     model = values.get("model_name_or_path")
     if model is None:  # the offline default: its wheel and `gguf` installed (the extra `offline`)
         from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached

@@ -1,8 +1,9 @@
 r"""Data and models: math prompts for GRPO (TRL conversational prompts plus a `solution` column with the gold
 answer), and the models a run starts from.
 
-The package: the loaders here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
-messages), `models` (the offline SmolLM2 model, tiny models built in code), `model_source` (checking a `--model`).
+The package: the loaders here; `files` (a local data file checked before it is loaded), `arithmetic` (generated
+problems), `prompts` (the system prompt and one prompt's messages), `models` (the offline SmolLM2 model, tiny models
+built in code), `model_source` (checking a `--model`).
 
 Every loader returns a `datasets.Dataset` with
 
@@ -265,12 +266,7 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
     problem_column = next((c for c in PROBLEM_COLUMNS if c in dataset.column_names), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in dataset.column_names), None)
     if problem_column is None or answer_column is None:
-        mapping = json.dumps(suggest_column_mapping(dataset.column_names, problem_column, answer_column))
-        raise DataError(
-            f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
-            f"found {dataset.column_names}. Map yours with --column_mapping '{mapping}' (in Python: "
-            f"column_mapping={mapping})."
-        )
+        raise DataError(columns_message(dataset.column_names, problem_column, answer_column))
 
     def convert(example: dict) -> dict:
         problem = example[problem_column]
@@ -290,6 +286,15 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
     dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
     dataset = dataset.select_columns(["prompt", "solution", *keep])
     return dataset.filter(lambda solution: solution != "", input_columns="solution")
+
+
+def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
+    """What to do when the problem or the answer column is missing: the columns found, and a `column_mapping`."""
+    mapping = json.dumps(suggest_column_mapping(columns, problem, answer))
+    return (
+        f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
+        f"found {list(columns)}. Map yours with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
+    )
 
 
 def suggest_column_mapping(columns: Sequence[str], problem: str | None, answer: str | None) -> dict[str, str]:

@@ -8,11 +8,14 @@ error, or 28 s of retries and a connection error).
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 MODEL_FILES = ("config.json", "adapter_config.json")  # a full model, or a PEFT adapter on top of its base
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf")
+NOT_WEIGHTS = frozenset({"training_args.bin", "optimizer.pt", "optimizer.bin", "scheduler.pt", "scaler.pt"})
 
 
 class ModelNotFoundError(ValueError):
@@ -104,13 +107,64 @@ def checkpoints_in(folder: str | os.PathLike) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[-1]))
 
 
+def model_weights(path: Path) -> list[Path]:
+    """The weight files in a model folder: `*.safetensors`, `*.bin`, `*.pt`, `*.gguf`, or a sharded index
+    (`*.index.json`), other than the training state a checkpoint holds beside them (`NOT_WEIGHTS`)."""
+    return [
+        p
+        for p in path.iterdir()
+        if p.is_file()
+        and (p.suffix in WEIGHT_SUFFIXES or p.name.endswith(".index.json"))
+        and p.name not in NOT_WEIGHTS
+        and not p.name.startswith("rollout_buffer_rank")
+    ]
+
+
+def read_model_config(path: Path, flag: str, name: str = "config.json") -> dict:
+    """The folder's `config.json` as a dict, or a ModelNotFoundError saying it is not JSON (where) or not an object."""
+    try:
+        config = json.loads((path / name).read_bytes())
+    except OSError as error:
+        raise ModelNotFoundError(f"{flag} {path}: its {name} cannot be read ({error.strerror}).") from None
+    except json.JSONDecodeError as error:
+        raise ModelNotFoundError(_not_json(path, flag, name, f"{error.msg} at line {error.lineno}, column "
+                                                             f"{error.colno}")) from None  # fmt: skip
+    except UnicodeDecodeError:
+        raise ModelNotFoundError(_not_json(path, flag, name, "binary bytes, not UTF-8 text")) from None
+    if not isinstance(config, dict):
+        raise ModelNotFoundError(f"{flag} {path}: its {name} is not a JSON object of settings: save the model again.")
+    return config
+
+
+def _not_json(path: Path, flag: str, name: str, where: str) -> str:
+    return (
+        f"{flag} {path}: its {name} is not JSON ({where}): the save was cut short or the file was replaced; save "
+        "the model again (save_pretrained), or pass another folder."
+    )
+
+
 def check_model_folder(path: Path, flag: str) -> None:
-    """Raise a ModelNotFoundError when the existing `path` holds no model, naming its latest checkpoint if any."""
+    """Raise a ModelNotFoundError when the existing `path` holds no model (naming its latest checkpoint if any), its
+    `config.json` is not JSON, or it holds no weights. Reads files only: no transformers import (`check_model_type`
+    asks transformers, later)."""
     if path.is_file():
         raise ModelNotFoundError(f"{flag} {path} is a file, not a model folder (one with a config.json).")
-    if any((path / name).is_file() for name in MODEL_FILES):
-        return
     checkpoints = checkpoints_in(path)
+    if any((path / name).is_file() for name in MODEL_FILES):
+        for name in MODEL_FILES:
+            if (path / name).is_file():
+                read_model_config(path, flag, name)
+        if model_weights(path):
+            return
+        instead = (
+            f"pass {flag} {checkpoints[-1]} (its latest checkpoint)"
+            if checkpoints
+            else "save the model again, or pass a folder that holds them"
+        )
+        raise ModelNotFoundError(
+            f"{flag} {path} holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a "
+            f"sharded index): the save did not finish; {instead}."
+        )
     if checkpoints:
         raise ModelNotFoundError(
             f"{flag} {path} holds no final model (the run stopped before saving one), only checkpoints: pass "
@@ -118,6 +172,38 @@ def check_model_folder(path: Path, flag: str) -> None:
             "--resume_from_checkpoint true`."
         )
     raise ModelNotFoundError(f"{flag} {path} is a folder but holds no model (no config.json in it).")
+
+
+def check_model_type(model: str, flag: str) -> None:
+    """A local model folder whose `config.json` names a `model_type` the installed transformers does not know (a
+    newer architecture, or a misspelling), as `AutoConfig` would refuse it after the imports. A config with
+    `auto_map` (its own code, `trust_remote_code`) and a Hub id are left to transformers. Imports transformers."""
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        return  # a Hub id, or a PEFT adapter (its base is checked when it loads)
+    config = read_model_config(path, flag)
+    if "auto_map" in config:
+        return
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = config.get("model_type")
+    if model_type is None:
+        if any(name in str(path) for name in CONFIG_MAPPING):  # AutoConfig's fallback: a known name in the path
+            return
+        raise ModelNotFoundError(
+            f"{flag} {path}: its config.json names no model_type, so transformers cannot tell which model it is: "
+            "save the model again (save_pretrained writes it), or add its model_type."
+        )
+    if model_type in CONFIG_MAPPING:
+        return
+    close = difflib.get_close_matches(str(model_type), list(CONFIG_MAPPING), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise ModelNotFoundError(
+        f"{flag} {path}: its config.json says model_type {model_type!r}, which transformers "
+        f"{transformers.__version__} does not know{hint}: upgrade transformers if the model is newer, or fix the "
+        "model_type."
+    )
 
 
 def hub_model_available(repo_id: str) -> bool:

@@ -269,12 +269,13 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist or holds no model, a
+    """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist, holds no model or no
+    weights, or whose config transformers cannot read, an output folder that is a file or cannot be written, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
-    from ..cli.checks import Settings, flags_given
+    from ..cli.checks import Settings, check_output_folder, flags_given
     from ..cli.rules import check_ranges
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
-    from ..data.model_source import locate_model
+    from ..data.model_source import check_model_type, locate_model
     from ..data.models import OfflineModelMissingError
     from ..extras import missing
     from .base import choose_base, score_base
@@ -287,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.backend == "vllm" and missing("vllm"):
             raise ValueError(f"--backend vllm: {missing('vllm')}")
         notes = resolve_defaults(args)
+        check_output_folder(args.output_dir)  # a file, or a place that cannot be written: before any model loads
         args.model = locate_model(args.model, "--model", near=["outputs"])
+        check_model_type(args.model, "--model")
         base, base_note = choose_base(args)
         sets = benchmark_sets(args.benchmarks, args, system_prompt_from_flag(args.system_prompt))
     except (ValueError, DataError, HubUnavailableError, OfflineModelMissingError) as error:  # incl. ModelNotFoundError

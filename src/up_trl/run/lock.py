@@ -4,8 +4,8 @@ The lock is an `fcntl.flock` on `<output_dir>/.up_trl.lock`, which holds the pid
 kernel lets one process hold it at a time (two runs started at the same instant: one gets it, the other is refused)
 and drops it when that process dies, however it dies: a lock file left by a dead process is stale by construction,
 and the pid it names is checked to say so. A second run into a locked folder is refused in one line naming the
-first run's pid. Released (the file removed, and the folder too when the run created it and left nothing else) when
-the run ends.
+first run's pid. Released (the file removed, and the folders too that the run created, parents included, when it
+left nothing in them) when the run ends, or when taking it fails.
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ class RunLock:
     """The lock a run holds on its output folder; `release()` when the run ends. `stale_pid`: the pid of a dead run
     whose lock file this one took over (None when there was none)."""
 
-    def __init__(self, folder: Path, fd: int | None, created: bool, stale_pid: int | None = None):
+    def __init__(self, folder: Path, fd: int | None, created: bool, stale_pid: int | None = None, made=()):
         self.folder, self.fd, self.created, self.stale_pid = folder, fd, created, stale_pid
+        self.made = list(made) or ([folder] if created else [])  # the folders it created, deepest first
 
     def release(self) -> None:
         if self.fd is None:
@@ -51,11 +52,16 @@ class RunLock:
         finally:
             os.close(self.fd)
             self.fd = None
-        if self.created:
-            try:
-                self.folder.rmdir()  # only when empty: the run stopped before writing anything
-            except OSError:
-                pass
+        remove_made(self.made)
+
+
+def remove_made(folders: list[Path]) -> None:
+    """Remove the folders a run created (deepest first), each only when empty: the run stopped before writing."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
@@ -70,9 +76,11 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--output_dir {output_dir} is a file: name a folder (it is created if missing).")
     created = not folder.exists()
+    made = [p for p in [folder, *folder.parents] if not p.exists()] if created else []  # deepest first
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
+        remove_made(made)
         raise ValueError(
             f"--output_dir {output_dir} cannot be created ({error.strerror}): name a folder you can write to."
         ) from None
@@ -81,6 +89,7 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as error:
+            remove_made(made)
             raise ValueError(
                 f"--output_dir {output_dir} cannot be written ({error.strerror}): name a folder you can write to."
             ) from None
@@ -110,4 +119,4 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
     stale = previous if previous is not None and previous != os.getpid() and not pid_alive(previous) else None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return RunLock(folder, fd, created, stale)
+    return RunLock(folder, fd, created, stale, made)

@@ -228,7 +228,7 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, ob
     assert steps[-1]["up/positive_abs_log_ratio_mean"] > 0  # step 2 trains on samples older than its weights
     card = (out / "README.md").read_text()
     assert f"fine-tuned with **{objective}** on the bundled `arithmetic` task" in card
-    assert f"`{cls}` of [up-trl]" in card and "Rewards: `math_accuracy_reward`, `length_reward`" in card
+    assert f"`{cls}` of up-trl" in card and "Rewards: `math_accuracy_reward`, `length_reward`" in card
     assert "| loss_type |" not in card and card.count("@article{up2026") == 1
     assert ("| max_staleness | 4 |" in card) == (trainer == "async_grpo")
 

@@ -306,6 +306,7 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
         "seconds": round(seconds, 1),
         "commit": settings.get("commit"),
     }
+    record["beta"] = config.beta  # the warning watches the dead state only with beta = 0
     record.update(judge(trainer.state.log_history, settings["max_steps"], accuracy_key=TOY_ACCURACY))
     record["warning"] = warning.rule.fired and list(warning.rule.fired[:2])  # what the live callback said, if anything
     return record
@@ -429,6 +430,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--tail_length", type=int, default=None, help="stress task: tail tokens (exploration)")
     parser.add_argument("--tail_noise", type=float, default=None, help="stress task: rare-token rate (exploration)")
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
+    parser.add_argument("--model_from_path", action="store_true",
+                        help="every arm loads the warm start from a saved folder (needed for beta > 0; the safe_* "
+                        "settings always do)")  # fmt: skip
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
     parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
     parser.add_argument("--output_dir", default="outputs/collapse")
@@ -440,6 +444,7 @@ def main(argv=None) -> dict:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings = {**setting, "max_steps": args.max_steps or setting["max_steps"], "learning_rate": args.learning_rate}
+    settings["model_from_path"] = settings.get("model_from_path") or args.model_from_path
     for key in ("tail_length", "tail_noise"):
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
@@ -456,6 +461,8 @@ def main(argv=None) -> dict:
     partial, runs = open_partial(out, args.resume or args.report_only)
     if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results only
         runs = read_report(out)["runs"]
+    for run in runs:  # records from before runs kept their beta: the config's
+        run.setdefault("beta", CONFIGS[run["config"]].get("beta", 0.0))
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
     jobs = [] if args.report_only else [j for j in jobs if j not in done]
     machine = describe_machine(args.workers)

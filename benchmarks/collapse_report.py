@@ -11,12 +11,12 @@ from pathlib import Path
 from bench import mean_std
 
 
-def replay_warning(logs: list[dict]) -> list | None:
+def replay_warning(logs: list[dict], beta: float = 0.0) -> list | None:
     """[step, kind] where the early warning's rule (`collapse_warning.CollapseRule`, default settings) fires on these
     logs, or None: what the live callback (on by default) said, reconstructed from the logged metrics."""
     from up_trl.run.collapse_warning import CollapseRule
 
-    rule = CollapseRule()
+    rule = CollapseRule(dead_state=not beta)  # as the callback: the dead state is watched only with beta = 0
     for log in logs:
         if not any(key.startswith("eval_") for key in log):
             rule.update(log["step"], log)
@@ -118,7 +118,7 @@ def distinct_failures(runs: list[dict]) -> list[dict]:
             "seed": run["seed"], "level": run["level"], "family": family, "configs": [],
             "collapsed": run["collapsed"], "runaway": run["runaway"], "dead_state_at": None})  # fmt: skip
         group["configs"].append(run["config"])
-        rule = CollapseRule()
+        rule = CollapseRule(dead_state=not run.get("beta"))
         for log in curve_logs(run):
             rule.update(log["step"], log)
         if rule.fired and rule.fired[1] == "dead state":
@@ -143,7 +143,7 @@ def warning_report(runs: list[dict], **rule_settings) -> dict:
 
     rows, alarms, healthy = [], [], 0
     for run in runs:
-        rule = CollapseRule(**rule_settings)
+        rule = CollapseRule(**{"dead_state": not run.get("beta"), **rule_settings})
         for log in curve_logs(run):
             rule.update(log["step"], log)
         fired = rule.fired and rule.fired[0]
@@ -184,7 +184,8 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
                    "collapsed": sum(r["collapsed"] for r in mine.values()),
                    "runaway": sum(r["runaway"] for r in mine.values()),
                    "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
-                   "warned": sum(replay_warning(curve_logs(r)) is not None for r in mine.values()),
+                   "warned": sum(replay_warning(curve_logs(r), r.get("beta", 0.0)) is not None
+                             for r in mine.values()),
                    "final_accuracy_mean": acc[0], "final_accuracy_std": acc[1],
                    "final_entropy_mean": ent[0], "final_entropy_std": ent[1]}  # fmt: skip
             family = name.split(" + ")[0].removeprefix("UP-")

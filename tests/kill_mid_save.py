@@ -14,8 +14,8 @@ def main() -> int:
     import transformers.modeling_utils
     from transformers import TrainerState
 
-    from up_trl.run import checkpoint_complete
     from up_trl.cli import main as up_trl
+    from up_trl.run import checkpoint_complete
 
     piece, folder, argv = sys.argv[1], f"checkpoint-{sys.argv[2]}", sys.argv[3:]
 

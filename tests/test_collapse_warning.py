@@ -192,3 +192,21 @@ def test_dead_state_line_names_its_own_advice_and_stops_when_asked(stop, caplog)
     assert len(lines) == 1 and "dead state at step 9" in lines[0] and "every advantage is 0" in lines[0]
     assert "beta=0.05" in lines[0] and "up_positive_min_prob" not in lines[0]  # the other failure's advice
     assert [i + 1 for i, c in enumerate(controls) if c.should_training_stop] == ([9] if stop else [])
+
+
+def test_dead_state_is_watched_only_without_a_kl():
+    """With beta > 0 a KL to the reference still has a gradient when every advantage is 0 (the collapse study's
+    seed-4 runs with beta recovered): the callback does not call that state dead, nor stop the run for it."""
+    logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
+    assert _feed_logs(CollapseRule(dead_state=False), logs) is None
+    for beta, stops in ((0.0, [9]), (0.05, [])):
+        callback = CollapseWarningCallback(stop_on_collapse=True)
+        args = TrainingArguments(output_dir="unused", report_to="none")
+        args.beta = beta  # a GRPOConfig's field
+        callback.on_train_begin(args, TrainerState(), TrainerControl())
+        controls = []
+        state = TrainerState()
+        for step, log in enumerate(logs, start=1):
+            state.global_step = step
+            controls.append(callback.on_log(args, state, TrainerControl(), logs=log))
+        assert [i + 1 for i, c in enumerate(controls) if c.should_training_stop] == stops

@@ -23,14 +23,16 @@ The rule (chosen on recorded runs and tested on others: docs/collapse.md). Over 
                        (a shock left the policy near uniform with no right answer: every advantage is 0, and with
                        beta = 0 so is the gradient; no update can leave this state)
 
-The dead state fires at the log where it happens. The other two conditions must hold at every log for `patience_steps`
-optimizer steps (default 25) before the warning fires, so that a passing swing does not; each is checked once 2 *
-`window` values of its metric are in (the baseline and the current window do not overlap; a run with fewer than 6
-rollout batches logged is watched for entropy only). It fires once, logs one warning line that says what is happening
-and what to try, and, with `stop_on_collapse=True`, asks the Trainer to save a checkpoint and stop. It changes nothing
-else. Eval logs (`eval_*` keys) are ignored. The state is not saved with a checkpoint: after a resume the baselines
-restart (so a run resumed while already running away takes its high entropy as the start). A trainer that does not log
-`frac_reward_zero_std` (`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is watched for entropy only.
+The dead state fires at the log where it happens, and only with `beta = 0` (TRL's KL penalty): with a KL to the
+reference the gradient does not vanish with the advantages, and the collapse study saw such runs recover. The other two
+conditions must hold at every log for `patience_steps` optimizer steps (default 25) before the warning fires, so that a
+passing swing does not; each is checked once 2 * `window` values of its metric are in (the baseline and the current
+window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It fires once, logs
+one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`, asks the Trainer to
+save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored. The state is not saved with
+a checkpoint: after a resume the baselines restart (so a run resumed while already running away takes its high entropy
+as the start). A trainer that does not log `frac_reward_zero_std` (`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is
+watched for entropy only.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):
@@ -94,12 +96,14 @@ class CollapseRule:
         no_signal_frac: float = 0.9,
         patience_steps: int = 25,
         reward_window: int = 3,
+        dead_state: bool = True,
     ):
         if min(window, reward_window) < 1 or patience_steps < 0:
             raise ValueError(f"window={window} and reward_window={reward_window} must be at least 1, "
                              f"patience_steps={patience_steps} at least 0.")  # fmt: skip
         self.window, self.entropy_margin, self.patience_steps = window, entropy_margin, patience_steps
         self.reward_window = reward_window
+        self.dead_state = dead_state  # watched only where the state is dead: beta = 0 (a KL still has a gradient)
         self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
         self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
         self._since: dict[str, int | None] = {"entropy runaway": None, "reward collapse": None}
@@ -145,7 +149,7 @@ class CollapseRule:
                 values.append(float(value))
         if self.fired is not None:
             return None
-        if len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
+        if self.dead_state and len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
             self._rewards_seen = len(self.history["reward"])
             dead = self._dead_state()
             if dead is not None:
@@ -192,6 +196,11 @@ class CollapseWarningCallback(TrainerCallback):
         self.stop_on_collapse, self.advice, self.stop_flag = stop_on_collapse, advice, stop_flag
         self.dead_state_advice = dead_state_advice
         self.rule = CollapseRule(**rule_settings)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if getattr(args, "beta", 0.0):  # a KL to the reference still has a gradient there: the state is not dead
+            self.rule.dead_state = False
+        return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or any(key.startswith("eval_") for key in logs):

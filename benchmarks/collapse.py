@@ -110,6 +110,8 @@ from collapse_report import (  # (re-exported: the tests read collapse.warning_r
     write_report,
 )
 
+from up_trl.objective.guards import SAFE_UP
+
 FAMILIES = ("DAPO", "GRPO", "GSPO")
 # The candidate guards as run in the full runs (names "UP-<family> + <guard>"), one setting each, chosen on the pilot.
 GUARDS: dict[str, dict] = {
@@ -140,7 +142,9 @@ DEAD_STATE_CANDIDATES: dict[str, dict] = {
     "beta 0.01": dict(beta=0.01),
     "epsilon 0.1": dict(epsilon=0.1),  # a tighter clip-low: negatives stop moving at r < 0.9 instead of 0.8
 }
-SAFE = dict(up_positive_min_prob=0.05, beta=0.05)  # the rare clip (runaway) + a KL to the reference (dead state)
+SAFE = dict(
+    SAFE_UP
+)  # up_positive_min_prob=0.05 (the rare clip: runaway) + beta=0.05 (a KL to the reference: dead state)
 CONFIGS: dict[str, dict] = {}
 for family in FAMILIES:
     CONFIGS[family] = dict(se.CONFIGS[family])

@@ -12,6 +12,7 @@ import yaml
 
 from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
 from up_trl.cli.catalog import recipe_path
+from up_trl.objective.guards import SAFE_UP
 
 RECIPES = Path(recipe_path("quickstart")).parent  # the packaged recipes (up_trl/recipes)
 
@@ -55,7 +56,10 @@ def test_baseline_twins_differ_only_in_up_mode(name):
     base = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
     differ = {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)}
-    assert differ == {"up_mode", "output_dir"}
+    # "UP + safe" (docs/collapse.md) where the collapse study recommends it, with exactly its settings
+    safe = set(SAFE_UP) if name in ("dapo", "grpo") else set()
+    assert differ == {"up_mode", "output_dir"} | safe
+    assert {k: up[k] for k in safe} == {k: SAFE_UP[k] for k in safe}
 
 
 @pytest.mark.parametrize(

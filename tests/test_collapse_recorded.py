@@ -11,8 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# setting: (failing runs the rule misses, false alarms on healthy runs), as docs/collapse.md reports them.
-MEASURED = {"stress": (1, 2), "toy": (0, 10), "smollm2": (0, 0)}
+# setting: (failing runs the rule misses, false alarms on healthy runs), as docs/collapse.md reports them; the
+# fresh-seed runs (safe_*) and seed 4's counterfactuals too.
+MEASURED = {"stress": (1, 2), "toy": (0, 10), "smollm2": (0, 0), "safe_stress": (0, 3), "safe_toy": (2, 4),
+            "seed4": (0, 4)}  # fmt: skip
+FIRST_STUDY = ("stress", "toy", "smollm2")
 
 
 def _results(setting):
@@ -38,6 +41,23 @@ def test_warning_fires_on_failing_runs_and_not_on_healthy_ones(setting):
     misses, false_alarms = MEASURED[setting]
     assert report["failing_runs"] - report["warned"] == misses
     assert report["false_alarms"] == false_alarms
-    for row in report["per_failing_run"]:
+    for row in report["per_failing_run"] if setting in FIRST_STUDY else ():  # the fresh toy has 2 it misses
         if row["collapsed"] and row["accuracy_fell_at"] is not None:  # a task lost: warned, before the run ends
             assert row["warned_at"] is not None
+
+
+@pytest.mark.parametrize("setting", list(MEASURED))
+def test_distinct_failures_and_forecasts_are_what_the_curves_give(setting):
+    results = _results(setting)
+    assert collapse.distinct_failures(results["runs"]) == results["distinct_failures"]
+    assert collapse.forecast_report(results["runs"]) == results["forecast_report"]
+
+
+def test_the_dead_state_is_caught_at_its_step_and_safe_removes_it():
+    """Seed 4 at 4 updates per rollout batch (docs/collapse.md): plain UP dies at step 9 in both families, the warning
+    names the dead state there, and UP + safe (the rare clip and beta 0.05) ends healthy."""
+    runs = {run["config"]: run for run in _results("seed4")["runs"]}
+    for family in ("DAPO", "GRPO"):
+        assert runs[f"UP-{family}"]["collapsed"] and runs[f"UP-{family}"]["warning"] == [9, "dead state"]
+        safe = runs[f"UP-{family} + safe"]
+        assert not (safe["collapsed"] or safe["runaway"])

@@ -7,8 +7,9 @@ their pure tensor functions. None of them changes UP unless set; docs/collapse.m
     up_entropy_fallback_threshold  routed entries: the parent's clip while entropy > it  (`entropy_fallback_active`)
     up_positive_min_prob           positive entries with pi_old < it: the parent's clip  (`rare_mask`)
 
-The last is the one the collapse study found to remove the entropy runaway on its stress task; it did not meet the
-study's goal everywhere (docs/collapse.md), so no recipe switches it on.
+The last is the one the collapse study found to remove the entropy runaway; with TRL's `beta=0.05` (`SAFE_UP`) it met
+the study's goal for DAPO and GRPO on fresh seeds, and the up_dapo and up_grpo recipes switch both on
+(docs/collapse.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from dataclasses import dataclass, field
 import torch
 
 from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights, self_anchored_ratio
+
+# "UP + safe", the collapse study's recommendation for DAPO and GRPO (docs/collapse.md): the rare clip for the entropy
+# runaway and TRL's KL to the reference for the dead state. The up_dapo and up_grpo recipes set exactly these.
+SAFE_UP = {"up_positive_min_prob": 0.05, "beta": 0.05}
 
 GUARD_FIELDS = (
     "up_positive_log_ratio_bound",

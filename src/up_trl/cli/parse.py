@@ -23,7 +23,7 @@ from .rules import check_choices
 
 # The offline default run (`up-trl train` with no --config): the packaged recipe `quickstart`, read once, its only
 # source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5 one-digit products, so most groups
-# of 8 have a non-zero reward spread (docs/benchmarks/offline-default.md).
+# of 8 have a non-zero reward spread (docs/benchmarks/index.md, "The offline default run").
 OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
 
 

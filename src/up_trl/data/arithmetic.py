@@ -119,7 +119,7 @@ def arithmetic_dataset(
     With strict answer extraction, the offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens,
     temperature 1) is right on about one in five 1-digit x 1-digit products and most of its groups of 8 mix right
     and wrong answers, the signal GRPO learns from; on 1-digit x 2-digit products far fewer (measured with
-    benchmarks/learning_signal.py; docs/benchmarks/learning-signal.md).
+    benchmarks/learning_signal.py; docs/benchmarks/index.md, "Learning signal").
 
     `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` before each problem (after the system turn). With
     two, the same model is right on about one 2-digit sum in five (19.5% of 128 samples), against 1.6% without.

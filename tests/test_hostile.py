@@ -908,6 +908,27 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
     ], printed
 
 
+@pytest.mark.slow
+def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
+    """The warning's advice at a dead state (docs/collapse.md): resume from an earlier checkpoint with `--beta 0.05`.
+    The resume says so and trains with TRL's KL to the reference (loaded from the same model folder)."""
+    from up_trl.cli import main
+    from up_trl.data.models import save_tiny_model
+    from up_trl.run.plots import read_metrics
+
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
+            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--num_generations", "4",
+            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1", "--steps_per_generation", "2",
+            "--per_device_train_batch_size", "8", "--beta", "0"]  # fmt: skip
+    assert main(["train", *argv, "--max_steps", "1"]) == 0
+    capsys.readouterr()
+    assert main(["train", *argv, "--resume_from_checkpoint", "true", "--max_steps", "2", "--beta", "0.05"]) == 0
+    printed = capsys.readouterr().out
+    assert "up-trl: resuming checkpoint-1 with beta 0.05 (the run that saved it had 0" in printed, printed
+    assert [m["kl"] for m in read_metrics(out / "metrics.jsonl") if m.get("step") == 2 and "kl" in m]
+
+
 def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, capsys):
     out = no_model_loads / "out"
     _save_pieces(out / "checkpoint-1")

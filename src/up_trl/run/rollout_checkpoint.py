@@ -48,6 +48,10 @@ class RolloutCheckpointMixin:
 
     _rollout_window: tuple[int, int] = (-1, 0)  # (global_step, `_step` at the first micro-step of its window)
 
+    # Keys the parent's loss reads from a buffered batch when beta > 0 (GRPO: the reference log-probs, computed when
+    # the batch was generated); a batch saved by a run with beta = 0 lacks them.
+    rollout_keys_for_beta: tuple[str, ...] = ()
+
     def training_step(self, model, inputs, num_items_in_batch):
         if self.state.global_step != self._rollout_window[0]:  # the first micro-step of a new window
             self._rollout_window = (self.state.global_step, self._step)
@@ -82,3 +86,12 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
+        batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
+        missing = [k for k in self.rollout_keys_for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
+        if missing:  # resumed with beta > 0 from a run without a KL (the collapse warning's advice at a dead state)
+            self._buffered_inputs = None  # TRL generates a new batch at the next step, with the reference's log-probs
+            logger.warning(
+                f"{checkpoint}'s rollout batch was generated with beta=0 (no {', '.join(missing)}): beta is "
+                f"{self.beta} now, so the resumed run generates a new batch at its next step.",
+                main_process_only=True,
+            )

@@ -47,6 +47,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
     _tag_names = ["trl", "grpo", "up"]
     _name = "UP-GRPO"
     up_supported_guards = GUARD_FIELDS
+    rollout_keys_for_beta = ("ref_per_token_logps",)  # read by GRPO's loss when beta > 0 (`run.rollout_checkpoint`)
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args

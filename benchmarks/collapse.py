@@ -40,7 +40,8 @@ cause analysis, benchmarks/collapse_cause.py, run after the pilot, not from a pi
 Rules (fixed before the full runs). Final = mean over the logged values of the last 50 steps (SmolLM2: 8 steps);
 initial entropy = mean over the first 4 steps (the first rollout batch, where the arms barely differ).
 - collapsed: final true accuracy (SmolLM2: final training reward) < 0.05, or final entropy > 3.0 nats (the
-  vocabulary's uniform entropy is ln 104 = 4.64).
+  vocabulary's uniform entropy is ln 104 = 4.64; corrected after the runs: the vocabulary has 101 tokens,
+  ln 101 = 4.62).
 - entropy runaway: final entropy > initial entropy + 1.0 nat.
 - SmolLM2 also reports (not counted as collapse) final entropy < 0.1 nats: the "other way" of the public numbers.
 Goal (per guard): at every setting, level and family measured, the guard has no more collapsed runs and no more

@@ -18,7 +18,7 @@ def replay_warning(logs: list[dict], beta: float = 0.0) -> list | None:
     logs, or None: what the live callback (on by default) said, reconstructed from the logged metrics."""
     from up_trl.run.collapse_warning import CollapseRule
 
-    rule = CollapseRule(dead_state=not beta)  # as the callback: the dead state is watched only with beta = 0
+    rule = CollapseRule(beta=beta)  # as the callback: the dead state is watched only with beta = 0
     for log in logs:
         if not any(key.startswith("eval_") for key in log):
             rule.update(log["step"], log)
@@ -136,7 +136,7 @@ def distinct_failures(runs: list[dict]) -> list[dict]:
             "seed": run["seed"], "level": run["level"], "family": family, "configs": [],
             "collapsed": run["collapsed"], "runaway": run["runaway"], "dead_state_at": None})  # fmt: skip
         group["configs"].append(run["config"])
-        rule = CollapseRule(dead_state=not run.get("beta"))
+        rule = CollapseRule(beta=run.get("beta", 0.0))
         for log in curve_logs(run):
             rule.update(log["step"], log)
         if rule.fired and rule.fired[1] == "dead state":
@@ -161,7 +161,7 @@ def warning_report(runs: list[dict], **rule_settings) -> dict:
 
     rows, alarms, healthy = [], [], 0
     for run in runs:
-        rule = CollapseRule(**{"dead_state": not run.get("beta"), **rule_settings})
+        rule = CollapseRule(**{"beta": run.get("beta", 0.0), **rule_settings})
         for log in curve_logs(run):
             rule.update(log["step"], log)
         fired = rule.fired and rule.fired[0]

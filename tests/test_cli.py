@@ -51,7 +51,7 @@ def test_every_recipe_parses(recipe):
 
 
 @pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl", "rloo", "async_grpo"])
-def test_baseline_twins_differ_only_in_up_mode(name):
+def test_baseline_twins_differ_in_up_mode_and_the_safe_settings_only(name):
     up = yaml.safe_load((RECIPES / f"up_{name}.yaml").read_text())
     base = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"

@@ -198,7 +198,7 @@ def test_dead_state_is_watched_only_without_a_kl():
     """With beta > 0 a KL to the reference still has a gradient when every advantage is 0 (the collapse study's
     seed-4 runs with beta recovered): the callback does not call that state dead, nor stop the run for it."""
     logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
-    assert _feed_logs(CollapseRule(dead_state=False), logs) is None
+    assert _feed_logs(CollapseRule(beta=0.05), logs) is None
     for beta, stops in ((0.0, [9]), (0.05, [])):
         callback = CollapseWarningCallback(stop_on_collapse=True)
         args = TrainingArguments(output_dir="unused", report_to="none")

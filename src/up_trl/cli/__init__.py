@@ -49,7 +49,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("loss_type", "The parent objective: dapo, grpo, dr_grpo, bnpo, luspo (cispo, sapo, vespo with up_mode off)."),
     ("importance_sampling_level", "token, or sequence (GSPO)."),
     ("epsilon", "Lower clip: ratios below 1 - epsilon are clipped for negative advantages."),
-    ("epsilon_high", "Upper clip (DAPO's clip-higher, 0.28); under UP it acts only if delta < 1+epsilon_high."),
+    ("epsilon_high", "Upper clip (DAPO's clip-higher, 0.28); under UP only on rare-clipped tokens, or delta < 1+eps."),
     ("delta", "Dual clip: an upper bound on the ratio for negative advantages (None: off)."),
     ("beta", "KL coefficient (0: no reference model)."),
     ("num_iterations", "Updates per rollout batch (> 1 makes UP differ from its parent)."),

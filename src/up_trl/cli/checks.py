@@ -283,7 +283,7 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
 
 def check_dataset_size(problems: int, training_args) -> None:
     """Fewer problems than one rollout batch takes: TRL's sampler would run zero steps (checked before the model
-    loads; `glue` refuses it again when the trainer is built)."""
+    loads; `trainers.shared` refuses it again when the trainer is built)."""
     generation_batch, group = getattr(training_args, "generation_batch_size", None), training_args.num_generations
     if generation_batch is None or problems >= generation_batch // group:
         return

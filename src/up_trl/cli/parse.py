@@ -245,7 +245,7 @@ def precheck_train_args(argv: list[str]) -> None:
 
 def parse_train_args(argv: list[str]):
     """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
-    would fail on, are a UsageError before TRL's config is built (`cli_checks`)."""
+    would fail on, are a UsageError before TRL's config is built (`cli.checks`)."""
     parser, argv = checked_train_args(argv)
     try:
         return parser.parse_args_into_dataclasses(args=argv)

@@ -150,7 +150,7 @@ UNRANGED: dict[str, str] = {
     **dict.fromkeys(("up_positive_log_ratio_bound", "up_positive_capacity_share", "up_positive_kl_coef",
                      "up_positive_min_prob", "up_entropy_fallback_threshold"),
                     "ranged by guards.GuardConfigMixin.check_guards when the config is built"),
-    "num_generations": "cli_checks._check_batch (at least 2, with its own message)",
+    "num_generations": "checks._check_batch (at least 2, with its own message)",
     "arithmetic_few_shot": "arithmetic.worked_example_turns (0 to 3, naming the examples), before any model loads",
     **dict.fromkeys(("local_rank", "vllm_server_port", "vllm_group_port", "ddp_timeout", "ddp_bucket_cap_mb",
                      "torch_empty_cache_steps", "eval_accumulation_steps", "eval_delay", "dataloader_prefetch_factor",
@@ -198,7 +198,7 @@ def check_choices(settings: Settings, parser) -> None:
         if not action.choices or action.dest not in settings.recipe or action.dest in settings.command_line:
             continue
         value = settings.recipe[action.dest]
-        if action.dest == "up_mode" or value is None:  # YAML's on/off booleans: cli_checks._check_up's message
+        if action.dest == "up_mode" or value is None:  # YAML's on/off booleans: checks._check_up's message
             continue
         spelled = getattr(value, "value", value)
         if str(spelled) not in [str(getattr(c, "value", c)) for c in action.choices]:

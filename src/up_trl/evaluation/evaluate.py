@@ -165,7 +165,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
 def markdown_table(report: dict) -> str:
     """The report as markdown: one row per benchmark, or, with a base model scored beside the evaluated one
-    (`report["base"]`, `eval_base`), three: the evaluated model, the base and the change."""
+    (`report["base"]`, `evaluation.base`), three: the evaluated model, the base and the change."""
     from .base import comparison_rows
 
     names = list(report["benchmarks"])

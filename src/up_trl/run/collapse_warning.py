@@ -53,8 +53,8 @@ logger = logging.get_logger(__name__)
 
 # A dead state: the objective's gradient is 0, so a guard of either branch cannot act; a KL to the reference can.
 DEAD_STATE_ADVICE = (
-    "Resume from a checkpoint saved before this step with beta=0.05 (a KL to the reference model still has a gradient "
-    "when every advantage is 0), or a lower learning_rate."
+    "Resume from a checkpoint saved before this step (not one saved at or after it) with beta=0.05 (a KL to the "
+    "reference model still has a gradient when every advantage is 0), or a lower learning_rate."
 )
 ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
 # What the UP trainers add: the option the collapse study found to remove the runaway on its stress task (it did not
@@ -96,14 +96,14 @@ class CollapseRule:
         no_signal_frac: float = 0.9,
         patience_steps: int = 25,
         reward_window: int = 3,
-        dead_state: bool = True,
+        beta: float = 0.0,
     ):
         if min(window, reward_window) < 1 or patience_steps < 0:
             raise ValueError(f"window={window} and reward_window={reward_window} must be at least 1, "
                              f"patience_steps={patience_steps} at least 0.")  # fmt: skip
         self.window, self.entropy_margin, self.patience_steps = window, entropy_margin, patience_steps
         self.reward_window = reward_window
-        self.dead_state = dead_state  # watched only where the state is dead: beta = 0 (a KL still has a gradient)
+        self.beta = beta  # TRL's KL coefficient: the dead state is watched only at 0 (a KL still has a gradient)
         self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
         self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
         self._since: dict[str, int | None] = {"entropy runaway": None, "reward collapse": None}
@@ -149,7 +149,7 @@ class CollapseRule:
                 values.append(float(value))
         if self.fired is not None:
             return None
-        if self.dead_state and len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
+        if not self.beta and len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
             self._rewards_seen = len(self.history["reward"])
             dead = self._dead_state()
             if dead is not None:
@@ -198,8 +198,7 @@ class CollapseWarningCallback(TrainerCallback):
         self.rule = CollapseRule(**rule_settings)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        if getattr(args, "beta", 0.0):  # a KL to the reference still has a gradient there: the state is not dead
-            self.rule.dead_state = False
+        self.rule.beta = getattr(args, "beta", 0.0)  # a GRPO / RLOO config's KL coefficient (none: 0)
         return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):

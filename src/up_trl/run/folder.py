@@ -303,4 +303,7 @@ def stop_reason(callbacks: Sequence[Any]) -> str | None:
         consecutive, limit = getattr(callback, "consecutive", 0), getattr(callback, "max_consecutive", math.inf)
         if consecutive >= limit:
             return f"{consecutive} non-finite steps in a row"
+        fired = getattr(getattr(callback, "rule", None), "fired", None)  # the collapse warning, when told to stop
+        if fired and getattr(callback, "stop_on_collapse", False):
+            return f"the collapse warning ({fired[1]} at step {fired[0]})"
     return None

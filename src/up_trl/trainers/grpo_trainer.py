@@ -26,7 +26,7 @@ from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .shared import CLIP_RATIO_METRICS, UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .shared_prompt import SharedPromptTrainerMixin
 
-__all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-exported from `glue`
+__all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-exported from `shared`
 
 
 class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
@@ -65,7 +65,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
             "gradient_accumulation_steps is not a multiple of their product.",
         )
 
-    # Records, as `_get_per_token_logps_and_entropies` does (`glue`), what the parent computes in `_compute_loss`.
+    # Records, as `_get_per_token_logps_and_entropies` does (`shared`), what the parent computes in `_compute_loss`.
     def get_high_entropy_mask(self, entropies, mask, threshold):
         entropy_mask = super().get_high_entropy_mask(entropies, mask, threshold)
         seen = vars(self).get("_up_seen")  # set only inside UP's own loss call (`trainers.shared._recording_parent`)

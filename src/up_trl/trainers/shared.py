@@ -260,7 +260,8 @@ class UPTrainerMixin:
             self.add_callback(self._nonfinite_guard)
         if getattr(self.args, "up_collapse_warning", True):
             stop = getattr(self.args, "up_stop_on_collapse", False)
-            to_try = UP_ADVICE if self.up_mode != "off" else ADVICE
+            # the rare-token option only where it is not on already (the up_dapo / up_grpo recipes set it)
+            to_try = UP_ADVICE if self.up_mode != "off" and self.up_positive_min_prob is None else ADVICE
             self.add_callback(CollapseWarningCallback(stop, advice=to_try, stop_flag="up_stop_on_collapse"))
         if self.up_mode != "off" and not self.up_is_off_policy:
             logger.warning(

@@ -119,8 +119,10 @@ def test_offline_model_conversion_is_announced_once(tmp_path, monkeypatch, capsy
             (path / "config.json").write_text("{}")
             (path / "model.safetensors").write_bytes(b"")
 
-    monkeypatch.setattr(models, "AutoTokenizer", Fake)
-    monkeypatch.setattr(models, "AutoModelForCausalLM", Fake)
+    import transformers
+
+    monkeypatch.setattr(transformers, "AutoTokenizer", Fake)  # imported where the conversion runs
+    monkeypatch.setattr(transformers, "AutoModelForCausalLM", Fake)
     first = models.smollm2_path(tmp_path)
     assert models.smollm2_path(tmp_path) == first  # cached: no second conversion
     out = capsys.readouterr().out

@@ -1,5 +1,5 @@
 """Saved weights get the usual file mode (0o666 & ~umask, 0644 under umask 022), not the 0600 of the temporary file
-transformers writes them through (`up_trl.run.file_modes`)."""
+transformers writes them through (`up_trl.file_modes`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from types import SimpleNamespace
 
 from up_trl.data.models import save_tiny_model
-from up_trl.run.file_modes import default_file_mode, usual_file_modes
+from up_trl.file_modes import default_file_mode, usual_file_modes
 
 
 def mode(path) -> int:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..run.file_modes import usual_file_modes
+from ..file_modes import usual_file_modes
 
 if TYPE_CHECKING:  # imported where used: finding the offline model (`smollm2_path`, cached) imports no torch
     import torch

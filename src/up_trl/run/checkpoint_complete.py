@@ -148,7 +148,7 @@ class MarkCompleteCallback(TrainerCallback):
         if state.is_world_process_zero:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if folder.is_dir():
-                from .file_modes import usual_file_modes
+                from ..file_modes import usual_file_modes
 
                 usual_file_modes(folder)  # transformers writes model.safetensors 0600
                 mark_complete(folder, run_settings(args))

@@ -5,7 +5,6 @@ run records; `collapse.py` runs, this module reads.
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 
@@ -37,28 +36,12 @@ def write_report(out: Path, report: dict) -> None:
     bench.write_results(out, {**report, "runs": [flat(run) for run in report["runs"]]})
 
 
-def _curves_by_run(runs: list[dict], path: Path) -> list[dict]:
-    """Runs written with their curves keyed by (config, seed, level) instead of by run index (collapse.py at
-    7480703, the fresh-seed runs), as `*_curve` keys."""
-    import pyarrow.parquet as pq
-
-    by_run: dict[tuple, dict[str, list]] = {}
-    for row in pq.read_table(path).to_pylist():
-        curves = by_run.setdefault((row["config"], row["seed"], row["level"]), {})
-        for key, value in row.items():
-            if key not in ("config", "seed", "level", "step") and value is not None:
-                curves.setdefault(f"{key}_curve", []).append([row["step"], value])
-    return [{**run, **by_run.get((run["config"], run["seed"], run["level"]), {})} for run in runs]
-
-
 def read_report(out: Path) -> dict:
     """What `write_report` wrote, each run with its `curves` back (rounded to the 4 digits `collapse.judge` keeps); a
     results.json that still holds its curves inline reads as it is."""
     import bench
 
     report = bench.read_results(out)
-    if "curve_keys" not in json.loads((out / "results.json").read_text()) and (out / bench.CURVES_FILE).exists():
-        report["runs"] = _curves_by_run(report["runs"], out / bench.CURVES_FILE)  # keyed by (config, seed, level)
     runs = []
     for run in report["runs"]:
         curves = {key.removesuffix("_curve"): [[s, round(v, 4)] for s, v in points]

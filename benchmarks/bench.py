@@ -94,9 +94,22 @@ def write_results(out: Path, report: dict) -> None:
                 rows[name].append(by_step[step].get(name))
     types = {"run": pa.int32(), "config": pa.string(), "seed": pa.int32(), "step": pa.int32()}
     table = pa.table({key: pa.array(values, type=types.get(key, pa.float32())) for key, values in rows.items()})
-    pq.write_table(table, out / CURVES_FILE, compression="zstd")
+    pq.write_table(table, out / CURVES_FILE, compression="zstd", compression_level=19)
     records = [{key: value for key, value in run.items() if not key.endswith("_curve")} for run in runs]
-    (out / RESULTS_FILE).write_text(json.dumps({**report, "curve_keys": names, "runs": records}, indent=1) + "\n")
+    (out / RESULTS_FILE).write_text(dump_json({**report, "curve_keys": names, "runs": records}))
+
+
+def dump_json(report: dict) -> str:
+    """`report` as JSON with one line per top-level key and one per run record: compact, and a diff shows which
+    runs changed."""
+    lines = []
+    for key, value in report.items():
+        if key == "runs" and isinstance(value, list):
+            body = "[\n" + ",\n".join("  " + json.dumps(run) for run in value) + "\n ]" if value else "[]"
+        else:
+            body = json.dumps(value)
+        lines.append(f" {json.dumps(key)}: {body}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def read_results(out: Path) -> dict:

@@ -15,7 +15,9 @@ others keep the parent's clip (advantages stay per sequence, only the routing ch
 "all but rare", "rare only". A class drives the runaway if giving it alone the unclipped branch reproduces it and
 withholding it alone prevents it.
 
-Writes cause.json and cause.png under --output_dir; the last line printed is a JSON summary.
+Writes under --output_dir: results.json (one record per run) with curves.parquet (their per-step curves; read both
+with `collapse_report.read_report`), tokens.parquet (part 1's per-token statistics: one row per run and optimizer
+step) and cause.png; the last line printed is a JSON summary.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ import time
 from pathlib import Path
 
 import collapse
+import collapse_report
 import torch
-from bench import describe_machine
+from bench import describe_machine, save_png
 from bench import init_worker as _init_worker
 
+TOKENS_FILE = "tokens.parquet"
 RARE = 0.05  # pi_old below this: a rare token
 CLASSES = ("answer", "tail likely", "tail rare", "eos")
 # Which positive tokens take UP's unclipped branch, as a function of (class of each token) -> bool.
@@ -101,6 +105,29 @@ def _job(job):
     return run
 
 
+def write_cause(out: Path, report: dict) -> None:
+    """`report` as results.json + curves.parquet (`collapse_report.write_report`) and its runs' token statistics as
+    tokens.parquet (one row per run and step; null where a class had no token)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"run": i, **row} for i, run in enumerate(report["runs"]) for row in run.get("token_stats", [])]
+    runs = [{key: value for key, value in run.items() if key != "token_stats"} for run in report["runs"]]
+    collapse_report.write_report(out, {**report, "runs": runs})
+    pq.write_table(pa.Table.from_pylist(rows), out / TOKENS_FILE, compression="zstd")
+
+
+def read_cause(out: Path) -> dict:
+    """What `write_cause` wrote, each run with its `token_stats` back."""
+    import pyarrow.parquet as pq
+
+    report = collapse_report.read_report(out)
+    for row in pq.read_table(out / TOKENS_FILE).to_pylist():
+        run = report["runs"][row.pop("run")]
+        run.setdefault("token_stats", []).append({key: value for key, value in row.items() if value is not None})
+    return report
+
+
 def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
     import matplotlib
 
@@ -145,7 +172,7 @@ def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
     )
     axes[2].grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    save_png(fig, path)
     plt.close(fig)
 
 
@@ -159,10 +186,10 @@ def main(argv=None) -> dict:
     parser.add_argument("--max_steps", type=int, default=collapse.STRESS_STEPS)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output_dir", default="outputs/collapse_cause")
-    parser.add_argument("--plot_only", action="store_true", help="redraw cause.png from output_dir/cause.json")
+    parser.add_argument("--plot_only", action="store_true", help="redraw cause.png from the results in output_dir")
     args = parser.parse_args(argv)
     if args.plot_only:
-        report = json.loads((Path(args.output_dir) / "cause.json").read_text())
+        report = read_cause(Path(args.output_dir))
         settings = report["settings"]
         plot(report["runs"], Path(args.output_dir) / "cause.png", settings["family"], settings["token_seed"])
         return report
@@ -196,7 +223,7 @@ def main(argv=None) -> dict:
               "machine": describe_machine(args.workers), "commit": collapse.git_commit(),
               "wall_seconds": round(time.perf_counter() - start, 1), "settings": vars(args), "rare": RARE,
               "summary": summary, "runs": runs}  # fmt: skip
-    (out / "cause.json").write_text(json.dumps(report))
+    write_cause(out, report)
     plot(runs, out / "cause.png", family, args.token_seed)
     print(json.dumps(summary), flush=True)
     return report

@@ -334,3 +334,36 @@ def test_no_benchmark_writes_into_its_results_folder_by_default():
         strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                    and id(n) not in docstrings]  # fmt: skip
         assert not [v for v in strings if v.startswith("benchmarks/results") or v == "results"], script.name
+
+
+def test_results_stay_compact():
+    """The committed results are what the docs cite, in a compact form: under 6 MB in all, curves in Parquet (no
+    JSON file holds megabytes of per-step values)."""
+    files = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    assert total < 6_000_000, f"benchmarks/results holds {total / 1e6:.1f} MB: keep curves in curves.parquet"
+    big = [str(p.relative_to(ROOT)) for p in files if p.suffix == ".json" and p.stat().st_size > 400_000]
+    assert not big, f"JSON results over 400 kB (move their curves to Parquet): {big}"
+
+
+def test_results_round_trip_and_one_record_per_line(tmp_path):
+    bench = _load("bench")
+    runs = [
+        {"config": "UP-DAPO", "seed": s, "final": 0.5 + s, "reward_curve": [[1, 0.25], [3, 0.5]], "kl_curve": []}
+        for s in (0, 1)
+    ]
+    runs.append({"config": "DAPO", "seed": 0, "final": None, "reward_curve": [], "kl_curve": [[2, 1.5]]})
+    report = {"command": "x", "summary": {"a": [1, 2]}, "runs": runs}
+    bench.write_results(tmp_path, report)
+    assert bench.read_results(tmp_path) == report
+    lines = (tmp_path / "results.json").read_text().splitlines()
+    assert sum('"config"' in line for line in lines) == 3  # one line per run record
+
+
+def test_collapse_cause_results_read_back(tmp_path):
+    cause = _load("collapse_cause")
+    committed = cause.read_cause(ROOT / "benchmarks" / "results" / "collapse_cause")
+    token_runs = [run for run in committed["runs"] if run.get("token_stats")]
+    assert {run["kind"] for run in token_runs} == {"tokens"} and len(token_runs) == 2
+    cause.write_cause(tmp_path, committed)
+    assert cause.read_cause(tmp_path) == committed

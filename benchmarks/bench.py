@@ -35,12 +35,17 @@ def describe_machine(workers: int) -> str:
     """The machine in one line: architecture, CPU model, cores, workers x 1 torch thread, torch version."""
     cpu = platform.processor() or platform.machine()
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                   if line.startswith("model name"))  # fmt: skip
+        cpu = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
     except (OSError, StopIteration):
         pass
-    return (f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {workers} worker process(es) x 1 torch thread, "
-            f"torch {torch.__version__}")  # fmt: skip
+    return (
+        f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {workers} worker process(es) x 1 torch thread, "
+        f"torch {torch.__version__}"
+    )
 
 
 def init_worker() -> None:
@@ -125,8 +130,10 @@ def read_results(out: Path) -> dict:
             for name in names:
                 if row[name] is not None:
                     mine.setdefault(name, []).append([row["step"], row[name]])
-    report["runs"] = [{**run, **{name: curves.get(i, {}).get(name, []) for name in names}}
-                      for i, run in enumerate(report.get("runs", []))]  # fmt: skip
+    report["runs"] = [
+        {**run, **{name: curves.get(i, {}).get(name, []) for name in names}}
+        for i, run in enumerate(report.get("runs", []))
+    ]
     return report
 
 
@@ -165,10 +172,10 @@ CONFIGS: dict[str, dict] = {
     "UP-GRPO": dict(loss_type="grpo", epsilon=0.2, up_mode="asymmetric"),
     "GSPO": dict(
         loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, up_mode="off"
-    ),  # fmt: skip
+    ),
     "UP-GSPO": dict(
         loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4, up_mode="asymmetric"
-    ),  # fmt: skip
+    ),
     # RLOO (TRL's RLOOTrainer): one clipped ratio per completion, on its summed log-probability; off-policy the same
     # way as the pairs above (a rollout batch of 128 trained in 4 mini-batch updates: 0-3 updates stale).
     "RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="off"),
@@ -188,7 +195,7 @@ CONFIGS: dict[str, dict] = {
     # The optional log-ratio guard of the positive branch (not in the default set; name it with --configs).
     "UP-DAPO + guard": dict(
         loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric", up_positive_log_ratio_bound=0.5
-    ),  # fmt: skip
+    ),
 }
 ASYNC_CONFIGS = ("AsyncGRPO", "UP-AsyncGRPO")
 ASYNC_GROUPS_PER_FILL, ASYNC_WEIGHT_SYNC_STEPS, ASYNC_MAX_STALENESS = 16, 2, 4
@@ -244,8 +251,10 @@ def make_rewards(corruption: str, seed: int):
 def chat_prompt_ids(tokenizer, n: int = 100) -> list[list[int]]:
     """The token ids of `n` of the task's prompts in the tokenizer's chat template (all of the same length)."""
     prompts, _ = task(n)
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
-                                           add_generation_prompt=True) for p in prompts]  # fmt: skip
+    texts = [
+        tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+        for p in prompts
+    ]
     return [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
 
 
@@ -301,11 +310,25 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
     config = dict(CONFIGS[name])
     kind = config.pop("trainer", "grpo")
     settings = dict(
-        output_dir=out_dir, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-        disable_tqdm=True, logging_steps=1, max_steps=args.max_steps, learning_rate=args.learning_rate,
-        lr_scheduler_type="constant", num_generations=8, per_device_train_batch_size=32,
-        gradient_accumulation_steps=1, max_completion_length=3, temperature=1.0, top_k=0, **config,
-    )  # fmt: skip
+        output_dir=out_dir,
+        seed=seed,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        max_steps=args.max_steps,
+        learning_rate=args.learning_rate,
+        lr_scheduler_type="constant",
+        num_generations=8,
+        per_device_train_batch_size=32,
+        gradient_accumulation_steps=1,
+        max_completion_length=3,
+        temperature=1.0,
+        top_k=0,
+        **config,
+    )
     if kind == "async_grpo":
         trainer = _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, settings, overrides)
     else:
@@ -314,9 +337,13 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
         rloo = kind == "rloo"
         config_class, trainer_class = (UPRLOOConfig, UPRLOOTrainer) if rloo else (UPGRPOConfig, UPGRPOTrainer)
         settings |= dict(steps_per_generation=4, num_iterations=args.num_iterations, beta=0.0, reward_weights=weights)
-        trainer = trainer_class(model=copy.deepcopy(base_model), reward_funcs=reward_funcs,
-                                args=config_class(**{**settings, **overrides}), train_dataset=dataset,
-                                processing_class=tokenizer)  # fmt: skip
+        trainer = trainer_class(
+            model=copy.deepcopy(base_model),
+            reward_funcs=reward_funcs,
+            args=config_class(**{**settings, **overrides}),
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
     trainer.remove_callback(PrinterCallback)  # one summary line per run instead of every log
     start = time.perf_counter()
     trainer.train()
@@ -383,8 +410,9 @@ def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, se
     if not (path / "config.json").exists():
         base_model.save_pretrained(path)
         tokenizer.save_pretrained(path)
-    settings = settings | dict(token_budget=0, weight_sync_steps=ASYNC_WEIGHT_SYNC_STEPS,
-                               max_staleness=ASYNC_MAX_STALENESS)  # fmt: skip
+    settings = settings | dict(
+        token_budget=0, weight_sync_steps=ASYNC_WEIGHT_SYNC_STEPS, max_staleness=ASYNC_MAX_STALENESS
+    )
     config = UPAsyncGRPOConfig(**{**settings, **overrides})
     reward_funcs = make_rewards(args.corruption, seed)[0]
     rollout = in_process_rollout(
@@ -395,8 +423,9 @@ def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, se
         args=config,
         groups_per_fill=ASYNC_GROUPS_PER_FILL,
     )
-    return UPAsyncGRPOTrainer(str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset,
-                              processing_class=tokenizer, **rollout)  # fmt: skip
+    return UPAsyncGRPOTrainer(
+        str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer, **rollout
+    )
 
 
 def plot_seed_band(ax, runs: list[dict], config: str) -> None:

@@ -172,18 +172,34 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
     reward_funcs, weights = se.make_rewards("none", seed)
     with tempfile.TemporaryDirectory() as tmp:
         config = UPGRPOConfig(
-            output_dir=tmp, seed=seed, use_cpu=True, bf16=False, report_to="none", save_strategy="no",
-            disable_tqdm=True, logging_steps=1, max_steps=settings["max_steps"],
-            learning_rate=settings["learning_rate"], lr_scheduler_type="constant", num_generations=8,
-            gradient_accumulation_steps=1, max_completion_length=tail_length + 2 if tail else 3, temperature=1.0,
-            top_k=0, reward_weights=weights, **{"beta": 0.0, **CONFIGS[name]}, **LEVELS[level], **SPEED,
-        )  # fmt: skip
+            output_dir=tmp,
+            seed=seed,
+            use_cpu=True,
+            bf16=False,
+            report_to="none",
+            save_strategy="no",
+            disable_tqdm=True,
+            logging_steps=1,
+            max_steps=settings["max_steps"],
+            learning_rate=settings["learning_rate"],
+            lr_scheduler_type="constant",
+            num_generations=8,
+            gradient_accumulation_steps=1,
+            max_completion_length=tail_length + 2 if tail else 3,
+            temperature=1.0,
+            top_k=0,
+            reward_weights=weights,
+            **{"beta": 0.0, **CONFIGS[name]},
+            **LEVELS[level],
+            **SPEED,
+        )
         model = copy.deepcopy(base)
         if settings.get("model_from_path"):  # every arm alike: TRL loads the reference (beta > 0) from the path
             base.save_pretrained(Path(tmp) / "warm_start")
             model = str(Path(tmp) / "warm_start")
-        trainer = UPGRPOTrainer(model=model, reward_funcs=reward_funcs, args=config,
-                                train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+        trainer = UPGRPOTrainer(
+            model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
+        )
         trainer.remove_callback(PrinterCallback)
         start = time.perf_counter()
         trainer.train()
@@ -205,8 +221,13 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
 TOY_ACCURACY = "rewards/true_accuracy/mean"
 
 
-def judge(logs: list[dict], max_steps: int, accuracy_key: str, initial_steps: int = INITIAL_WINDOW,
-          final_window: int = FINAL_WINDOW) -> dict:  # fmt: skip
+def judge(
+    logs: list[dict],
+    max_steps: int,
+    accuracy_key: str,
+    initial_steps: int = INITIAL_WINDOW,
+    final_window: int = FINAL_WINDOW,
+) -> dict:
     """The pre-registered measures of one run from its log history: final accuracy and entropy (means over the logs
     of the last `final_window` steps), initial entropy (first `initial_steps` steps), `collapsed`, `runaway`, the
     step where accuracy fell for good, and the curves kept (rounded; entropy every step, the rest per rollout)."""
@@ -228,8 +249,9 @@ def judge(logs: list[dict], max_steps: int, accuracy_key: str, initial_steps: in
             break
     crossed = None  # the first step whose entropy (mean of 5 logs) is past initial + RUNAWAY_MARGIN, for good
     entropy = curves["entropy"]
-    means = [(step, statistics.fmean(v for _, v in entropy[max(0, i - 4) : i + 1])) for i, (step, _) in
-             enumerate(entropy)]  # fmt: skip
+    means = [
+        (step, statistics.fmean(v for _, v in entropy[max(0, i - 4) : i + 1])) for i, (step, _) in enumerate(entropy)
+    ]
     for i, (s, _) in enumerate(means):
         if all(m > initial_entropy + RUNAWAY_MARGIN for _, m in means[i:]):
             crossed = s
@@ -253,8 +275,13 @@ def git_commit() -> str | None:
     here = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, check=True)  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
@@ -289,8 +316,12 @@ def smollm2_run(job: dict) -> dict:
     family = name.split(" + ")[0].removeprefix("UP-")
     run_dir = Path(s["output_dir"]) / "runs" / f"{name.replace(' ', '_').replace('+', 'plus')}-seed{seed}"
     argv = train_argv(s, family, "off" if name == family else "asymmetric", seed, str(run_dir))
-    argv += [part for k, v in CONFIGS[name].items() if k.startswith("up_positive") or k.startswith("up_entropy")
-             for part in (f"--{k}", str(v))]  # fmt: skip
+    argv += [
+        part
+        for k, v in CONFIGS[name].items()
+        if k.startswith("up_positive") or k.startswith("up_entropy")
+        for part in (f"--{k}", str(v))
+    ]
     start = time.perf_counter()
     train(argv)
     minutes = round((time.perf_counter() - start) / 60, 2)
@@ -299,8 +330,13 @@ def smollm2_run(job: dict) -> dict:
         weights.unlink()
     logs = read_metrics(run_dir / "metrics.jsonl")
     shutil.rmtree(run_dir / "eval", ignore_errors=True)
-    record = {"config": name, "seed": seed, "level": SMOLLM2["updates_per_rollout"], "train_minutes": minutes,
-              "commit": s.get("commit")}  # fmt: skip
+    record = {
+        "config": name,
+        "seed": seed,
+        "level": SMOLLM2["updates_per_rollout"],
+        "train_minutes": minutes,
+        "commit": s.get("commit"),
+    }
     record.update(judge(logs, s["max_steps"], accuracy_key="reward", initial_steps=4, final_window=8))
     record["eval"] = {k: after[k] for k in (f"avg@{s['k']}", "pass@4") if k in after}
     record["warning"] = replay_warning(logs)  # the callback ran inside `up-trl train`: its rule, on the same logs
@@ -313,16 +349,19 @@ def main(argv=None) -> dict:
     parser.add_argument("--setting", choices=list(SETTINGS), default="toy")
     parser.add_argument("--configs", nargs="+", choices=list(CONFIGS), help="default: the setting's")
     parser.add_argument("--seeds", nargs="+", type=int, help="default: the setting's")
-    parser.add_argument("--updates_per_rollout", nargs="+", type=int, choices=list(LEVELS),
-                        help="default: the setting's")  # fmt: skip
+    parser.add_argument(
+        "--updates_per_rollout", nargs="+", type=int, choices=list(LEVELS), help="default: the setting's"
+    )
     parser.add_argument("--max_steps", type=int, help="default: the setting's")
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--tail_length", type=int, default=None, help="stress task: tail tokens (exploration)")
     parser.add_argument("--tail_noise", type=float, default=None, help="stress task: rare-token rate (exploration)")
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
-    parser.add_argument("--model_from_path", action="store_true",
-                        help="every arm loads the warm start from a saved folder (needed for beta > 0; the safe_* "
-                        "settings always do)")  # fmt: skip
+    parser.add_argument(
+        "--model_from_path",
+        action="store_true",
+        help="every arm loads the warm start from a saved folder (needed for beta > 0; the safe_* settings always do)",
+    )
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
     parser.add_argument("--report_only", action="store_true", help="--resume, run nothing: rewrite the outputs")
     parser.add_argument("--output_dir", default="outputs/collapse")
@@ -364,9 +403,12 @@ def main(argv=None) -> dict:
         with partial.open("a") as f:
             f.write(json.dumps(run) + "\n")
         flags = " ".join(k.upper() for k in ("collapsed", "runaway") if run[k])
-        print(f"[{time.perf_counter() - start:6.0f} s] {run['config']:30s} @{run['level']:3d} seed {run['seed']} "
-              f"acc {run['final_accuracy']:.3f} H {run['initial_entropy']:.2f}->{run['final_entropy']:.2f} "
-              f"warning {run['warning']} {flags}", flush=True)  # fmt: skip
+        print(
+            f"[{time.perf_counter() - start:6.0f} s] {run['config']:30s} @{run['level']:3d} seed {run['seed']} "
+            f"acc {run['final_accuracy']:.3f} H {run['initial_entropy']:.2f}->{run['final_entropy']:.2f} "
+            f"warning {run['warning']} {flags}",
+            flush=True,
+        )
 
     if jobs and args.setting == "smollm2":
         import multiprocessing as mp
@@ -374,8 +416,9 @@ def main(argv=None) -> dict:
 
         # Not multiprocessing.Pool: its daemonic workers cannot start the reward's own process pool (real_model.py).
         with ProcessPoolExecutor(args.workers, mp_context=mp.get_context("fork"), initializer=_init_worker) as pool:
-            futures = [pool.submit(smollm2_run, {"config": n, "seed": seed, "settings": settings})
-                       for n, seed, _ in jobs]  # fmt: skip
+            futures = [
+                pool.submit(smollm2_run, {"config": n, "seed": seed, "settings": settings}) for n, seed, _ in jobs
+            ]
             for future in as_completed(futures):
                 record(future.result())
     elif jobs:
@@ -390,20 +433,30 @@ def main(argv=None) -> dict:
     if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine
         stored = json.loads((out / "results.json").read_text())
         wall, machine, commits = stored["wall_seconds"], stored["machine"], stored.get("run_commits", commits)
-    header = (f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
-              f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
-              f"{COLLAPSE_ACCURACY} or final entropy > {COLLAPSE_ENTROPY} nats; entropy runaway: final entropy > "
-              f"initial + {RUNAWAY_MARGIN} nat; warned (live): the warning callback as it ran (the toy and stress "
-              f"runs ran its first rule); warned: the shipped rule (collapse_warning.CollapseRule) replayed on the "
-              f"run's logged curves. Machine: {machine}; commit "
-              f"{', '.join(commits)}; wall {wall / 60:.0f} min.")  # fmt: skip
-    report = {"command": "python benchmarks/collapse.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "machine": machine, "commit": git_commit(), "run_commits": commits, "wall_seconds": wall,
-              "setting": args.setting,
-              "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "configs": {c: CONFIGS[c]
-              for c in configs}, "summary": rows, "measured_wins": wins, "goal": goal(rows, wins),
-              "warning_report": warning_report(runs),
-              "runs": runs}  # fmt: skip
+    header = (
+        f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
+        f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
+        f"{COLLAPSE_ACCURACY} or final entropy > {COLLAPSE_ENTROPY} nats; entropy runaway: final entropy > "
+        f"initial + {RUNAWAY_MARGIN} nat; warned (live): the warning callback as it ran (the toy and stress "
+        f"runs ran its first rule); warned: the shipped rule (collapse_warning.CollapseRule) replayed on the "
+        f"run's logged curves. Machine: {machine}; commit "
+        f"{', '.join(commits)}; wall {wall / 60:.0f} min."
+    )
+    report = {
+        "command": "python benchmarks/collapse.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "commit": git_commit(),
+        "run_commits": commits,
+        "wall_seconds": wall,
+        "setting": args.setting,
+        "settings": {k: v for k, v in settings.items() if k != "output_dir"},
+        "configs": {c: CONFIGS[c] for c in configs},
+        "summary": rows,
+        "measured_wins": wins,
+        "goal": goal(rows, wins),
+        "warning_report": warning_report(runs),
+        "runs": runs,
+    }
     report["forecast_report"] = forecast_report(runs)
     report["distinct_failures"] = distinct_failures(runs)
     write_report(out, report)
@@ -411,10 +464,20 @@ def main(argv=None) -> dict:
     title = f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}"
     plot(runs, out / "collapse.png", title, list(CONFIGS))
     print(markdown(rows, header))
-    print(json.dumps({f"{r['config']} @ {r['level']}": {"runs": r["runs"], "collapsed": r["collapsed"],
-                      "final_accuracy_mean": round(r["final_accuracy_mean"], 4),
-                      "final_accuracy_std": round(r["final_accuracy_std"], 4)} for r in rows}),
-          flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {
+                f"{r['config']} @ {r['level']}": {
+                    "runs": r["runs"],
+                    "collapsed": r["collapsed"],
+                    "final_accuracy_mean": round(r["final_accuracy_mean"], 4),
+                    "final_accuracy_std": round(r["final_accuracy_std"], 4),
+                }
+                for r in rows
+            }
+        ),
+        flush=True,
+    )
     return report
 
 

@@ -193,11 +193,18 @@ def main(argv=None) -> dict:
         settings = report["settings"]
         plot(report["runs"], Path(args.output_dir) / "cause.png", settings["family"], settings["token_seed"])
         return report
-    settings = dict(task=args.task, level=args.updates_per_rollout, max_steps=args.max_steps,
-                    learning_rate=1e-3, final_window=collapse.FINAL_WINDOW)  # fmt: skip
+    settings = dict(
+        task=args.task,
+        level=args.updates_per_rollout,
+        max_steps=args.max_steps,
+        learning_rate=1e-3,
+        final_window=collapse.FINAL_WINDOW,
+    )
     family = args.family
-    jobs = [("tokens", family, None, args.token_seed, settings), ("tokens", f"UP-{family}", None, args.token_seed,
-                                                                    settings)]  # fmt: skip
+    jobs = [
+        ("tokens", family, None, args.token_seed, settings),
+        ("tokens", f"UP-{family}", None, args.token_seed, settings),
+    ]
     jobs += [("routing", family, None, s, settings) for s in args.seeds]
     jobs += [("routing", f"UP-{family}", routing, s, settings) for routing in ROUTINGS for s in args.seeds]
     start = time.perf_counter()
@@ -205,9 +212,11 @@ def main(argv=None) -> dict:
     with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker, maxtasksperchild=1) as pool:
         for run in pool.imap_unordered(_job, jobs):
             runs.append(run)
-            print(f"[{time.perf_counter() - start:6.0f} s] {run['kind']:8s} {run['config']:8s} {run['routing']:26s} "
-                  f"seed {run['seed']} acc {run['final_accuracy']:.3f} H {run['final_entropy']:.2f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"[{time.perf_counter() - start:6.0f} s] {run['kind']:8s} {run['config']:8s} {run['routing']:26s} "
+                f"seed {run['seed']} acc {run['final_accuracy']:.3f} H {run['final_entropy']:.2f}",
+                flush=True,
+            )
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = {}
@@ -219,10 +228,16 @@ def main(argv=None) -> dict:
             "final_accuracy": [round(r["final_accuracy"], 3) for r in sorted(mine, key=lambda r: r["seed"])],
             "collapsed": sum(r["collapsed"] for r in mine),
         }
-    report = {"command": "python benchmarks/collapse_cause.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "machine": describe_machine(args.workers), "commit": collapse.git_commit(),
-              "wall_seconds": round(time.perf_counter() - start, 1), "settings": vars(args), "rare": RARE,
-              "summary": summary, "runs": runs}  # fmt: skip
+    report = {
+        "command": "python benchmarks/collapse_cause.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": describe_machine(args.workers),
+        "commit": collapse.git_commit(),
+        "wall_seconds": round(time.perf_counter() - start, 1),
+        "settings": vars(args),
+        "rare": RARE,
+        "summary": summary,
+        "runs": runs,
+    }
     write_cause(out, report)
     plot(runs, out / "cause.png", family, args.token_seed)
     print(json.dumps(summary), flush=True)

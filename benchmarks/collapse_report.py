@@ -44,8 +44,11 @@ def read_report(out: Path) -> dict:
     report = bench.read_results(out)
     runs = []
     for run in report["runs"]:
-        curves = {key.removesuffix("_curve"): [[s, round(v, 4)] for s, v in points]
-                  for key, points in run.items() if key.endswith("_curve") and points}  # fmt: skip
+        curves = {
+            key.removesuffix("_curve"): [[s, round(v, 4)] for s, v in points]
+            for key, points in run.items()
+            if key.endswith("_curve") and points
+        }
         record = {k: v for k, v in run.items() if not k.endswith("_curve")}
         runs.append({**record, "curves": curves} if curves else record)
     return {**report, "runs": runs}
@@ -96,9 +99,13 @@ def forecast_report(runs: list[dict]) -> dict:
             else:
                 healthy += 1
                 alarms += fired is not None
-        out[name] = {"failing_runs": len(leads) + missed, "fired_before_event": len(leads),
-                     "lead_steps_median": statistics.median(leads) if leads else None,
-                     "healthy_runs": healthy, "false_alarms": alarms}  # fmt: skip
+        out[name] = {
+            "failing_runs": len(leads) + missed,
+            "fired_before_event": len(leads),
+            "lead_steps_median": statistics.median(leads) if leads else None,
+            "healthy_runs": healthy,
+            "false_alarms": alarms,
+        }
     return out
 
 
@@ -115,9 +122,18 @@ def distinct_failures(runs: list[dict]) -> list[dict]:
             continue
         family = run["config"].split(" + ")[0].removeprefix("UP-")
         entropy = tuple(tuple(point) for point in run["curves"]["entropy"])
-        group = groups.setdefault((run["seed"], run["level"], family, entropy), {
-            "seed": run["seed"], "level": run["level"], "family": family, "configs": [],
-            "collapsed": run["collapsed"], "runaway": run["runaway"], "dead_state_at": None})  # fmt: skip
+        group = groups.setdefault(
+            (run["seed"], run["level"], family, entropy),
+            {
+                "seed": run["seed"],
+                "level": run["level"],
+                "family": family,
+                "configs": [],
+                "collapsed": run["collapsed"],
+                "runaway": run["runaway"],
+                "dead_state_at": None,
+            },
+        )
         group["configs"].append(run["config"])
         rule = CollapseRule(beta=run.get("beta", 0.0))
         for log in curve_logs(run):
@@ -151,22 +167,44 @@ def warning_report(runs: list[dict], **rule_settings) -> dict:
         if run["collapsed"] or run["runaway"]:
             event = run["accuracy_fell_at"] if run["collapsed"] and run["accuracy_fell_at"] else None
             event = event or run["entropy_ran_away_at"]
-            rows.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
-                         "collapsed": run["collapsed"], "runaway": run["runaway"], "warned_at": fired,
-                         "event_at": event, "accuracy_fell_at": run["accuracy_fell_at"],
-                         "entropy_ran_away_at": run["entropy_ran_away_at"]})  # fmt: skip
+            rows.append(
+                {
+                    "config": run["config"],
+                    "seed": run["seed"],
+                    "level": run["level"],
+                    "collapsed": run["collapsed"],
+                    "runaway": run["runaway"],
+                    "warned_at": fired,
+                    "event_at": event,
+                    "accuracy_fell_at": run["accuracy_fell_at"],
+                    "entropy_ran_away_at": run["entropy_ran_away_at"],
+                }
+            )
         else:
             healthy += 1
             if fired:
-                alarms.append({"config": run["config"], "seed": run["seed"], "level": run["level"],
-                               "warned_at": fired, "final_entropy": run["final_entropy"],
-                               "initial_entropy": run["initial_entropy"]})  # fmt: skip
-    return {"rule": rule_settings or "defaults", "failing_runs": len(rows),
-            "warned": sum(r["warned_at"] is not None for r in rows),
-            "warned_before_or_at_event": sum(r["warned_at"] is not None and r["event_at"] is not None
-                                             and r["warned_at"] <= r["event_at"] for r in rows),
-            "healthy_runs": healthy, "false_alarms": len(alarms), "per_failing_run": rows,
-            "false_alarm_runs": alarms}  # fmt: skip
+                alarms.append(
+                    {
+                        "config": run["config"],
+                        "seed": run["seed"],
+                        "level": run["level"],
+                        "warned_at": fired,
+                        "final_entropy": run["final_entropy"],
+                        "initial_entropy": run["initial_entropy"],
+                    }
+                )
+    return {
+        "rule": rule_settings or "defaults",
+        "failing_runs": len(rows),
+        "warned": sum(r["warned_at"] is not None for r in rows),
+        "warned_before_or_at_event": sum(
+            r["warned_at"] is not None and r["event_at"] is not None and r["warned_at"] <= r["event_at"] for r in rows
+        ),
+        "healthy_runs": healthy,
+        "false_alarms": len(alarms),
+        "per_failing_run": rows,
+        "false_alarm_runs": alarms,
+    }
 
 
 def summarise(runs: list[dict], order: list[str]) -> list[dict]:
@@ -181,14 +219,19 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
                 mean_std([r["final_accuracy"] for r in mine.values()]),
                 mean_std([r["final_entropy"] for r in mine.values()]),
             )
-            row = {"config": name, "level": level, "runs": len(mine),
-                   "collapsed": sum(r["collapsed"] for r in mine.values()),
-                   "runaway": sum(r["runaway"] for r in mine.values()),
-                   "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
-                   "warned": sum(replay_warning(curve_logs(r), r.get("beta", 0.0)) is not None
-                             for r in mine.values()),
-                   "final_accuracy_mean": acc[0], "final_accuracy_std": acc[1],
-                   "final_entropy_mean": ent[0], "final_entropy_std": ent[1]}  # fmt: skip
+            row = {
+                "config": name,
+                "level": level,
+                "runs": len(mine),
+                "collapsed": sum(r["collapsed"] for r in mine.values()),
+                "runaway": sum(r["runaway"] for r in mine.values()),
+                "warned_live": sum(bool(r.get("warning")) for r in mine.values()),
+                "warned": sum(replay_warning(curve_logs(r), r.get("beta", 0.0)) is not None for r in mine.values()),
+                "final_accuracy_mean": acc[0],
+                "final_accuracy_std": acc[1],
+                "final_entropy_mean": ent[0],
+                "final_entropy_std": ent[1],
+            }
             family = name.split(" + ")[0].removeprefix("UP-")
             for role, other in (("vs_parent", family), ("vs_up", f"UP-{family}")):
                 theirs = {r["seed"]: r for r in runs if r["config"] == other and r["level"] == level}
@@ -197,8 +240,13 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
                     continue
                 diffs = [mine[s]["final_accuracy"] - theirs[s]["final_accuracy"] for s in paired]
                 mean, std = mean_std(diffs)
-                row[role] = {"seeds": len(paired), "mean": mean, "two_se": 2 * std / len(paired) ** 0.5,
-                             "won": sum(d > 0 for d in diffs), "lost": sum(d < 0 for d in diffs)}  # fmt: skip
+                row[role] = {
+                    "seeds": len(paired),
+                    "mean": mean,
+                    "two_se": 2 * std / len(paired) ** 0.5,
+                    "won": sum(d > 0 for d in diffs),
+                    "lost": sum(d < 0 for d in diffs),
+                }
             rows.append(row)
     return rows
 
@@ -235,17 +283,24 @@ def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
             up_row = by.get((f"UP-{family}", level))
             if (family, level) in wins and "vs_up" in row and up_row is not None:
                 if row["vs_up"]["mean"] < -row["vs_up"]["two_se"]:
-                    failures.append(f"{config} @ {level}: accuracy {row['vs_up']['mean']:+.3f} vs UP "
-                                    f"(2 SE {row['vs_up']['two_se']:.3f}): UP's win not kept")  # fmt: skip
+                    failures.append(
+                        f"{config} @ {level}: accuracy {row['vs_up']['mean']:+.3f} vs UP "
+                        f"(2 SE {row['vs_up']['two_se']:.3f}): UP's win not kept"
+                    )
         out[guard] = {"met": not failures, "failures": failures}
     return out
 
 
 def measured_wins(rows: list[dict]) -> list[tuple[str, int]]:
     """(family, level) where UP beat its parent: paired mean difference above 2 standard errors."""
-    return [(r["config"].removeprefix("UP-"), r["level"]) for r in rows
-            if r["config"].startswith("UP-") and " + " not in r["config"] and "vs_parent" in r
-            and r["vs_parent"]["mean"] > r["vs_parent"]["two_se"]]  # fmt: skip
+    return [
+        (r["config"].removeprefix("UP-"), r["level"])
+        for r in rows
+        if r["config"].startswith("UP-")
+        and " + " not in r["config"]
+        and "vs_parent" in r
+        and r["vs_parent"]["mean"] > r["vs_parent"]["two_se"]
+    ]
 
 
 def markdown(rows: list[dict], header: str) -> str:
@@ -255,11 +310,15 @@ def markdown(rows: list[dict], header: str) -> str:
     def paired(d):
         return "" if d is None else f"{d['mean']:+.3f} ± {d['two_se']:.3f} ({d['won']}/{d['lost']})"
 
-    lines = [header, "", "| config | updates per rollout | runs | collapsed | entropy runaway | warned (live) "
-             "| warned "
-             "| final accuracy | final entropy | vs parent: paired diff ± 2 SE (won/lost) "
-             "| vs UP: paired diff ± 2 SE (won/lost) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        header,
+        "",
+        "| config | updates per rollout | runs | collapsed | entropy runaway | warned (live) "
+        "| warned "
+        "| final accuracy | final entropy | vs parent: paired diff ± 2 SE (won/lost) "
+        "| vs UP: paired diff ± 2 SE (won/lost) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         lines.append(
             f"| {r['config']} | {r['level']} | {r['runs']} | {r['collapsed']} | {r['runaway']} | {r['warned_live']} | "
@@ -281,8 +340,12 @@ def plot(runs: list[dict], path: Path, title: str, order: list[str]) -> None:
     panels = sorted({(r["level"], r["config"].split(" + ")[0].removeprefix("UP-")) for r in runs})
     fig, axes = plt.subplots(2, len(panels), figsize=(4.6 * len(panels), 7), squeeze=False)
     for col, (level, family) in enumerate(panels):
-        names = [c for c in order if c.split(" + ")[0].removeprefix("UP-") == family
-                 and any(r["config"] == c and r["level"] == level for r in runs)]  # fmt: skip
+        names = [
+            c
+            for c in order
+            if c.split(" + ")[0].removeprefix("UP-") == family
+            and any(r["config"] == c and r["level"] == level for r in runs)
+        ]
         for k, name in enumerate(names):
             mine = [r for r in runs if r["config"] == name and r["level"] == level]
             curves = [dict(map(tuple, r["curves"]["entropy"])) for r in mine]
@@ -297,8 +360,9 @@ def plot(runs: list[dict], path: Path, title: str, order: list[str]) -> None:
         axes[0][col].set_ylabel("entropy (mean over seeds)")
         axes[0][col].set_xlabel("optimizer step")
         axes[0][col].legend(fontsize=6)
-        axes[1][col].set_xticks(range(len(names)), [n.replace(f"UP-{family}", "UP") for n in names], rotation=30,
-                                ha="right", fontsize=7)  # fmt: skip
+        axes[1][col].set_xticks(
+            range(len(names)), [n.replace(f"UP-{family}", "UP") for n in names], rotation=30, ha="right", fontsize=7
+        )
         axes[1][col].set_ylabel("final true accuracy (red ring: collapsed)")
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)

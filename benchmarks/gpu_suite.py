@@ -47,11 +47,34 @@ def overhead(level: str, dry_run: bool) -> dict:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if dry_run:
-        argv = ["--hidden_size", "32", "--num_layers", "1", "--prompt_length", "8", "--completion_length", "16",
-                "--steps", "2", "--threads", "1"]  # fmt: skip
+        argv = [
+            "--hidden_size",
+            "32",
+            "--num_layers",
+            "1",
+            "--prompt_length",
+            "8",
+            "--completion_length",
+            "16",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+        ]
     else:
-        argv = ["--preset", "qwen2.5-0.5b", "--bf16", "--batch_size", "16", "--prompt_length", "64",
-                "--completion_length", "1024", "--steps", "10"]  # fmt: skip
+        argv = [
+            "--preset",
+            "qwen2.5-0.5b",
+            "--bf16",
+            "--batch_size",
+            "16",
+            "--prompt_length",
+            "64",
+            "--completion_length",
+            "1024",
+            "--steps",
+            "10",
+        ]
     return module.main([*argv, "--level", level, "--loss_type", "dapo" if level == "token" else "grpo"])
 
 
@@ -70,19 +93,43 @@ def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out
     prompts, golds = task(args.num_prompts)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     config = UPGRPOConfig(
-        output_dir=out_dir, seed=seed, use_cpu=args.device == "cpu", bf16=False, report_to="none",
-        save_strategy="no", disable_tqdm=True, logging_steps=1, max_steps=args.max_steps,
-        learning_rate=args.learning_rate, lr_scheduler_type="constant", num_generations=8,
-        per_device_train_batch_size=32, gradient_accumulation_steps=1, steps_per_generation=4,
-        max_completion_length=3, temperature=1.0, top_k=0, beta=0.0, up_mode=up_mode, **PAIRS[pair],
-    )  # fmt: skip
-    trainer = UPGRPOTrainer(model=copy.deepcopy(base_model), reward_funcs=[true_accuracy], args=config,
-                            train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+        output_dir=out_dir,
+        seed=seed,
+        use_cpu=args.device == "cpu",
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        max_steps=args.max_steps,
+        learning_rate=args.learning_rate,
+        lr_scheduler_type="constant",
+        num_generations=8,
+        per_device_train_batch_size=32,
+        gradient_accumulation_steps=1,
+        steps_per_generation=4,
+        max_completion_length=3,
+        temperature=1.0,
+        top_k=0,
+        beta=0.0,
+        up_mode=up_mode,
+        **PAIRS[pair],
+    )
+    trainer = UPGRPOTrainer(
+        model=copy.deepcopy(base_model),
+        reward_funcs=[true_accuracy],
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
     trainer.remove_callback(PrinterCallback)
     start = time.perf_counter()
     trainer.train()
-    curve = [(h["step"], h["rewards/true_accuracy/mean"]) for h in trainer.state.log_history
-             if "rewards/true_accuracy/mean" in h]  # fmt: skip
+    curve = [
+        (h["step"], h["rewards/true_accuracy/mean"])
+        for h in trainer.state.log_history
+        if "rewards/true_accuracy/mean" in h
+    ]
     reached = next((step for step, value in curve if value >= args.threshold), None)
     return {
         "config": pair if up_mode == "off" else f"UP-{pair}",
@@ -113,8 +160,11 @@ def ab(args) -> dict:
                 for up_mode in ("off", "asymmetric"):
                     runs.append(run_one(pair, up_mode, seed, base, tokenizer, args, tmp))
                     r = runs[-1]
-                    print(f"seed {seed} {r['config']:8s} final accuracy {r['final_accuracy']:.3f} steps to "
-                          f"{args.threshold}: {r['steps_to_threshold']} ({r['seconds']} s)", flush=True)  # fmt: skip
+                    print(
+                        f"seed {seed} {r['config']:8s} final accuracy {r['final_accuracy']:.3f} steps to "
+                        f"{args.threshold}: {r['steps_to_threshold']} ({r['seconds']} s)",
+                        flush=True,
+                    )
             seed_seconds.append(time.perf_counter() - start)
     summary = []
     for pair in args.pairs:
@@ -122,16 +172,18 @@ def ab(args) -> dict:
         up = {r["seed"]: r for r in runs if r["pair"] == pair and r["up_mode"] == "asymmetric"}
         seeds = sorted(set(parent) & set(up))
         deltas = [up[s]["final_accuracy"] - parent[s]["final_accuracy"] for s in seeds]
-        summary.append({
-            "pair": pair,
-            "seeds": seeds,
-            "parent_final_accuracy": [round(parent[s]["final_accuracy"], 4) for s in seeds],
-            "up_final_accuracy": [round(up[s]["final_accuracy"], 4) for s in seeds],
-            "mean_delta_up_minus_parent": round(statistics.fmean(deltas), 4) if deltas else None,
-            "std_delta": round(statistics.stdev(deltas), 4) if len(deltas) > 1 else None,
-            "up_won": sum(d > 0 for d in deltas),
-            "ties": sum(d == 0 for d in deltas),
-        })  # fmt: skip
+        summary.append(
+            {
+                "pair": pair,
+                "seeds": seeds,
+                "parent_final_accuracy": [round(parent[s]["final_accuracy"], 4) for s in seeds],
+                "up_final_accuracy": [round(up[s]["final_accuracy"], 4) for s in seeds],
+                "mean_delta_up_minus_parent": round(statistics.fmean(deltas), 4) if deltas else None,
+                "std_delta": round(statistics.stdev(deltas), 4) if len(deltas) > 1 else None,
+                "up_won": sum(d > 0 for d in deltas),
+                "ties": sum(d == 0 for d in deltas),
+            }
+        )
     return {"summary": summary, "runs": runs, "seeds_run": len(seed_seconds)}
 
 
@@ -146,8 +198,9 @@ def plot(report: dict, path: Path) -> None:
     ax = axes[0][0]
     levels = list(report["overhead"])
     for i, key in enumerate(("step_time_ratio", "peak_memory_ratio")):
-        ax.bar([j + 0.4 * i for j in range(len(levels))], [report["overhead"][lv][key] for lv in levels], 0.4,
-               label=key)  # fmt: skip
+        ax.bar(
+            [j + 0.4 * i for j in range(len(levels))], [report["overhead"][lv][key] for lv in levels], 0.4, label=key
+        )
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_xticks([j + 0.2 for j in range(len(levels))], levels)
     ax.set_title("UP / parent, " + report["overhead"][levels[0]]["model"].split(" (")[0], fontsize=8)
@@ -192,8 +245,11 @@ def main(argv: list[str] | None = None) -> dict:
     start = time.perf_counter()
     gpu = torch.cuda.get_device_name() if args.device == "cuda" else None
     machine = f"{platform.machine()} {gpu or 'CPU'}, torch {torch.__version__}"
-    report = {"command": "python benchmarks/gpu_suite.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "machine": machine, "dry_run": args.dry_run}  # fmt: skip
+    report = {
+        "command": "python benchmarks/gpu_suite.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "dry_run": args.dry_run,
+    }
     report["overhead"] = {level: overhead(level, args.dry_run) for level in ("token", "sequence")}
     if args.device == "cuda":
         torch.cuda.empty_cache()
@@ -205,15 +261,27 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "results.json").write_text(json.dumps(report, indent=1))
     plot(report, out / "suite.png")
     for level, r in report["overhead"].items():
-        print(f"overhead ({level}): step_time_ratio {r['step_time_ratio']}, peak_memory_ratio "
-              f"{r['peak_memory_ratio']}, tokens/s {r['tokens_per_s']}")  # fmt: skip
+        print(
+            f"overhead ({level}): step_time_ratio {r['step_time_ratio']}, peak_memory_ratio "
+            f"{r['peak_memory_ratio']}, tokens/s {r['tokens_per_s']}"
+        )
     for row in report["ab"]["summary"]:
-        print(f"A/B {row['pair']}: UP won {row['up_won']}/{len(row['seeds'])} seeds, mean final accuracy "
-              f"UP - parent = {row['mean_delta_up_minus_parent']}")  # fmt: skip
-    print(json.dumps({k: report[k] for k in ("machine", "wall_seconds")}
-                     | {"overhead": {lv: {k: r[k] for k in ("step_time_ratio", "peak_memory_ratio", "tokens_per_s")}
-                                     for lv, r in report["overhead"].items()},
-                        "ab": report["ab"]["summary"]}))  # fmt: skip
+        print(
+            f"A/B {row['pair']}: UP won {row['up_won']}/{len(row['seeds'])} seeds, mean final accuracy "
+            f"UP - parent = {row['mean_delta_up_minus_parent']}"
+        )
+    print(
+        json.dumps(
+            {k: report[k] for k in ("machine", "wall_seconds")}
+            | {
+                "overhead": {
+                    lv: {k: r[k] for k in ("step_time_ratio", "peak_memory_ratio", "tokens_per_s")}
+                    for lv, r in report["overhead"].items()
+                },
+                "ab": report["ab"]["summary"],
+            }
+        )
+    )
     return report
 
 

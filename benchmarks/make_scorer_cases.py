@@ -193,8 +193,17 @@ class Builder:
                 raise AssertionError(f"conflicting labels for {key}")
             return
         self.seen[key] = label
-        self.cases.append({"completion": completion, "gold": gold, "label": label, "category": category,
-                           "gold_type": gold_type, "source": source, "construction": how})  # fmt: skip
+        self.cases.append(
+            {
+                "completion": completion,
+                "gold": gold,
+                "label": label,
+                "category": category,
+                "gold_type": gold_type,
+                "source": source,
+                "construction": how,
+            }
+        )
 
     def preamble(self, numbers: list[str]) -> str:
         text = self.rng.choice(PREAMBLES)
@@ -208,8 +217,18 @@ class Builder:
             text = self.preamble(numbers) + template.format(A=latex, P=plain)
             self.add(text, gold, 1, category, gold_type, source, f"the gold in the {category} form")
 
-    def one(self, template: str, gold: str, label: int, category: str, gold_type: str, source: str, how: str,
-            numbers: list[str], **fields: str):  # fmt: skip
+    def one(
+        self,
+        template: str,
+        gold: str,
+        label: int,
+        category: str,
+        gold_type: str,
+        source: str,
+        how: str,
+        numbers: list[str],
+        **fields: str,
+    ):
         self.add(self.preamble(numbers) + template.format(**fields), gold, label, category, gold_type, source, how)
 
 
@@ -489,10 +508,24 @@ def math500_cases(b: Builder, rows: dict[str, dict]) -> None:
     for uid, expression in MATH_ECHOES.items():
         row = rows[uid]
         gold, source = solution_form(row["answer"]), f"math500:{uid}"
-        b.add(f"We need to compute ${expression}$. The answer is ${expression}$.", gold, 0, "echoed_question",
-              "echo", source, "the problem's expression restated unevaluated")  # fmt: skip
-        b.add(f"The answer is ${expression} = {row['answer']}$.", gold, 1, "echoed_question", "echo", source,
-              "the problem's expression, then its value")  # fmt: skip
+        b.add(
+            f"We need to compute ${expression}$. The answer is ${expression}$.",
+            gold,
+            0,
+            "echoed_question",
+            "echo",
+            source,
+            "the problem's expression restated unevaluated",
+        )
+        b.add(
+            f"The answer is ${expression} = {row['answer']}$.",
+            gold,
+            1,
+            "echoed_question",
+            "echo",
+            source,
+            "the problem's expression, then its value",
+        )
 
 
 def gsm8k_cases(b: Builder, rows: list[dict], n_per_kind: int) -> None:
@@ -513,8 +546,11 @@ def gsm8k_cases(b: Builder, rows: list[dict], n_per_kind: int) -> None:
         if len(numbers) >= 2 and int(gold) not in numbers:
             echo.append(i)
     rng = random.Random(SEED)
-    chosen = {"money": rng.sample(money, n_per_kind), "noun": rng.sample(nouns, n_per_kind),
-              "large": rng.sample(large, n_per_kind)}  # fmt: skip
+    chosen = {
+        "money": rng.sample(money, n_per_kind),
+        "noun": rng.sample(nouns, n_per_kind),
+        "large": rng.sample(large, n_per_kind),
+    }
     used = {i for ids in chosen.values() for i in ids}
     chosen["echo"] = rng.sample([i for i in echo if i not in used], n_per_kind)
     for kind, ids in chosen.items():
@@ -547,12 +583,33 @@ def gsm8k_cases(b: Builder, rows: list[dict], n_per_kind: int) -> None:
                     b.add(b.preamble(numbers) + text, gold, 1, "units", gold_type, source, how)
             if kind == "echo":
                 a, c = numbers[0], numbers[1]
-                b.add(f"{question}\nLet me think about this.", gold, 0, "echoed_question", gold_type, source,
-                      "the question restated, no answer")  # fmt: skip
-                b.add(f"We add the numbers: the answer is {a} + {c}.", gold, 0, "echoed_question", gold_type, source,
-                      "two of the question's numbers as an unevaluated sum")  # fmt: skip
-                b.add(f"The total is ${a} \\times {c}$.", gold, 0, "echoed_question", gold_type, source,
-                      "two of the question's numbers as an unevaluated product")  # fmt: skip
+                b.add(
+                    f"{question}\nLet me think about this.",
+                    gold,
+                    0,
+                    "echoed_question",
+                    gold_type,
+                    source,
+                    "the question restated, no answer",
+                )
+                b.add(
+                    f"We add the numbers: the answer is {a} + {c}.",
+                    gold,
+                    0,
+                    "echoed_question",
+                    gold_type,
+                    source,
+                    "two of the question's numbers as an unevaluated sum",
+                )
+                b.add(
+                    f"The total is ${a} \\times {c}$.",
+                    gold,
+                    0,
+                    "echoed_question",
+                    gold_type,
+                    source,
+                    "two of the question's numbers as an unevaluated product",
+                )
     # GSM8K problems whose two numbers sum or multiply to the gold: the echo's value IS the gold (label 0 still).
     for i, row in enumerate(rows):
         gold = row["answer"].split("####")[-1].strip().replace(",", "")
@@ -563,12 +620,33 @@ def gsm8k_cases(b: Builder, rows: list[dict], n_per_kind: int) -> None:
         for op, latex, value in (("+", "+", a + c), ("*", "\\times", a * c)):
             if value == int(gold):
                 source = f"gsm8k:test/{i}"
-                b.add(f"The answer is {a} {op} {c}.", gold, 0, "echoed_question", "echo", source,
-                      "the question's numbers unevaluated; their value equals the gold")  # fmt: skip
-                b.add(f"So we need ${a} {latex} {c}$.", gold, 0, "echoed_question", "echo", source,
-                      "the question's numbers unevaluated, no answer phrase; value equals the gold")  # fmt: skip
-                b.add(f"The answer is {a} {op} {c} = {gold}.", gold, 1, "echoed_question", "echo", source,
-                      "the question's numbers, then their value")  # fmt: skip
+                b.add(
+                    f"The answer is {a} {op} {c}.",
+                    gold,
+                    0,
+                    "echoed_question",
+                    "echo",
+                    source,
+                    "the question's numbers unevaluated; their value equals the gold",
+                )
+                b.add(
+                    f"So we need ${a} {latex} {c}$.",
+                    gold,
+                    0,
+                    "echoed_question",
+                    "echo",
+                    source,
+                    "the question's numbers unevaluated, no answer phrase; value equals the gold",
+                )
+                b.add(
+                    f"The answer is {a} {op} {c} = {gold}.",
+                    gold,
+                    1,
+                    "echoed_question",
+                    "echo",
+                    source,
+                    "the question's numbers, then their value",
+                )
 
 
 def issue_cases(b: Builder) -> None:
@@ -605,8 +683,12 @@ def main(argv: list[str] | None = None) -> dict:
     cases = build(args.seed)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
-    summary = {"cases": len(cases), "right": sum(c["label"] for c in cases),
-               "wrong": sum(1 - c["label"] for c in cases), "output": str(args.output)}  # fmt: skip
+    summary = {
+        "cases": len(cases),
+        "right": sum(c["label"] for c in cases),
+        "wrong": sum(1 - c["label"] for c in cases),
+        "output": str(args.output),
+    }
     print(json.dumps(summary))
     return summary
 

@@ -41,9 +41,13 @@ def main(argv: list[str] | None = None) -> None:
         inputs = tokenizer(texts, return_tensors="pt", padding=True)
         with torch.no_grad():
             out = model.generate(
-                **inputs, do_sample=True, temperature=1.0, top_k=0, max_new_tokens=args.max_new_tokens,
+                **inputs,
+                do_sample=True,
+                temperature=1.0,
+                top_k=0,
+                max_new_tokens=args.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
-            )  # fmt: skip
+            )
         replies = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
         for prompt, gold, reply in zip(batch["prompt"], batch["solution"], replies):
             rows.append({"prompt": prompt[-1]["content"], "completion": reply, "gold": gold})

@@ -31,14 +31,27 @@ def build(mode: str, model, tokenizer, args, out_dir):
     from up_trl import UPGRPOConfig, UPGRPOTrainer
 
     config = UPGRPOConfig(
-        output_dir=out_dir, up_mode=mode, loss_type=args.loss_type, use_cpu=not torch.cuda.is_available(),
-        bf16=args.bf16, report_to="none", per_device_train_batch_size=args.batch_size, num_generations=2,
-        max_completion_length=args.completion_length, learning_rate=1e-5, save_strategy="no",
+        output_dir=out_dir,
+        up_mode=mode,
+        loss_type=args.loss_type,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=args.bf16,
+        report_to="none",
+        per_device_train_batch_size=args.batch_size,
+        num_generations=2,
+        max_completion_length=args.completion_length,
+        learning_rate=1e-5,
+        save_strategy="no",
         importance_sampling_level=args.level,
-    )  # fmt: skip
+    )
     dataset = Dataset.from_dict({"prompt": ["x"] * args.batch_size})
-    trainer = UPGRPOTrainer(model=model, reward_funcs=lambda completions, **kw: [0.0] * len(completions), args=config,
-                            train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+    trainer = UPGRPOTrainer(
+        model=model,
+        reward_funcs=lambda completions, **kw: [0.0] * len(completions),
+        args=config,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
     optimizer = torch.optim.AdamW(trainer.model.parameters(), lr=1e-5)
@@ -134,9 +147,16 @@ def main(argv=None):
     if args.preset == "qwen2.5-0.5b":  # Qwen2.5-0.5B's shape: 494 M parameters
         from transformers import Qwen2Config, Qwen2ForCausalLM
 
-        config = Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                             num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True,
-                             max_position_embeddings=4096)  # fmt: skip
+        config = Qwen2Config(
+            vocab_size=151936,
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+            max_position_embeddings=4096,
+        )
         model, vocab_size = Qwen2ForCausalLM(config).to(dtype), config.vocab_size
         args.hidden_size, args.num_layers = config.hidden_size, config.num_hidden_layers
     batch = make_batch(model, vocab_size, args, device)
@@ -155,8 +175,10 @@ def main(argv=None):
                     step(*runs[mode], batch)
                 events = prof.key_averages()
                 calls = sum(e.count for e in events if e.key.startswith("aten::"))
-                print(f"--- {mode}: {calls} aten op calls in one step\n"
-                      + events.table(sort_by="self_cpu_time_total", row_limit=12))  # fmt: skip
+                print(
+                    f"--- {mode}: {calls} aten op calls in one step\n"
+                    + events.table(sort_by="self_cpu_time_total", row_limit=12)
+                )
     median = {mode: statistics.median(v) for mode, v in times.items()}
     tokens = int(batch["completion_mask"].sum()) + batch["prompt_ids"].numel()
     result = {

@@ -47,20 +47,58 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
     """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
     return [
-        "--model_name_or_path", settings["model"], "--dataset_name", settings["dataset"], "--dataset_limit", "2000",
-        "--arithmetic_ops", *settings["arithmetic_ops"],
-        "--arithmetic_few_shot", str(settings.get("arithmetic_few_shot", 0)),
-        "--output_dir", output_dir, "--up_mode", up_mode,
+        "--model_name_or_path",
+        settings["model"],
+        "--dataset_name",
+        settings["dataset"],
+        "--dataset_limit",
+        "2000",
+        "--arithmetic_ops",
+        *settings["arithmetic_ops"],
+        "--arithmetic_few_shot",
+        str(settings.get("arithmetic_few_shot", 0)),
+        "--output_dir",
+        output_dir,
+        "--up_mode",
+        up_mode,
         *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
-        "--num_generations", "8", "--per_device_train_batch_size", str(settings["per_device_train_batch_size"]),
-        "--steps_per_generation", str(settings["steps_per_generation"]),
-        "--num_iterations", str(settings["num_iterations"]),
-        "--max_completion_length", str(settings["max_completion_length"]), "--learning_rate", "3e-5",
-        "--max_steps", str(settings["max_steps"]), "--seed", str(seed), "--system_prompt", "none",
-        "--save_strategy", "no", "--report_to", "none", "--use_cpu", "true", "--bf16", "false",
-        "--temperature", "1.0", "--top_k", "0", "--logging_steps", "1", "--plot", "false",
-        "--overwrite_output_dir", "true",  # a run stopped midway is started again from scratch on --resume
-    ]  # fmt: skip
+        "--num_generations",
+        "8",
+        "--per_device_train_batch_size",
+        str(settings["per_device_train_batch_size"]),
+        "--steps_per_generation",
+        str(settings["steps_per_generation"]),
+        "--num_iterations",
+        str(settings["num_iterations"]),
+        "--max_completion_length",
+        str(settings["max_completion_length"]),
+        "--learning_rate",
+        "3e-5",
+        "--max_steps",
+        str(settings["max_steps"]),
+        "--seed",
+        str(seed),
+        "--system_prompt",
+        "none",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--temperature",
+        "1.0",
+        "--top_k",
+        "0",
+        "--logging_steps",
+        "1",
+        "--plot",
+        "false",
+        "--overwrite_output_dir",
+        "true",  # a run stopped midway is started again from scratch on --resume
+    ]
 
 
 # Flags that do not change what a run measures (where and how the script runs, which runs it starts).
@@ -87,13 +125,38 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
     from up_trl.evaluation.evaluate import main as evaluate
 
     # --base_model none: the base model is scored once, as its own "before" job.
-    evaluate(["--model", model, "--benchmarks", s["benchmark"], "--arithmetic_ops", *s["arithmetic_ops"],
-              "--arithmetic_few_shot", str(eval_few_shot(s)),
-              "--limit", str(s["benchmark_limit"]), "--k", str(s["k"]), "--temperature", "1.0", "--top_p", "1.0",
-              "--system_prompt", "none", "--max_new_tokens", str(s["max_completion_length"]),
-              "--seed", str(s["eval_seed"]), "--batch_size", str(s["eval_batch_size"]),
-              "--output_dir", str(eval_dir),
-              "--base_model", "none"])  # fmt: skip
+    evaluate(
+        [
+            "--model",
+            model,
+            "--benchmarks",
+            s["benchmark"],
+            "--arithmetic_ops",
+            *s["arithmetic_ops"],
+            "--arithmetic_few_shot",
+            str(eval_few_shot(s)),
+            "--limit",
+            str(s["benchmark_limit"]),
+            "--k",
+            str(s["k"]),
+            "--temperature",
+            "1.0",
+            "--top_p",
+            "1.0",
+            "--system_prompt",
+            "none",
+            "--max_new_tokens",
+            str(s["max_completion_length"]),
+            "--seed",
+            str(s["eval_seed"]),
+            "--batch_size",
+            str(s["eval_batch_size"]),
+            "--output_dir",
+            str(eval_dir),
+            "--base_model",
+            "none",
+        ]
+    )
     return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]
 
 
@@ -102,8 +165,16 @@ def stored_runs(report: dict) -> list[dict]:
     from runs.partial.jsonl."""
     before = []
     if report.get("before") is not None:
-        before = [{"pair": None, "config": "before", "up_mode": None, "seed": None,
-                   "settings": run_settings(report["settings"]), "after": report["before"]}]  # fmt: skip
+        before = [
+            {
+                "pair": None,
+                "config": "before",
+                "up_mode": None,
+                "seed": None,
+                "settings": run_settings(report["settings"]),
+                "after": report["before"],
+            }
+        ]
     return [*before, *report["runs"]]
 
 
@@ -116,8 +187,11 @@ def run_job(job: dict) -> dict:
     out = Path(s["output_dir"])
     if job["config"] == "before":
         t0 = time.perf_counter()
-        return {**key, "after": score(s["model"], out / "eval-before", s),
-                "eval_minutes": round((time.perf_counter() - t0) / 60, 2)}  # fmt: skip
+        return {
+            **key,
+            "after": score(s["model"], out / "eval-before", s),
+            "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
+        }
     from up_trl.cli import train
     from up_trl.run.plots import read_metrics, series
 
@@ -130,9 +204,13 @@ def run_job(job: dict) -> dict:
     if not s["keep_models"]:  # 0.5 GB of float32 weights per run
         for weights in run_dir.glob("*.safetensors"):
             weights.unlink()
-    return {**key, "train_minutes": train_minutes, "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
-            "reward_curve": list(zip(*series(read_metrics(run_dir / "metrics.jsonl"), "reward"))),
-            "after": after}  # fmt: skip
+    return {
+        **key,
+        "train_minutes": train_minutes,
+        "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
+        "reward_curve": list(zip(*series(read_metrics(run_dir / "metrics.jsonl"), "reward"))),
+        "after": after,
+    }
 
 
 def summarise(runs: list[dict], pairs: list[str], k: int, pass_k: int | None = None) -> list[dict]:
@@ -146,14 +224,28 @@ def summarise(runs: list[dict], pairs: list[str], k: int, pass_k: int | None = N
         per_seed = []
         for seed in seeds:
             parent, up = mine[(pair, seed)], mine[(f"UP-{pair}", seed)]
-            per_seed.append({"seed": seed, **{m: {"parent": parent[m], "up": up[m], "difference": up[m] - parent[m]}
-                                              for m in metrics}})  # fmt: skip
+            per_seed.append(
+                {
+                    "seed": seed,
+                    **{m: {"parent": parent[m], "up": up[m], "difference": up[m] - parent[m]} for m in metrics},
+                }
+            )
         diffs = [row[metrics[0]]["difference"] for row in per_seed]
-        stats = {m: {side: mean_std([row[m][side] for row in per_seed]) for side in ("parent", "up", "difference")}
-                 for m in metrics}  # fmt: skip
-        rows.append({"pair": pair, "paired_seeds": len(seeds), "per_seed": per_seed, "mean_std": stats,
-                     "up_won": sum(d > 0 for d in diffs), "ties": sum(d == 0 for d in diffs),
-                     "up_lost": sum(d < 0 for d in diffs)})  # fmt: skip
+        stats = {
+            m: {side: mean_std([row[m][side] for row in per_seed]) for side in ("parent", "up", "difference")}
+            for m in metrics
+        }
+        rows.append(
+            {
+                "pair": pair,
+                "paired_seeds": len(seeds),
+                "per_seed": per_seed,
+                "mean_std": stats,
+                "up_won": sum(d > 0 for d in diffs),
+                "ties": sum(d == 0 for d in diffs),
+                "up_lost": sum(d < 0 for d in diffs),
+            }
+        )
     return rows
 
 
@@ -163,8 +255,10 @@ def short_summary(rows: list[dict], before: dict | None, k: int) -> dict:
     summary: dict = {f"before {avg}": before and before[avg]}
     for row in rows:
         means = [row["mean_std"][avg][side][0] for side in ("parent", "up")]
-        summary[row["pair"]] = {f"{avg} parent, UP": [None if m is None else round(m, 4) for m in means],
-                                "UP won": f"{row['up_won']} of {row['paired_seeds']} seeds"}  # fmt: skip
+        summary[row["pair"]] = {
+            f"{avg} parent, UP": [None if m is None else round(m, 4) for m in means],
+            "UP won": f"{row['up_won']} of {row['paired_seeds']} seeds",
+        }
     return summary
 
 
@@ -179,17 +273,24 @@ def markdown(rows: list[dict], k: int, before: dict | None, header: str, pass_k:
         lines += [f"Base model (before training): {avg} {before[avg]:.3f}, {pas} {before[pas]:.3f}.", ""]
     for row in rows:
         parent, up = row["pair"], f"UP-{row['pair']}"
-        lines += [f"### {parent} vs {up}", "",
-                  f"| seed | {parent} {avg} | {up} {avg} | UP - parent | {parent} {pas} | {up} {pas} | UP - parent |",
-                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"### {parent} vs {up}",
+            "",
+            f"| seed | {parent} {avg} | {up} {avg} | UP - parent | {parent} {pas} | {up} {pas} | UP - parent |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in row["per_seed"]:
             cells = [f"{r[m]['parent']:.3f} | {r[m]['up']:.3f} | {r[m]['difference']:+.3f}" for m in (avg, pas)]
             lines.append(f"| {r['seed']} | {' | '.join(cells)} |")
         stats = row["mean_std"]
         cells = [f"{pm(stats[m]['parent'])} | {pm(stats[m]['up'])} | {pm(stats[m]['difference'])}" for m in (avg, pas)]
-        lines += [f"| mean ± std | {' | '.join(cells)} |", "",
-                  f"UP won {row['up_won']} of {row['paired_seeds']} seeds on {avg} (tied {row['ties']}, "
-                  f"lost {row['up_lost']}).", ""]  # fmt: skip
+        lines += [
+            f"| mean ± std | {' | '.join(cells)} |",
+            "",
+            f"UP won {row['up_won']} of {row['paired_seeds']} seeds on {avg} (tied {row['ties']}, "
+            f"lost {row['up_lost']}).",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -230,13 +331,20 @@ def main(argv=None) -> dict:
     parser.add_argument("--eval_seed", type=int, default=42, help="the one sampling seed of every evaluation")
     parser.add_argument("--eval_batch_size", type=int, default=64, help="prompts per generate() call in eval")
     parser.add_argument("--max_steps", type=int, default=30)
-    parser.add_argument("--max_completion_length", type=int, help="also eval's max_new_tokens (default: 64 for "
-                        "the arithmetic dataset, as the offline default, else 192)")  # fmt: skip
+    parser.add_argument(
+        "--max_completion_length",
+        type=int,
+        help="also eval's max_new_tokens (default: 64 for the arithmetic dataset, as the offline default, else 192)",
+    )
     parser.add_argument("--per_device_train_batch_size", type=int, default=16)
     parser.add_argument("--steps_per_generation", type=int, default=2)
     parser.add_argument("--num_iterations", type=int, default=1)
-    parser.add_argument("--delta", type=lambda v: None if v == "none" else float(v), default=3.0,
-                        help="dual clip of both pairs, as in the recipes ('none': off)")  # fmt: skip
+    parser.add_argument(
+        "--delta",
+        type=lambda v: None if v == "none" else float(v),
+        default=3.0,
+        help="dual clip of both pairs, as in the recipes ('none': off)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
     parser.add_argument("--time_limit_minutes", type=float, help="start no new run after this; report what finished")
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
@@ -268,8 +376,12 @@ def main(argv=None) -> dict:
     deadline = time.time() + (float("inf") if args.time_limit_minutes is None else args.time_limit_minutes * 60)
     base = {"settings": settings, "deadline": deadline}
     jobs = [{**base, "pair": None, "config": "before", "up_mode": None, "seed": None}]
-    jobs += [{**base, "pair": p, "config": UP_MODES[mode] + p, "up_mode": mode, "seed": seed}
-             for seed in args.seeds for p in pairs for mode in UP_MODES]  # fmt: skip
+    jobs += [
+        {**base, "pair": p, "config": UP_MODES[mode] + p, "up_mode": mode, "seed": seed}
+        for seed in args.seeds
+        for p in pairs
+        for mode in UP_MODES
+    ]
     if args.report_only:
         args.resume, jobs = True, []
     partial, runs = open_partial(out, args.resume)
@@ -281,8 +393,10 @@ def main(argv=None) -> dict:
             stored = {**SETTINGS_BEFORE_STORED, **run.get("settings", {})}
             differ = {k: v for k, v in stored.items() if run_settings(settings).get(k) != v}
             if differ:
-                raise SystemExit(f"{partial}: {run['config']} seed {run['seed']} ran with {differ}; pass the same "
-                                 "flags to --resume / --report_only, or use another --output_dir.")  # fmt: skip
+                raise SystemExit(
+                    f"{partial}: {run['config']} seed {run['seed']} ran with {differ}; pass the same "
+                    "flags to --resume / --report_only, or use another --output_dir."
+                )
         done = {(r["config"], r["seed"]) for r in runs}
         jobs = [job for job in jobs if (job["config"], job["seed"]) not in done]
         print(f"resuming: {len(runs)} jobs read from {partial}, {len(jobs)} to go", flush=True)
@@ -294,9 +408,11 @@ def main(argv=None) -> dict:
         with partial.open("a") as f:
             f.write(json.dumps(run) + "\n")
         minutes = f"train {run['train_minutes']} min, " if "train_minutes" in run else ""
-        print(f"[{(time.perf_counter() - start) / 60:6.1f} min] {run['config']} seed {run['seed']}: "
-              f"avg@{args.k} {run['after'][f'avg@{args.k}']:.3f} ({minutes}eval {run['eval_minutes']} min)",
-              flush=True)  # fmt: skip
+        print(
+            f"[{(time.perf_counter() - start) / 60:6.1f} min] {run['config']} seed {run['seed']}: "
+            f"avg@{args.k} {run['after'][f'avg@{args.k}']:.3f} ({minutes}eval {run['eval_minutes']} min)",
+            flush=True,
+        )
 
     if args.workers > 1 and len(jobs) > 1:
         # Not multiprocessing.Pool: its workers are daemonic, and a daemonic process cannot start the reward's own
@@ -317,8 +433,13 @@ def main(argv=None) -> dict:
     before = next((r["after"] for r in runs if r["config"] == "before"), None)
     runs = sorted((r for r in runs if r["config"] != "before"), key=lambda r: (r["seed"], r["pair"], r["config"]))
     finished = {(r["config"], r["seed"]) for r in runs}
-    missing = [f"{UP_MODES[m]}{p} seed {s}" for s in args.seeds for p in pairs for m in UP_MODES
-               if (UP_MODES[m] + p, s) not in finished]  # fmt: skip
+    missing = [
+        f"{UP_MODES[m]}{p} seed {s}"
+        for s in args.seeds
+        for p in pairs
+        for m in UP_MODES
+        if (UP_MODES[m] + p, s) not in finished
+    ]
     if missing:
         print(f"INCOMPLETE: {len(missing)} runs missing: {', '.join(missing)}", flush=True)
     rows = summarise(runs, pairs, args.k, args.pass_k)
@@ -328,17 +449,27 @@ def main(argv=None) -> dict:
     shots = f", {args.arithmetic_few_shot} worked examples" if args.arithmetic_few_shot else ""
     ops = f" (ops {' '.join(args.arithmetic_ops)}{shots})" if "arithmetic" in (args.dataset, args.benchmark) else ""
     problems = (before or {}).get("problems", args.benchmark_limit)
-    header = (f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps (batch "
-              f"{args.per_device_train_batch_size}, steps_per_generation {args.steps_per_generation}, num_iterations "
-              f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems, "
-              f"k={args.k}, "
-              f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
-              f"wall {wall} min.")  # fmt: skip
-    report = {"command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),
-              "machine": machine, "wall_minutes": wall, "complete": not missing, "missing": missing,
-              "model": "SmolLM2-135M-Instruct", "pairs": {p: PAIRS[p] for p in pairs},
-              "settings": {k: v for k, v in settings.items() if k != "output_dir"}, "before": before,
-              "summary": rows, "runs": runs}  # fmt: skip
+    header = (
+        f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps (batch "
+        f"{args.per_device_train_batch_size}, steps_per_generation {args.steps_per_generation}, num_iterations "
+        f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems, "
+        f"k={args.k}, "
+        f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
+        f"wall {wall} min."
+    )
+    report = {
+        "command": "python benchmarks/real_model.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "machine": machine,
+        "wall_minutes": wall,
+        "complete": not missing,
+        "missing": missing,
+        "model": "SmolLM2-135M-Instruct",
+        "pairs": {p: PAIRS[p] for p in pairs},
+        "settings": {k: v for k, v in settings.items() if k != "output_dir"},
+        "before": before,
+        "summary": rows,
+        "runs": runs,
+    }
     (out / "results.json").write_text(json.dumps(report, indent=1))
     table = markdown(rows, args.k, before, header, args.pass_k)
     (out / "table.md").write_text(table)
@@ -346,8 +477,12 @@ def main(argv=None) -> dict:
     if not missing:
         partial.unlink(missing_ok=True)  # complete: results.json holds every run, the base model's as "before"
     print(table)
-    print(json.dumps({"machine": machine, "wall_minutes": wall, "complete": not missing,
-                      **short_summary(rows, before, args.k)}), flush=True)  # fmt: skip
+    print(
+        json.dumps(
+            {"machine": machine, "wall_minutes": wall, "complete": not missing, **short_summary(rows, before, args.k)}
+        ),
+        flush=True,
+    )
     return report
 
 

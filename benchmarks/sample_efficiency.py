@@ -73,8 +73,14 @@ def summarise(runs: list[dict], names: list[str], args) -> list[dict]:
         hacked = [r["steps_to_training_reward_0.9"] for r in mine if r["steps_to_training_reward_0.9"] is not None]
         row["steps_to_training_reward_0.9_median"] = statistics.median(hacked) if hacked else None
         row["reached_training_reward_0.9"] = len(hacked)
-        for key in ("final_accuracy", "max_grad_norm", "final_entropy", "capacity_clipped_mean",
-                    "capacity_up_mean", "would_clip_frac_mean"):  # fmt: skip
+        for key in (
+            "final_accuracy",
+            "max_grad_norm",
+            "final_entropy",
+            "capacity_clipped_mean",
+            "capacity_up_mean",
+            "would_clip_frac_mean",
+        ):
             row[key], row[key + "_std"] = mean_std(key)
         rows.append(row)
     return rows

@@ -140,9 +140,11 @@ def per_category(cases: list[dict], rewards: dict[str, list[float | None]]) -> l
 
 
 def machine() -> str:
-    return (f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores (shared with other jobs), "
-            f"Python {platform.python_version()}, trl {version('trl')}, math-verify {version('math-verify')}, "
-            f"UP_TRL_REWARD_WORKERS={os.environ.get('UP_TRL_REWARD_WORKERS', 'unset (default)')}")  # fmt: skip
+    return (
+        f"{platform.machine()} {platform.system()}, {os.cpu_count()} CPU cores (shared with other jobs), "
+        f"Python {platform.python_version()}, trl {version('trl')}, math-verify {version('math-verify')}, "
+        f"UP_TRL_REWARD_WORKERS={os.environ.get('UP_TRL_REWARD_WORKERS', 'unset (default)')}"
+    )
 
 
 def _case_line(case: dict) -> str:
@@ -152,18 +154,27 @@ def _case_line(case: dict) -> str:
 
 
 def table(summary: dict, categories: list[dict], results: dict, command: str) -> str:
-    lines = [f"Command: `{command}`. Cases: {summary['cases']} ({summary['right']} right, {summary['wrong']} wrong). "
-             f"Machine: {summary['machine']}.", "",
-             "| scorer | precision | recall | false positives | false negatives | skipped | items/s |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"Command: `{command}`. Cases: {summary['cases']} ({summary['right']} right, {summary['wrong']} wrong). "
+        f"Machine: {summary['machine']}.",
+        "",
+        "| scorer | precision | recall | false positives | false negatives | skipped | items/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name in SCORERS:
         m = results[name]
-        lines.append(f"| {name} | {m['precision']} | {m['recall']} | {m['false_positives']} | "
-                     f"{m['false_negatives']} | {m['skipped']} | {m['items_per_s']} |")  # fmt: skip
-    lines += ["", "Errors per category (false positives for label 0, false negatives for label 1; skipped in "
-              "parentheses where any):", "",
-              "| category | label | cases | " + " | ".join(f"{n} errors" for n in SCORERS) + " |",
-              "|---|---|---|" + "---|" * len(SCORERS)]  # fmt: skip
+        lines.append(
+            f"| {name} | {m['precision']} | {m['recall']} | {m['false_positives']} | "
+            f"{m['false_negatives']} | {m['skipped']} | {m['items_per_s']} |"
+        )
+    lines += [
+        "",
+        "Errors per category (false positives for label 0, false negatives for label 1; skipped in "
+        "parentheses where any):",
+        "",
+        "| category | label | cases | " + " | ".join(f"{n} errors" for n in SCORERS) + " |",
+        "|---|---|---|" + "---|" * len(SCORERS),
+    ]
     for row in categories:
         cells = [
             f"{row[f'{n} errors']}" + (f" ({row[f'{n} skipped']})" if row[f"{n} skipped"] else "") for n in SCORERS

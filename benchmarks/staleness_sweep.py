@@ -71,8 +71,12 @@ def run_pair(job: tuple) -> list[dict]:
             # The same stretch of training at every level (a mean over the last 3 logged rollouts would span 3 steps
             # at 1 update per rollout but 48 at 16): every rollout batch logged in the last `final_window` steps.
             window = [v for step, v in run["accuracy_curve"] if step > args.max_steps - args.final_window]
-            run.update(level=level, pair=pair[0], final_accuracy_last3_rollouts=run["final_accuracy"],
-                       final_accuracy=statistics.fmean(window))  # fmt: skip
+            run.update(
+                level=level,
+                pair=pair[0],
+                final_accuracy_last3_rollouts=run["final_accuracy"],
+                final_accuracy=statistics.fmean(window),
+            )
             runs.append(run)
     return runs
 
@@ -94,11 +98,21 @@ def on_policy_check(runs: list[dict]) -> dict:
                 continue
             diff = {key: max_abs_difference(p[key], u[key]) for key in TOLERANCE}
             first = next((s for (s, x), (_, y) in zip(p["accuracy_curve"], u["accuracy_curve"]) if x != y), None)
-            rows.append({"pair": parent, "seed": p["seed"], "max_abs_difference": diff,
-                         "first_step_accuracy_differs": first,
-                         "coincide": all(diff[k] <= TOLERANCE[k] for k in TOLERANCE)})  # fmt: skip
-    return {"checked": len(rows), "coincide": sum(r["coincide"] for r in rows), "tolerance": TOLERANCE,
-            "per_seed": rows}  # fmt: skip
+            rows.append(
+                {
+                    "pair": parent,
+                    "seed": p["seed"],
+                    "max_abs_difference": diff,
+                    "first_step_accuracy_differs": first,
+                    "coincide": all(diff[k] <= TOLERANCE[k] for k in TOLERANCE),
+                }
+            )
+    return {
+        "checked": len(rows),
+        "coincide": sum(r["coincide"] for r in rows),
+        "tolerance": TOLERANCE,
+        "per_seed": rows,
+    }
 
 
 def summarise(runs: list[dict], levels: list[int], pairs: list[tuple]) -> list[dict]:
@@ -114,9 +128,14 @@ def summarise(runs: list[dict], levels: list[int], pairs: list[tuple]) -> list[d
                     break
                 reached = [r["steps_to_threshold"] for r in mine if r["steps_to_threshold"] is not None]
                 mean, std = mean_std([r["final_accuracy"] for r in mine])
-                row[role] = {"config": name, "seeds": len(mine), "final_accuracy_mean": mean,
-                             "final_accuracy_std": std, "reached": len(reached),
-                             "steps_to_threshold_median": statistics.median(reached) if reached else None}  # fmt: skip
+                row[role] = {
+                    "config": name,
+                    "seeds": len(mine),
+                    "final_accuracy_mean": mean,
+                    "final_accuracy_std": std,
+                    "reached": len(reached),
+                    "steps_to_threshold_median": statistics.median(reached) if reached else None,
+                }
                 by_seed[role] = {r["seed"]: r["final_accuracy"] for r in mine}
             else:
                 paired = sorted(set(by_seed["parent"]) & set(by_seed["up"]))
@@ -181,15 +200,19 @@ def plot(runs: list[dict], levels: list[int], pairs: list[tuple], path: Path, ar
                 medians.append(statistics.median(reached) if reached else None)
                 axes[0][col].scatter([level * offset] * len(acc), acc, s=12, color=color, alpha=0.5)
                 shown = [r["steps_to_threshold"] if r["steps_to_threshold"] is not None else never for r in mine]
-                axes[1][col].scatter([level * offset] * len(shown), shown, s=12, color=color, alpha=0.5,
-                                     marker="o")  # fmt: skip
+                axes[1][col].scatter([level * offset] * len(shown), shown, s=12, color=color, alpha=0.5, marker="o")
             mean = [m if m is not None else float("nan") for m, _ in finals]
             std = [s if s is not None else float("nan") for _, s in finals]
             axes[0][col].plot(levels, mean, color=color, label=f"{name} (mean ± std)")
-            axes[0][col].fill_between(levels, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                                      color=color, alpha=0.15)  # fmt: skip
-            axes[1][col].plot(levels, [m if m is not None else float("nan") for m in medians], color=color,
-                              label=f"{name} (median of seeds that reached it)")  # fmt: skip
+            axes[0][col].fill_between(
+                levels, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], color=color, alpha=0.15
+            )
+            axes[1][col].plot(
+                levels,
+                [m if m is not None else float("nan") for m in medians],
+                color=color,
+                label=f"{name} (median of seeds that reached it)",
+            )
         axes[0][col].set_title(f"{pair[0]} vs {pair[1]}")
         axes[0][col].legend(fontsize=7)
         axes[1][col].legend(fontsize=7, loc="lower right")
@@ -202,8 +225,10 @@ def plot(runs: list[dict], levels: list[int], pairs: list[tuple], path: Path, ar
             axes[row][col].grid(alpha=0.3)
     axes[0][0].set_ylabel("final true accuracy")
     axes[1][0].set_ylabel(f"steps to accuracy ≥ {args.threshold}")
-    fig.suptitle(f"UP vs parent as rollouts get staler: up to {len({r['seed'] for r in runs})} seeds, "
-                 f"{args.max_steps} steps per run, dots = seeds")  # fmt: skip
+    fig.suptitle(
+        f"UP vs parent as rollouts get staler: up to {len({r['seed'] for r in runs})} seeds, "
+        f"{args.max_steps} steps per run, dots = seeds"
+    )
     fig.tight_layout()
     save_png(fig, path)
     plt.close(fig)
@@ -229,8 +254,18 @@ def main(argv=None) -> dict:
         args.pairs, args.levels, args.seeds, args.max_steps = ["DAPO"], [1, 4], args.seeds[:1], 8
     args.num_prompts, args.corruption, args.num_iterations = 16, "none", 1  # what bench.run_one reads
     pairs = [p for p in PAIRS if p[0] in args.pairs]
-    settings = {k: getattr(args, k) for k in ("num_prompts", "corruption", "num_iterations", "max_steps",
-                                              "learning_rate", "threshold", "final_window")}  # fmt: skip
+    settings = {
+        k: getattr(args, k)
+        for k in (
+            "num_prompts",
+            "corruption",
+            "num_iterations",
+            "max_steps",
+            "learning_rate",
+            "threshold",
+            "final_window",
+        )
+    }
     # Seed by seed, so that a sweep stopped by --time_limit_minutes still covers every level with its first seeds.
     jobs = [(pair, level, seed, settings) for seed in args.seeds for level in sorted(args.levels) for pair in pairs]
     machine = describe_machine(args.workers)
@@ -254,9 +289,12 @@ def main(argv=None) -> dict:
         with partial.open("a") as f:
             f.writelines(json.dumps(r) + "\n" for r in pair_runs)
         for r in pair_runs:
-            print(f"[{time.perf_counter() - start:7.0f} s] level {r['level']:2d} seed {r['seed']} {r['config']:8s} "
-                  f"final accuracy {r['final_accuracy']:.3f} steps to {args.threshold}: {r['steps_to_threshold']} "
-                  f"({r['seconds']} s)", flush=True)  # fmt: skip
+            print(
+                f"[{time.perf_counter() - start:7.0f} s] level {r['level']:2d} seed {r['seed']} {r['config']:8s} "
+                f"final accuracy {r['final_accuracy']:.3f} steps to {args.threshold}: {r['steps_to_threshold']} "
+                f"({r['seconds']} s)",
+                flush=True,
+            )
 
     if args.workers > 1:
         context = multiprocessing.get_context("fork")  # the children inherit this module, however it was loaded
@@ -276,11 +314,18 @@ def main(argv=None) -> dict:
 
     levels = sorted(args.levels)
     finished = {(r["pair"], r["level"], r["seed"]) for r in runs}
-    missing = [f"{p[0]}@{level} seed {seed}" for p in pairs for level in levels for seed in args.seeds
-               if (p[0], level, seed) not in finished]  # fmt: skip
+    missing = [
+        f"{p[0]}@{level} seed {seed}"
+        for p in pairs
+        for level in levels
+        for seed in args.seeds
+        if (p[0], level, seed) not in finished
+    ]
     if missing:
-        print(f"INCOMPLETE: stopped after {args.time_limit_minutes} min; {len(missing)} pairs of runs missing",
-              flush=True)  # fmt: skip
+        print(
+            f"INCOMPLETE: stopped after {args.time_limit_minutes} min; {len(missing)} pairs of runs missing",
+            flush=True,
+        )
     rows = summarise(runs, levels, pairs)
     check = on_policy_check(runs)
     table = markdown(rows, args, machine, sorted({r["seed"] for r in runs}))
@@ -306,8 +351,11 @@ def main(argv=None) -> dict:
         partial.unlink(missing_ok=True)  # complete: results.json and curves.parquet hold every run
     print(table)
     if check["coincide"] != check["checked"]:
-        print(f"ON-POLICY CHECK FAILED: UP and its parent differ at 1 update per rollout "
-              f"({check['checked'] - check['coincide']} of {check['checked']} pairs)", flush=True)  # fmt: skip
+        print(
+            f"ON-POLICY CHECK FAILED: UP and its parent differ at 1 update per rollout "
+            f"({check['checked'] - check['coincide']} of {check['checked']} pairs)",
+            flush=True,
+        )
     short = {
         "machine": machine,
         "wall_seconds": wall,
@@ -316,7 +364,7 @@ def main(argv=None) -> dict:
         "on_policy_coincide": f"{check['coincide']}/{check['checked']}",
         "on_policy_max_loss_difference": max(
             (r["max_abs_difference"]["loss_curve"] for r in check["per_seed"]), default=None
-        ),  # fmt: skip
+        ),
         "final_accuracy": {
             f"{row['pair']}@{row['updates_per_rollout']}": [
                 round(row["parent"]["final_accuracy_mean"], 3),
@@ -324,7 +372,7 @@ def main(argv=None) -> dict:
                 f"UP won/tied/lost {row['up_won']}/{row['ties']}/{row['up_lost']}",
             ]
             for row in rows
-        },  # fmt: skip
+        },
     }
     print(json.dumps(short), flush=True)
     return report

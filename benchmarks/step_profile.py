@@ -263,8 +263,15 @@ def kernels(rounds: int, threads: int) -> dict:
     chats = [[{"role": "user", "content": f"What is {a} x {b}?"}] for a, b in [(3, 4), (7, 8), (6, 9), (2, 5)]]
     texts = [tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True) for chat in chats]
     prompts = tokenizer([t for t in texts for _ in range(8)], return_tensors="pt", padding=True)
-    config = GenerationConfig(max_new_tokens=16, min_new_tokens=16, do_sample=True, top_k=0, disable_compile=True,
-                              pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    config = GenerationConfig(
+        max_new_tokens=16,
+        min_new_tokens=16,
+        do_sample=True,
+        top_k=0,
+        disable_compile=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     ids = torch.randint(100, 40000, (4, 102), generator=torch.Generator().manual_seed(0))
 
     def generate():
@@ -289,8 +296,13 @@ def kernels(rounds: int, threads: int) -> dict:
                 print(f"round {r} {name} {dtype}: wall {wall:.2f} s, cpu {cpu:.2f} s", flush=True)
                 if r:  # round 0: warm-up
                     times[f"{name} {dtype}"].append((wall, cpu))
-    report = {key: {"wall_s": round(statistics.median(w for w, _ in v), 2),
-                    "cpu_s": round(statistics.median(c for _, c in v), 2)} for key, v in times.items()}  # fmt: skip
+    report = {
+        key: {
+            "wall_s": round(statistics.median(w for w, _ in v), 2),
+            "cpu_s": round(statistics.median(c for _, c in v), 2),
+        }
+        for key, v in times.items()
+    }
     for name in ("generate", "forward_backward"):
         for clock in ("wall_s", "cpu_s"):
             report[f"{name} speedup ({clock})"] = round(
@@ -328,8 +340,15 @@ def generation_options(rounds: int, threads: int) -> dict:
     ]
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     batch = tokenizer([t for t in texts for _ in range(8)], return_tensors="pt", padding=True)
-    common = dict(max_new_tokens=64, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                  pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    common = dict(
+        max_new_tokens=64,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     compile_config = CompileConfig()
     compile_config._compile_all_devices = True  # transformers' own switch for compiling on CPU
     configs = {
@@ -368,9 +387,14 @@ def generation_options(rounds: int, threads: int) -> dict:
     ops = sorted(profile.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in ops)
     top = {e.key: round(e.self_cpu_time_total / total, 3) for e in ops[:6]}
-    return {"generate_s": report, "speedup_vs_trl_default": ratios, "first_round_s": first,
-            "rounds_measured": rounds - 1, "torch_threads": threads,
-            "trl_default_self_cpu_share_by_op": top}  # fmt: skip
+    return {
+        "generate_s": report,
+        "speedup_vs_trl_default": ratios,
+        "first_round_s": first,
+        "rounds_measured": rounds - 1,
+        "torch_threads": threads,
+        "trl_default_self_cpu_share_by_op": top,
+    }
 
 
 def machine() -> str:
@@ -413,10 +437,14 @@ def main(argv: list[str] | None = None) -> dict:
     elif args.compare:
         report = compare(args.a_flags, args.b_flags, args.cycles, steps_per_turn)
         for name in ("A", "B"):
-            print(f"{name} ({report[name]['flags'] or 'offline default'}): median {report[name]['median_step_s']} "
-                  f"s/step; per step: {report[name]['breakdown_s_per_step']}")  # fmt: skip
-        print(f"speedup A/B = {report['speedup']} (paired {report['paired_speedups']}); "
-              f"same rewards: {report['same_rewards']}")  # fmt: skip
+            print(
+                f"{name} ({report[name]['flags'] or 'offline default'}): median {report[name]['median_step_s']} "
+                f"s/step; per step: {report[name]['breakdown_s_per_step']}"
+            )
+        print(
+            f"speedup A/B = {report['speedup']} (paired {report['paired_speedups']}); "
+            f"same rewards: {report['same_rewards']}"
+        )
     else:
         result = run(args.flags, args.cycles * steps_per_turn)
         measured = result.pop("steps")[steps_per_turn:]

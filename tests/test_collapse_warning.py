@@ -58,6 +58,19 @@ def test_small_rewards_use_the_scale_floor():
     assert feed(CollapseRule(), reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50) is None
 
 
+def test_a_reward_that_starts_below_zero_can_collapse():
+    # +-1 rewards with 10% right: R0 = -0.8. Half of |R0| below it (-1.2) lies under the lowest reward there is; the
+    # drop is measured on the scale floor instead: -1.0 <= -0.8 - 0.05.
+    falling = [-0.8] * 10 + [-1.0] * 40
+    assert feed(CollapseRule(), reward=falling, zero_std=[0.6] * 10 + [1.0] * 40)[1] == "reward collapse"
+    assert feed(CollapseRule(), reward=[-0.8] * 10 + [-0.78] * 40, zero_std=[0.6] * 10 + [1.0] * 40) is None
+    # The dead state, too: the last batch has no spread and lost its reward while the entropy ran away.
+    rule = CollapseRule()
+    for step in range(1, 12):
+        rule.update(step, {"entropy": 1.0, "reward": -0.8, "frac_reward_zero_std": 0.6})
+    assert rule.update(12, {"entropy": 4.0, "reward": -1.0, "frac_reward_zero_std": 1.0})[1] == "dead state"
+
+
 def test_fires_once_and_ignores_nan_and_missing_keys():
     rule = CollapseRule(patience_steps=0)
     fired = feed(rule, entropy=[1.0] * 10 + [float("nan")] * 3 + [5.0] * 10)

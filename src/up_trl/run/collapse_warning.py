@@ -13,10 +13,11 @@ The rule (chosen on recorded runs and tested on others: docs/collapse.md). Over 
     H, R, Z  the means of the last `window` `entropy` and `reward_window` `reward`, `frac_reward_zero_std` values
 
     entropy runaway:   H > H0 + entropy_margin                                   (default: 1 nat above the start)
-    reward collapse:   R <= R0 - reward_drop * max(|R0|, reward_scale)  and  Z >= no_signal_frac
-                       (defaults: the reward lost half of its starting level (scale at least 0.1), and at least 90%
-                       of the groups have no reward spread, so the advantages and the gradient are ~0: a run in that
-                       state cannot recover by itself)
+    reward collapse:   R <= R0 - reward_drop * max(R0, reward_scale)  and  Z >= no_signal_frac
+                       (defaults: the reward lost half of its starting level (scale at least 0.1, also for a
+                       reward that starts at or below 0, such as +-1 rewards with few right answers), and at least
+                       90% of the groups have no reward spread, so the advantages and the gradient are ~0: a run in
+                       that state cannot recover by itself)
 
     dead state:        on the latest rollout batch Z = 1 (no group has any reward spread) and its reward is lost as
                        above (against the batches before it), while the latest entropy is above H0 + entropy_margin
@@ -126,8 +127,9 @@ class CollapseRule:
         return step - self._since[kind] >= self.patience_steps
 
     def _lost(self, r: float, r0: float) -> bool:
-        """Whether reward `r` has lost half of its starting level `r0` (scale at least `reward_scale`)."""
-        return r <= r0 - self.reward_drop * max(abs(r0), self.reward_scale)
+        """Whether reward `r` has lost half of its starting level `r0` (scale at least `reward_scale`: a reward that
+        starts below 0 cannot lose half of a level, and half of |r0| could lie below the lowest reward there is)."""
+        return r <= r0 - self.reward_drop * max(r0, self.reward_scale)
 
     def _dead_state(self) -> str | None:
         """What the latest rollout batch shows if it is a dead state (module docstring), else None."""

@@ -453,7 +453,7 @@ def main(argv=None) -> dict:
         "configs": {c: CONFIGS[c] for c in configs},
         "summary": rows,
         "measured_wins": wins,
-        "goal": goal(rows, wins),
+        "goal": goal(rows, wins, runs),
         "warning_report": warning_report(runs),
         "runs": runs,
     }

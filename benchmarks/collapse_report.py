@@ -255,10 +255,11 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
 PARENT_TWINS = {"safe": "beta 0.05"}
 
 
-def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
+def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict]) -> dict:
     """The pre-registered goal, per guard: at every level and family measured, collapsed <= the parent's and runaway
-    <= the parent's; at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not
-    below -2 standard errors. Returns, per guard, whether it met the goal and where it failed."""
+    <= the parent's, counted on the seeds both ran (an arm run on fewer seeds is not held to a parent's extra ones);
+    at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not below -2 standard
+    errors. Returns, per guard, whether it met the goal and where it failed."""
     by = {(r["config"], r["level"]): r for r in rows}
     guards = sorted(
         {r["config"].split(" + ", 1)[1] for r in rows if " + " in r["config"] and r["config"].startswith("UP-")}
@@ -270,16 +271,16 @@ def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
             if not config.endswith(f" + {guard}") or not config.startswith("UP-"):  # the guards of UP, not a parent's
                 continue
             family = config.split(" + ")[0].removeprefix("UP-")
-            parent = by.get((family, level))
-            if parent is None:
-                continue
-            for key in ("collapsed", "runaway"):
-                if row[key] > parent[key]:
-                    failures.append(f"{config} @ {level}: {key} {row[key]} > parent's {parent[key]}")
-            twin = by.get((f"{family} + {PARENT_TWINS[guard]}", level)) if guard in PARENT_TWINS else None
-            for key in ("collapsed", "runaway") if twin else ():  # the parent with the TRL setting the guard changes
-                if row[key] > twin[key]:
-                    failures.append(f"{config} @ {level}: {key} {row[key]} > {twin['config']}'s {twin[key]}")
+            others = [family] + ([f"{family} + {PARENT_TWINS[guard]}"] if guard in PARENT_TWINS else [])
+            for other in others:  # the parent, and the parent with the TRL setting the guard changes
+                if (other, level) not in by:
+                    continue
+                seeds, counts = paired_failures(runs, config, other, level)
+                for key, (mine, theirs) in counts.items():
+                    if mine > theirs:
+                        failures.append(
+                            f"{config} @ {level}: {key} {mine} > {other}'s {theirs} ({seeds} paired seeds)"
+                        )
             up_row = by.get((f"UP-{family}", level))
             if (family, level) in wins and "vs_up" in row and up_row is not None:
                 if row["vs_up"]["mean"] < -row["vs_up"]["two_se"]:
@@ -289,6 +290,18 @@ def goal(rows: list[dict], wins: list[tuple[str, int]]) -> dict:
                     )
         out[guard] = {"met": not failures, "failures": failures}
     return out
+
+
+def paired_failures(runs: list[dict], config: str, other: str, level: int) -> tuple[int, dict]:
+    """(number of seeds both ran, {"collapsed": (config's, other's), "runaway": (...)}) over those seeds."""
+    mine = {r["seed"]: r for r in runs if r["config"] == config and r["level"] == level}
+    theirs = {r["seed"]: r for r in runs if r["config"] == other and r["level"] == level}
+    seeds = sorted(set(mine) & set(theirs))
+    counts = {key: (sum(mine[s][key] for s in seeds), sum(theirs[s][key] for s in seeds)) for key in KINDS}
+    return len(seeds), counts
+
+
+KINDS = ("collapsed", "runaway")
 
 
 def measured_wins(rows: list[dict]) -> list[tuple[str, int]]:

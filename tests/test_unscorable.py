@@ -177,3 +177,26 @@ def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, rewa
     assert [name.removeprefix("rewards/") for name in samples[0].metrics if name.startswith("rewards/")] == [
         f.__name__ for f in reward_funcs
     ]
+
+
+def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
+    """TRL's async trainer drains the worker's metrics_queue into its logs: (1 + 1) / (4 + 4) over two groups."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
+    from up_trl.data.models import save_tiny_model
+    from up_trl.trainers.async_rollout import in_process_rollout
+
+    checkpoint = save_tiny_model(tmp_path / "model", seed=0)
+    prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(2)]})
+    args = cpu_args(tmp_path, UPAsyncGRPOConfig, per_device_train_batch_size=8, token_budget=0, max_steps=1)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    rollout = in_process_rollout(
+        checkpoint, train_dataset=prompts, reward_funcs=some_none, processing_class=tokenizer, args=args
+    )
+    trainer = UPAsyncGRPOTrainer(
+        checkpoint, reward_funcs=some_none, args=args, train_dataset=prompts, processing_class=tokenizer, **rollout
+    )
+    trainer.train()
+    assert [h[METRIC] for h in trainer.state.log_history if METRIC in h] == [0.25]

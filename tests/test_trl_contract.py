@@ -64,7 +64,6 @@ def test_hooks_and_helpers_exist_with_expected_shape():
         "_get_per_token_logps_and_entropies",
         "get_high_entropy_mask",
         "get_off_policy_mask",
-        "_calculate_rewards",  # UP counts unscorable completions on its output (up/unscorable_frac)
     ):
         assert hasattr(GRPOTrainer, name), name
     assert isinstance(inspect.getattr_static(GRPOTrainer, "get_off_policy_mask"), staticmethod)

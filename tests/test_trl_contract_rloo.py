@@ -43,7 +43,7 @@ def test_one_policy_forward_per_loss_and_unscaled_loss():
     assert COMPUTE_LOSS.count("self._get_per_token_logps_and_entropies(") == 1
     # RLOO returns an unscaled loss (the HF Trainer divides by gradient accumulation): UP's term is not scaled either.
     assert RLOOTrainer.loss_is_scaled_for_ga is False
-    for name in ("_compute_loss", "_get_per_token_logps_and_entropies", "_calculate_rewards", "create_model_card"):
+    for name in ("_compute_loss", "_get_per_token_logps_and_entropies", "create_model_card"):
         assert hasattr(RLOOTrainer, name), name
 
 

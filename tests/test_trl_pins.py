@@ -1,5 +1,6 @@
 """Every TRL (and transformers) method the UP trainers override or rely on is pinned whole (`trl_pins.py`): any
-changed, added or removed statement fails here, naming the method and what to do."""
+changed, added or removed statement fails here, naming the method and what to do. A public method UP replaces whole
+(TRL's body never runs) is checked by its signature instead: our override must accept TRL's parameters."""
 
 import ast
 import inspect
@@ -8,7 +9,7 @@ import textwrap
 import pytest
 import transformers
 import trl
-from trl_pins import _strip_docstrings, fingerprint, load_pins, normalised_source, resolve
+from trl_pins import _strip_docstrings, fingerprint, load_pins, normalised_source, parameters, resolve
 
 PINS = load_pins()
 
@@ -36,12 +37,28 @@ def _overridden(up_class):
             yield name, f"{owner.__module__}.{owner.__qualname__}.{name}"
 
 
+@pytest.mark.parametrize("name", list(PINS["signatures"]))
+def test_a_replaced_public_method_keeps_trls_signature(name):
+    check = PINS["signatures"][name]
+    ours, theirs = parameters(resolve(check["override"])), parameters(resolve(name))
+    assert ours == theirs, (
+        f"{check['override']} no longer takes the parameters of {name} (installed: trl {trl.__version__}): ours "
+        f"{ours}, TRL's {theirs}. UP relies on it: {check['why']} Make the override's signature TRL's (and read what "
+        "TRL's callers now pass)."
+    )
+
+
 @pytest.mark.parametrize("trainer", ["UPGRPOTrainer", "UPRLOOTrainer", "UPAsyncGRPOTrainer"])
-def test_every_override_is_pinned(trainer):
+def test_every_override_is_pinned_or_signature_checked(trainer):
     import up_trl
 
-    missing = [parent for _, parent in _overridden(getattr(up_trl, trainer)) if parent not in PINS["methods"]]
+    checked = {**PINS["methods"], **PINS["signatures"]}
+    missing = [parent for _, parent in _overridden(getattr(up_trl, trainer)) if parent not in checked]
     assert not missing, f"{trainer} overrides methods that are not pinned in tests/trl_pins.json: {missing}"
+    for name, check in PINS["signatures"].items():  # each signature check names the override it checks
+        module, _, attr = check["override"].rpartition(".")
+        owner = resolve(module)
+        assert name.rsplit(".", 1)[1] == attr and attr in vars(owner), check["override"]
 
 
 def _fingerprint_of(source: str) -> str:
@@ -83,7 +100,7 @@ FEATURE_HOMES = {
 def test_every_pin_names_its_feature_and_the_feature_says_so_where_it_is_defined():
     import importlib
 
-    features = {pin.get("feature") for pin in PINS["methods"].values()}
+    features = {pin.get("feature") for pin in (*PINS["methods"].values(), *PINS["signatures"].values())}
     assert features == set(FEATURE_HOMES), f"pins with an unknown or missing feature: {features - set(FEATURE_HOMES)}"
     for feature, modules in FEATURE_HOMES.items():
         for module in modules:

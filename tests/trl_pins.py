@@ -1,9 +1,20 @@
-"""Whole-method pins of the TRL (and transformers) code the UP trainers override or rely on.
+"""Whole-method pins of the TRL (and transformers) code the UP trainers override or rely on, and signature checks of
+the public methods they replace whole.
 
-Each pinned method is reduced to its normalised source: the AST of its definition without docstrings, so comments,
-docstrings, blank lines and formatting do not count, while any changed, added or removed statement does. Its
-SHA-256 and the reason we rely on it are kept in `trl_pins.json` (data, next to this file);
-`test_trl_pins.py` compares them. When TRL changes a pinned method:
+Each pinned method (`methods` in `trl_pins.json`) is reduced to its normalised source: the AST of its definition
+without docstrings, so comments, docstrings, blank lines and formatting do not count, while any changed, added or
+removed statement does. Its SHA-256 and the reason we rely on it are kept in `trl_pins.json` (data, next to this
+file); `test_trl_pins.py` compares them.
+
+A public method that UP replaces whole, never running TRL's body (`create_model_card`), is not pinned: a change to a
+body that never runs breaks nothing. What UP relies on is that TRL's callers can still call our override, so
+`signatures` in `trl_pins.json` names the override and `test_trl_pins.py` checks that its parameters (names, kinds,
+defaults) are TRL's (`parameters` below). There is nothing to re-pin: a failure means the override's signature must
+follow TRL's. A method goes there only when what UP relies on is public; one whose body UP relies on (`log`, which
+reduces the `_metrics` UP appends to; `training_step`, whose `_step` count drives the rollout cycle) stays pinned
+whole.
+
+When TRL changes a pinned method:
 
 1. read the method's diff between the pinned TRL version and the new one, against the reason in `trl_pins.json`;
 2. re-verify the objective: `pytest tests/test_trainer_gradients.py tests/test_rloo.py tests/test_async_grpo.py
@@ -64,6 +75,18 @@ def fingerprint(function) -> str:
     return hashlib.sha256(normalised_source(function).encode()).hexdigest()
 
 
+def parameters(function) -> list[tuple[str, str, str]]:
+    """(name, kind, default) of each parameter of `function`; annotations do not count.
+
+    >>> parameters(lambda self, *, tags=None: None)
+    [('self', 'POSITIONAL_OR_KEYWORD', '<empty>'), ('tags', 'KEYWORD_ONLY', 'None')]
+    """
+    return [
+        (p.name, p.kind.name, "<empty>" if p.default is p.empty else repr(p.default))
+        for p in inspect.signature(function).parameters.values()
+    ]
+
+
 def load_pins() -> dict:
     return json.loads(PINS_FILE.read_text())
 
@@ -89,5 +112,9 @@ if __name__ == "__main__":
     if parser.parse_args().write:
         write_pins()
     else:
-        for name, pin in load_pins()["methods"].items():
+        pins = load_pins()
+        for name, pin in pins["methods"].items():
             print(("ok      " if fingerprint(resolve(name)) == pin["sha256"] else "CHANGED ") + name)
+        for name, check in pins.get("signatures", {}).items():
+            same = parameters(resolve(check["override"])) == parameters(resolve(name))
+            print(("ok      " if same else "CHANGED ") + f"{name} (signature of {check['override']})")

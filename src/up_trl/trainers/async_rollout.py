@@ -11,7 +11,8 @@ sampler's log-probabilities of the sampled tokens as `old_log_probs`,
 which is what `trl vllm-serve` returns (it starts vLLM with `--logprobs-mode processed_logprobs`),
 
 scores the group with TRL's own `_AsyncRolloutLoop._score_group` (same rewards, advantages, metrics and
-`RolloutSample` format as the vLLM worker), and queues the samples tagged with its policy version.
+`RolloutSample` format as the vLLM worker), and queues the samples tagged with its policy version. Its reward
+functions are wrapped by `unscorable.record_scorable`, so it also logs `up/unscorable_frac` (TRL's worker cannot).
 `InProcessWeightTransfer` refreshes the copy when the trainer syncs (every `weight_sync_steps` optimizer steps), so
 the policy being trained drifts away from the one that sampled: pi_old != pi_theta, as with vLLM.
 
@@ -49,6 +50,7 @@ from trl.experimental.async_grpo.async_rollout_worker import (
 from trl.trainer.utils import get_callable_name
 
 from .tree_attention import register_reference_tree_attention
+from .unscorable import METRIC, record_scorable
 
 
 @contextlib.contextmanager
@@ -115,6 +117,7 @@ class InProcessRolloutWorker:
         self.args = args
         self.groups_per_fill = groups_per_fill
         reward_funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
+        reward_funcs, self._scorable = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`)
         # The attributes TRL's `_AsyncRolloutLoop._score_group` reads (pinned by tests/test_async_grpo.py).
         self._scorer = SimpleNamespace(
             reward_funcs=reward_funcs,
@@ -238,13 +241,14 @@ class InProcessRolloutWorker:
         )
         samples = asyncio.run(_AsyncRolloutLoop._score_group(self._scorer, group))
         eos_and_pad = (*self.eos_token_ids, self.tokenizer.pad_token_id)
-        self.metrics_queue.put(
-            {
-                "rollout/duration_s": time.monotonic() - t0,
-                "completions/mean_length": (float(sum(map(len, completions_ids))), float(n)),
-                "completions/clipped_ratio": (float(sum(ids[-1] not in eos_and_pad for ids in completions_ids)), n),
-            }
-        )
+        metrics = {
+            "rollout/duration_s": time.monotonic() - t0,
+            "completions/mean_length": (float(sum(map(len, completions_ids))), float(n)),
+            "completions/clipped_ratio": (float(sum(ids[-1] not in eos_and_pad for ids in completions_ids)), n),
+        }
+        if (unscorable := self._scorable.take()) is not None:  # None: no reward is a function
+            metrics[METRIC] = (float(unscorable[0]), float(unscorable[1]))
+        self.metrics_queue.put(metrics)
         return samples
 
 

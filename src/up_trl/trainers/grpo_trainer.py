@@ -25,6 +25,7 @@ from ..objective.losses import (
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .shared import CLIP_RATIO_METRICS, UP_METRICS, UPSyncTrainerMixin, default_output_dir, route_batch
 from .shared_prompt import SharedPromptTrainerMixin
+from .unscorable import record_scorable
 
 __all__ = ["CLIP_RATIO_METRICS", "UP_METRICS", "UPGRPOTrainer"]  # both re-exported from `shared`
 
@@ -53,6 +54,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
         self._read_up_args(args)
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
+        reward_funcs, _ = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`), rewards unchanged
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._refuse_zero_step_setups()
         a = self.args

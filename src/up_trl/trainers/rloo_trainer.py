@@ -26,6 +26,7 @@ from ..objective.losses import up_positive_token_sums
 from .rloo_config import UPRLOOConfig
 from .shared import UPSyncTrainerMixin, default_output_dir, route_batch
 from .shared_prompt import SharedPromptTrainerMixin
+from .unscorable import record_scorable
 
 
 class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
@@ -52,6 +53,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
         self._read_up_args(args)
+        reward_funcs, _ = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`), rewards unchanged
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._refuse_zero_step_setups()
         self._finish_up_init(

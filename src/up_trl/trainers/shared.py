@@ -9,18 +9,21 @@ Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`),
   own post-init (YAML `off` read as "off");
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   the collapse warning (`collapse_warning.CollapseWarningCallback`, only logs unless told to stop),
-  `up/unscorable_frac`, the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the
-  citation and the model card (`card.write_model_card`);
+  the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the citation and the model card
+  (`card.write_model_card`);
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
   rule, the zero-step refusal, the hook that records what the parent's forward computed (only during UP's own
   loss call), and the rollout batch saved with every checkpoint (`rollout_checkpoint`).
+
+(`up/unscorable_frac` is not here: `unscorable` counts it from the reward functions each glue class passes on.)
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
 parent computes when `up_mode="off"`: the hooks only record, and the extra metrics are computed without gradient.
 
-The `log`, `_calculate_rewards` and `create_model_card` overrides are pinned whole in `tests/trl_pins.json` ('logs
-and card' pins).
+The `log` overrides are pinned whole in `tests/trl_pins.json` ('logs and card' pins): UP adds its key and relies on
+the parent's reduction of `_metrics`. `create_model_card`, a public method replaced whole, is checked by its
+signature there instead (our override takes the parameters TRL's callers pass).
 """
 
 from __future__ import annotations
@@ -274,17 +277,6 @@ class UPTrainerMixin:
         if self._nonfinite_guard is not None and self.model.training:
             logs["up/nonfinite_skipped_steps"] = self._nonfinite_guard.skipped
         super().log(logs, start_time)
-
-    def _calculate_rewards(self, *args, **kwargs):
-        """The parent's rewards, plus `up/unscorable_frac`: completions no reward function gave a finite value
-        (None, NaN, inf). TRL zeroes their advantage (an inf zeroes its whole group); this counts them.
-        (GRPO and RLOO; the asynchronous trainer scores in its rollout worker and never calls this.)"""
-        rewards_per_func = super()._calculate_rewards(*args, **kwargs)
-        unscorable = ~torch.isfinite(rewards_per_func).any(dim=1)
-        self._metrics["train" if self.model.training else "eval"]["up/unscorable_frac"].append(
-            unscorable.float().mean().item()
-        )
-        return rewards_per_func
 
     @torch.no_grad()
     def _log_up_sums(self, sums: torch.Tensor, mode: str) -> None:

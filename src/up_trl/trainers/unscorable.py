@@ -1,0 +1,124 @@
+"""`up/unscorable_frac`: the share of completions no reward function gave a finite value, seen from the reward
+functions themselves, through TRL's public API (the `reward_funcs` a trainer takes), not a TRL internal.
+
+`record_scorable(reward_funcs)` wraps each plain callable in a recorder that notes, per call, which completions it
+gave a finite value (None, NaN and inf are not). The wrapper returns the function's own rewards, unchanged, so TRL's
+rewards, advantages and weights are the same (`tests/test_off_is_parent.py`); it keeps the function's name (TRL's
+`rewards/<name>/mean`), its signature (`functools.wraps`) and whether it is async (TRL's `is_async_callable`). Once
+every wrapped function has scored a batch, a completion is scorable when one of them gave it a finite value, or
+when any reward is a model (a `str` model id or an `nn.Module`, whose score is always a number):
+
+    up/unscorable_frac = #{completions no reward scored} / #{completions}
+
+GRPO and RLOO pass each reward function TRL's documented `log_metric` keyword; the recorder logs the fraction
+through it, once per scored batch, and TRL averages it over ranks (each rank scores as many completions, so that is
+the fraction over all of them). The in-process async worker (`async_rollout.InProcessRolloutWorker`) reads the count
+after each group (`ScorableRecorder.take`) and puts it on its `metrics_queue`. TRL's own async worker (vLLM) scores
+in a spawned process that a count cannot come back from: it does not wrap and logs no `up/unscorable_frac`. Nor are
+the rewards an `environment_factory` adds inside TRL seen here.
+
+>>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])
+>>> funcs[0](completions=["a", "b", "c"])
+[1.0, None, nan]
+>>> recorder.take()
+(2, 3)
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from trl.trainer.utils import get_callable_name, is_async_callable
+
+METRIC = "up/unscorable_frac"
+
+
+def _is_model(reward_func: Any) -> bool:
+    """A reward TRL scores with a model: a model id (loaded by TRL) or an `nn.Module`."""
+    return isinstance(reward_func, (str, torch.nn.Module))
+
+
+class ScorableRecorder:
+    """Which completions of the batch being scored got a finite value from some wrapped reward function.
+
+    `note` is called by each wrapper (from TRL's threads too: async rewards and the async worker's sync ones run
+    concurrently); when all `n_funcs` have noted a batch, its count is kept for `take` and, given `log_metric`,
+    logged as `METRIC`.
+    """
+
+    def __init__(self, n_funcs: int, always_scorable: bool = False):
+        self.n_funcs = n_funcs
+        self.always_scorable = always_scorable  # a model reward scores every completion
+        self._lock = threading.Lock()
+        self._finite: dict[int, torch.Tensor] = {}  # reward function's index -> (completions,) bool, this batch
+        self._counts: tuple[int, int] | None = None
+
+    def note(self, index: int, rewards: Any, n_completions: int | None, log_metric: Callable | None) -> None:
+        """Note the rewards function `index` returned. Never raises: a wrong count or value is TRL's to report."""
+        try:
+            finite = torch.isfinite(  # as TRL reads them: None is NaN, float32
+                torch.tensor([float("nan") if r is None else r for r in rewards], dtype=torch.float32)
+            )
+        except (TypeError, ValueError, RuntimeError):
+            return
+        if finite.dim() != 1 or (n_completions is not None and len(finite) != n_completions):
+            return
+        with self._lock:
+            if index in self._finite or any(len(f) != len(finite) for f in self._finite.values()):
+                self._finite.clear()  # a new batch: the last one stopped before every function scored it
+            self._finite[index] = finite
+            if len(self._finite) < self.n_funcs:
+                return
+            scorable = torch.stack(list(self._finite.values())).any(dim=0) | self.always_scorable
+            self._finite.clear()
+            self._counts = counts = (int((~scorable).sum()), len(scorable))
+        if log_metric is not None and counts[1] > 0:
+            log_metric(METRIC, counts[0] / counts[1])
+
+    def take(self) -> tuple[int, int] | None:
+        """(unscorable, completions) of the last batch every wrapped function scored, once; None if none since."""
+        with self._lock:
+            counts, self._counts = self._counts, None
+        return counts
+
+
+def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) -> Callable:
+    """`reward_func`, noting what it returns in `recorder`; async stays async, the name and signature are kept."""
+
+    def note(rewards, kwargs):
+        completions = kwargs.get("completions")
+        recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
+
+    if is_async_callable(reward_func):
+
+        async def wrapper(*args, **kwargs):
+            rewards = await reward_func(*args, **kwargs)
+            note(rewards, kwargs)
+            return rewards
+
+    else:
+
+        def wrapper(*args, **kwargs):
+            rewards = reward_func(*args, **kwargs)
+            note(rewards, kwargs)
+            return rewards
+
+    functools.update_wrapper(wrapper, reward_func)  # __wrapped__: inspect.signature sees the function's own
+    wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)
+    return wrapper
+
+
+def record_scorable(reward_funcs: Any) -> tuple[Any, ScorableRecorder]:
+    """(`reward_funcs` with each plain callable wrapped by `_recording`, their recorder), in the form given (one
+    reward or a list; None stays None). Models (a model id, an `nn.Module`) are passed through unwrapped."""
+    funcs = reward_funcs if isinstance(reward_funcs, list) else [] if reward_funcs is None else [reward_funcs]
+    plain = [i for i, f in enumerate(funcs) if not _is_model(f)]
+    recorder = ScorableRecorder(len(plain), always_scorable=len(plain) < len(funcs))
+    wrapped = [_recording(f, plain.index(i), recorder) if i in plain else f for i, f in enumerate(funcs)]
+    if isinstance(reward_funcs, list):
+        return wrapped, recorder
+    return (wrapped[0] if wrapped else reward_funcs), recorder

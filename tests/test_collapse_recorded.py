@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MEASURED = {"stress": (1, 2), "toy": (0, 10), "smollm2": (0, 0), "safe_stress": (0, 3), "safe_toy": (2, 4),
             "seed4": (0, 4)}  # fmt: skip
 FIRST_STUDY = ("stress", "toy", "smollm2")
+# The two largest replays (400 and 120 runs) run in the slow tier only.
+SETTINGS = [pytest.param(s, marks=pytest.mark.slow) if s.startswith("safe_") else s for s in MEASURED]
 
 
 def _results(setting):
@@ -25,7 +27,7 @@ def _results(setting):
     return collapse.read_report(path.parent)  # the records, with their curves from curves.parquet
 
 
-@pytest.mark.parametrize("setting", list(MEASURED))
+@pytest.mark.parametrize("setting", SETTINGS)
 def test_committed_report_is_what_the_recorded_curves_give(setting):
     results = _results(setting)
     report = collapse.warning_report(results["runs"])
@@ -35,7 +37,7 @@ def test_committed_report_is_what_the_recorded_curves_give(setting):
         assert run["runaway"] == collapse.is_runaway(run["initial_entropy"], run["final_entropy"])
 
 
-@pytest.mark.parametrize("setting", list(MEASURED))
+@pytest.mark.parametrize("setting", SETTINGS)
 def test_warning_fires_on_failing_runs_and_not_on_healthy_ones(setting):
     report = _results(setting)["warning_report"]
     misses, false_alarms = MEASURED[setting]
@@ -46,7 +48,7 @@ def test_warning_fires_on_failing_runs_and_not_on_healthy_ones(setting):
             assert row["warned_at"] is not None
 
 
-@pytest.mark.parametrize("setting", list(MEASURED))
+@pytest.mark.parametrize("setting", SETTINGS)
 def test_distinct_failures_and_forecasts_are_what_the_curves_give(setting):
     results = _results(setting)
     assert collapse.distinct_failures(results["runs"]) == results["distinct_failures"]

@@ -103,7 +103,12 @@ def test_every_block_is_runnable_or_says_why_not():
     assert marks == attached, "a <!-- not run: REASON --> mark that is malformed or not right before a fence"
 
 
-@pytest.mark.parametrize("block", [b for b in TO_RUN if b is not README_EXAMPLE], ids=lambda b: b.id)
+def _param(block: Block):
+    """A block that runs a benchmark script takes the slow tier (CI runs it; `make test-fast` does not)."""
+    return pytest.param(block, id=block.id, marks=pytest.mark.slow if "benchmarks/" in block.code else ())
+
+
+@pytest.mark.parametrize("block", [_param(b) for b in TO_RUN if b is not README_EXAMPLE])
 def test_block_runs_as_written(block, tmp_path):
     printed = run(block, tmp_path)
     if block.output is not None:

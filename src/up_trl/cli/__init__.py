@@ -7,8 +7,8 @@ up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # th
 up-trl recipes                                          # the packaged recipes, one line each
 
 The package: this module (the commands), `parse` (flags and recipes, TRL's parser), `rules` (the one table of value
-ranges), `checks` (every input checked before any model loads), `launch` (through `accelerate launch`) and `catalog`
-(recipes and accelerate configs found by name).
+ranges), `checks` (every input checked before any model loads), `launch` (through `accelerate launch`), `catalog`
+(recipes and accelerate configs found by name) and `eval_command` (`up-trl eval`'s options, defaults and checks).
 """
 
 from __future__ import annotations
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
             return unexpected_error("train", error)
         return 0
     if command == "eval":
-        from ..evaluation.evaluate import main as eval_main
+        from .eval_command import main as eval_main
 
         silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too
         try:

@@ -204,7 +204,9 @@ def load_math_dataset(
 
 # ---- answers -------------------------------------------------------------------------------------------------------
 
-extract_boxed = last_boxed  # the one \boxed parser (`up_trl.rewards.extraction`), under its old name here
+extract_boxed = last_boxed
+r"""`up_trl.rewards.last_boxed` under its old name here, the same function: the one `\boxed` parser, with which the
+scorer reads replies and `gold_answer` (with `bare=True`) reads gold answers."""
 
 
 def gold_answer(value: Any) -> str:

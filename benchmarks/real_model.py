@@ -122,7 +122,7 @@ def eval_few_shot(s: dict) -> int:
 
 def score(model: str, eval_dir: Path, s: dict) -> dict:
     """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
-    from up_trl.evaluation.evaluate import main as evaluate
+    from up_trl.cli.eval_command import main as evaluate
 
     # --base_model none: the base model is scored once, as its own "before" job.
     evaluate(

@@ -107,7 +107,7 @@ def test_system_prompt_on_off():
         pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
         pytest.param(r"first \boxed{1}, last \boxed{2}", "2", id="last_wins"),
         pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
-        pytest.param(r"answer $\boxed 2$.", "2", id="no_braces"),
+        pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
         pytest.param(r"\fbox{7}", "7", id="fbox"),
         pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
         pytest.param(r"\boxed{\frac{1}{2}", None, id="unbalanced"),
@@ -116,6 +116,25 @@ def test_system_prompt_on_off():
 )
 def test_extract_boxed(text, expected):
     assert extract_boxed(text) == expected
+
+
+def test_extract_boxed_is_the_scorers_parser():
+    # One \boxed parser: the data loader's gold answers and the scorer's boxes follow the same rules.
+    from up_trl.rewards import extraction
+
+    assert extract_boxed is extraction.last_boxed
+    assert {value for name, value in vars(data).items() if "boxed" in name} == {extraction.last_boxed}
+
+
+# Two golds of MATH's train split box without braces ("our answer is $\boxed 2$."): the loader reads them (bare=True);
+# a reply's bare box is no box to the scorer, which reads its last number instead.
+@pytest.mark.parametrize("text", [r"is $\boxed 2$.", r"$x^2 + y^2 = \boxed 9$.", r"\boxed{1} then \boxed 2"])
+def test_gold_answer_reads_a_box_without_braces(text):
+    assert gold_answer(text) == extract_boxed(text, bare=True) == text.rstrip(".$")[-1]
+
+
+def test_the_later_box_wins_with_or_without_braces():
+    assert extract_boxed(r"\boxed 2 then \boxed{1}", bare=True) == "1"
 
 
 @pytest.mark.parametrize(

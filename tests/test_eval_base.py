@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from up_trl.evaluation.evaluate import main
+from up_trl.cli.eval_command import main
 
 EVAL = ["--benchmarks", "gsm8k", "--k", "2", "--limit", "2", "--max_new_tokens", "4"]
 

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from up_trl.evaluation.evaluate import main, score_benchmark
+from up_trl.cli.eval_command import main
+from up_trl.evaluation.evaluate import score_benchmark
 from up_trl.evaluation.pass_at_k import (
     default_ks,
     equivalence_tables,
@@ -158,9 +159,10 @@ def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, ca
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
+    from up_trl.cli.eval_command import make_parser
     from up_trl.data.arithmetic import arithmetic_problems
     from up_trl.data.models import save_tiny_model
-    from up_trl.evaluation.evaluate import benchmark_sets, make_parser
+    from up_trl.evaluation.evaluate import benchmark_sets
 
     args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30"])
     assert make_parser().parse_args([]).arithmetic_ops == ["mul1"]
@@ -226,7 +228,7 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     """No options: the model `up-trl train` left in outputs/quickstart, the held-out arithmetic problems, scored
     as they were trained (no system prompt, 64 tokens, temperature 1); else the base model, said so."""
-    from up_trl.evaluation.evaluate import make_parser, resolve_defaults
+    from up_trl.cli.eval_command import make_parser, resolve_defaults
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/base/smollm2")

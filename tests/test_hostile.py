@@ -1177,14 +1177,14 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
     no_model_loads, capsys, monkeypatch, command
 ):
     import up_trl.cli.checks
-    import up_trl.evaluation.evaluate
+    import up_trl.cli.eval_command
 
     monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
     if command == "train":
         monkeypatch.setattr(up_trl.cli.checks, "check_inputs", _boom)
         argv = [*TINY, "--output_dir", str(no_model_loads / "out")]
     else:
-        monkeypatch.setattr(up_trl.evaluation.evaluate, "benchmark_sets", _boom)
+        monkeypatch.setattr(up_trl.cli.eval_command, "benchmark_sets", _boom)
         argv = ["--model", "outputs/quickstart"]
     line = one_line(capsys, argv, command=command, code=1)
     assert line == "RuntimeError: boom: in the library (set UP_TRL_DEBUG=1 to see the traceback)"

@@ -3,6 +3,10 @@
 Every module under src/up_trl is parsed with `ast`; every import it runs counts, at module level and inside functions
 (a deferred import hides a cycle from Python, not from a reader), relative ones resolved against the module's
 package. Imports under `if TYPE_CHECKING:` never run and do not count; nor do modules outside `up_trl`.
+
+Importing `up_trl.cli.options` first runs `up_trl/cli/__init__.py`: an import of `a.b.c` is an edge to `a.b.c` and to
+every package `__init__` on its path that is not the importer's own (`with_packages`). At package granularity
+(`package_graph`: each subpackage one node, each top-level module its own), the subpackages depend one way.
 """
 
 from __future__ import annotations
@@ -80,6 +84,35 @@ def imported_modules(name: str, source: str | None = None) -> set[str]:
 GRAPH = {name: imported_modules(name) for name in MODULES}
 
 
+def with_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """`graph` plus, for each import of `a.b.c`, an edge to the packages `a` and `a.b` that it runs first: those that
+    hold the importer are already running when it does, and are left out."""
+    found = {}
+    for name, targets in graph.items():
+        own = {name.rsplit(".", n)[0] for n in range(name.count(".") + 1)}  # the importer and its packages
+        packages = {t.rsplit(".", n)[0] for t in targets for n in range(1, t.count(".") + 1)}
+        found[name] = targets | (packages - own)
+    return found
+
+
+def node(name: str) -> str:
+    """The package-level node of module `name`: its subpackage of up_trl (`up_trl.cli`), or the top-level module."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 or (len(parts) == 2 and MODULES[name].name == "__init__.py") else name
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """`graph` (with its package edges) at package granularity: an edge between two subpackages when a module of the
+    one imports a module of the other, or runs its `__init__`."""
+    found: dict[str, set[str]] = {}
+    for name, targets in with_packages(graph).items():
+        found.setdefault(node(name), set()).update(node(t) for t in targets)
+    return {name: targets - {name} for name, targets in found.items()}
+
+
+PACKAGE_GRAPH = package_graph(GRAPH)
+
+
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of `graph` as [a, b, ..., a], or None (depth-first search, in sorted order for a stable answer)."""
     state: dict[str, str] = {}  # "open" while on the current path, "done" after
@@ -134,10 +167,36 @@ def f():
     assert found == {f"up_trl.{name}" for name in expected}
 
 
+def test_an_import_runs_the_packages_on_its_path():
+    graph = {"up_trl.cli.options": set(), "up_trl.evaluation.evaluate": {"up_trl.cli.options"}}
+    assert with_packages(graph)["up_trl.evaluation.evaluate"] == {"up_trl.cli.options", "up_trl.cli"}  # not up_trl
+    assert package_graph(graph) == {"up_trl.cli": set(), "up_trl.evaluation": {"up_trl.cli"}}
+    assert node("up_trl.cli") == node("up_trl.cli.options") == "up_trl.cli"
+    assert node("up_trl.file_modes") == "up_trl.file_modes" and node("up_trl") == "up_trl"
+
+
 def test_no_import_cycle_in_up_trl():
-    cycle = find_cycle(GRAPH)
+    cycle = find_cycle(with_packages(GRAPH))
     if cycle:
         pytest.fail(f"import cycle: {' -> '.join(cycle)} (move the shared piece into the module both can import)")
+
+
+def test_no_import_cycle_between_subpackages():
+    assert {"up_trl.cli", "up_trl.evaluation", "up_trl.data", "up_trl.run"} <= set(PACKAGE_GRAPH)
+    cycle = find_cycle(PACKAGE_GRAPH)
+    if cycle:
+        edges = with_packages(GRAPH)
+        why = [
+            f"{a} -> {b}: " + ", ".join(f"{m} imports {t}" for m in sorted(edges) for t in sorted(edges[m])
+                                       if node(m) == a and node(t) == b)
+            for a, b in zip(cycle, cycle[1:])
+        ]  # fmt: skip
+        pytest.fail("import cycle between subpackages (move the piece both need):\n" + "\n".join(why))
+
+
+def test_data_and_run_depend_one_way():
+    # The run folder reads a model's checkpoints (`data.model_source.checkpoints_in`); data knows nothing of runs.
+    assert "up_trl.data" in PACKAGE_GRAPH["up_trl.run"] and "up_trl.run" not in PACKAGE_GRAPH["up_trl.data"]
 
 
 def test_the_packages_public_names():

@@ -35,6 +35,7 @@ from typing import Any
 import datasets
 from datasets import Dataset, load_dataset
 
+from ..rewards.extraction import last_boxed
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
 from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
@@ -203,28 +204,9 @@ def load_math_dataset(
 
 # ---- answers -------------------------------------------------------------------------------------------------------
 
-
-def extract_boxed(text: str) -> str | None:
-    r"""The content of the last `\boxed{...}` (or `\fbox{...}`) in `text`, nested braces included; `None` if none.
-
-    >>> extract_boxed(r"so $x = \boxed{\frac{1}{2}}$ and \boxed{\dfrac{9}{7}}.")
-    '\\dfrac{9}{7}'
-    """
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    if start < 0:
-        return None
-    rest = text[start + len("\\boxed" if text.startswith("\\boxed", start) else "\\fbox") :].lstrip()
-    if not rest.startswith("{"):  # "\boxed 5$": the answer is the next token
-        token = re.match(r"[^\s$]+", rest)
-        return token.group(0) if token else None
-    depth = 0
-    for i, char in enumerate(rest):
-        if char in "{}" and rest[i - 1 : i] == "\\":  # \{ and \} are literal braces
-            continue
-        depth += {"{": 1, "}": -1}.get(char, 0)
-        if depth == 0:
-            return rest[1:i].strip()
-    return None  # unbalanced braces
+extract_boxed = last_boxed
+r"""`up_trl.rewards.last_boxed` under its old name here, the same function: the one `\boxed` parser, with which the
+scorer reads replies and `gold_answer` (with `bare=True`) reads gold answers."""
 
 
 def gold_answer(value: Any) -> str:
@@ -244,7 +226,7 @@ def gold_answer(value: Any) -> str:
     if "####" in text:
         text = text.split("####")[-1].strip().replace(",", "")
     elif "\\boxed" in text or "\\fbox" in text:
-        text = extract_boxed(text) or ""
+        text = last_boxed(text, bare=True) or ""  # bare: a few MATH solutions write "$\boxed 2$"
     text = re.sub(r"(?<!\\)\$", "", text).strip()  # math delimiters; "\$18.90" keeps its dollar sign
     if scientific := re.fullmatch(r"(-?\d+(?:\.\d+)?)e([+-]?\d+)", text):  # Minerva writes 4.5e33
         text = f"{scientific.group(1)} \\times 10^{{{int(scientific.group(2))}}}"

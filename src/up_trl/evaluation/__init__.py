@@ -1,5 +1,6 @@
-"""`up-trl eval`: score a trained model (and its base) on held-out problems.
+"""What `up-trl eval` runs: score a trained model (and its base) on held-out problems; the command's options are
+`up_trl.cli.eval_command`, and nothing here imports the CLI.
 
-- `evaluate`: the command and the scoring loop; `generate`: batched sampling; `base`: the base model's score,
+- `evaluate`: the benchmarks and the scoring loop; `generate`: batched sampling; `base`: the base model's score,
   cached beside the run; `pass_at_k`: the unbiased pass@k and maj@k estimators.
 """

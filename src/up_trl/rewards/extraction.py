@@ -37,6 +37,7 @@ MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any r
 
 _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_TOKENS = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
+_BARE_BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*([^\s${][^\s$]*)")  # MATH's "$\boxed 2$": no braces
 _PHRASE = re.compile(
     r"final\s+answer(?:\s+is)?|\banswer\s+(?:is|(?:must|should|would|will)\s+be\b)|\banswer\s*[:=]|####",
     re.I,
@@ -128,15 +129,22 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
     return None, cut_off
 
 
-def last_boxed(text: str) -> str | None:
+def last_boxed(text: str, *, bare: bool = False) -> str | None:
     r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), nested braces matched; else None.
 
-    One pass over the brace tokens, so "{" * 5000 or an unclosed `\boxed{` cost linear time.
+    The one `\boxed` parser: the scorer, the format reward and `up_trl.data.gold_answer` all read boxes with it.
+    One pass over the brace tokens, so "{" * 5000 or an unclosed `\boxed{` cost linear time. `bare=True` (for gold
+    answers: a few MATH solutions write "$\boxed 2$") also reads a box without braces, its next token the content,
+    when it comes after the last closed box; a reply's bare box is no box (the scorer reads its last number instead).
 
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
+    >>> last_boxed(r"so $x = \boxed 2$."), last_boxed(r"so $x = \boxed 2$.", bare=True)
+    (None, '2')
     """
     box = _boxes(text)[0]
+    if bare and (token := _last(_BARE_BOX.finditer(text))) and (box is None or token.start() > box[0]):
+        return token.group(1)
     return None if box is None else box[2]
 
 

@@ -245,14 +245,21 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
-    from .checkpoint_complete import mark_complete, run_settings
+    from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
 
     path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+    marking = [c for c in trainer.callback_handler.callbacks if isinstance(c, MarkCompleteCallback)]
     try:
         trainer._save_checkpoint(trainer.model, trial=None)
-        mark_complete(path, run_settings(trainer.args))  # last: a kill before it leaves a checkpoint resume skips
+        if marking:  # last: a kill before it leaves a checkpoint resume skips; then the old ones over the limit go
+            marking[0].on_save(trainer.args, trainer.state, trainer.control)
+        else:
+            mark_complete(path, run_settings(trainer.args))
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
+    finally:
+        for callback in marking:  # on_train_end never came: the Trainer gets its save_total_limit back
+            callback.restore(trainer.args)
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
 
 
@@ -286,6 +293,9 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
     saved = save_after_crash(trainer)
+    for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
+        if hasattr(callback, "restore") and hasattr(callback, "save_total_limit"):
+            callback.restore(trainer.args)
     if trainer.is_world_process_zero() and step > 0:  # nothing trained: leave no run behind to refuse a rerun
         write_run_record(trainer.args.output_dir, **record, status="crashed", global_step=step, max_steps=max_steps,
                          checkpoint=saved[0], error=repr(error)[:500])  # fmt: skip

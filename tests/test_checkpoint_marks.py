@@ -163,7 +163,7 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     """`save_total_limit 1`: transformers would delete checkpoint-2 inside the save of checkpoint-3, before its mark;
     killed before that mark, no complete checkpoint would be left. Now checkpoint-2 survives and resume takes it."""
     from up_trl.cli import main
-    from up_trl.run.folder import resolve_resume
+    from up_trl.run.folder import check_output_dir, resolve_resume
 
     real_mark = checkpoint_complete.mark_complete
 
@@ -179,3 +179,7 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     assert [p.name for p in sorted(out.glob("checkpoint-*"))] == ["checkpoint-2", "checkpoint-3"]
     assert (out / "checkpoint-3" / "trainer_state.json").exists()  # saved whole, but not marked
     assert resolve_resume("true", out) == str(out / "checkpoint-2")
+    # The run record claimed what the run writes before it wrote it: all of the killed run is its, to overwrite.
+    assert json.loads((out / "up_trl_run.json").read_text())["status"] == "running"
+    remove = check_output_dir(str(out), overwrite=True, resume=None, model=None)
+    assert sorted(p.name for p in remove) == sorted(p.name for p in out.iterdir())

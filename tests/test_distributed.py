@@ -130,6 +130,30 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
     assert sum(not torch.equal(after[n], p) for n, p in before.items()) > 0
 
 
+def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
+    """`up-trl train` on 2 ZeRO-3 processes saving every step with `--save_total_limit 1`: each process marks the
+    files it wrote (its RNG state, rollout batch and ZeRO shards), and the one checkpoint kept is complete."""
+    from up_trl.data.models import save_tiny_model
+    from up_trl.run.checkpoint_complete import checkpoint_problem, read_mark
+
+    out = tmp_path / "out"
+    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
+            "--dataset_name", "arithmetic", "--dataset_limit", "16",
+            "--reward_funcs", "distributed_step.length_reward", "--max_steps", "2",
+            "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4",
+            "--use_cpu", "true", "--bf16", "false", "--report_to", "none", "--plot", "false",
+            "--save_steps", "1", "--save_total_limit", "1"]  # fmt: skip
+    launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", str(_free_port())]
+    _run([sys.executable, "-m", "up_trl", "train", *launch, *argv])
+    assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]
+    checkpoint = out / "checkpoint-2"
+    main, rank1 = read_mark(checkpoint), read_mark(checkpoint, rank=1)
+    assert main["world_size"] == 2 and rank1 is not None, sorted(p.name for p in checkpoint.iterdir())
+    assert {"rng_state_1.pth", "rollout_buffer_rank1.pt"} <= {n.split("/")[-1] for n in rank1["files"]}, rank1
+    assert not any("rank1" in n or n.endswith("_1.pth") for n in main["files"]), main["files"]
+    assert checkpoint_problem(checkpoint) is None
+
+
 @pytest.fixture(scope="module")
 def one_and_two_processes(tmp_path_factory):
     """tests/distributed_step.py on 1 plain process and on 2 ZeRO-3 processes: {loss_type: result} each."""

@@ -940,6 +940,31 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
     assert (out / "checkpoint-1" / "up_trl_checkpoint.json").exists() and (out / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize("overwrite", [[], ["--overwrite_output_dir"]], ids=["plain", "overwrite"])
+@pytest.mark.parametrize(
+    "files, named",
+    [
+        pytest.param({"README.md": "# my notes\n", "config.json": "{}", "tokenizer.json": "{}"},
+                     "README.md, config.json, tokenizer.json", id="your_own_files"),
+        pytest.param({"config.json": '{"model_type": "qwen2"}', "model.safetensors": "w", "tokenizer.json": "{}"},
+                     "config.json, model.safetensors, tokenizer.json", id="a_model_folder"),
+    ],
+)  # fmt: skip
+def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, capsys, files, named, overwrite):
+    """Files the run would write over that no run record lists: refused with or without --overwrite_output_dir
+    (a run would replace them), and left as they are."""
+    out = no_model_loads / "out"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    assert one_line(capsys, [*TINY, "--output_dir", str(out), *overwrite]) == (
+        f"--output_dir {out} holds {named}, which this run would write over and no up-trl run wrote (no run record "
+        "lists them): move them out of it, or choose another --output_dir (--overwrite_output_dir removes only what "
+        "a run wrote)."
+    )
+    assert {p.name: p.read_text() for p in out.iterdir()} == files
+
+
 # --- Files the user names: opened and checked before any model loads ---------------------------------------------
 
 

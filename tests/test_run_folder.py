@@ -42,6 +42,9 @@ def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, t
     out = tmp_path / "out"
     assert main(["train", *tiny(tiny_model, out, max_steps=3)]) == 0
     assert loss_steps(out) == [1, 2, 3]
+    record = json.loads((out / "up_trl_run.json").read_text())
+    assert record["files"] == sorted(p.name for p in out.iterdir()) and "writing" not in record  # all it wrote
+    assert {"README.md", "config.json", "model.safetensors", "metrics.jsonl", "tokenizer.json"} <= {*record["files"]}
     (out / "checkpoint-9").mkdir()  # an older run's checkpoint
     (out / "notes.txt").write_text("mine")  # not a run's file: kept
     capsys.readouterr()
@@ -58,6 +61,88 @@ def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, t
     assert f"up-trl: --overwrite_output_dir: removed the previous run in {out}" in capsys.readouterr().out
     assert loss_steps(out) == [1] and not (out / "checkpoint-9").exists() and (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 1
+
+
+RECORD = {
+    "status": "finished",
+    "patterns": ["checkpoint-[0-9]*", "model-*.safetensors", "pytorch_model-*.bin"],
+    "files": ["README.md", "config.json", "metrics.jsonl", "model.safetensors", "up_trl_run.json"],
+}
+# A record left by a run killed before it ended: only the record written, the names it may write claimed.
+RUNNING = {
+    "status": "running",
+    "files": ["up_trl_run.json"],
+    "patterns": RECORD["patterns"],
+    "writing": ["README.md", "metrics.jsonl", "trainer_state.json", "up_trl_run.json"],
+}
+CARD = "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n---\nTrained with up-trl.\n"
+
+
+@pytest.mark.parametrize(
+    "record, files, removed",
+    [
+        pytest.param(RECORD, ["README.md", "config.json", "metrics.jsonl", "model.safetensors", "checkpoint-2/",
+                              "eval/eval.json", "notes.txt", "data/train.jsonl"],
+                     ["README.md", "checkpoint-2", "config.json", "eval", "metrics.jsonl", "model.safetensors",
+                      "up_trl_run.json"], id="what_the_record_lists"),
+        pytest.param(RUNNING, ["metrics.jsonl", "checkpoint-1/", "checkpoint-2/", "notes.txt"],
+                     ["checkpoint-1", "checkpoint-2", "metrics.jsonl", "up_trl_run.json"], id="a_killed_run"),
+        pytest.param({"status": "finished"}, ["README.md=card", "config.json", "model.safetensors", "metrics.jsonl",
+                                              "checkpoint-4/", "notes.txt"],
+                     ["README.md", "checkpoint-4", "config.json", "metrics.jsonl", "model.safetensors",
+                      "up_trl_run.json"], id="an_earlier_up_trl_record_without_files"),
+        pytest.param(None, ["metrics.jsonl", "config.json", "tokenizer.json", "notes.txt"],
+                     ["config.json", "metrics.jsonl", "tokenizer.json"], id="an_earlier_up_trl_without_a_record"),
+        pytest.param(None, ["notes.txt", "data.jsonl"], [], id="no_run"),
+    ],
+)  # fmt: skip
+def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
+    """`check_output_dir` with --overwrite_output_dir: what the previous run's record lists (a folder of an earlier
+    up-trl: the run's names there); nothing else."""
+    from up_trl.run.folder import check_output_dir, remove_run_files
+
+    _make_folder(tmp_path, record, files)
+    remove = check_output_dir(str(tmp_path), overwrite=True, resume=None, model=None)
+    assert sorted(p.name for p in remove) == removed
+    before = {p.name for p in tmp_path.iterdir()}
+    remove_run_files(remove)
+    assert {p.name for p in tmp_path.iterdir()} == before - set(removed)  # notes.txt, data/ stay
+
+
+@pytest.mark.parametrize(
+    "record, files, named",
+    [
+        pytest.param(RECORD, ["README.md", "config.json", "tokenizer.json"], "tokenizer.json", id="not_in_the_record"),
+        pytest.param({"status": "finished"}, ["README.md=mine", "config.json", "metrics.jsonl"], "README.md",
+                     id="earlier_up_trl_with_your_readme"),
+        pytest.param(None, ["README.md=mine", "config.json", "tokenizer.json", "notes.txt"],
+                     "README.md, config.json, tokenizer.json", id="your_files_and_no_run"),
+        pytest.param(None, ["checkpoint-5/", "model.safetensors"], "checkpoint-5/, model.safetensors",
+                     id="a_plain_trainer_folder"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_files_no_run_record_lists_are_refused(tmp_path, record, files, named, overwrite):
+    from up_trl.run.folder import check_output_dir
+
+    _make_folder(tmp_path, record, files)
+    with pytest.raises(ValueError, match=re.escape(f"holds {named}, which this run would write over and no up-trl "
+                                                   "run wrote (no run record lists them): move them")):  # fmt: skip
+        check_output_dir(str(tmp_path), overwrite=overwrite, resume=None, model=None)
+
+
+def _make_folder(folder, record, files) -> None:
+    """`name/` a folder, `a/b` a file in one, `README.md=card` an up-trl model card, `=mine` another README."""
+    if record is not None:
+        (folder / "up_trl_run.json").write_text(json.dumps(record))
+    for name in files:
+        name, _, kind = name.partition("=")
+        path = folder / name
+        if name.endswith("/"):
+            path.mkdir(parents=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(CARD if kind == "card" else "# my notes\n" if kind == "mine" else "{}")
 
 
 def test_save_steps_alone_saves(tiny_model, tmp_path, capsys):

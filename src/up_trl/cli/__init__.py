@@ -92,6 +92,7 @@ def train(argv: list[str] | None = None):
         FirstRolloutProgressCallback,
         GracefulStopCallback,
         JsonlMetricsCallback,
+        RunRecordCallback,
         SteadyEtaProgressCallback,
         StepEndRngCallback,
     )
@@ -174,7 +175,9 @@ def train(argv: list[str] | None = None):
         state.print(f"up-trl: loading {model} ...", flush=True)
         extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
         graceful = GracefulStopCallback()
+        record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
         callbacks = [
+            RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes (`run.folder`)
             JsonlMetricsCallback(metrics_path),
             graceful,
             FirstRolloutProgressCallback(),
@@ -204,7 +207,6 @@ def train(argv: list[str] | None = None):
             f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
         )
 
-        record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
         start = time.perf_counter()
         try:
             trainer.train(resume_from_checkpoint=checked["resume"])
@@ -230,10 +232,10 @@ def train(argv: list[str] | None = None):
                 png = plot_metrics(metrics_path, Path(out) / "metrics.png",
                                    title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}")  # fmt: skip
                 summary += f"; plot {png}"
+        trainer.create_model_card(dataset_name=script_args.dataset_name)
+        if trainer.is_world_process_zero():  # last: it lists every file the run wrote, the card included
             status = "finished" if reason is None else "interrupted"
             write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
-        trainer.create_model_card(dataset_name=script_args.dataset_name)
-        if trainer.is_world_process_zero():
             files = f"model, metrics.jsonl, model card (README.md) in {out}"
             if reason is None:
                 print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)

@@ -1,5 +1,6 @@
-"""Trainer callbacks for the main job: metrics as JSON lines, a graceful stop on SIGTERM / Ctrl-C, the non-finite
-step guard, and signs of life (the first rollout batch's progress, an ETA from whole rollout cycles)."""
+"""Trainer callbacks for the main job: metrics as JSON lines, the run record, a graceful stop on SIGTERM / Ctrl-C,
+the non-finite step guard, and signs of life (the first rollout batch's progress, an ETA from whole rollout
+cycles)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,27 @@ def _record_step(line: str) -> float:
         return float(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
         return math.inf
+
+
+class RunRecordCallback(TrainerCallback):
+    """Keeps the run record (`up_trl_run.json`, `run.folder.write_run_record`) on the main process: written when
+    training begins (`fields`, status "running", and the names the run may write, claimed before it writes them),
+    rewritten at each save with the files written so far. `up-trl train` writes the last one when the run ends."""
+
+    def __init__(self, fields: dict):
+        self.fields = fields
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        from .folder import write_run_record
+
+        if state.is_world_process_zero:
+            write_run_record(args.output_dir, running=True, **self.fields, status="running")
+
+    def on_save(self, args, state, control, **kwargs):
+        from .folder import refresh_run_record
+
+        if state.is_world_process_zero:
+            refresh_run_record(args.output_dir)
 
 
 class GracefulStopCallback(TrainerCallback):

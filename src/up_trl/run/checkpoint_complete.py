@@ -7,21 +7,30 @@ latest and crash on resume. So:
 
 - `MarkCompleteCallback.on_save` (the Trainer's public hook, called after the whole save) writes
   `up_trl_checkpoint.json` last, atomically (a temporary file renamed): every file of the checkpoint with its size,
-  and the run's settings (what a resume compares against, `resume_differences`). The emergency checkpoint after a
-  crash is marked the same way (`run.folder.save_after_crash`).
-- `checkpoint_problem` says why a folder is not a complete checkpoint: no mark while its run marks them, a file
-  the mark lists missing or of another size. A folder without a mark from a run that marks none (written by a
+  the number of processes, and the run's settings (what a resume compares against, `resume_differences`). With
+  several processes each one marks the files it wrote itself (`RANK_FILE`: its RNG state, its rollout batch, its
+  ZeRO or FSDP shard) in `up_trl_checkpoint-rank<N>.json`, once its own save is done; the main process's mark lists
+  the rest. The emergency checkpoint after a crash is marked the same way (`run.folder.save_after_crash`).
+- `checkpoint_problem` says why a folder is not a complete checkpoint: no mark while its run marks them, the mark
+  of one of the processes it records missing, a file a mark lists missing or of another size. A folder without a
+  mark from a run that marks none (written by a
   plain Trainer or an older up-trl) is judged by its pieces: `trainer_state.json` must parse, the weights must be
   there, and every `.safetensors`, `.pt`, `.pth` and `.bin` file must be whole (its header's sizes, or its zip
   directory).
 - `newest_complete` is what `--resume_from_checkpoint true` resumes: the newest complete `checkpoint-<step>`, and
   the incomplete ones it skipped, each with why (`run.folder.resolve_resume` says them in one line).
+- `save_total_limit`: transformers deletes old checkpoints inside the save, before the mark, so that a kill there
+  could leave no complete checkpoint. `MarkCompleteCallback` takes the limit over for the run (the Trainer sees
+  `save_total_limit=None` between `on_train_begin` and `on_train_end`) and deletes old checkpoints only after the
+  new one is complete (`rotate_complete`: the same count, the best checkpoint kept as transformers keeps it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import struct
 import zipfile
 from pathlib import Path
@@ -32,6 +41,11 @@ from transformers import TrainerCallback
 from ..data.model_source import checkpoints_in
 
 COMPLETE_MARK = "up_trl_checkpoint.json"
+RANK_MARK = "up_trl_checkpoint-rank{rank}.json"  # the mark of process N > 0, with several processes
+MARK_PREFIX = "up_trl_checkpoint"
+# The files a process writes for itself, its number in the name: transformers' RNG state with several processes
+# (`rng_state_<N>.pth`), the rollout batch, DeepSpeed's ZeRO shards, FSDP's `__<N>_0.distcp`. The rest: process 0's.
+RANK_FILE = re.compile(r"(?:^rng_state_|^rollout_buffer_rank|zero_pp_rank_|^__)(\d+)[._]")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 
 
@@ -42,28 +56,49 @@ def run_settings(args) -> dict[str, Any]:
     return settings
 
 
-def mark_complete(folder: str | os.PathLike, settings: dict[str, Any] | None = None) -> Path:
-    """Write `folder`'s completion mark: its files and sizes, and `settings`; written under a temporary name and
-    renamed, so that a kill leaves either no mark or a whole one."""
+def file_rank(name: str, world_size: int = 1) -> int:
+    """The process that writes the checkpoint file `name` (0 unless its name says another one).
+
+    >>> file_rank("rng_state_3.pth", 4), file_rank("rollout_buffer_rank1.pt", 2), file_rank("optimizer.pt", 2)
+    (3, 1, 0)
+    """
+    found = RANK_FILE.search(Path(name).name)
+    rank = int(found.group(1)) if found else 0
+    return rank if rank < world_size else 0
+
+
+def mark_name(rank: int = 0) -> str:
+    """The completion mark of process `rank`: `up_trl_checkpoint.json` for 0 (the only one with one process)."""
+    return COMPLETE_MARK if rank == 0 else RANK_MARK.format(rank=rank)
+
+
+def mark_complete(
+    folder: str | os.PathLike, settings: dict[str, Any] | None = None, rank: int = 0, world_size: int = 1
+) -> Path:
+    """Write process `rank`'s completion mark in `folder`: the files it wrote (`file_rank`) and their sizes; process
+    0's also holds `settings` and `world_size`. Written under a temporary name and renamed, so that a kill leaves
+    either no mark or a whole one."""
     folder = Path(folder)
     files = {
         str(p.relative_to(folder)): p.stat().st_size
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.name.startswith(COMPLETE_MARK)
+        if p.is_file() and not p.name.startswith(MARK_PREFIX) and file_rank(p.name, world_size) == rank
     }
-    mark, temporary = folder / COMPLETE_MARK, folder / f"{COMPLETE_MARK}.tmp"
+    mark, temporary = folder / mark_name(rank), folder / f"{mark_name(rank)}.tmp"
+    record = {"complete": True, "files": files}
+    record |= {"world_size": world_size, "settings": settings or {}} if rank == 0 else {"rank": rank}
     with open(temporary, "w") as f:
-        json.dump({"complete": True, "files": files, "settings": settings or {}}, f, indent=1)
+        json.dump(record, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
     os.replace(temporary, mark)
     return mark
 
 
-def read_mark(folder: str | os.PathLike) -> dict | None:
-    """The completion mark of `folder`, or None (none, or not one a run wrote)."""
+def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
+    """Process `rank`'s completion mark in `folder`, or None (none, or not one a run wrote)."""
     try:
-        mark = json.loads((Path(folder) / COMPLETE_MARK).read_text())
+        mark = json.loads((Path(folder) / mark_name(rank)).read_text())
     except (OSError, ValueError):
         return None
     return mark if isinstance(mark, dict) and mark.get("complete") is True else None
@@ -113,7 +148,13 @@ def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -
             broken = _broken_piece(folder)
             return f"its save did not finish: {broken or 'no completion mark'}"
         return _broken_piece(folder)
-    for name, size in mark.get("files", {}).items():
+    world_size = mark.get("world_size", 1)
+    marks = [mark]
+    for rank in range(1, world_size if isinstance(world_size, int) else 1):
+        marks.append(read_mark(folder, rank))
+        if marks[-1] is None:
+            return f"the save of process {rank} of {world_size} did not finish: no {mark_name(rank)}"
+    for name, size in (item for m in marks for item in m.get("files", {}).items()):
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
@@ -140,18 +181,96 @@ def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
     return ", ".join(f"{path.name} ({why})" for path, why in skipped)
 
 
+def _step(checkpoint: Path) -> int:
+    return int(checkpoint.name.split("-")[-1])
+
+
+def rotate_complete(output_dir: str | os.PathLike, limit: int | None, best: str | None = None) -> list[Path]:
+    """Delete old checkpoints as transformers' `rotate_checkpoints` does (keep `limit`, never the newest nor the
+    best), counting from the newest complete one; returns those deleted.
+
+    What is newer than the newest complete checkpoint (a save another process has not finished, or one that was
+    interrupted) is neither counted nor touched; of the older ones, those that are incomplete go first.
+    """
+    checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
+    if not limit or limit <= 0 or len(checkpoints) <= limit:
+        return []
+    problems = {c: checkpoint_problem(c) for c in checkpoints}
+    complete = [c for c in checkpoints if problems[c] is None]
+    if not complete:
+        return []
+    newest = complete[-1]
+    counted = [c for c in checkpoints if _step(c) <= _step(newest)]
+    protected = {newest} | {c for c in counted if best is not None and c.resolve() == Path(best).resolve()}
+    keep = max(limit, len(protected))
+    deleted = []
+    for checkpoint in sorted(counted, key=lambda c: problems[c] is None):  # incomplete ones first, oldest first
+        if len(counted) - len(deleted) <= keep:
+            break
+        if checkpoint not in protected:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            deleted.append(checkpoint)
+    return deleted
+
+
 class MarkCompleteCallback(TrainerCallback):
     """Marks each checkpoint complete once the Trainer has saved all of it (`on_save` comes after the whole
-    `_save_checkpoint`, a UP trainer's rollout batch included); the main process writes the mark."""
+    `_save_checkpoint`, a UP trainer's rollout batch included): each process marks its own files, the main process
+    the rest. With `save_total_limit`, old checkpoints are deleted here, after the mark, not by the Trainer inside
+    the save (`rotate_complete`): the Trainer sees `save_total_limit=None` from `on_train_begin` to `on_train_end`
+    (`restore`), and the limit is written back into each checkpoint's `training_args.bin` and its mark."""
+
+    save_total_limit: int | None = None  # the run's, while this callback holds it
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if args.save_total_limit is not None:
+            self.save_total_limit, args.save_total_limit = args.save_total_limit, None
+        return control
+
+    def restore(self, args) -> None:
+        """Give the Trainer its `save_total_limit` back (the run ended, or crashed)."""
+        if self.save_total_limit is not None:
+            args.save_total_limit, self.save_total_limit = self.save_total_limit, None
 
     def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if not folder.is_dir():
+            return control
+        rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
+        settings = run_settings(args) if state.is_world_process_zero else None
         if state.is_world_process_zero:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if folder.is_dir():
-                from ..file_modes import usual_file_modes
+            from ..file_modes import usual_file_modes
 
-                usual_file_modes(folder)  # transformers writes model.safetensors 0600
-                mark_complete(folder, run_settings(args))
+            if self.save_total_limit is not None:
+                settings["save_total_limit"] = self.save_total_limit
+                self._write_args(args, folder)
+            usual_file_modes(folder)  # transformers writes model.safetensors 0600
+        mark_complete(folder, settings, rank=rank, world_size=world_size)
+        if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
+            rotate_complete(args.output_dir, self.save_total_limit, getattr(state, "best_model_checkpoint", None))
+        return control
+
+    def _write_args(self, args, folder: Path) -> None:
+        """The checkpoint's `training_args.bin` with the run's `save_total_limit`, not the None lent the Trainer."""
+        path = folder / "training_args.bin"
+        if not path.is_file():
+            return
+        import torch
+
+        args.save_total_limit = self.save_total_limit
+        try:
+            torch.save(args, path)
+        finally:
+            args.save_total_limit = None
+
+    def on_train_end(self, args, state, control, **kwargs):
+        limit = self.save_total_limit
+        self.restore(args)
+        best = getattr(state, "best_model_checkpoint", None)
+        if limit == 1 and best is not None and state.is_world_process_zero:  # the Trainer's rule at the end
+            for checkpoint in checkpoints_in(args.output_dir):
+                if checkpoint.resolve() != Path(best).resolve():
+                    shutil.rmtree(checkpoint, ignore_errors=True)
         return control
 
 

@@ -2,17 +2,22 @@
 
 The rule for `up-trl train --output_dir DIR`:
 
-- DIR holds no previous run: train into it.
-- DIR holds a previous run (its model, `metrics.jsonl`, card, run record or `checkpoint-*` folders): refused in one
-  line, unless `--resume_from_checkpoint true` (continue it from its latest checkpoint) or `--overwrite_output_dir`
-  (remove that run's files first, checkpoints and its `eval/` included, so nothing of it stays mixed in with the
-  new one; files no run writes are left alone).
+- Every run keeps a run record, `up_trl_run.json`, listing what it wrote at the top of DIR (`files`; `patterns`
+  for what is numbered: `checkpoint-<step>/`, weight shards), rewritten when it starts, at each save and when it
+  ends; while it runs, the record also claims the names it may still write (`writing`: `RUN_FILES`). It records
+  how the run ended and what it was trained from (`up-trl eval` scores that base model beside it).
+- DIR holds a file the new run would write over (a name in `RUN_FILES` or `RUN_GLOBS`) that no run record lists,
+  such as your own README.md, config.json or tokenizer.json, or a model folder: refused in one line, with or
+  without `--overwrite_output_dir`: move them, or choose another folder.
+- DIR holds a previous run: refused in one line, unless `--resume_from_checkpoint true` (continue it from its
+  latest complete checkpoint) or `--overwrite_output_dir` (remove what its record lists first, checkpoints and its
+  `eval/` included, so nothing of it stays mixed in with the new one; every other file is left alone).
+- A folder written by an up-trl from before run records listed files (a record without `files`, or none but
+  `metrics.jsonl`, an up-trl model card or a marked checkpoint) is taken as one run whose files are all of
+  `RUN_FILES` and `RUN_GLOBS` there, its model card included and any other README.md excluded.
 - A run that stops early (Ctrl-C, SIGTERM, too many non-finite steps) says so, in its last line and its card, with
   the command that resumes it; one that crashes saves an emergency checkpoint of its weights (when they are
   finite) in the Trainer's checkpoint layout, so the same command resumes it.
-
-`up_trl_run.json` records how the run ended and what it was trained from (`up-trl eval` scores that base model
-beside it).
 """
 
 from __future__ import annotations
@@ -23,20 +28,23 @@ import os
 import shlex
 import shutil
 from collections.abc import Sequence
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
 from ..data.model_source import checkpoints_in
 
 RUN_RECORD = "up_trl_run.json"
-# What `up-trl train` writes at the top of its output folder: transformers' `save_model` (weights, config,
-# tokenizer, training arguments), our metrics, plot, card and run record, and `up-trl eval`'s default `eval/`.
+# What `up-trl train` writes at the top of its output folder (the one list): transformers' `save_model` (weights,
+# config, tokenizer, training arguments), our metrics, plot, model card and run record; numbered: checkpoints and
+# weight shards. `up-trl eval` adds `eval/` (by default), which goes with the run it scored.
 RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
              "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.safetensors",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
              "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
-             "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", RUN_RECORD)  # fmt: skip
-RUN_GLOBS = ("model-*.safetensors", "pytorch_model-*.bin")
+             "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", "README.md",
+             RUN_RECORD)  # fmt: skip
+RUN_GLOBS = ("checkpoint-[0-9]*", "model-*.safetensors", "pytorch_model-*.bin")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 
 
@@ -50,26 +58,59 @@ def is_model_card(path: Path) -> bool:
     return text.startswith("---") and "generated_from_trainer" in text and "up-trl" in text
 
 
-def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
-    """The files and folders a previous run left in `output_dir`, or [] when it holds none (or does not exist).
+def _record_here(folder: Path) -> dict | None:
+    try:
+        record = json.loads((folder / RUN_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
-    A folder holds a run when it has `metrics.jsonl`, the run record, a `checkpoint-*` folder, saved weights or an
-    up-trl model card; then every entry of `RUN_FILES`, `RUN_GLOBS`, the checkpoints, the card and `eval/` is the
-    run's.
+
+def _matching(folder: Path, names: Sequence[str]) -> list[Path]:
+    """The entries at the top of `folder` whose name is one of `names` (or matches one of its patterns)."""
+    return sorted(p for p in folder.iterdir() if any(fnmatch(p.name, name) for name in names))
+
+
+def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
+    """Whether `folder` was written by an up-trl from before run records listed files: a record without `files`,
+    or `metrics.jsonl`, an up-trl model card, or a checkpoint with a completion mark."""
+    if record is not None:
+        return True
+    if (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md"):
+        return True
+    return any((c / "up_trl_checkpoint.json").is_file() for c in checkpoints_in(folder))
+
+
+def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
+    """The files and folders previous runs wrote in `output_dir` (what `--overwrite_output_dir` removes), or [] when
+    it holds none (or does not exist).
+
+    What the run record lists (`files`, `patterns`, and `writing` when the run never ended); for a folder of an
+    earlier up-trl (`_earlier_up_trl_run`), every entry of `RUN_FILES` and `RUN_GLOBS` but a README.md that is not
+    an up-trl model card. With either, `eval/` when `up-trl eval` wrote it (it holds `eval.json`).
     """
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    card = folder / "README.md"
-    is_card = is_model_card(card)
-    markers = ("metrics.jsonl", RUN_RECORD, *WEIGHTS)
-    if not (any((folder / m).exists() for m in markers) or checkpoints_in(folder) or is_card):
+    record = _record_here(folder)
+    if record is not None and isinstance(record.get("files"), list):
+        names = [n for key in ("files", "patterns", "writing") for n in record.get(key) or [] if isinstance(n, str)]
+        found = _matching(folder, names)
+    elif _earlier_up_trl_run(folder, record):
+        found = [p for p in _matching(folder, (*RUN_FILES, *RUN_GLOBS)) if p.name != "README.md" or is_model_card(p)]
+    else:
         return []
-    found = [folder / name for name in RUN_FILES if (folder / name).exists()]
-    found += [p for pattern in RUN_GLOBS for p in sorted(folder.glob(pattern))]
-    found += checkpoints_in(folder) + ([card] if is_card else [])
-    found += [folder / "eval"] if (folder / "eval" / "eval.json").exists() else []
+    found += [folder / "eval"] if (folder / "eval" / "eval.json").exists() and folder / "eval" not in found else []
     return found
+
+
+def foreign_files(output_dir: str | os.PathLike, owned: Sequence[Path]) -> list[Path]:
+    """The entries of `output_dir` a run would write over (`RUN_FILES`, `RUN_GLOBS`) that no run wrote (not in
+    `owned`, `previous_run_files`): a user's README.md or config.json, a model folder's files."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    return [p for p in _matching(folder, (*RUN_FILES, *RUN_GLOBS)) if p not in set(owned)]
 
 
 def describe_run_files(files: Sequence[Path]) -> str:
@@ -156,6 +197,15 @@ def check_output_dir(output_dir: str, *, overwrite: bool, resume: str | None, mo
             "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
         )
     files = previous_run_files(out)
+    foreign = foreign_files(out, files)
+    if foreign:
+        names = [p.name + ("/" if p.is_dir() else "") for p in foreign]
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        raise ValueError(
+            f"--output_dir {output_dir} holds {shown}, which this run would write over and no up-trl run wrote "
+            "(no run record lists them): move them out of it, or choose another --output_dir "
+            "(--overwrite_output_dir removes only what a run wrote)."
+        )
     if not files or resume is not None:
         return []
     if overwrite:
@@ -191,12 +241,40 @@ def resume_command(argv: Sequence[str]) -> str:
     return shlex.join(["up-trl", "train", *kept, "--resume_from_checkpoint", "true"])
 
 
-def write_run_record(output_dir: str | os.PathLike, **fields: Any) -> Path:
-    """Write `up_trl_run.json` (how the run ended, what it trained from) in the output folder."""
-    path = Path(output_dir) / RUN_RECORD
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(fields, indent=2) + "\n")
+def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **fields: Any) -> Path:
+    """Write `up_trl_run.json` in the output folder: `fields` (how the run ended, what it trained from), and what the
+    run wrote there: `files` (the entries of `RUN_FILES` there now, with those the record listed before: a resumed
+    run's), `patterns` (`RUN_GLOBS`), and while `running`, `writing` (`RUN_FILES`: what it may still write).
+    Written under a temporary name and renamed, so that a kill leaves the last whole record."""
+    folder = Path(output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    before = (_record_here(folder) or {}).get("files")
+    listed = {n for n in before if isinstance(n, str)} if isinstance(before, list) else set()
+    listed |= {p.name for p in _matching(folder, RUN_FILES)} | {RUN_RECORD}
+    files = sorted(n for n in listed if n == RUN_RECORD or (folder / n).exists())
+    record = {**fields, "files": files, "patterns": list(RUN_GLOBS)}
+    record |= {"writing": list(RUN_FILES)} if running else {}
+    path, temporary = folder / RUN_RECORD, folder / f"{RUN_RECORD}.tmp"
+    temporary.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(temporary, path)
     return path
+
+
+def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
+    """Rewrite the run record with the files the run has written so far (at each save), its fields kept."""
+    record = _record_here(Path(output_dir))
+    if record is None:
+        return None
+    fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing")}
+    return write_run_record(output_dir, running="writing" in record, **fields)
+
+
+def forget_run_record(output_dir: str | os.PathLike) -> None:
+    """Remove the record of a run that wrote nothing else (it stopped before its first step), so that no run is
+    left behind to refuse a rerun."""
+    folder = Path(output_dir)
+    if [p for p in previous_run_files(folder) if p.name != RUN_RECORD] == []:
+        (folder / RUN_RECORD).unlink(missing_ok=True)
 
 
 def read_run_record(folder: str | os.PathLike) -> dict | None:
@@ -245,14 +323,21 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
-    from .checkpoint_complete import mark_complete, run_settings
+    from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
 
     path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+    marking = [c for c in trainer.callback_handler.callbacks if isinstance(c, MarkCompleteCallback)]
     try:
         trainer._save_checkpoint(trainer.model, trial=None)
-        mark_complete(path, run_settings(trainer.args))  # last: a kill before it leaves a checkpoint resume skips
+        if marking:  # last: a kill before it leaves a checkpoint resume skips; then the old ones over the limit go
+            marking[0].on_save(trainer.args, trainer.state, trainer.control)
+        else:
+            mark_complete(path, run_settings(trainer.args))
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
+    finally:
+        for callback in marking:  # on_train_end never came: the Trainer gets its save_total_limit back
+            callback.restore(trainer.args)
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
 
 
@@ -286,7 +371,12 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
     saved = save_after_crash(trainer)
-    if trainer.is_world_process_zero() and step > 0:  # nothing trained: leave no run behind to refuse a rerun
+    for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
+        if hasattr(callback, "restore") and hasattr(callback, "save_total_limit"):
+            callback.restore(trainer.args)
+    if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
+        forget_run_record(trainer.args.output_dir)
+    if trainer.is_world_process_zero() and step > 0:
         write_run_record(trainer.args.output_dir, **record, status="crashed", global_step=step, max_steps=max_steps,
                          checkpoint=saved[0], error=repr(error)[:500])  # fmt: skip
     return crash_message(trainer, error, argv, saved)

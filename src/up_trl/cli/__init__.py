@@ -78,7 +78,7 @@ def train(argv: list[str] | None = None):
     """Run the main job; returns the trainer.
 
     Bad input is a UsageError before any model loads (`cli.checks`). An exception in `trainer.train()` saves an
-    emergency checkpoint when it can (`run.folder.save_after_crash`) and is raised again as a TrainingCrashed.
+    emergency checkpoint when it can (`run.ending.save_after_crash`) and is raised again as a TrainingCrashed.
     """
     from accelerate import PartialState
     from transformers.trainer_callback import ProgressCallback
@@ -97,14 +97,8 @@ def train(argv: list[str] | None = None):
         StepEndRngCallback,
     )
     from ..run.checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
-    from ..run.folder import (
-        after_crash,
-        describe_run_files,
-        remove_run_files,
-        resume_command,
-        stop_reason,
-        write_run_record,
-    )
+    from ..run.ending import after_crash, stop_reason
+    from ..run.folder import describe_run_files, remove_run_files, resume_command, write_run_record
     from ..run.plots import plot_metrics
     from .checks import check_dataset_size, check_inputs
 

@@ -122,7 +122,7 @@ class GracefulStopCallback(TrainerCallback):
 class StepEndRngCallback(TrainerCallback):
     """Keeps the random states (Python, NumPy, torch CPU and CUDA) as they were at the end of the last optimizer
     step: what a checkpoint saved at that step would store. A crash mid-step has drawn more since (the next step's
-    sampling), so the emergency checkpoint (`run.folder.save_after_crash`) puts these back first, and a resume then
+    sampling), so the emergency checkpoint (`run.ending.save_after_crash`) puts these back first, and a resume then
     draws what the uninterrupted run would have drawn."""
 
     states: dict | None = None

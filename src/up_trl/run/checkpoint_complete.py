@@ -10,7 +10,7 @@ latest and crash on resume. So:
   the number of processes, and the run's settings (what a resume compares against, `resume_differences`). With
   several processes each one marks the files it wrote itself (`RANK_FILE`: its RNG state, its rollout batch, its
   ZeRO or FSDP shard) in `up_trl_checkpoint-rank<N>.json`, once its own save is done; the main process's mark lists
-  the rest. The emergency checkpoint after a crash is marked the same way (`run.folder.save_after_crash`).
+  the rest. The emergency checkpoint after a crash is marked the same way (`run.ending.save_after_crash`).
 - `checkpoint_problem` says why a folder is not a complete checkpoint: no mark while its run marks them, the mark
   of one of the processes it records missing, a file a mark lists missing or of another size. A folder without a
   mark from a run that marks none (written by a

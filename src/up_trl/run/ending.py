@@ -1,0 +1,124 @@
+"""How a run ends when it does not finish: why it stopped early, and what a crash saves and prints.
+
+- A run that stops early (Ctrl-C, SIGTERM, too many non-finite steps, the collapse warning told to stop) says so,
+  in its last line and its card, with the command that resumes it (`stop_reason`).
+- One that crashes saves an emergency checkpoint of its weights (when they are finite) in the Trainer's checkpoint
+  layout, marked complete like any other, so the same command resumes it (`save_after_crash`), and ends with one
+  line: where it stopped, what was saved, how to resume (`after_crash`, `crash_message`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..data.model_source import checkpoints_in
+from .folder import forget_run_record, resume_command, write_run_record
+
+
+def finite_weights(model) -> bool:
+    """Whether every parameter of `model` is finite (no NaN or inf)."""
+    import torch
+
+    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
+
+
+def save_after_crash(trainer) -> tuple[str | None, str]:
+    """After an exception in `trainer.train()`: an emergency checkpoint through the Trainer's own `_save_checkpoint`
+    (weights, optimizer, scheduler, RNG and trainer state, and whatever a UP trainer adds there), so that
+    `--resume_from_checkpoint true` continues from it. The random states saved are those of the last step's end
+    (`callbacks.StepEndRngCallback`, when the trainer has one), as a checkpoint saved then would hold them. Returns
+    (its path or None, what was saved, in words).
+
+    Nothing is saved when no optimizer step finished, when the weights are not finite, or with several processes
+    (saving needs every one of them, and the crashed one is gone).
+    """
+    step = trainer.state.global_step
+    if step == 0:
+        return None, "nothing to save: no optimizer step had finished"
+    if trainer.accelerator.num_processes > 1:
+        return None, f"no emergency checkpoint with {trainer.accelerator.num_processes} processes"
+    if not finite_weights(trainer.model):
+        what = f"the weights after step {step} are not finite (NaN or inf: lower --learning_rate)"
+        return None, f"no emergency checkpoint: {what}"
+    from .callbacks import StepEndRngCallback
+
+    for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
+        if isinstance(callback, StepEndRngCallback):
+            callback.restore()
+    from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
+
+    path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
+    marking = [c for c in trainer.callback_handler.callbacks if isinstance(c, MarkCompleteCallback)]
+    try:
+        trainer._save_checkpoint(trainer.model, trial=None)
+        if marking:  # last: a kill before it leaves a checkpoint resume skips; then the old ones over the limit go
+            marking[0].on_save(trainer.args, trainer.state, trainer.control)
+        else:
+            mark_complete(path, run_settings(trainer.args))
+    except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
+        return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
+    finally:
+        for callback in marking:  # on_train_end never came: the Trainer gets its save_total_limit back
+            callback.restore(trainer.args)
+    return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
+
+
+def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tuple[str | None, str]) -> str:
+    """The one line a crashed run ends with: where it stopped, what was saved where, how to resume."""
+    path, what = saved
+    out = trainer.args.output_dir
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    step, total = trainer.state.global_step, trainer.state.max_steps
+    where = f"at step {step + 1} of {total}" if step < total else f"after step {step} of {total}"
+    line = f"crashed {where} ({type(error).__name__}"
+    line += f": {first[:200]}); {what}"
+    if (Path(out) / "metrics.jsonl").exists():
+        line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
+    guard = getattr(trainer, "_nonfinite_guard", None)
+    if guard is not None and guard.skipped:
+        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
+    if path is not None or checkpoints_in(out):
+        line += f". Resume with: {resume_command(argv)}"
+    return line
+
+
+def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict) -> str:
+    """What `up-trl train` does when `trainer.train()` raised: close the progress bar (else it prints after the last
+    line), mark the run as crashed for its card (`trainer.up_stop`; TRL's `_save_checkpoint` rewrites the card),
+    save the emergency checkpoint, write the run record. Returns the one line to end with (`crash_message`)."""
+    step, max_steps = trainer.state.global_step, trainer.state.max_steps
+    trainer.up_stop = {"crashed": True, "reason": type(error).__name__, "step": step, "max_steps": max_steps,
+                       "resume": resume_command(argv)}  # fmt: skip
+    for callback in trainer.callback_handler.callbacks:
+        if getattr(callback, "training_bar", None) is not None:
+            callback.training_bar.close()
+    saved = save_after_crash(trainer)
+    for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
+        if hasattr(callback, "restore") and hasattr(callback, "save_total_limit"):
+            callback.restore(trainer.args)
+    if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
+        forget_run_record(trainer.args.output_dir)
+    if trainer.is_world_process_zero() and step > 0:
+        write_run_record(trainer.args.output_dir, **record, status="crashed", global_step=step, max_steps=max_steps,
+                         checkpoint=saved[0], error=repr(error)[:500])  # fmt: skip
+    return crash_message(trainer, error, argv, saved)
+
+
+def stop_reason(callbacks: Sequence[Any]) -> str | None:
+    """Why training stopped before max_steps: the signal that asked, or the non-finite guard; None if neither."""
+    import signal
+
+    for callback in callbacks:
+        sig = getattr(callback, "stop_requested", None)
+        if sig is not None:
+            return signal.Signals(sig).name
+        consecutive, limit = getattr(callback, "consecutive", 0), getattr(callback, "max_consecutive", math.inf)
+        if consecutive >= limit:
+            return f"{consecutive} non-finite steps in a row"
+        fired = getattr(getattr(callback, "rule", None), "fired", None)  # the collapse warning, when told to stop
+        if fired and getattr(callback, "stop_on_collapse", False):
+            return f"the collapse warning ({fired[1]} at step {fired[0]})"
+    return None

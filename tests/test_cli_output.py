@@ -40,9 +40,14 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
         "false",
         "--activation_checkpointing",
         "true",
-    ]  # fmt: skip  (checkpointing on: TRL toggles it around generation)
-    out = subprocess.run([sys.executable, "-m", "up_trl", "train", *argv], capture_output=True, text=True,
-                         timeout=300, env=same_code_env())  # fmt: skip
+    ]  # (checkpointing on: TRL toggles it around generation)
+    out = subprocess.run(
+        [sys.executable, "-m", "up_trl", "train", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=same_code_env(),
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     printed = out.stdout + out.stderr
     assert [w for w in UNACTIONABLE if w in printed] == [], printed[-3000:]

@@ -132,8 +132,9 @@ def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts
     stale = dict(steps_per_generation=2, num_iterations=2, max_steps=4)
     weights = {}
     for warn in (True, False):
-        trainer = make_trainer(tmp_path / str(warn), tiny_model_and_tokenizer(seed=0), prompts_dataset,
-                               up_collapse_warning=warn, **stale)  # fmt: skip
+        trainer = make_trainer(
+            tmp_path / str(warn), tiny_model_and_tokenizer(seed=0), prompts_dataset, up_collapse_warning=warn, **stale
+        )
         trainer.train()
         weights[warn] = [p.detach().clone() for p in trainer.model.parameters()]
     assert all(torch.equal(a, b) for a, b in zip(weights[True], weights[False]))
@@ -144,12 +145,26 @@ def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
     from trl import GRPOConfig, GRPOTrainer
 
     model, tokenizer = tiny
-    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", max_steps=1,
-                      per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
-                      logging_steps=1)  # fmt: skip
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        max_steps=1,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=4,
+        logging_steps=1,
+    )
     callback = CollapseWarningCallback()
-    trainer = GRPOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
-                          processing_class=tokenizer, callbacks=[callback])  # fmt: skip
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=args,
+        train_dataset=prompts_dataset,
+        processing_class=tokenizer,
+        callbacks=[callback],
+    )
     trainer.train()
     assert callback.rule.history["entropy"] and callback.rule.history["reward"]
 

@@ -287,8 +287,11 @@ def test_local_file_missing_columns(tmp_path):
     Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
     # The flag to set, with this file's own columns filled in (the Python spelling too).
     mapping = r"""\{"text": "problem", "target": "answer"\}"""
-    with pytest.raises(ValueError, match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
-                       rf"\(in Python: column_mapping={mapping}\)"):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
+        rf"\(in Python: column_mapping={mapping}\)",
+    ):
         load_math_dataset(str(path))
     with pytest.raises(ValueError, match=r"column_mapping names \['question'\]"):
         load_math_dataset(str(path), column_mapping={"question": "problem"})

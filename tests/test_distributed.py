@@ -137,12 +137,38 @@ def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
     from up_trl.run.checkpoint_complete import checkpoint_problem, read_mark
 
     out = tmp_path / "out"
-    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
-            "--dataset_name", "arithmetic", "--dataset_limit", "16",
-            "--reward_funcs", "distributed_step.length_reward", "--max_steps", "2",
-            "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "4",
-            "--use_cpu", "true", "--bf16", "false", "--report_to", "none", "--plot", "false",
-            "--save_steps", "1", "--save_total_limit", "1"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+        str(out),
+        "--dataset_name",
+        "arithmetic",
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        "distributed_step.length_reward",
+        "--max_steps",
+        "2",
+        "--per_device_train_batch_size",
+        "4",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--report_to",
+        "none",
+        "--plot",
+        "false",
+        "--save_steps",
+        "1",
+        "--save_total_limit",
+        "1",
+    ]
     launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", str(_free_port())]
     _run([sys.executable, "-m", "up_trl", "train", *launch, *argv])
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]

@@ -97,8 +97,12 @@ def test_every_block_is_runnable_or_says_why_not():
         assert block.language, f"{block.id}: a fence without a language (```python, ```bash, ```text, ...)"
         if block.not_run is not None:
             assert block.language in RUNNABLE, f"{block.id}: a not-run mark before a ```{block.language} block"
-    marks = [f"{p.relative_to(ROOT)}:{n}" for p in PAGES for n, line in enumerate(p.read_text().splitlines(), 1)
-             if line.startswith("<!-- not run")]  # fmt: skip
+    marks = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in PAGES
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if line.startswith("<!-- not run")
+    ]
     attached = [f"{b.page.relative_to(ROOT)}:{b.line - 1}" for b in ALL if b.not_run is not None]
     assert marks == attached, "a <!-- not run: REASON --> mark that is malformed or not right before a fence"
 

@@ -18,10 +18,30 @@ def run_folder(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("eval-base")
     base = save_tiny_model(root / "tiny-base")
-    train(["--model_name_or_path", base, "--output_dir", str(root / "run"), "--dataset_limit", "16", "--reward_funcs",
-           "tests.conftest.length_reward", "--max_steps", "1", "--per_device_train_batch_size", "8",
-           "--num_generations", "4", "--max_completion_length", "4", "--learning_rate", "1e-1",
-           "--plot", "false"])  # fmt: skip
+    train(
+        [
+            "--model_name_or_path",
+            base,
+            "--output_dir",
+            str(root / "run"),
+            "--dataset_limit",
+            "16",
+            "--reward_funcs",
+            "tests.conftest.length_reward",
+            "--max_steps",
+            "1",
+            "--per_device_train_batch_size",
+            "8",
+            "--num_generations",
+            "4",
+            "--max_completion_length",
+            "4",
+            "--learning_rate",
+            "1e-1",
+            "--plot",
+            "false",
+        ]
+    )
     return root / "run", base
 
 
@@ -70,8 +90,9 @@ def test_a_run_is_scored_beside_its_base_which_is_scored_once(run_folder, model_
     assert model_loads[-2:] == [str(run), base]
 
 
-def test_base_model_none_skips_it_and_a_base_that_is_gone_is_said_in_one_line(run_folder, model_loads, tmp_path,
-                                                                              capsys):  # fmt: skip
+def test_base_model_none_skips_it_and_a_base_that_is_gone_is_said_in_one_line(
+    run_folder, model_loads, tmp_path, capsys
+):
     run, base = run_folder
     assert main(["--model", str(run), *EVAL, "--base_model", "none", "--output_dir", str(tmp_path / "a")]) == 0
     assert model_loads == [str(run)] and "base" not in json.loads((tmp_path / "a" / "eval.json").read_text())
@@ -86,8 +107,10 @@ def test_base_model_none_skips_it_and_a_base_that_is_gone_is_said_in_one_line(ru
     capsys.readouterr()
     assert main(["--model", str(moved), *EVAL, "--output_dir", str(tmp_path / "b")]) == 0
     notes = [line for line in capsys.readouterr().out.splitlines() if "base model" in line]
-    assert notes == [f"up-trl eval: base model: not scored (its folder {tmp_path / 'deleted-base'} no longer exists); "
-                     f"showing {moved} only"]  # fmt: skip
+    assert notes == [
+        f"up-trl eval: base model: not scored (its folder {tmp_path / 'deleted-base'} no longer exists); "
+        f"showing {moved} only"
+    ]
     assert model_loads[-1] == str(moved) and "base" not in json.loads((tmp_path / "b" / "eval.json").read_text())
 
 

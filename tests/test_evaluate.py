@@ -172,8 +172,25 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     assert len(problems) == 30 and set(problems) <= test_pairs
     assert all(int(sol) == sum(map(int, q[8:-1].split(" + "))) for q, sol in zip(problems, data["solution"]))
     out = tmp_path / "eval"
-    assert main(["--model", save_tiny_model(tmp_path / "tiny"), "--arithmetic_ops", "add", "--k", "2", "--limit",
-                 "2", "--max_new_tokens", "4", "--output_dir", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--model",
+                save_tiny_model(tmp_path / "tiny"),
+                "--arithmetic_ops",
+                "add",
+                "--k",
+                "2",
+                "--limit",
+                "2",
+                "--max_new_tokens",
+                "4",
+                "--output_dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
     assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
@@ -187,8 +204,27 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
         capsys, ["--benchmarks", "gsm8k", "--arithmetic_few_shot", "1"]
     )
     shots_out = tmp_path / "eval-shots"
-    assert main(["--model", str(tmp_path / "tiny"), "--arithmetic_ops", "add", "--arithmetic_few_shot", "2", "--k",
-                 "2", "--limit", "2", "--max_new_tokens", "4", "--output_dir", str(shots_out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--model",
+                str(tmp_path / "tiny"),
+                "--arithmetic_ops",
+                "add",
+                "--arithmetic_few_shot",
+                "2",
+                "--k",
+                "2",
+                "--limit",
+                "2",
+                "--max_new_tokens",
+                "4",
+                "--output_dir",
+                str(shots_out),
+            ]
+        )
+        == 0
+    )
     assert json.loads((shots_out / "eval.json").read_text())["arithmetic_few_shot"] == 2
     assert "arithmetic ops add, worked examples: 2." in (shots_out / "eval.md").read_text()
 
@@ -198,8 +234,27 @@ def test_tiny_model_end_to_end(tmp_path):
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
-    assert main(["--model", model, "--benchmarks", "gsm8k", "math500", "--k", "2", "--limit", "2",
-                 "--max_new_tokens", "4", "--output_dir", str(out), "--save_samples"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--model",
+                model,
+                "--benchmarks",
+                "gsm8k",
+                "math500",
+                "--k",
+                "2",
+                "--limit",
+                "2",
+                "--max_new_tokens",
+                "4",
+                "--output_dir",
+                str(out),
+                "--save_samples",
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "eval.json").read_text())
     assert set(report["benchmarks"]) == {"gsm8k", "math500"}
     for row in report["benchmarks"].values():
@@ -217,8 +272,27 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
-    assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "4", "--limit", "2", "--temperature", "0",
-                 "--max_new_tokens", "4", "--output_dir", str(out)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "--model",
+                model,
+                "--benchmarks",
+                "gsm8k",
+                "--k",
+                "4",
+                "--limit",
+                "2",
+                "--temperature",
+                "0",
+                "--max_new_tokens",
+                "4",
+                "--output_dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "eval.json").read_text())
     assert report["k"] == 1 and report["greedy"] is True
     assert {"avg@1", "maj@1", "pass@1"} <= report["benchmarks"]["gsm8k"].keys()
@@ -267,9 +341,30 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
     samples = {}
     for share in ("true", "false"):
         out = tmp_path / share
-        assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "3", "--limit", "3", "--batch_size", "2",
-                     "--max_new_tokens", "6", "--share_prompt_prefix", share, "--output_dir", str(out),
-                     "--save_samples"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "--model",
+                    model,
+                    "--benchmarks",
+                    "gsm8k",
+                    "--k",
+                    "3",
+                    "--limit",
+                    "3",
+                    "--batch_size",
+                    "2",
+                    "--max_new_tokens",
+                    "6",
+                    "--share_prompt_prefix",
+                    share,
+                    "--output_dir",
+                    str(out),
+                    "--save_samples",
+                ]
+            )
+            == 0
+        )
         rows = json.loads((out / "eval.json").read_text())["benchmarks"]["gsm8k"]["samples"]
         samples[share] = [row["completions"] for row in rows]
     assert samples["true"] == samples["false"] and len(samples["true"]) == 3
@@ -293,8 +388,28 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
     samples = {}
     for share in ("true", "false"):
         out = tmp_path / share
-        assert main(["--model", model, "--benchmarks", "gsm8k", "--k", "3", "--limit", "2", "--max_new_tokens", "4",
-                     "--share_prompt_prefix", share, "--output_dir", str(out), "--save_samples"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "--model",
+                    model,
+                    "--benchmarks",
+                    "gsm8k",
+                    "--k",
+                    "3",
+                    "--limit",
+                    "2",
+                    "--max_new_tokens",
+                    "4",
+                    "--share_prompt_prefix",
+                    share,
+                    "--output_dir",
+                    str(out),
+                    "--save_samples",
+                ]
+            )
+            == 0
+        )
         report = json.loads((out / "eval.json").read_text())
         assert report["share_prompt_prefix"] is (share == "true") and report["batch_size"] == 8
         samples[share] = [row["completions"] for row in report["benchmarks"]["gsm8k"]["samples"]]

@@ -12,8 +12,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_quickstart_script(tmp_path):
-    out = subprocess.run([sys.executable, str(ROOT / "examples" / "quickstart.py")], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "reward" in out.stdout and "s/step" in out.stdout
     # its own folder, never the main job's outputs/quickstart

@@ -510,12 +510,32 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
-    train([
-        "--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--dataset_name", "arithmetic",
-        "--dataset_limit", "16", "--reward_funcs", "hostile_rewards.nothing", "--output_dir", str(out),
-        "--max_steps", "2", "--per_device_train_batch_size", "8", "--num_generations", "4",
-        "--max_completion_length", "8", "--steps_per_generation", "2", "--learning_rate", "1e-2",
-    ])  # fmt: skip
+    train(
+        [
+            "--model_name_or_path",
+            save_tiny_model(tmp_path / "tiny"),
+            "--dataset_name",
+            "arithmetic",
+            "--dataset_limit",
+            "16",
+            "--reward_funcs",
+            "hostile_rewards.nothing",
+            "--output_dir",
+            str(out),
+            "--max_steps",
+            "2",
+            "--per_device_train_batch_size",
+            "8",
+            "--num_generations",
+            "4",
+            "--max_completion_length",
+            "8",
+            "--steps_per_generation",
+            "2",
+            "--learning_rate",
+            "1e-2",
+        ]
+    )
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert [r["step"] for r in steps] == [1, 2] and all(r["loss"] == 0.0 for r in steps)
@@ -711,10 +731,13 @@ def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_p
     "spoil, why",
     [
         pytest.param(lambda c: (c / "optimizer.pt").unlink(), "optimizer.pt is missing", id="file_missing"),
-        pytest.param(lambda c: (c / "optimizer.pt").write_bytes(b"PK"), "optimizer.pt has 2 bytes, not the",
-                     id="file_cut_after_the_mark"),
+        pytest.param(
+            lambda c: (c / "optimizer.pt").write_bytes(b"PK"),
+            "optimizer.pt has 2 bytes, not the",
+            id="file_cut_after_the_mark",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
     from up_trl.run.checkpoint_complete import checkpoint_problem
 
@@ -747,13 +770,16 @@ def test_only_incomplete_checkpoints_is_one_line(no_model_loads, capsys):
     out = no_model_loads / "out"
     _save_pieces(out / "checkpoint-3", "optimizer.pt", cut=True)
     message = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
-    assert message.startswith(f"--resume_from_checkpoint true: no complete checkpoint in {out}, only incomplete "
-                              "ones (a save that was interrupted): checkpoint-3 (")  # fmt: skip
+    assert message.startswith(
+        f"--resume_from_checkpoint true: no complete checkpoint in {out}, only incomplete "
+        "ones (a save that was interrupted): checkpoint-3 ("
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("piece", ["model.safetensors", "optimizer.pt", "trainer_state.json",
-                                   "rollout_buffer_rank0.pt", "mark"])  # fmt: skip
+@pytest.mark.parametrize(
+    "piece", ["model.safetensors", "optimizer.pt", "trainer_state.json", "rollout_buffer_rank0.pt", "mark"]
+)
 def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path, capsys, piece):
     """A real SIGKILL while checkpoint-2 is written (`kill_mid_save.py`): `--resume_from_checkpoint true` skips it,
     says so in one line, resumes from checkpoint-1 and finishes."""
@@ -768,21 +794,46 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
 
     here = Path(__file__).parent
     out = tmp_path / "out"
-    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
-            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--max_steps", "3",
-            "--per_device_train_batch_size", "8", "--num_generations", "4", "--max_completion_length", "4",
-            "--plot", "false", "--save_steps", "1"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        "cli_rewards.spread",
+        "--max_steps",
+        "3",
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--plot",
+        "false",
+        "--save_steps",
+        "1",
+    ]
     env = same_code_env()
     env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
-    killed = subprocess.run([sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv], env=env,
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (out / "checkpoint-2").is_dir() and not (out / "checkpoint-2" / "up_trl_checkpoint.json").exists()
     capsys.readouterr()
     assert main(["train", *argv, "--resume_from_checkpoint", "true"]) == 0
     printed = capsys.readouterr().out
-    assert f"up-trl: resuming from {out / 'checkpoint-1'}, the newest complete checkpoint; skipped the incomplete " \
-           "checkpoint-2 (its save did not finish" in printed, printed[-3000:]  # fmt: skip
+    assert (
+        f"up-trl: resuming from {out / 'checkpoint-1'}, the newest complete checkpoint; skipped the incomplete "
+        "checkpoint-2 (its save did not finish" in printed
+    ), printed[-3000:]
     assert (out / "model.safetensors").exists() and (out / "checkpoint-3" / "up_trl_checkpoint.json").exists()
 
 
@@ -843,12 +894,15 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
     from up_trl.run.lock import LOCK_FILE
 
     out = no_model_loads / "out"
-    hold = ("import sys, time; from up_trl.run.lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
-            "print('locked', flush=True); time.sleep(120 if sys.argv[2] == 'alive' else 0)")  # fmt: skip
+    hold = (
+        "import sys, time; from up_trl.run.lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
+        "print('locked', flush=True); time.sleep(120 if sys.argv[2] == 'alive' else 0)"
+    )
     child = None
     if holder != "none":
-        child = subprocess.Popen([sys.executable, "-c", hold, str(out), holder], stdout=subprocess.PIPE, text=True,
-                                 env=same_code_env())  # fmt: skip
+        child = subprocess.Popen(
+            [sys.executable, "-c", hold, str(out), holder], stdout=subprocess.PIPE, text=True, env=same_code_env()
+        )
         assert child.stdout.readline().strip() == "locked"
         if holder == "dead":  # gone without releasing: its pid stays in the lock file
             child.wait(timeout=60)
@@ -856,8 +910,10 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
     try:
         if outcome == "refused":
             message = one_line(capsys, [*TINY, "--output_dir", str(out)])
-            assert message == (f"--output_dir {out} is in use by another run (pid {child.pid}): wait for it to end, "
-                               "stop it, or pass another --output_dir.")  # fmt: skip
+            assert message == (
+                f"--output_dir {out} is in use by another run (pid {child.pid}): wait for it to end, "
+                "stop it, or pass another --output_dir."
+            )
         else:  # the checks pass the lock and stop at the (refused) model load
             with pytest.raises(ModelLoaded, match="a model was loaded"):
                 main_train([*TINY, "--output_dir", str(out)])
@@ -886,19 +942,37 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
     from up_trl.data.models import save_tiny_model
 
     out = tmp_path / "out"
-    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
-            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--num_generations", "4",
-            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1",
-            "--steps_per_generation", "2"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        "cli_rewards.spread",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--plot",
+        "false",
+        "--save_steps",
+        "1",
+        "--steps_per_generation",
+        "2",
+    ]
     assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
     assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
     capsys.readouterr()
 
     resume = ["--resume_from_checkpoint", "true", "--max_steps", "2"]
     message = one_line(capsys, [*argv, *resume, "--per_device_train_batch_size", "4"])
-    assert message.startswith(f"--resume_from_checkpoint {out / 'checkpoint-1'}: per_device_train_batch_size is 4 "
-                              "here but 8 in the run that saved checkpoint-1, whose buffered rollout batch has that "
-                              "shape: set per_device_train_batch_size back to 8")  # fmt: skip
+    assert message.startswith(
+        f"--resume_from_checkpoint {out / 'checkpoint-1'}: per_device_train_batch_size is 4 "
+        "here but 8 in the run that saved checkpoint-1, whose buffered rollout batch has that "
+        "shape: set per_device_train_batch_size back to 8"
+    )
 
     assert main(["train", *argv, *resume, "--per_device_train_batch_size", "8", "--learning_rate", "0.002"]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("up-trl: resuming ")]
@@ -917,10 +991,30 @@ def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
     from up_trl.run.plots import read_metrics
 
     out = tmp_path / "out"
-    argv = ["--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir", str(out),
-            "--dataset_limit", "16", "--reward_funcs", "cli_rewards.spread", "--num_generations", "4",
-            "--max_completion_length", "4", "--plot", "false", "--save_steps", "1", "--steps_per_generation", "2",
-            "--per_device_train_batch_size", "8", "--beta", "0"]  # fmt: skip
+    argv = [
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        "cli_rewards.spread",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--plot",
+        "false",
+        "--save_steps",
+        "1",
+        "--steps_per_generation",
+        "2",
+        "--per_device_train_batch_size",
+        "8",
+        "--beta",
+        "0",
+    ]
     assert main(["train", *argv, "--max_steps", "1"]) == 0
     capsys.readouterr()
     assert main(["train", *argv, "--resume_from_checkpoint", "true", "--max_steps", "2", "--beta", "0.05"]) == 0
@@ -944,12 +1038,18 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
 @pytest.mark.parametrize(
     "files, named",
     [
-        pytest.param({"README.md": "# my notes\n", "config.json": "{}", "tokenizer.json": "{}"},
-                     "README.md, config.json, tokenizer.json", id="your_own_files"),
-        pytest.param({"config.json": '{"model_type": "qwen2"}', "model.safetensors": "w", "tokenizer.json": "{}"},
-                     "config.json, model.safetensors, tokenizer.json", id="a_model_folder"),
+        pytest.param(
+            {"README.md": "# my notes\n", "config.json": "{}", "tokenizer.json": "{}"},
+            "README.md, config.json, tokenizer.json",
+            id="your_own_files",
+        ),
+        pytest.param(
+            {"config.json": '{"model_type": "qwen2"}', "model.safetensors": "w", "tokenizer.json": "{}"},
+            "config.json, model.safetensors, tokenizer.json",
+            id="a_model_folder",
+        ),
     ],
-)  # fmt: skip
+)
 def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, capsys, files, named, overwrite):
     """Files the run would write over that no run record lists: refused with or without --overwrite_output_dir
     (a run would replace them), and left as they are."""
@@ -1059,8 +1159,10 @@ def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):
     path.write_bytes(QA * 16)
     path.chmod(0)
     line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path)])
-    assert line == f"--dataset_name {path}: the file cannot be read (Permission denied): check its permissions " \
-        "(chmod u+r) or pass another file."  # fmt: skip
+    assert (
+        line == f"--dataset_name {path}: the file cannot be read (Permission denied): check its permissions "
+        "(chmod u+r) or pass another file."
+    )
 
 
 def test_usable_data_files_pass_the_check(tmp_path):
@@ -1178,8 +1280,10 @@ def test_an_output_folder_in_a_read_only_place_is_one_line(no_model_loads, capsy
     (no_model_loads / "locked").mkdir(mode=0o555)
     argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
     line = one_line(capsys, [*argv, "--output_dir", "locked/out"], command=command)
-    assert line == (f"--output_dir locked/out cannot be created: {no_model_loads}/locked is not writable (a read-only "
-                    "place, or another user's); name a folder you can write to.")  # fmt: skip
+    assert line == (
+        f"--output_dir locked/out cannot be created: {no_model_loads}/locked is not writable (a read-only "
+        "place, or another user's); name a folder you can write to."
+    )
 
 
 def test_folders_a_refused_run_created_are_removed(no_model_loads, capsys):

@@ -187,10 +187,12 @@ def test_no_import_cycle_between_subpackages():
     if cycle:
         edges = with_packages(GRAPH)
         why = [
-            f"{a} -> {b}: " + ", ".join(f"{m} imports {t}" for m in sorted(edges) for t in sorted(edges[m])
-                                       if node(m) == a and node(t) == b)
+            f"{a} -> {b}: "
+            + ", ".join(
+                f"{m} imports {t}" for m in sorted(edges) for t in sorted(edges[m]) if node(m) == a and node(t) == b
+            )
             for a, b in zip(cycle, cycle[1:])
-        ]  # fmt: skip
+        ]
         pytest.fail("import cycle between subpackages (move the piece both need):\n" + "\n".join(why))
 
 
@@ -206,9 +208,17 @@ def test_the_packages_public_names():
     from up_trl.run.collapse_warning import CollapseWarningCallback
 
     assert set(up_trl.__all__) >= {
-        "UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",
-        "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback",
-    }  # fmt: skip
+        "UPGRPOConfig",
+        "UPGRPOTrainer",
+        "UPRLOOConfig",
+        "UPRLOOTrainer",
+        "UPAsyncGRPOConfig",
+        "UPAsyncGRPOTrainer",
+        "probability_capacity",
+        "self_anchored_ratio",
+        "up_per_token_loss",
+        "CollapseWarningCallback",
+    }
     assert up_trl.__all__ == list(up_trl._EXPORTS)
     assert up_trl.CollapseWarningCallback is CollapseWarningCallback
     namespace: dict = {}

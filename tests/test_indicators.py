@@ -45,8 +45,9 @@ def test_rloo_and_async_layout_is_one_entry_per_completion_or_token():
 
 def test_sums_add_over_ranks_and_an_empty_batch_gives_no_value():
     def sums(logp, adv, log_r):
-        return leading_indicator_sums(torch.tensor(logp), torch.tensor(adv), torch.ones(len(logp)),
-                                      torch.tensor(log_r), epsilon_low=0.2)  # fmt: skip
+        return leading_indicator_sums(
+            torch.tensor(logp), torch.tensor(adv), torch.ones(len(logp)), torch.tensor(log_r), epsilon_low=0.2
+        )
 
     a, b = sums([-1.0], [1.0], [0.0]), sums([-2.0], [-1.0], [-1.0])
     both = values(

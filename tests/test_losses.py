@@ -213,8 +213,15 @@ def test_capacity_guard_sequence_level_uses_geometric_mean_probability():
     # Sequence of two tokens: geometric-mean pi_old = sqrt(0.04 * 0.25) = 0.1, pi = sqrt(0.09 * 0.25) = 0.15.
     logp, old, mask = logps(0.09, 0.25), logps(0.04, 0.25), torch.ones(1, 2)
     for share, kept in ((0.1, True), (0.05, False)):  # gain 0.05 vs share * 0.9 = 0.09 / 0.045
-        loss = up_per_token_loss(logp, old, torch.tensor([2.0]), mask, **EPS, importance_sampling_level="sequence",
-                                 positive_capacity_share=share)  # fmt: skip
+        loss = up_per_token_loss(
+            logp,
+            old,
+            torch.tensor([2.0]),
+            mask,
+            **EPS,
+            importance_sampling_level="sequence",
+            positive_capacity_share=share,
+        )
         assert loss.shape == (1, 1) and loss.item() == pytest.approx(-2.0 if kept else 0.0)
 
 
@@ -222,8 +229,15 @@ def test_capacity_guard_sequence_level_uses_geometric_mean_probability():
 def test_capacity_guard_gradient_is_up_where_kept_and_zero_where_stopped(level):
     logp = logps(0.05, 0.2).requires_grad_()
     old = logps(0.01, 0.01)
-    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), **EPS, importance_sampling_level=level,
-                             positive_capacity_share=0.1)  # fmt: skip
+    loss = up_per_token_loss(
+        logp,
+        old,
+        torch.tensor([1.0]),
+        torch.ones(1, 2),
+        **EPS,
+        importance_sampling_level=level,
+        positive_capacity_share=0.1,
+    )
     loss.sum().backward()
     if level == "token":  # token 0 kept (gain 0.04), token 1 stopped (gain 0.19): d/dlogp = -A, 0
         torch.testing.assert_close(logp.grad, torch.tensor([[-1.0, 0.0]], dtype=torch.float64))
@@ -237,8 +251,9 @@ def test_positive_kl_guard_value_and_gradient(level):
     logp = logps(0.5, 0.1).requires_grad_()
     old = logps(0.25, 0.2)
     adv, c = torch.tensor([1.0]), 0.3
-    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, importance_sampling_level=level,
-                             positive_kl_coef=c)  # fmt: skip
+    loss = up_per_token_loss(
+        logp, old, adv, torch.ones(1, 2), **EPS, importance_sampling_level=level, positive_kl_coef=c
+    )
     loss.sum().backward()
     if level == "token":
         r = torch.tensor([[2.0, 0.5]], dtype=torch.float64)
@@ -284,8 +299,9 @@ def test_rare_guard_keeps_the_parents_clip_on_positive_tokens_that_were_rare(lev
     # Token 0 was rare (pi_old 0.01 < 0.045): the parent's -A * min(r, 1.28) = -1.28 at r = 2; token 1 (pi_old 0.25,
     # r = 2) gets UP's -A. At sequence level the geometric-mean pi_old is 0.05: not below, so UP's branch.
     logp, old, mask = logps(0.02, 0.5).requires_grad_(), logps(0.01, 0.25), torch.ones(1, 2)
-    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level,
-                             positive_min_prob=0.045)  # fmt: skip
+    loss = up_per_token_loss(
+        logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level, positive_min_prob=0.045
+    )
     loss.sum().backward()
     if level == "token":
         torch.testing.assert_close(loss.detach(), torch.tensor([[-1.28, -1.0]], dtype=torch.float64))

@@ -40,8 +40,13 @@ PAIRS = {  # name: (parent trainer, parent config, UP trainer, UP config, settin
 def train(trainer_class, config_class, folder, **settings):
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
-    trainer = trainer_class(model=model, reward_funcs=length_reward, args=config_class(output_dir=str(folder),
-                            **settings), train_dataset=dataset, processing_class=tokenizer)  # fmt: skip
+    trainer = trainer_class(
+        model=model,
+        reward_funcs=length_reward,
+        args=config_class(output_dir=str(folder), **settings),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
     initial = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
     return initial, [p.detach().clone() for p in trainer.model.parameters()], trainer
@@ -49,8 +54,11 @@ def train(trainer_class, config_class, folder, **settings):
 
 # The quick tier (`make test-fast`) trains one token-level and one RLOO pair; the slow tier (CI) every pair and layout.
 QUICK = {("dapo", "spg2_iter2"), ("rloo", "iter2")}
-CASES = [pytest.param(name, layout, id=f"{name}-{layout}", marks=() if (name, layout) in QUICK else pytest.mark.slow)
-         for name in PAIRS for layout in STALE]  # fmt: skip
+CASES = [
+    pytest.param(name, layout, id=f"{name}-{layout}", marks=() if (name, layout) in QUICK else pytest.mark.slow)
+    for name in PAIRS
+    for layout in STALE
+]
 
 
 @pytest.mark.parametrize(("name", "layout"), CASES)
@@ -65,8 +73,10 @@ def test_off_is_the_parent_bit_for_bit_and_asymmetric_is_not(tmp_path, name, lay
     assert all(torch.equal(a, b) for a, b in zip(parent, off))  # "off" is the parent
     assert any(not torch.equal(a, b) for a, b in zip(parent, up))  # UP is not
     # The parent's own logged values are the same too (UP adds its up/* metrics and policy_loss beside them).
-    theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
-              for h in parent_trainer.state.log_history]  # fmt: skip
+    theirs = [
+        {k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
+        for h in parent_trainer.state.log_history
+    ]
     ours = [{k: h[k] for k in t} for t, h in zip(theirs, off_trainer.state.log_history)]
     assert ours == theirs
 

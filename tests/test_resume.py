@@ -33,8 +33,9 @@ class StopAt(TrainerCallback):
 
 
 def train(kind, folder, callbacks=(), resume=None, **settings):
-    trainer = MAKERS[kind](folder, tiny_model_and_tokenizer(seed=0), dataset(), callbacks=list(callbacks),
-                           max_steps=6, **settings)  # fmt: skip
+    trainer = MAKERS[kind](
+        folder, tiny_model_and_tokenizer(seed=0), dataset(), callbacks=list(callbacks), max_steps=6, **settings
+    )
     trainer.train(resume_from_checkpoint=resume)
     return trainer
 
@@ -79,8 +80,14 @@ def test_without_the_rollout_batch_a_resume_regenerates_and_says_so(tmp_path, ca
 def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start(tmp_path):
     """An emergency checkpoint written after a crash in the middle of a window stores the window's first micro-step:
     the window's gradients were lost, so the resumed run redoes all of it."""
-    trainer = make_trainer(tmp_path, tiny_model_and_tokenizer(seed=0), dataset(), gradient_accumulation_steps=2,
-                           steps_per_generation=4, max_steps=1)  # fmt: skip
+    trainer = make_trainer(
+        tmp_path,
+        tiny_model_and_tokenizer(seed=0),
+        dataset(),
+        gradient_accumulation_steps=2,
+        steps_per_generation=4,
+        max_steps=1,
+    )
     trainer.state.global_step, trainer._step = 5, 11  # micro-steps 10 and 11 make the window of optimizer step 6
     trainer._rollout_window = (5, 10)
     assert trainer._rollout_step() == 10

@@ -424,8 +424,9 @@ def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
     warm, started, rounds = reward_pool._pool(reward_pool.default_num_workers()), [], []
     real_run = reward_pool._run
     monkeypatch.setattr(reward_pool, "_Pool", lambda *args: started.append(args))
-    monkeypatch.setattr(reward_pool, "_run", lambda pool, tasks, *a: rounds.append((pool, len(tasks))) or real_run(
-        pool, tasks, *a))  # fmt: skip
+    monkeypatch.setattr(
+        reward_pool, "_run", lambda pool, tasks, *a: rounds.append((pool, len(tasks))) or real_run(pool, tasks, *a)
+    )
     out = math_accuracy_reward(replies, solution=golds)
     assert out == [0.0 if i % 4 == 0 else 1.0 for i in range(64)]
     assert started == [] and rounds == [(warm, 64)]

@@ -33,8 +33,14 @@ def rloo_args(tmp_path, **overrides):
 def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):
     """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)`."""
     model, tokenizer = tiny
-    return UPRLOOTrainer(model=model, reward_funcs=reward, args=rloo_args(tmp_path, **overrides),
-                         train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)  # fmt: skip
+    return UPRLOOTrainer(
+        model=model,
+        reward_funcs=reward,
+        args=rloo_args(tmp_path, **overrides),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=callbacks,
+    )
 
 
 def _sequence_logps(trainer, model, batch):
@@ -55,10 +61,20 @@ def setup(tmp_path_factory):
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     tmp = tmp_path_factory.mktemp("rloo")
     args = dict(max_completion_length=MAX_LEN, epsilon=EPS_LOW, epsilon_high=EPS_HIGH)
-    up = UPRLOOTrainer(model=model, reward_funcs=length_reward, args=rloo_args(tmp, **args), train_dataset=ds,
-                       processing_class=tokenizer)  # fmt: skip
-    parent = RLOOTrainer(model=copy.deepcopy(model), reward_funcs=length_reward, args=rloo_args(tmp, **args),
-                         train_dataset=ds, processing_class=tokenizer)  # fmt: skip
+    up = UPRLOOTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=rloo_args(tmp, **args),
+        train_dataset=ds,
+        processing_class=tokenizer,
+    )
+    parent = RLOOTrainer(
+        model=copy.deepcopy(model),
+        reward_funcs=length_reward,
+        args=rloo_args(tmp, **args),
+        train_dataset=ds,
+        processing_class=tokenizer,
+    )
     for t in (up, parent):
         t.model.train()
 
@@ -257,9 +273,16 @@ def two_runs(tmp_path_factory):
     runs = {}
     for up_mode in ("asymmetric", "off"):
         snapshots = param_snapshots()
-        trainer = make_rloo_trainer(tmp_path_factory.mktemp(up_mode), tiny_model_and_tokenizer(seed=0), prompts,
-                                    callbacks=[snapshots], up_mode=up_mode, num_iterations=2, optim="sgd",
-                                    learning_rate=0.1)  # fmt: skip
+        trainer = make_rloo_trainer(
+            tmp_path_factory.mktemp(up_mode),
+            tiny_model_and_tokenizer(seed=0),
+            prompts,
+            callbacks=[snapshots],
+            up_mode=up_mode,
+            num_iterations=2,
+            optim="sgd",
+            learning_rate=0.1,
+        )
         initial = [p.detach().clone() for p in trainer.model.parameters()]
         trainer.train()
         runs[up_mode] = (trainer, initial, snapshots.params)
@@ -302,10 +325,19 @@ def test_plain_rloo_config_means_up_asymmetric(tmp_path, tiny, prompts_dataset):
     from trl import RLOOConfig
 
     model, tokenizer = tiny
-    args = RLOOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", beta=0.0,
-                      per_device_train_batch_size=8, num_generations=4, num_iterations=2)  # fmt: skip
-    trainer = UPRLOOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset,
-                            processing_class=tokenizer)  # fmt: skip
+    args = RLOOConfig(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        beta=0.0,
+        per_device_train_batch_size=8,
+        num_generations=4,
+        num_iterations=2,
+    )
+    trainer = UPRLOOTrainer(
+        model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer
+    )
     assert trainer.up_mode == "asymmetric" and trainer.up_guard_bound is None and trainer.up_is_off_policy
 
 

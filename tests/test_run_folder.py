@@ -24,9 +24,29 @@ def tiny_model(tmp_path_factory):
 def tiny(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
     """`up-trl train` on the tiny model: 2 optimizer steps per rollout batch (the offline default's), 16 problems."""
     cli_rewards.reset()
-    return ["--model_name_or_path", model, "--output_dir", str(out), "--dataset_limit", "16", "--reward_funcs",
-            reward, "--max_steps", str(max_steps), "--per_device_train_batch_size", "8", "--num_generations", "4",
-            "--max_completion_length", "4", "--learning_rate", "1e-2", "--plot", "false", *flags]  # fmt: skip
+    return [
+        "--model_name_or_path",
+        model,
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        reward,
+        "--max_steps",
+        str(max_steps),
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--learning_rate",
+        "1e-2",
+        "--plot",
+        "false",
+        *flags,
+    ]
 
 
 def loss_steps(out) -> list[int]:
@@ -81,21 +101,50 @@ CARD = "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n---\nT
 @pytest.mark.parametrize(
     "record, files, removed",
     [
-        pytest.param(RECORD, ["README.md", "config.json", "metrics.jsonl", "model.safetensors", "checkpoint-2/",
-                              "eval/eval.json", "notes.txt", "data/train.jsonl"],
-                     ["README.md", "checkpoint-2", "config.json", "eval", "metrics.jsonl", "model.safetensors",
-                      "up_trl_run.json"], id="what_the_record_lists"),
-        pytest.param(RUNNING, ["metrics.jsonl", "checkpoint-1/", "checkpoint-2/", "notes.txt"],
-                     ["checkpoint-1", "checkpoint-2", "metrics.jsonl", "up_trl_run.json"], id="a_killed_run"),
-        pytest.param({"status": "finished"}, ["README.md=card", "config.json", "model.safetensors", "metrics.jsonl",
-                                              "checkpoint-4/", "notes.txt"],
-                     ["README.md", "checkpoint-4", "config.json", "metrics.jsonl", "model.safetensors",
-                      "up_trl_run.json"], id="an_earlier_up_trl_record_without_files"),
-        pytest.param(None, ["metrics.jsonl", "config.json", "tokenizer.json", "notes.txt"],
-                     ["config.json", "metrics.jsonl", "tokenizer.json"], id="an_earlier_up_trl_without_a_record"),
+        pytest.param(
+            RECORD,
+            [
+                "README.md",
+                "config.json",
+                "metrics.jsonl",
+                "model.safetensors",
+                "checkpoint-2/",
+                "eval/eval.json",
+                "notes.txt",
+                "data/train.jsonl",
+            ],
+            [
+                "README.md",
+                "checkpoint-2",
+                "config.json",
+                "eval",
+                "metrics.jsonl",
+                "model.safetensors",
+                "up_trl_run.json",
+            ],
+            id="what_the_record_lists",
+        ),
+        pytest.param(
+            RUNNING,
+            ["metrics.jsonl", "checkpoint-1/", "checkpoint-2/", "notes.txt"],
+            ["checkpoint-1", "checkpoint-2", "metrics.jsonl", "up_trl_run.json"],
+            id="a_killed_run",
+        ),
+        pytest.param(
+            {"status": "finished"},
+            ["README.md=card", "config.json", "model.safetensors", "metrics.jsonl", "checkpoint-4/", "notes.txt"],
+            ["README.md", "checkpoint-4", "config.json", "metrics.jsonl", "model.safetensors", "up_trl_run.json"],
+            id="an_earlier_up_trl_record_without_files",
+        ),
+        pytest.param(
+            None,
+            ["metrics.jsonl", "config.json", "tokenizer.json", "notes.txt"],
+            ["config.json", "metrics.jsonl", "tokenizer.json"],
+            id="an_earlier_up_trl_without_a_record",
+        ),
         pytest.param(None, ["notes.txt", "data.jsonl"], [], id="no_run"),
     ],
-)  # fmt: skip
+)
 def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
     """`check_output_dir` with --overwrite_output_dir: what the previous run's record lists (a folder of an earlier
     up-trl: the run's names there); nothing else."""
@@ -113,21 +162,38 @@ def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, remove
     "record, files, named",
     [
         pytest.param(RECORD, ["README.md", "config.json", "tokenizer.json"], "tokenizer.json", id="not_in_the_record"),
-        pytest.param({"status": "finished"}, ["README.md=mine", "config.json", "metrics.jsonl"], "README.md",
-                     id="earlier_up_trl_with_your_readme"),
-        pytest.param(None, ["README.md=mine", "config.json", "tokenizer.json", "notes.txt"],
-                     "README.md, config.json, tokenizer.json", id="your_files_and_no_run"),
-        pytest.param(None, ["checkpoint-5/", "model.safetensors"], "checkpoint-5/, model.safetensors",
-                     id="a_plain_trainer_folder"),
+        pytest.param(
+            {"status": "finished"},
+            ["README.md=mine", "config.json", "metrics.jsonl"],
+            "README.md",
+            id="earlier_up_trl_with_your_readme",
+        ),
+        pytest.param(
+            None,
+            ["README.md=mine", "config.json", "tokenizer.json", "notes.txt"],
+            "README.md, config.json, tokenizer.json",
+            id="your_files_and_no_run",
+        ),
+        pytest.param(
+            None,
+            ["checkpoint-5/", "model.safetensors"],
+            "checkpoint-5/, model.safetensors",
+            id="a_plain_trainer_folder",
+        ),
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_files_no_run_record_lists_are_refused(tmp_path, record, files, named, overwrite):
     from up_trl.run.folder import check_output_dir
 
     _make_folder(tmp_path, record, files)
-    with pytest.raises(ValueError, match=re.escape(f"holds {named}, which this run would write over and no up-trl "
-                                                   "run wrote (no run record lists them): move them")):  # fmt: skip
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"holds {named}, which this run would write over and no up-trl "
+            "run wrote (no run record lists them): move them"
+        ),
+    ):
         check_output_dir(str(tmp_path), overwrite=overwrite, resume=None, model=None)
 
 
@@ -193,13 +259,20 @@ def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(
     [
         # lr 1e30: step 1's weights are huge but finite; step 2's gradients are not (skipped), then generation
         # samples from inf/nan probabilities.
-        pytest.param([], r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
-                     r"step\(s\) were skipped as non-finite before it: lower --learning_rate\. Resume with: ",
-                     id="guard_on"),
-        pytest.param(["--skip_nonfinite_steps", "false"], r"no emergency checkpoint: the weights after step 2 are not "
-                     r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$", id="guard_off"),
+        pytest.param(
+            [],
+            r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
+            r"step\(s\) were skipped as non-finite before it: lower --learning_rate\. Resume with: ",
+            id="guard_on",
+        ),
+        pytest.param(
+            ["--skip_nonfinite_steps", "false"],
+            r"no emergency checkpoint: the weights after step 2 are not "
+            r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$",
+            id="guard_off",
+        ),
     ],
-)  # fmt: skip
+)
 def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp_path, capsys, guard, expected):
     out = tmp_path / "out"
     assert main(["train", *tiny(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1

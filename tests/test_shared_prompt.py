@@ -89,9 +89,15 @@ def tiny_lfm2():
     from transformers import Lfm2Config, Lfm2ForCausalLM
 
     torch.manual_seed(0)
-    config = Lfm2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                        num_attention_heads=2,
-                        num_key_value_heads=2, layer_types=["conv", "full_attention"])  # fmt: skip
+    config = Lfm2Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        layer_types=["conv", "full_attention"],
+    )
     model = Lfm2ForCausalLM(config).eval()
     add_fused_lm_head(model)
     return model
@@ -117,8 +123,9 @@ def full_rows_case(name, tiny):
     return model, inputs, 6
 
 
-@pytest.mark.parametrize("case", ["no_shared_prompt", "one_token_prompt", "other_inputs", "active_dropout",
-                                  "linear_attention"])  # fmt: skip
+@pytest.mark.parametrize(
+    "case", ["no_shared_prompt", "one_token_prompt", "other_inputs", "active_dropout", "linear_attention"]
+)
 def test_shared_forward_runs_the_full_rows_where_sharing_does_not_apply(tiny, case):
     model, inputs, logits_to_keep = full_rows_case(case, tiny)
     forward = SharedPromptForward(model, logits_to_keep)
@@ -195,14 +202,22 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     depends on the prompt, so the logits are what shows that each row decodes from its own prompt."""
     model, tokenizer = tiny
     tokenizer.padding_side = "left"
-    prompts = tokenizer(["1 + 1 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt",
-                        padding=True)  # fmt: skip
+    prompts = tokenizer(
+        ["1 + 1 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt", padding=True
+    )
     assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
     from transformers import GenerationConfig
 
-    config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0, output_logits=True,
-                              return_dict_in_generate=True, pad_token_id=tokenizer.pad_token_id,
-                              eos_token_id=tokenizer.eos_token_id)  # fmt: skip
+    config = GenerationConfig(
+        max_new_tokens=12,
+        do_sample=True,
+        temperature=1.0,
+        top_k=0,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     out = {}
     shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
     for name, generate in (("full", model.generate), ("shared", shared_generate)):
@@ -220,9 +235,17 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
 
 
 @pytest.mark.parametrize(
-    "case", ["cache_implementation", "models_cache_implementation", "no_cache", "models_num_return_sequences",
-             "other_kwargs", "active_dropout", "beams"],
-)  # fmt: skip
+    "case",
+    [
+        "cache_implementation",
+        "models_cache_implementation",
+        "no_cache",
+        "models_num_return_sequences",
+        "other_kwargs",
+        "active_dropout",
+        "beams",
+    ],
+)
 def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     from transformers import GenerationConfig
 
@@ -247,8 +270,10 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     if case == "beams":
         settings.update(num_beams=2, do_sample=False)
     out = {}
-    for name, generate in (("full", model.generate),
-                           ("shared", functools.partial(shared_prompt_generate, model.generate, model))):  # fmt: skip
+    for name, generate in (
+        ("full", model.generate),
+        ("shared", functools.partial(shared_prompt_generate, model.generate, model)),
+    ):
         torch.manual_seed(0)
         with torch.no_grad(), backbone_batches(model) as batches:
             out[name] = generate(**prompts, generation_config=GenerationConfig(**settings), **kwargs)
@@ -260,8 +285,15 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
 def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):
     """Parameters after each step, logged losses and the decoder stack's batches of an off-policy run."""
     snapshots = param_snapshots()
-    trainer = make(tmp_path / str(share), tiny, dataset, callbacks=[snapshots], share_prompt_prefix=share,
-                   activation_checkpointing=False, **settings)  # fmt: skip
+    trainer = make(
+        tmp_path / str(share),
+        tiny,
+        dataset,
+        callbacks=[snapshots],
+        share_prompt_prefix=share,
+        activation_checkpointing=False,
+        **settings,
+    )
     with backbone_batches(trainer.model) as batches:
         trainer.train()
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
@@ -320,10 +352,12 @@ def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_datas
     real_call = SharedPromptForward.__call__
     monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))
     # steps_per_generation=1: no old-log-prob pass, where TRL turns checkpointing off (and sharing would apply)
-    make_trainer(tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1,
-                 share_prompt_prefix=True).train()  # fmt: skip
+    make_trainer(
+        tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1, share_prompt_prefix=True
+    ).train()
     assert len(calls) == 0
     fresh = tiny_model_and_tokenizer(seed=0)  # the first trainer turned checkpointing on in `tiny`'s model
-    make_trainer(tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1,
-                 share_prompt_prefix=True).train()  # fmt: skip
+    make_trainer(
+        tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1, share_prompt_prefix=True
+    ).train()
     assert len(calls) > 0

@@ -397,8 +397,12 @@ def test_each_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, leve
 def test_entropy_fallback_on_is_the_parent_and_off_is_up(setup, level):
     up, _, batch = setup
     grads = {}
-    for name, cfg in (("parent", dict(up_mode="off")), ("up", {}), ("on", EXTRAS["entropy_fallback_on"]),
-                      ("off", EXTRAS["entropy_fallback_off"])):  # fmt: skip
+    for name, cfg in (
+        ("parent", dict(up_mode="off")),
+        ("up", {}),
+        ("on", EXTRAS["entropy_fallback_on"]),
+        ("off", EXTRAS["entropy_fallback_off"]),
+    ):
         _configure(up, loss_type="dapo", level=level, **cfg)
         up._metrics["train"].clear()
         grads[name] = _grads(up.model, up.compute_loss(up.model, batch))

@@ -117,8 +117,9 @@ def _rloo(tmp_path, tiny, dataset, reward):
 
     model, tokenizer = tiny
     args = cpu_args(tmp_path, UPRLOOConfig, beta=0.0, num_iterations=2)
-    return UPRLOOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=dataset,
-                         processing_class=tokenizer)  # fmt: skip
+    return UPRLOOTrainer(
+        model=model, reward_funcs=reward, args=args, train_dataset=dataset, processing_class=tokenizer
+    )
 
 
 def _grpo(tmp_path, tiny, dataset, reward):

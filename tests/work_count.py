@@ -96,8 +96,13 @@ def _counted_patterns(counter: list[int]) -> Iterator[None]:
     for name in _RE_FUNCTIONS:
         function = getattr(re, name)
         saved.append((re, name, function))
-        setattr(re, name, lambda pattern, *args, _name=name, flags=0, **kw: getattr(
-            _Counted(re.compile(pattern, flags), counter), _name)(*args, **kw))  # fmt: skip
+        setattr(
+            re,
+            name,
+            lambda pattern, *args, _name=name, flags=0, **kw: getattr(
+                _Counted(re.compile(pattern, flags), counter), _name
+            )(*args, **kw),
+        )
     try:
         yield
     finally:

@@ -73,8 +73,9 @@ def describe_recipe(name: str) -> str:
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")
     trainer = recipe.get("trainer", "grpo")
     if trainer == "grpo":
-        objective = objective_name(recipe.get("loss_type", "dapo"), recipe.get("importance_sampling_level", "token"),
-                                   up_mode)  # fmt: skip
+        objective = objective_name(
+            recipe.get("loss_type", "dapo"), recipe.get("importance_sampling_level", "token"), up_mode
+        )
     else:
         objective = with_up({"rloo": "RLOO", "async_grpo": "GRPO (async)"}.get(trainer, trainer), up_mode)
     model = recipe.get("model_name_or_path") or "SmolLM2-135M-Instruct (offline)"

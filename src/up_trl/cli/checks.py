@@ -194,8 +194,13 @@ def check_extras(use_vllm: bool, deepspeed) -> None:
 
 def _check_batch(s: Settings, world_size: int) -> None:
     """Group size and batch shape, as TRL's GRPOConfig derives them (`generation_batch_size`)."""
-    for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "num_iterations",
-                 "steps_per_generation", "max_completion_length"):  # fmt: skip
+    for name in (
+        "per_device_train_batch_size",
+        "gradient_accumulation_steps",
+        "num_iterations",
+        "steps_per_generation",
+        "max_completion_length",
+    ):
         if s[name] is not None and s[name] < 1:
             raise UsageError(f"{s.show(name)} must be at least 1.")
     num_generations = s["num_generations"]
@@ -277,8 +282,14 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
     except (ModelNotFoundError, ValueError) as error:
         lock.release()
         raise UsageError(str(error)) from None
-    return {"model": model, "resume": resume, "remove": remove, "column_mapping": column_mapping, "notes": notes,
-            "lock": lock}  # fmt: skip
+    return {
+        "model": model,
+        "resume": resume,
+        "remove": remove,
+        "column_mapping": column_mapping,
+        "notes": notes,
+        "lock": lock,
+    }
 
 
 def check_dataset_size(problems: int, training_args) -> None:
@@ -358,8 +369,9 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
     while mode(existing) is None and existing != existing.parent:
         existing = existing.parent
     if not stat.S_ISDIR(mode(existing) or 0):
-        raise UsageError(f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder "
-                         "elsewhere.")  # fmt: skip
+        raise UsageError(
+            f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder elsewhere."
+        )
     try:
         name_max = os.pathconf(existing, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):  # not POSIX, or not said
@@ -373,8 +385,10 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
             )
     if not os.access(existing, os.W_OK | os.X_OK):
         where = "the folder is not writable" if not new_parts else f"{existing} is not writable"
-        raise UsageError(f"{flag} {output_dir} cannot be {'written' if not new_parts else 'created'}: {where} (a "
-                         "read-only place, or another user's); name a folder you can write to.")  # fmt: skip
+        raise UsageError(
+            f"{flag} {output_dir} cannot be {'written' if not new_parts else 'created'}: {where} (a "
+            "read-only place, or another user's); name a folder you can write to."
+        )
 
 
 def parse_column_mapping(text: str | None) -> dict[str, str] | None:

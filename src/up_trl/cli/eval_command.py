@@ -29,36 +29,72 @@ def make_parser() -> argparse.ArgumentParser:
         description="Score a model on math benchmarks. With no options: the model `up-trl train` left in "
         f"{DEFAULT_MODEL_DIR} (else the base SmolLM2-135M-Instruct) on the held-out arithmetic problems.",
     )
-    parser.add_argument("--model", default=None, help=f"Path or Hub id (default: {DEFAULT_MODEL_DIR} if it holds "
-                        "a model, else the offline SmolLM2-135M-Instruct).")  # fmt: skip
-    parser.add_argument("--benchmarks", nargs="+", default=["arithmetic"], help=f"Any of {sorted(BENCHMARKS)} "
-                        "(default: arithmetic, the offline default's held-out test split).")  # fmt: skip
+    parser.add_argument(
+        "--model",
+        default=None,
+        help=f"Path or Hub id (default: {DEFAULT_MODEL_DIR} if it holds "
+        "a model, else the offline SmolLM2-135M-Instruct).",
+    )
+    parser.add_argument(
+        "--benchmarks",
+        nargs="+",
+        default=["arithmetic"],
+        help=f"Any of {sorted(BENCHMARKS)} (default: arithmetic, the offline default's held-out test split).",
+    )
     parser.add_argument("--k", type=int, default=4, help="Samples per problem (1 with --temperature 0).")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N problems of each benchmark.")
     unset = " (default: {} for arithmetic alone, else {})"
     for name, kind in (("temperature", float), ("top_p", float), ("max_new_tokens", int)):
-        parser.add_argument(f"--{name}", type=kind, default=None,
-                            help=unset.format(OFFLINE_TASK_DEFAULTS[name], BENCHMARK_DEFAULTS[name]))  # fmt: skip
+        parser.add_argument(
+            f"--{name}",
+            type=kind,
+            default=None,
+            help=unset.format(OFFLINE_TASK_DEFAULTS[name], BENCHMARK_DEFAULTS[name]),
+        )
     parser.add_argument("--batch_size", type=int, default=8, help="Prompts per generate() call (transformers).")
-    parser.add_argument("--share_prompt_prefix", type=string_to_bool, default=True,
-                        help="transformers on CPU: prefill each prompt once for its k samples (true, the default; the "
-                        "same samples) or k times (false).")  # fmt: skip
+    parser.add_argument(
+        "--share_prompt_prefix",
+        type=string_to_bool,
+        default=True,
+        help="transformers on CPU: prefill each prompt once for its k samples (true, the default; the "
+        "same samples) or k times (false).",
+    )
     parser.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto")
     parser.add_argument("--dtype", choices=["float32", "bfloat16", "float16"], default="float32")
-    parser.add_argument("--system_prompt", default=None, help="'none' for no system turn (the default for arithmetic "
-                        "alone); otherwise the default asks for \\boxed{}.")  # fmt: skip
-    parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: its held-out "
-                        "problems of mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add and sub "
-                        "(2-digit), as `up-trl train --arithmetic_ops` trained on.")  # fmt: skip
-    parser.add_argument("--arithmetic_few_shot", type=int, default=0, help="arithmetic only: worked examples before "
-                        "each problem (0 to 3), as `up-trl train --arithmetic_few_shot` trained with.")  # fmt: skip
+    parser.add_argument(
+        "--system_prompt",
+        default=None,
+        help="'none' for no system turn (the default for arithmetic alone); otherwise the default asks for \\boxed{}.",
+    )
+    parser.add_argument(
+        "--arithmetic_ops",
+        nargs="+",
+        default=["mul1"],
+        help="arithmetic only: its held-out "
+        "problems of mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add and sub "
+        "(2-digit), as `up-trl train --arithmetic_ops` trained on.",
+    )
+    parser.add_argument(
+        "--arithmetic_few_shot",
+        type=int,
+        default=0,
+        help="arithmetic only: worked examples before "
+        "each problem (0 to 3), as `up-trl train --arithmetic_few_shot` trained with.",
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output_dir", default=None, help="Where eval.json and eval.md go (default: <model>/eval "
-                        "for a local model, else outputs/eval).")  # fmt: skip
+    parser.add_argument(
+        "--output_dir",
+        default=None,
+        help="Where eval.json and eval.md go (default: <model>/eval for a local model, else outputs/eval).",
+    )
     parser.add_argument("--save_samples", action="store_true", help="Keep every completion in eval.json.")
-    parser.add_argument("--base_model", default="auto", help="Score this model beside --model on the same problems "
-                        "(cached: once per model and settings): auto (the default) is the base a run folder was "
-                        "trained from, none skips it, or a folder or Hub id (up_trl.evaluation.base).")  # fmt: skip
+    parser.add_argument(
+        "--base_model",
+        default="auto",
+        help="Score this model beside --model on the same problems "
+        "(cached: once per model and settings): auto (the default) is the base a run folder was "
+        "trained from, none skips it, or a folder or Hub id (up_trl.evaluation.base).",
+    )
     return parser
 
 

@@ -109,8 +109,9 @@ def _text_rows(head: bytes, truncated: bool, suffix: str) -> tuple[list[str], li
         text = _text(head, truncated, "CSV")
         lines = [line for line in csv.reader(io.StringIO(text, newline="")) if any(part.strip() for part in line)]
         if not lines:
-            raise DataFileError("the file holds no CSV rows, only blank lines: write a header line, then one "
-                                "problem per line.")  # fmt: skip
+            raise DataFileError(
+                "the file holds no CSV rows, only blank lines: write a header line, then one problem per line."
+            )
         header, body = lines[0], lines[1:]
         if not body:
             raise DataFileError(
@@ -130,8 +131,7 @@ def _text_rows(head: bytes, truncated: bool, suffix: str) -> tuple[list[str], li
                 f"the file is not JSON ({error.msg}: line {error.lineno}, column {error.colno}): fix it there."
             ) from None
         if not all(isinstance(row, dict) for row in rows):
-            raise DataFileError("the JSON array must hold one object per row, like {\"problem\": ..., \"answer\": "
-                                "...}.")  # fmt: skip
+            raise DataFileError('the JSON array must hold one object per row, like {"problem": ..., "answer": ...}.')
     else:
         rows = []
         for number, line in enumerate(text.splitlines(), 1):
@@ -173,8 +173,9 @@ def _check_columns(columns: list[str], rows: list[dict] | None, mapping: Mapping
         return
     missing = [source for source in mapping if source not in columns]
     if missing:
-        raise DataFileError(f"--column_mapping names {missing}, which are not columns of the file; its columns are "
-                            f"{columns}.")  # fmt: skip
+        raise DataFileError(
+            f"--column_mapping names {missing}, which are not columns of the file; its columns are {columns}."
+        )
     mapping = {source: target for source, target in mapping.items() if source != target}
     clashes = {target for target in mapping.values() if target in columns and target not in mapping}
     renamed = [mapping.get(c, c) for c in columns if c not in clashes]

@@ -127,8 +127,9 @@ def read_model_config(path: Path, flag: str, name: str = "config.json") -> dict:
     except OSError as error:
         raise ModelNotFoundError(f"{flag} {path}: its {name} cannot be read ({error.strerror}).") from None
     except json.JSONDecodeError as error:
-        raise ModelNotFoundError(_not_json(path, flag, name, f"{error.msg} at line {error.lineno}, column "
-                                                             f"{error.colno}")) from None  # fmt: skip
+        raise ModelNotFoundError(
+            _not_json(path, flag, name, f"{error.msg} at line {error.lineno}, column {error.colno}")
+        ) from None
     except UnicodeDecodeError:
         raise ModelNotFoundError(_not_json(path, flag, name, "binary bytes, not UTF-8 text")) from None
     if not isinstance(config, dict):

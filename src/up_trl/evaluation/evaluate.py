@@ -40,13 +40,17 @@ def check_benchmarks(
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
-        raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
-                         f"(offline: {', '.join(OFFLINE_BENCHMARKS)}).")  # fmt: skip
+        raise ValueError(
+            f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
+            f"(offline: {', '.join(OFFLINE_BENCHMARKS)})."
+        )
     check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
     worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
     if arithmetic_few_shot and "arithmetic" not in benchmarks:
-        raise ValueError(f"--arithmetic_few_shot {arithmetic_few_shot} applies to the arithmetic benchmark only, not "
-                         f"{benchmarks}: drop it, or add arithmetic to --benchmarks.")  # fmt: skip
+        raise ValueError(
+            f"--arithmetic_few_shot {arithmetic_few_shot} applies to the arithmetic benchmark only, not "
+            f"{benchmarks}: drop it, or add arithmetic to --benchmarks."
+        )
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 

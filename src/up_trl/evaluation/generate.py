@@ -40,8 +40,9 @@ def _generate_transformers(model, tokenizer, prompts, k, args, device):
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
     outputs: list[list[str]] = []
     for start in tqdm(range(0, len(texts), args.batch_size), desc="generating", unit="batch"):
-        batch = tokenizer(texts[start : start + args.batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=False).to(device)  # fmt: skip
+        batch = tokenizer(
+            texts[start : start + args.batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+        ).to(device)
         with torch.no_grad():
             if share:  # generate's own config, updated with the settings, as `generate(**settings)` builds it
                 config = copy.deepcopy(model.generation_config)
@@ -62,8 +63,9 @@ def vllm_generator(model_path, args):
     llm = LLM(model=model_path, dtype=args.dtype, seed=args.seed)
 
     def generate(prompts, k):
-        params = SamplingParams(n=k, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_new_tokens,
-                                seed=args.seed)  # fmt: skip
+        params = SamplingParams(
+            n=k, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_new_tokens, seed=args.seed
+        )
         return [[o.text for o in r.outputs] for r in llm.chat(list(prompts), params, use_tqdm=True)]
 
     return generate

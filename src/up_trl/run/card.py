@@ -221,8 +221,14 @@ def final_metrics(log_history: list[dict[str, Any]]) -> tuple[dict[str, float], 
 
 def _versions() -> str:
     lines = []
-    for label, package in (("up-trl", "up-trl"), ("TRL", "trl"), ("Transformers", "transformers"),
-                           ("PyTorch", "torch"), ("Datasets", "datasets"), ("Tokenizers", "tokenizers")):  # fmt: skip
+    for label, package in (
+        ("up-trl", "up-trl"),
+        ("TRL", "trl"),
+        ("Transformers", "transformers"),
+        ("PyTorch", "torch"),
+        ("Datasets", "datasets"),
+        ("Tokenizers", "tokenizers"),
+    ):
         try:
             lines.append(f"- {label}: {version(package)}")
         except PackageNotFoundError:

@@ -100,8 +100,10 @@ class CollapseRule:
         beta: float = 0.0,
     ):
         if min(window, reward_window) < 1 or patience_steps < 0:
-            raise ValueError(f"window={window} and reward_window={reward_window} must be at least 1, "
-                             f"patience_steps={patience_steps} at least 0.")  # fmt: skip
+            raise ValueError(
+                f"window={window} and reward_window={reward_window} must be at least 1, "
+                f"patience_steps={patience_steps} at least 0."
+            )
         self.window, self.entropy_margin, self.patience_steps = window, entropy_margin, patience_steps
         self.reward_window = reward_window
         self.beta = beta  # TRL's KL coefficient: the dead state is watched only at 0 (a KL still has a gradient)
@@ -139,8 +141,10 @@ class CollapseRule:
         h0, h = statistics.fmean(entropy[: self.window]), entropy[-1]
         r0, r = statistics.fmean(reward[:-1][: self.reward_window]), reward[-1]
         if h > h0 + self.entropy_margin and self._lost(r, r0):
-            return (f"no group of the last rollout batch has any reward spread (reward {r:.3f}, from {r0:.3f} at the "
-                    f"start) and the entropy is {h:.2f} nats, up from {h0:.2f}: every advantage is 0")  # fmt: skip
+            return (
+                f"no group of the last rollout batch has any reward spread (reward {r:.3f}, from {r0:.3f} at the "
+                f"start) and the entropy is {h:.2f} nats, up from {h0:.2f}: every advantage is 0"
+            )
         return None
 
     def update(self, step: int, logs: dict) -> tuple[int, str, str] | None:
@@ -161,9 +165,13 @@ class CollapseRule:
         if entropy is not None:
             h0, h = entropy
             if self._held("entropy runaway", h > h0 + self.entropy_margin, step):
-                self.fired = (step, "entropy runaway", f"entropy {h:.2f} nats (mean of the last {self.window} logs), "
-                              f"up from {h0:.2f} at the start, more than {self.entropy_margin} nat above it for "
-                              f"{self.patience_steps} steps")  # fmt: skip
+                self.fired = (
+                    step,
+                    "entropy runaway",
+                    f"entropy {h:.2f} nats (mean of the last {self.window} logs), "
+                    f"up from {h0:.2f} at the start, more than {self.entropy_margin} nat above it for "
+                    f"{self.patience_steps} steps",
+                )
                 return self.fired
         reward = self._means("reward", self.reward_window)
         signal = self.history["frac_reward_zero_std"][-self.reward_window :]
@@ -172,9 +180,13 @@ class CollapseRule:
             z = statistics.fmean(signal)
             lost = self._lost(r, r0) and z >= self.no_signal_frac
             if self._held("reward collapse", lost, step):
-                self.fired = (step, "reward collapse", f"reward {r:.3f} (mean of the last {self.reward_window} "
-                              f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
-                              "spread, so there is almost no learning signal left")  # fmt: skip
+                self.fired = (
+                    step,
+                    "reward collapse",
+                    f"reward {r:.3f} (mean of the last {self.reward_window} "
+                    f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
+                    "spread, so there is almost no learning signal left",
+                )
                 return self.fired
         return None
 

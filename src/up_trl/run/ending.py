@@ -90,8 +90,13 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     line), mark the run as crashed for its card (`trainer.up_stop`; TRL's `_save_checkpoint` rewrites the card),
     save the emergency checkpoint, write the run record. Returns the one line to end with (`crash_message`)."""
     step, max_steps = trainer.state.global_step, trainer.state.max_steps
-    trainer.up_stop = {"crashed": True, "reason": type(error).__name__, "step": step, "max_steps": max_steps,
-                       "resume": resume_command(argv)}  # fmt: skip
+    trainer.up_stop = {
+        "crashed": True,
+        "reason": type(error).__name__,
+        "step": step,
+        "max_steps": max_steps,
+        "resume": resume_command(argv),
+    }
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
@@ -102,8 +107,15 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
         forget_run_record(trainer.args.output_dir)
     if trainer.is_world_process_zero() and step > 0:
-        write_run_record(trainer.args.output_dir, **record, status="crashed", global_step=step, max_steps=max_steps,
-                         checkpoint=saved[0], error=repr(error)[:500])  # fmt: skip
+        write_run_record(
+            trainer.args.output_dir,
+            **record,
+            status="crashed",
+            global_step=step,
+            max_steps=max_steps,
+            checkpoint=saved[0],
+            error=repr(error)[:500],
+        )
     return crash_message(trainer, error, argv, saved)
 
 

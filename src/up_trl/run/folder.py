@@ -158,8 +158,10 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
                 "or drop the flag to start afresh."
             )
         if skipped and notes is not None:
-            notes.append(f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete "
-                         f"{describe_skipped(skipped)}")  # fmt: skip
+            notes.append(
+                f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete "
+                f"{describe_skipped(skipped)}"
+            )
         return str(newest)
     path = Path(os.path.expanduser(str(value)))
     if not path.is_dir():
@@ -168,15 +170,19 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
         )
     if not (path / "trainer_state.json").is_file() and checkpoints_in(path):
         latest = checkpoints_in(path)
-        raise ValueError(f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
-                         f"checkpoint is {latest[-1]}).")  # fmt: skip
+        raise ValueError(
+            f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
+            f"checkpoint is {latest[-1]})."
+        )
     siblings = checkpoints_in(path.parent) if path.parent.is_dir() else []
     problem = checkpoint_problem(path, marks_expected=any(read_mark(c) is not None for c in siblings))
     if problem is not None:
         newest, _ = newest_complete(path.parent)
         hint = f": pass {newest}, the newest complete one," if newest is not None else ":"
-        raise ValueError(f"--resume_from_checkpoint {value} is not a complete checkpoint ({problem}){hint} or "
-                         "--resume_from_checkpoint true.")  # fmt: skip
+        raise ValueError(
+            f"--resume_from_checkpoint {value} is not a complete checkpoint ({problem}){hint} or "
+            "--resume_from_checkpoint true."
+        )
     return str(path)
 
 

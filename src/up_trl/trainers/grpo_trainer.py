@@ -209,5 +209,9 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         if self.up_capacity_share is not None and self.up_mode != "off":  # off: the guard acts on nothing
             old_log_p = log_importance_weights(old_per_token_logps, torch.zeros_like(mask), mask, level)
             kept = up_capacity_mask(log_ratio, old_log_p, self.up_capacity_share).expand_as(mask)
-            self._log_up_rate("up/capacity_masked_frac", ((1 - kept) * (advantages > 0) * mask).sum(),
-                              ((advantages > 0) * mask).sum(), mode)  # fmt: skip
+            self._log_up_rate(
+                "up/capacity_masked_frac",
+                ((1 - kept) * (advantages > 0) * mask).sum(),
+                ((advantages > 0) * mask).sum(),
+                mode,
+            )

@@ -37,6 +37,17 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
 )
 
 
+def print_help_all(trainer: str = "grpo") -> None:
+    """`up-trl train --help-all`: every option of TRL's parser over the trainer's config, printed by the stand-in
+    parser (`options`, no TRL import) when `options.json` is current, else by TRL's parser: the same text."""
+    from .options import stand_in_parser
+
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    parser = stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN) or make_parser(trainer)
+    parser.print_help()
+
+
 class TrainingCrashed(RuntimeError):
     """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
     original exception is its `__cause__`. `main` prints both and exits 1."""
@@ -331,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             if "--help-all" in rest:
-                make_parser(trainer_argument(rest, None)).print_help()
+                print_help_all(trainer_argument(rest, None))
                 return 0
             if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
                 from .launch import launch

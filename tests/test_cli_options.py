@@ -39,6 +39,7 @@ USAGE_ERRORS = [
     ["train", "--dataset_name", "missing.jsonl"],
     ["train", "--model_name_or_path", "./no_such_folder"],
     ["train", "--num_processes", "2"],
+    ["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", "--leraning_rate", "1"],
     ["train", "--help"],
     ["train", "--help-all"],
     ["train", "--trainer", "async_grpo", "--help-all"],
@@ -133,6 +134,33 @@ def test_help_all_prints_what_trls_parser_prints(trainer, monkeypatch, capsys):
     monkeypatch.setattr(options, "current", lambda: None)  # stale: TRL's parser answers
     assert main(["train", "--trainer", trainer, "--help-all"]) == 0
     assert capsys.readouterr().out == real
+
+
+@pytest.mark.parametrize(
+    "job",
+    [["--leraning_rate", "1"], ["--learning_rate", "abc"], ["--top_p", "2"], ["--dataset_name", "missing.jsonl"]],
+)
+def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, capsys, tmp_path):
+    # The same one line as without --accelerate_config, and accelerate is never started.
+    import accelerate.commands.launch as launch_module
+
+    def refuse(args):
+        raise AssertionError("accelerate launch was called for a command line with a usage error")
+
+    def answer(argv):  # (exit status, stderr); a value argparse refuses exits, as `up-trl train` does
+        from up_trl.cli import main
+
+        try:
+            code = main(argv)
+        except SystemExit as exit:
+            code = exit.code
+        return code, capsys.readouterr().err
+
+    monkeypatch.setattr(launch_module, "launch_command", refuse)
+    monkeypatch.chdir(tmp_path)
+    code, alone = answer(["train", *job])
+    assert code == 2 and alone.startswith(("up-trl train: error:", "usage: up-trl train")), alone
+    assert answer(["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", *job]) == (2, alone)
 
 
 def test_a_stale_file_is_not_used(monkeypatch):

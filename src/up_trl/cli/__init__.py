@@ -27,6 +27,7 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     TRAINERS,
     USAGE_TRAIN,
     TrainScriptArguments,
+    check_trainer,
     make_parser,
     model_config_class,
     parse_train_args,
@@ -42,8 +43,7 @@ def print_help_all(trainer: str = "grpo") -> None:
     parser (`options`, no TRL import) when `options.json` is current, else by TRL's parser: the same text."""
     from .options import stand_in_parser
 
-    if trainer not in TRAINERS:
-        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    check_trainer(trainer)
     parser = stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN) or make_parser(trainer)
     parser.print_help()
 

@@ -97,7 +97,6 @@ def train(argv: list[str] | None = None):
 
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from ..data.models import OfflineModelMissingError, smollm2_path
-    from ..file_modes import usual_file_modes
     from ..rewards import get_reward_funcs
     from ..run.callbacks import (
         FirstRolloutProgressCallback,
@@ -220,9 +219,7 @@ def train(argv: list[str] | None = None):
         finally:
             graceful.restore()
         seconds = time.perf_counter() - start
-        trainer.save_model(out)
-        if trainer.is_world_process_zero():
-            usual_file_modes(out)  # model.safetensors is written 0600 by transformers (`up_trl.file_modes`)
+        trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
 
         step, max_steps = trainer.state.global_step, trainer.state.max_steps
         reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None

@@ -59,17 +59,14 @@ def silence_unactionable_warnings(deepspeed: bool) -> None:
     - DeepSpeed's `Setting accelerator to CPU ...`, logged when accelerate imports deepspeed only to probe for its
       engine class (`accelerate.utils.other.extract_model_from_parallel`); kept when DeepSpeed was asked for;
     - transformers' FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself reads in
-      `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation.
+      `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation
+      (`up_trl.quiet`, which the UP trainers install too).
     """
     import logging
-    import warnings
 
-    warnings.filterwarnings(
-        "ignore",
-        message=r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is "
-        r"deprecated and will be removed in v6",
-        category=FutureWarning,
-    )
+    from ..quiet import ignore_trl_deprecated_calls
+
+    ignore_trl_deprecated_calls()
     logger = logging.getLogger("DeepSpeed")
     if not deepspeed and not any(isinstance(f, _DropMessage) for f in logger.filters):  # once per process
         logger.addFilter(_DropMessage("Setting accelerator to CPU."))

@@ -41,6 +41,7 @@ from ..file_modes import usual_file_modes
 from ..objective.guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, clip_masks, up_routes
+from ..quiet import ignore_trl_deprecated_calls
 from ..run.callbacks import NonFiniteGuardCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from ..run.rollout_checkpoint import RolloutCheckpointMixin
@@ -260,6 +261,7 @@ class UPTrainerMixin:
         """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
         `up_stop_on_collapse`), then the on-policy notice."""
         warn_if_untested_versions(main_process=self.is_world_process_zero())  # trl/transformers outside the pins
+        ignore_trl_deprecated_calls()  # TRL's own calls of names transformers 5 deprecates (`up_trl.quiet`)
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)

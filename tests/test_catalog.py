@@ -79,11 +79,15 @@ def test_up_trl_recipes_lists_every_recipe_with_what_it_trains(capsys):
 
 
 def test_accelerate_config_launches_through_accelerate(monkeypatch):
-    """The job's flags stay the job's; accelerate's own flags (with their values) go to accelerate launch."""
+    """The job's flags stay the job's (checked before the launch); accelerate's own flags (with their values) go to
+    accelerate launch."""
     import accelerate.commands.launch as launch_module
 
-    launched = []
+    from up_trl.cli import parse
+
+    launched, checked = [], []
     monkeypatch.setattr(launch_module, "launch_command", launched.append)
+    monkeypatch.setattr(parse, "precheck_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
     argv = ["--accelerate_config", "zero3", "--num_processes", "8", "--config", "up_dapo", "--main_process_port",
             "29501", "--learning_rate", "5e-7", "--multi_gpu"]  # fmt: skip
     assert main(["train", *argv]) == 0
@@ -92,6 +96,7 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
     assert args.main_process_port == 29501 and args.multi_gpu
     assert args.module and args.training_script == "up_trl"
     assert args.training_script_args == ["train", "--config", "up_dapo", "--learning_rate", "5e-7"]
+    assert checked == [args.training_script_args[1:]]
 
 
 def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):

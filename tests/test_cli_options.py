@@ -14,7 +14,14 @@ from conftest import same_code_env
 from up_trl.cli import options, write_options
 from up_trl.cli.catalog import recipe_names, recipe_path
 from up_trl.cli.checks import UsageError
-from up_trl.cli.parse import TRAINERS, checked_train_args, parse_train_args, precheck_train_args
+from up_trl.cli.parse import (
+    TRAINERS,
+    USAGE_TRAIN,
+    checked_train_args,
+    make_parser,
+    parse_train_args,
+    precheck_train_args,
+)
 
 HEAVY = ("torch", "trl", "transformers", "accelerate", "deepspeed")
 
@@ -32,7 +39,10 @@ USAGE_ERRORS = [
     ["train", "--dataset_name", "missing.jsonl"],
     ["train", "--model_name_or_path", "./no_such_folder"],
     ["train", "--num_processes", "2"],
+    ["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", "--leraning_rate", "1"],
     ["train", "--help"],
+    ["train", "--help-all"],
+    ["train", "--trainer", "async_grpo", "--help-all"],
     ["eval", "--help"],
     ["eval", "--k", "0"],
     ["eval", "--benchmarks", "nope"],
@@ -62,7 +72,7 @@ def test_usage_errors_import_no_torch_trl_or_transformers(tmp_path):
     run = [sys.executable, "-c", code]  # the timeout is a hang guard, not a speed check
     out = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path, env=same_code_env(), timeout=300)
     codes, heavy = json.loads(out.stdout.splitlines()[-1])
-    expected = [0 if argv[-1] in ("--help", "recipes") else 2 for argv in USAGE_ERRORS]
+    expected = [0 if argv[-1] in ("--help", "--help-all", "recipes") else 2 for argv in USAGE_ERRORS]
     assert codes == expected, out.stderr
     assert heavy == [], f"imported {heavy} on the way to a usage error"
 
@@ -107,6 +117,50 @@ def test_the_stand_in_answers_as_the_real_parser(argv):
     with pytest.raises(UsageError) as stand_in:
         precheck_train_args(list(argv))
     assert str(stand_in.value) == str(real.value)
+
+
+@pytest.mark.parametrize("trainer", list(TRAINERS))
+def test_help_all_prints_what_trls_parser_prints(trainer, monkeypatch, capsys):
+    # The stand-in wraps the help TRL's formatter filled in: the same text at any terminal width, and the same
+    # text when options.json is stale and TRL's parser prints it.
+    from up_trl.cli import main
+
+    for columns in ("50", "100", "250"):
+        monkeypatch.setenv("COLUMNS", columns)
+        real = make_parser(trainer).format_help()
+        assert options.stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN).format_help() == real
+        assert main(["train", "--trainer", trainer, "--help-all"]) == 0
+        assert capsys.readouterr().out == real
+    monkeypatch.setattr(options, "current", lambda: None)  # stale: TRL's parser answers
+    assert main(["train", "--trainer", trainer, "--help-all"]) == 0
+    assert capsys.readouterr().out == real
+
+
+@pytest.mark.parametrize(
+    "job",
+    [["--leraning_rate", "1"], ["--learning_rate", "abc"], ["--top_p", "2"], ["--dataset_name", "missing.jsonl"]],
+)
+def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, capsys, tmp_path):
+    # The same one line as without --accelerate_config, and accelerate is never started.
+    import accelerate.commands.launch as launch_module
+
+    def refuse(args):
+        raise AssertionError("accelerate launch was called for a command line with a usage error")
+
+    def answer(argv):  # (exit status, stderr); a value argparse refuses exits, as `up-trl train` does
+        from up_trl.cli import main
+
+        try:
+            code = main(argv)
+        except SystemExit as exit:
+            code = exit.code
+        return code, capsys.readouterr().err
+
+    monkeypatch.setattr(launch_module, "launch_command", refuse)
+    monkeypatch.chdir(tmp_path)
+    code, alone = answer(["train", *job])
+    assert code == 2 and alone.startswith(("up-trl train: error:", "usage: up-trl train")), alone
+    assert answer(["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", *job]) == (2, alone)
 
 
 def test_a_stale_file_is_not_used(monkeypatch):

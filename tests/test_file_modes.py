@@ -4,7 +4,6 @@ transformers writes them through (`up_trl.file_modes`)."""
 from __future__ import annotations
 
 import os
-from types import SimpleNamespace
 
 from up_trl.data.models import save_tiny_model
 from up_trl.file_modes import default_file_mode, usual_file_modes
@@ -29,14 +28,19 @@ def test_only_private_weight_files_are_widened(tmp_path):
     assert mode(tmp_path / "shared.bin") == 0o640 and mode(tmp_path / "lock") == 0o600  # set on purpose: kept
 
 
-def test_a_checkpoint_is_widened_when_it_is_marked_complete(tmp_path):
-    from up_trl.run.checkpoint_complete import MarkCompleteCallback
+def test_a_trainers_saved_model_and_checkpoints_get_the_usual_mode(tmp_path, tiny, prompts_dataset):
+    # The Python API (trainer.save_model, as in the README) and every checkpoint: 0644 under umask 022, as
+    # `up-trl train` gives them, by the one rule in UPTrainerMixin.save_model.
+    from conftest import make_trainer
 
-    checkpoint = tmp_path / "checkpoint-2"
-    checkpoint.mkdir()
-    (checkpoint / "model.safetensors").write_bytes(b"")
-    (checkpoint / "model.safetensors").chmod(0o600)
-    state = SimpleNamespace(is_world_process_zero=True, global_step=2)
-    args = SimpleNamespace(output_dir=str(tmp_path), to_dict=lambda: {})
-    MarkCompleteCallback().on_save(args, state, None)
-    assert mode(checkpoint / "model.safetensors") == default_file_mode()
+    umask = os.umask(0o022)
+    try:
+        trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=1, save_strategy="steps", save_steps=1)
+        trainer.train()
+        trainer.save_model(str(tmp_path / "final"))
+        trainer.save_model()  # into args.output_dir
+    finally:
+        os.umask(umask)
+    weights = {str(path.relative_to(tmp_path)): mode(path) for path in tmp_path.rglob("model.safetensors")}
+    assert weights == {"final/model.safetensors": 0o644, "out/checkpoint-1/model.safetensors": 0o644,
+                       "out/model.safetensors": 0o644}  # fmt: skip

@@ -314,3 +314,20 @@ def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name)
     with pytest.warns(FutureWarning, match="gradient_checkpointing"):
         old = config_class(output_dir=str(tmp_path), use_cpu=True, report_to="none", gradient_checkpointing=False)
     assert old.activation_checkpointing is False
+
+
+def test_a_trainer_from_python_hides_trls_deprecated_calls(tmp_path, tiny, prompts_dataset):
+    """TRL's own calls of `gradient_checkpointing_enable` & co. (at every generation) warn in transformers 5; the UP
+    trainers hide those three messages (`up_trl.quiet`), as `up-trl train` does, and no other warning."""
+    import re
+    import warnings
+
+    from up_trl.quiet import TRL_DEPRECATED_CALLS
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        make_trainer(tmp_path, tiny, prompts_dataset, max_steps=1).train()
+        warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
+    future = [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
+    assert not [m for m in future if re.search(TRL_DEPRECATED_CALLS, m)], future
+    assert "something else is deprecated" in future

@@ -93,6 +93,7 @@ FEATURE_HOMES = {
     "objective": [f"up_trl.trainers.{name}_trainer" for name in ("grpo", "rloo", "async_grpo")],
     "rollout checkpoint": ["up_trl.run.rollout_checkpoint"],
     "logs and card": ["up_trl.trainers.shared"],
+    "saved files": ["up_trl.trainers.shared"],
     "async CPU stand-in": ["up_trl.trainers.async_rollout"],
 }
 

@@ -27,6 +27,7 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     TRAINERS,
     USAGE_TRAIN,
     TrainScriptArguments,
+    check_trainer,
     make_parser,
     model_config_class,
     parse_train_args,
@@ -35,6 +36,16 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     trainer_argument,
     trainer_classes,
 )
+
+
+def print_help_all(trainer: str = "grpo") -> None:
+    """`up-trl train --help-all`: every option of TRL's parser over the trainer's config, printed by the stand-in
+    parser (`options`, no TRL import) when `options.json` is current, else by TRL's parser: the same text."""
+    from .options import stand_in_parser
+
+    check_trainer(trainer)
+    parser = stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN) or make_parser(trainer)
+    parser.print_help()
 
 
 class TrainingCrashed(RuntimeError):
@@ -48,17 +59,14 @@ def silence_unactionable_warnings(deepspeed: bool) -> None:
     - DeepSpeed's `Setting accelerator to CPU ...`, logged when accelerate imports deepspeed only to probe for its
       engine class (`accelerate.utils.other.extract_model_from_parallel`); kept when DeepSpeed was asked for;
     - transformers' FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself reads in
-      `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation.
+      `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation
+      (`up_trl.quiet`, which the UP trainers install too).
     """
     import logging
-    import warnings
 
-    warnings.filterwarnings(
-        "ignore",
-        message=r"`(is_gradient_checkpointing|gradient_checkpointing_enable|gradient_checkpointing_disable)` is "
-        r"deprecated and will be removed in v6",
-        category=FutureWarning,
-    )
+    from ..quiet import ignore_trl_deprecated_calls
+
+    ignore_trl_deprecated_calls()
     logger = logging.getLogger("DeepSpeed")
     if not deepspeed and not any(isinstance(f, _DropMessage) for f in logger.filters):  # once per process
         logger.addFilter(_DropMessage("Setting accelerator to CPU."))
@@ -86,7 +94,6 @@ def train(argv: list[str] | None = None):
 
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from ..data.models import OfflineModelMissingError, smollm2_path
-    from ..file_modes import usual_file_modes
     from ..rewards import get_reward_funcs
     from ..run.callbacks import (
         FirstRolloutProgressCallback,
@@ -209,9 +216,7 @@ def train(argv: list[str] | None = None):
         finally:
             graceful.restore()
         seconds = time.perf_counter() - start
-        trainer.save_model(out)
-        if trainer.is_world_process_zero():
-            usual_file_modes(out)  # model.safetensors is written 0600 by transformers (`up_trl.file_modes`)
+        trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
 
         step, max_steps = trainer.state.global_step, trainer.state.max_steps
         reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
@@ -331,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             if "--help-all" in rest:
-                make_parser(trainer_argument(rest, None)).print_help()
+                print_help_all(trainer_argument(rest, None))
                 return 0
             if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
                 from .launch import launch

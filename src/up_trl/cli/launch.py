@@ -8,7 +8,9 @@ is `accelerate launch --config_file <up_trl/accelerate_configs/zero3.yaml> --num
 zero2, zero3, multi_node_zero3, zero3_cpu) or a file. The rule for the other flags: a flag `up-trl train` knows is
 the job's; a flag it does not know but `accelerate launch` does (`--num_processes`, `--num_machines`,
 `--machine_rank`, `--main_process_ip`, `--main_process_port`, `--gpu_ids`, ...) is accelerate's, with its value; any
-other flag is an error, as without `--accelerate_config`.
+other flag is an error, as without `--accelerate_config`. The job's flags are checked as without it (the stand-in
+parser of `options`, the value rules, the files they name) before accelerate is imported: a usage error is one line,
+exit 2, and no process is launched.
 """
 
 from __future__ import annotations
@@ -17,17 +19,16 @@ from .catalog import CatalogError, accelerate_config_path
 from .checks import UsageError
 
 
-def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tuple[str, list[str], list[str]]:
-    """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv.
+def split_launch_args(
+    argv: list[str], job_flags: set[str], launch_flags: dict[str, bool]
+) -> tuple[str, list[str], list[str]]:
+    """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv; `launch_flags`:
+    each option of `accelerate launch` and whether it takes a value (`options.json`'s `accelerate_launch`).
 
-    >>> import argparse
-    >>> launcher = argparse.ArgumentParser(); _ = launcher.add_argument("--num_processes", type=int)
-    >>> _ = launcher.add_argument("--multi_gpu", action="store_true")
     >>> split_launch_args(["--accelerate_config", "zero3", "--num_processes", "8", "--multi_gpu", "--seed", "1"],
-    ...                   {"--seed"}, launcher)[1:]
+    ...                   {"--seed"}, {"--num_processes": True, "--multi_gpu": False})[1:]
     (['--num_processes', '8', '--multi_gpu'], ['--seed', '1'])
     """
-    launch_actions = {option: action for action in launch_parser._actions for option in action.option_strings}
     config, launch, job = None, [], []
     i = 0
     while i < len(argv):
@@ -43,8 +44,8 @@ def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tu
                 raise UsageError(f"--accelerate_config {error}") from None
             i += 1 if "=" in arg else 2
             continue
-        if flag.startswith("--") and flag not in job_flags and flag in launch_actions:
-            takes_value = launch_actions[flag].nargs != 0
+        if flag.startswith("--") and flag not in job_flags and flag in launch_flags:
+            takes_value = launch_flags[flag]
             launch.append(arg)
             if takes_value and "=" not in arg and i + 1 < len(argv):
                 launch.append(argv[i + 1])
@@ -58,18 +59,37 @@ def split_launch_args(argv: list[str], job_flags: set[str], launch_parser) -> tu
 def launch(argv: list[str]) -> int:
     """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
     check_launch_extras(argv)
-    from accelerate.commands.launch import launch_command, launch_command_parser
-
-    from .parse import make_parser, recipe_argument, trainer_argument
+    from .parse import check_trainer, precheck_train_args, recipe_argument, trainer_argument
 
     resolved, recipe = recipe_argument(list(argv))
-    parser = make_parser(trainer_argument(resolved, recipe))
-    job_flags = {option for option in parser._option_string_actions if option.startswith("--")} | {"--config"}
+    trainer = trainer_argument(resolved, recipe)
+    check_trainer(trainer)
+    job_parser, launch_flags = job_and_launch_parsers(trainer)
+    job_flags = {option for option in job_parser._option_string_actions if option.startswith("--")} | {"--config"}
+    config, launch_args, job = split_launch_args(argv, job_flags, launch_flags)
+    precheck_train_args(job)  # the job's usage errors here, before accelerate starts a process
+
+    from accelerate.commands.launch import launch_command, launch_command_parser
+
     launcher = launch_command_parser()
-    config, launch_flags, job = split_launch_args(argv, job_flags, launcher)
-    accelerate_args = launcher.parse_args(["--config_file", config, *launch_flags, "-m", "up_trl", "train", *job])
-    launch_command(accelerate_args)
+    launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
+
+
+def job_and_launch_parsers(trainer: str) -> tuple:
+    """(the job's parser, {each `accelerate launch` option: whether it takes a value}): from `options.json` when it
+    is current (no import), else from TRL's and accelerate's parsers."""
+    from .options import current, stand_in_parser
+
+    parser = stand_in_parser(trainer)
+    if parser is not None:
+        return parser, current()["accelerate_launch"]
+    from accelerate.commands.launch import launch_command_parser
+
+    from .parse import make_parser
+
+    actions = launch_command_parser()._actions
+    return make_parser(trainer), {option: action.nargs != 0 for action in actions for option in action.option_strings}
 
 
 def check_launch_extras(argv: list[str]) -> None:

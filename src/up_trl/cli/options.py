@@ -100,15 +100,19 @@ class StandInParser(argparse.ArgumentParser):
     """The parser `up-trl train`'s checks run on before TRL is imported: the same options, types and defaults as
     TRL's parser over the chosen trainer's config (from `options.json`)."""
 
-    def __init__(self, records: list[dict[str, Any]], launch_flags: set[str], **kwargs):
+    def __init__(self, records: list[dict[str, Any]], launch_flags: set[str], help_texts=None, **kwargs):
         super().__init__(**kwargs)
         self.launch_flags = launch_flags
+        help_texts = help_texts or {}
         for record in records:
             kind, options = record["kind"], record["options"]
+            text = help_texts.get(options[0])  # as TRL's formatter filled it in: printed as it is (`%` kept)
+            text = None if text is None else text.replace("%", "%%")
             if kind == "store_false":
-                self.add_argument(*options, dest=record["dest"], action="store_false", default=record["default"])
+                self.add_argument(*options, dest=record["dest"], action="store_false", default=record["default"],
+                                  help=text)  # fmt: skip
                 continue
-            extra: dict[str, Any] = {"nargs": record["nargs"], "default": record["default"]}
+            extra: dict[str, Any] = {"nargs": record["nargs"], "default": record["default"], "help": text}
             if "const" in record:
                 extra["const"] = record["const"]
             if kind == "choice":
@@ -131,4 +135,6 @@ def stand_in_parser(trainer: str, **kwargs) -> StandInParser | None:
     options = current()
     if options is None or trainer not in options["trainers"]:
         return None
-    return StandInParser(options["trainers"][trainer], set(options["accelerate_launch"]), **kwargs)
+    texts = options["help"]
+    help_texts = {**texts[next(iter(texts))], **texts[trainer]}  # the first trainer's, then this one's differences
+    return StandInParser(options["trainers"][trainer], set(options["accelerate_launch"]), help_texts, **kwargs)

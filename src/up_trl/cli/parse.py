@@ -109,12 +109,17 @@ USAGE_TRAIN = (
 )
 
 
+def check_trainer(trainer: str) -> None:
+    """A UsageError for a `--trainer` name that is not one of `TRAINERS`."""
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+
+
 def trainer_classes(trainer: str = "grpo"):
     """(config class, trainer class) for a `--trainer` name; a UsageError for an unknown one."""
     import importlib
 
-    if trainer not in TRAINERS:
-        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    check_trainer(trainer)
     config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
     config_cls = getattr(importlib.import_module(f"up_trl.{config_module}"), config_name)
     return config_cls, getattr(importlib.import_module(f"up_trl.{trainer_module}"), trainer_name)
@@ -183,8 +188,7 @@ def checked_train_args(argv: list[str], parser_for=None):
     `options.stand_in_parser`, which answers the same without importing TRL."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
-    if trainer not in TRAINERS:
-        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
+    check_trainer(trainer)
     parser = (parser_for or make_parser)(trainer)
     check_flags(parser, argv, trainer, TRAINERS[trainer][1], getattr(parser, "launch_flags", None))
     if recipe_file is not None:

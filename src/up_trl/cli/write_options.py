@@ -33,6 +33,16 @@ def _action_record(action: argparse.Action) -> dict[str, Any]:
     return record
 
 
+def _help_texts(parser: argparse.ArgumentParser) -> dict[str, str | None]:
+    """Each option's help as `--help-all` prints it, `(default: ...)` and `%(...)s` filled in by the real parser's
+    formatter (ArgumentDefaultsHelpFormatter), keyed by its first spelling. The stand-in wraps the same text to the
+    terminal's width, so both print the same at any width."""
+    formatter = parser._get_formatter()
+    actions = [action for action in parser._actions if not isinstance(action, argparse._HelpAction)]
+    return {action.option_strings[0]: formatter._expand_help(action) if action.help and action.help.strip()
+            else action.help for action in actions}  # fmt: skip
+
+
 def build() -> dict[str, Any]:
     """The options of the real parsers, as `options.json` holds them."""
     from accelerate.commands.launch import launch_command_parser
@@ -41,10 +51,14 @@ def build() -> dict[str, Any]:
     from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
     from .parse import TRAINERS, make_parser
 
-    trainers = {}
+    trainers, help_texts = {}, {}
     for name in TRAINERS:
-        actions = [a for a in make_parser(name)._actions if not isinstance(a, argparse._HelpAction)]
+        parser = make_parser(name)
+        actions = [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
         trainers[name] = [_action_record(a) for a in actions]
+        texts = _help_texts(parser)
+        first = help_texts.get(next(iter(TRAINERS)), {})  # the other trainers keep only the texts that differ
+        help_texts[name] = {k: v for k, v in texts.items() if k not in first or first[k] != v}
     launcher = launch_command_parser()._actions
     return {
         "fingerprint": fingerprint(),
@@ -53,19 +67,24 @@ def build() -> dict[str, Any]:
         "other_loss_types": list(OTHER_LOSS_TYPES),
         "accelerate_launch": {option: action.nargs != 0 for action in launcher for option in action.option_strings},
         "trainers": trainers,
+        "help": help_texts,
     }
 
 
 def write() -> Path:
     """Write `options.json`: one option a line, so that a TRL bump reads as a short diff."""
     built = build()
-    trainers = built.pop("trainers")
+    trainers, help_texts = built.pop("trainers"), built.pop("help")
     head = json.dumps(built, sort_keys=True)[:-1]
     body = ",\n".join(
         f'  "{name}": [\n' + ",\n".join("    " + json.dumps(r, sort_keys=True) for r in records) + "\n  ]"
         for name, records in trainers.items()
     )
-    OPTIONS_FILE.write_text(f'{head},\n "trainers": {{\n{body}\n }}\n}}\n')
+    texts = ",\n".join(
+        f'  "{name}": {{\n' + ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in by_option.items())
+        + "\n  }" for name, by_option in help_texts.items()
+    )  # fmt: skip
+    OPTIONS_FILE.write_text(f'{head},\n "trainers": {{\n{body}\n }},\n "help": {{\n{texts}\n }}\n}}\n')
     return OPTIONS_FILE
 
 

@@ -238,13 +238,9 @@ class MarkCompleteCallback(TrainerCallback):
             return control
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None
-        if state.is_world_process_zero:
-            from ..file_modes import usual_file_modes
-
-            if self.save_total_limit is not None:
-                settings["save_total_limit"] = self.save_total_limit
-                self._write_args(args, folder)
-            usual_file_modes(folder)  # transformers writes model.safetensors 0600
+        if state.is_world_process_zero and self.save_total_limit is not None:
+            settings["save_total_limit"] = self.save_total_limit
+            self._write_args(args, folder)
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             rotate_complete(args.output_dir, self.save_total_limit, getattr(state, "best_model_checkpoint", None))

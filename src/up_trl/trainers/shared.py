@@ -23,7 +23,8 @@ parent computes when `up_mode="off"`: the hooks only record, and the extra metri
 
 The `log` overrides are pinned whole in `tests/trl_pins.json` ('logs and card' pins): UP adds its key and relies on
 the parent's reduction of `_metrics`. `create_model_card`, a public method replaced whole, is checked by its
-signature there instead (our override takes the parameters TRL's callers pass).
+signature there instead (our override takes the parameters TRL's callers pass). `save_model` is pinned whole
+('saved files' pins): it gives the weights the parent's body wrote the usual file mode.
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ import torch
 from accelerate.logging import get_logger
 from trl.trainer.utils import nanmax, nanmin
 
+from ..file_modes import usual_file_modes
 from ..objective.guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, clip_masks, up_routes
+from ..quiet import ignore_trl_deprecated_calls
 from ..run.callbacks import NonFiniteGuardCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from ..run.rollout_checkpoint import RolloutCheckpointMixin
@@ -258,6 +261,7 @@ class UPTrainerMixin:
         """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
         `up_stop_on_collapse`), then the on-policy notice."""
         warn_if_untested_versions(main_process=self.is_world_process_zero())  # trl/transformers outside the pins
+        ignore_trl_deprecated_calls()  # TRL's own calls of names transformers 5 deprecates (`up_trl.quiet`)
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
             self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
             self.add_callback(self._nonfinite_guard)
@@ -337,6 +341,13 @@ class UPTrainerMixin:
             from ..run.card import write_model_card
 
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+
+    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        """The parent's save, then the usual file mode (0644 under umask 022) for the weights it wrote, which
+        transformers writes 0600 (`up_trl.file_modes`); a checkpoint's too (`_save_checkpoint` saves through here)."""
+        super().save_model(output_dir, _internal_call)
+        if self.args.should_save:  # the process that wrote the files
+            usual_file_modes(self.args.output_dir if output_dir is None else output_dir)
 
 
 class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):

@@ -25,8 +25,14 @@ def test_recipes_and_accelerate_configs_live_in_the_package():
     assert Path(recipe_path("up_dapo")) == PACKAGE / "recipes" / "up_dapo.yaml"
     assert Path(accelerate_config_path("zero3")) == PACKAGE / "accelerate_configs" / "zero3.yaml"
     assert {"quickstart", "up_dapo", "dapo", "up_gspo", "gspo", "up_rloo", "up_async_grpo"} <= set(recipe_names())
-    assert set(accelerate_config_names()) == {"single_gpu", "multi_gpu", "zero2", "zero3", "multi_node_zero3",
-                                              "zero3_cpu"}  # fmt: skip
+    assert set(accelerate_config_names()) == {
+        "single_gpu",
+        "multi_gpu",
+        "zero2",
+        "zero3",
+        "multi_node_zero3",
+        "zero3_cpu",
+    }
 
 
 def test_the_checkouts_configs_accelerate_are_the_configs_found_by_name():
@@ -88,8 +94,19 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
     launched, checked = [], []
     monkeypatch.setattr(launch_module, "launch_command", launched.append)
     monkeypatch.setattr(parse, "precheck_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
-    argv = ["--accelerate_config", "zero3", "--num_processes", "8", "--config", "up_dapo", "--main_process_port",
-            "29501", "--learning_rate", "5e-7", "--multi_gpu"]  # fmt: skip
+    argv = [
+        "--accelerate_config",
+        "zero3",
+        "--num_processes",
+        "8",
+        "--config",
+        "up_dapo",
+        "--main_process_port",
+        "29501",
+        "--learning_rate",
+        "5e-7",
+        "--multi_gpu",
+    ]
     assert main(["train", *argv]) == 0
     (args,) = launched
     assert args.config_file == accelerate_config_path("zero3") and args.num_processes == 8

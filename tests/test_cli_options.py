@@ -92,8 +92,10 @@ def test_the_stand_in_parses_as_trls_parser_does(trainer, recipe):
     assert stand_in_argv == real_argv
 
     def plain(values):
-        return {k: [getattr(x, "value", x) for x in v] if isinstance(v, list) else getattr(v, "value", v)
-                for k, v in values.items()}  # fmt: skip
+        return {
+            k: [getattr(x, "value", x) for x in v] if isinstance(v, list) else getattr(v, "value", v)
+            for k, v in values.items()
+        }
 
     assert plain(vars(stand_in.parse_known_args(stand_in_argv)[0])) == plain(vars(real.parse_known_args(real_argv)[0]))
 

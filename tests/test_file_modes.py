@@ -42,5 +42,8 @@ def test_a_trainers_saved_model_and_checkpoints_get_the_usual_mode(tmp_path, tin
     finally:
         os.umask(umask)
     weights = {str(path.relative_to(tmp_path)): mode(path) for path in tmp_path.rglob("model.safetensors")}
-    assert weights == {"final/model.safetensors": 0o644, "out/checkpoint-1/model.safetensors": 0o644,
-                       "out/model.safetensors": 0o644}  # fmt: skip
+    assert weights == {
+        "final/model.safetensors": 0o644,
+        "out/checkpoint-1/model.safetensors": 0o644,
+        "out/model.safetensors": 0o644,
+    }

@@ -61,8 +61,9 @@ def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_da
 
     logged = {}
     for up_mode in ("asymmetric", "off"):
-        trainer, _ = _train(tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2,
-                            up_mode=up_mode)  # fmt: skip
+        trainer, _ = _train(
+            tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2, up_mode=up_mode
+        )
         logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS}
     assert logged["asymmetric"] == logged["off"]
     assert logged["asymmetric"]["clip_ratio/high_mean"][-1] > 0  # read 0 under UP when counted on the zeroed copy
@@ -212,9 +213,14 @@ def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, promp
 def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset, loss_type):
     level = "sequence" if loss_type == "luspo" else "token"  # TRL: luspo is sequence level only
     trainer, before = _train(
-        tmp_path, tiny, prompts_dataset, loss_type=loss_type, up_mode="off", num_iterations=2,
+        tmp_path,
+        tiny,
+        prompts_dataset,
+        loss_type=loss_type,
+        up_mode="off",
+        num_iterations=2,
         importance_sampling_level=level,
-    )  # fmt: skip
+    )
     losses = _logged(trainer, "loss")
     assert len(losses) == 2 and all(torch.isfinite(torch.tensor(losses)))
     assert _changed(trainer.model, before) > 0

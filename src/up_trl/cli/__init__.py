@@ -158,8 +158,10 @@ def train(argv: list[str] | None = None):
         if checked["remove"]:
             if state.is_main_process:
                 remove_run_files(checked["remove"])
-            state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
-                        f"({describe_run_files(checked['remove'])})")  # fmt: skip
+            state.print(
+                f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
+                f"({describe_run_files(checked['remove'])})"
+            )
             state.wait_for_everyone()
 
         model_init_kwargs = {"revision": model_args.model_revision}
@@ -228,8 +230,11 @@ def train(argv: list[str] | None = None):
                 f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
             )
             if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
-                png = plot_metrics(metrics_path, Path(out) / "metrics.png",
-                                   title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}")  # fmt: skip
+                png = plot_metrics(
+                    metrics_path,
+                    Path(out) / "metrics.png",
+                    title=f"up_mode={trainer.up_mode}, {script_args.dataset_name}",
+                )
                 summary += f"; plot {png}"
         trainer.create_model_card(dataset_name=script_args.dataset_name)
         if trainer.is_world_process_zero():  # last: it lists every file the run wrote, the card included
@@ -240,8 +245,11 @@ def train(argv: list[str] | None = None):
                 print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)
             else:
                 resume = trainer.up_stop["resume"]
-                print(f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
-                      f"{summary}; checkpoint-{step}, {files}. Resume with: {resume}", flush=True)  # fmt: skip
+                print(
+                    f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
+                    f"{summary}; checkpoint-{step}, {files}. Resume with: {resume}",
+                    flush=True,
+                )
         if training_args.push_to_hub:
             trainer.push_to_hub(dataset_name=script_args.dataset_name)
         return trainer
@@ -261,8 +269,11 @@ def recipe_label(argv: list[str], recipe_file: str | None) -> str:
 
     if recipe_file is None:
         return f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
-    typed = [arg.split("=", 1)[1] if arg.startswith("--config=") else argv[i + 1]
-             for i, arg in enumerate(argv) if arg.startswith("--config=") or arg == "--config"][0]  # fmt: skip
+    typed = [
+        arg.split("=", 1)[1] if arg.startswith("--config=") else argv[i + 1]
+        for i, arg in enumerate(argv)
+        if arg.startswith("--config=") or arg == "--config"
+    ][0]
     name = typed.removesuffix(".yaml")
     return f"{name} (packaged recipe)" if not os.path.exists(typed) and name in recipe_names() else typed
 
@@ -318,8 +329,11 @@ def unexpected_error(command: str, error: Exception) -> int:
     message = " ".join(str(error).split())
     message = message if len(message) <= 500 else message[:500] + " ..."
     kind = type(error).__qualname__
-    print(f"up-trl {command}: error: {kind}{': ' + message if message else ''} (set {DEBUG_ENV}=1 to see the "
-          "traceback)", file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"up-trl {command}: error: {kind}{': ' + message if message else ''} (set {DEBUG_ENV}=1 to see the traceback)",
+        file=sys.stderr,
+        flush=True,
+    )
     return 1
 
 

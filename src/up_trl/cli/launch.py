@@ -99,8 +99,11 @@ def check_launch_extras(argv: list[str]) -> None:
 
     from ..extras import missing
 
-    names = [arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
-             for i, arg in enumerate(argv) if arg.split("=", 1)[0] == "--accelerate_config"]  # fmt: skip
+    names = [
+        arg.split("=", 1)[1] if "=" in arg else (argv[i + 1] if i + 1 < len(argv) else "")
+        for i, arg in enumerate(argv)
+        if arg.split("=", 1)[0] == "--accelerate_config"
+    ]
     for name in names:
         try:
             with open(accelerate_config_path(name)) as f:

@@ -109,8 +109,9 @@ class StandInParser(argparse.ArgumentParser):
             text = help_texts.get(options[0])  # as TRL's formatter filled it in: printed as it is (`%` kept)
             text = None if text is None else text.replace("%", "%%")
             if kind == "store_false":
-                self.add_argument(*options, dest=record["dest"], action="store_false", default=record["default"],
-                                  help=text)  # fmt: skip
+                self.add_argument(
+                    *options, dest=record["dest"], action="store_false", default=record["default"], help=text
+                )
                 continue
             extra: dict[str, Any] = {"nargs": record["nargs"], "default": record["default"], "help": text}
             if "const" in record:

@@ -23,8 +23,14 @@ def _action_record(action: argparse.Action) -> dict[str, Any]:
     default = getattr(action.default, "value", action.default)
     if isinstance(default, list):
         default = [getattr(d, "value", d) for d in default]
-    record = {"options": list(action.option_strings), "dest": action.dest, "kind": kind, "nargs": action.nargs,
-              "default": default, "choices": choices}  # fmt: skip
+    record = {
+        "options": list(action.option_strings),
+        "dest": action.dest,
+        "kind": kind,
+        "nargs": action.nargs,
+        "default": default,
+        "choices": choices,
+    }
     if isinstance(action, argparse._StoreFalseAction):
         record["kind"] = "store_false"
     elif action.nargs == "?":
@@ -39,8 +45,12 @@ def _help_texts(parser: argparse.ArgumentParser) -> dict[str, str | None]:
     terminal's width, so both print the same at any width."""
     formatter = parser._get_formatter()
     actions = [action for action in parser._actions if not isinstance(action, argparse._HelpAction)]
-    return {action.option_strings[0]: formatter._expand_help(action) if action.help and action.help.strip()
-            else action.help for action in actions}  # fmt: skip
+    return {
+        action.option_strings[0]: formatter._expand_help(action)
+        if action.help and action.help.strip()
+        else action.help
+        for action in actions
+    }
 
 
 def build() -> dict[str, Any]:
@@ -81,9 +91,11 @@ def write() -> Path:
         for name, records in trainers.items()
     )
     texts = ",\n".join(
-        f'  "{name}": {{\n' + ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in by_option.items())
-        + "\n  }" for name, by_option in help_texts.items()
-    )  # fmt: skip
+        f'  "{name}": {{\n'
+        + ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in by_option.items())
+        + "\n  }"
+        for name, by_option in help_texts.items()
+    )
     OPTIONS_FILE.write_text(f'{head},\n "trainers": {{\n{body}\n }},\n "help": {{\n{texts}\n }}\n}}\n')
     return OPTIONS_FILE
 

@@ -229,8 +229,10 @@ class UPTrainerMixin:
                     f"implements {', '.join(self.up_supported_guards)}; UPGRPOTrainer implements every guard)."
                 )
         if self.up_mode == "off" and any(getattr(args, name, None) is not None for name in GUARD_FIELDS):
-            logger.warning("up_mode='off' trains the parent objective: the up_positive_* / up_entropy_* guards set "
-                           "act only on UP's branch and change nothing here.")  # fmt: skip
+            logger.warning(
+                "up_mode='off' trains the parent objective: the up_positive_* / up_entropy_* guards set "
+                "act only on UP's branch and change nothing here."
+            )
 
     @property
     def up_guards(self) -> dict:
@@ -253,8 +255,9 @@ class UPTrainerMixin:
 
     def _log_up_rate(self, name: str, num, den, mode: str) -> None:
         """Log num / den (summed over ranks) as `name`."""
-        totals = self.accelerator.reduce(torch.as_tensor([float(num), float(den)], device=self.accelerator.device),
-                                         reduction="sum").tolist()  # fmt: skip
+        totals = self.accelerator.reduce(
+            torch.as_tensor([float(num), float(den)], device=self.accelerator.device), reduction="sum"
+        ).tolist()
         self._metrics[mode][name].append(self._up_rate(totals[0], totals[1]))
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:

@@ -12,7 +12,8 @@ outside the source tree).
 2. A/B: the sparse-reward toy task of benchmarks/sample_efficiency.py (prompt "a+b=", reward 1 when the reply
    starts with the digit a), a Qwen2 built from a config and warm-started to answer one random digit, rollouts
    reused 4 times (steps_per_generation=4). Each seed is paired: the same warm start, data order and sampling
-   seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO.
+   seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO; opt-in,
+   `--pairs "DAPO + safe"`: DAPO + beta 0.05 / UP-DAPO + safe (the `up_dapo` recipe's guard, docs/collapse.md).
 
 Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.data.models).
 """
@@ -32,11 +33,17 @@ from pathlib import Path
 import torch
 from bench import plot_seed_band, save_png, task, warm_start  # the CPU benchmarks' toy task
 
+from up_trl.objective.guards import SAFE_UP
+
 ROOT = Path(__file__).resolve().parent
 PAIRS = {
     "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
     "GSPO": dict(loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
 }
+# "+ safe" (up_trl.objective.guards.SAFE_UP, docs/collapse.md), opt-in with --pairs "DAPO + safe": its TRL setting
+# (beta, a KL to the reference) goes to both arms, as in the collapse study; the rare clip to UP's arm only.
+PAIRS["DAPO + safe"] = {**PAIRS["DAPO"], "beta": SAFE_UP["beta"]}
+UP_ONLY = {"DAPO + safe": {key: value for key, value in SAFE_UP.items() if key not in PAIRS["DAPO + safe"]}}
 
 
 def overhead(level: str, dry_run: bool) -> dict:
@@ -111,12 +118,15 @@ def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out
         max_completion_length=3,
         temperature=1.0,
         top_k=0,
-        beta=0.0,
         up_mode=up_mode,
-        **PAIRS[pair],
+        **{"beta": 0.0, **PAIRS[pair], **(UP_ONLY.get(pair, {}) if up_mode != "off" else {})},
     )
+    model = copy.deepcopy(base_model)
+    if config.beta > 0:  # TRL loads the reference model from a path (both arms alike)
+        base_model.save_pretrained(Path(out_dir) / "warm_start")
+        model = str(Path(out_dir) / "warm_start")
     trainer = UPGRPOTrainer(
-        model=copy.deepcopy(base_model),
+        model=model,
         reward_funcs=[true_accuracy],
         args=config,
         train_dataset=dataset,
@@ -135,6 +145,8 @@ def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out
         "config": pair if up_mode == "off" else f"UP-{pair}",
         "pair": pair,
         "up_mode": up_mode,
+        "beta": config.beta,
+        "up_positive_min_prob": config.up_positive_min_prob,
         "seed": seed,
         "accuracy_curve": curve,
         "final_accuracy": statistics.fmean(v for _, v in curve[-3:]),

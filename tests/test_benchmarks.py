@@ -438,3 +438,11 @@ def test_collapse_cause_results_read_back(tmp_path):
     assert {run["kind"] for run in token_runs} == {"tokens"} and len(token_runs) == 2
     cause.write_cause(tmp_path, committed)
     assert cause.read_cause(tmp_path) == committed
+
+
+def test_gpu_suite_safe_pair_gives_the_kl_to_both_arms_and_the_rare_clip_to_up(tmp_path):
+    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO + safe", "--output_dir", str(tmp_path)])
+    (row,) = report["ab"]["summary"]
+    assert row["pair"] == "DAPO + safe" and row["seeds"] == [0]
+    arms = {r["config"]: (r["beta"], r["up_positive_min_prob"]) for r in report["ab"]["runs"]}
+    assert arms == {"DAPO + safe": (0.05, None), "UP-DAPO + safe": (0.05, 0.05)}

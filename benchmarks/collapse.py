@@ -12,71 +12,9 @@ git ignores); runs.partial.jsonl holds each finished run (--resume goes on from 
 outputs). The last line printed is a JSON summary: per config and level, runs, collapsed, final accuracy mean and
 std.
 
-PRE-REGISTRATION (committed before the full runs; pilots with seeds 0-9 at level 4 and seeds 0-4 at 32/64 updates
-per rollout and lr 3e-3, and seeds 0-2 of the tail task, all with other output folders, chose the stress setting
-and one value per guard; docs/collapse.md reports them)
-
-Settings. Every arm: UPGRPOTrainer (up_mode="off" is the parent bit for bit), 16 prompts x 8 completions a rollout
-batch, lr 1e-3 constant, beta 0, temperature 1, 300 optimizer steps, share_prompt_prefix=True (with activation
-checkpointing off; ~25% less CPU per run here, so these runs differ from the published staleness sweep in float
-rounding and follow their own trajectories).
-- toy: sample_efficiency.py's task (reply a to "a+b=", a 2-token reply), 4 and 16 updates per rollout batch
-  (staleness_sweep.py's levels), seeds 0-9, DAPO, GRPO, GSPO families.
-- stress: the same task with a reward-irrelevant tail: the warm start replies a random digit then 8 tokens, each "."
-  (p ~ 0.8) or a random letter (p ~ 0.008), then EOS (`warm_start_tail`), the reward still reads the first
-  character only; 16 updates per rollout batch; seeds 0-9; the three families. In the spirit of the public report
-  (long replies of which the reward reads one part, reuse, beta 0, constant lr). The pilots found no setting of the
-  plain toy where UP collapses often (more reuse, 32-64 updates, or lr 3e-3: UP collapsed on 0 of 30 runs there);
-  on the tail task UP-DAPO and UP-GRPO ran away (entropy +1 to +1.6 nats in 300 steps) where their parents did not.
-- smollm2: SmolLM2-135M-Instruct as in benchmarks/results/real_model_seeds (arithmetic mul1, 32 steps, batch 8,
-  steps_per_generation 4, num_iterations 2 = 8 updates per rollout, lr 3e-5, delta 3.0, beta 0), seeds 0-2, GSPO,
-  UP-GSPO, UP-GSPO + the guard chosen on the toy and stress runs; each trained model scored with `up-trl eval` on
-  the 16 held-out mul1 problems (k 16, temperature 1, eval seed 42).
-Configs per family: the parent, UP, and UP + each candidate guard at the value the pilot chose (GUARDS): the
-log-ratio bound 0.5, the capacity share 0.1, the positive-token KL coefficient 1.0, the entropy fallback at 2.0 nats,
-and "rare clip" (positive tokens with pi_old < 0.05 keep the parent's clip; the value and the guard come from the
-cause analysis, benchmarks/collapse_cause.py, run after the pilot, not from a pilot of its own).
-
-Rules (fixed before the full runs). Final = mean over the logged values of the last 50 steps (SmolLM2: 8 steps);
-initial entropy = mean over the first 4 steps (the first rollout batch, where the arms barely differ).
-- collapsed: final true accuracy (SmolLM2: final training reward) < 0.05, or final entropy > 3.0 nats (the
-  vocabulary's uniform entropy is ln 104 = 4.64; corrected after the runs: the vocabulary has 101 tokens,
-  ln 101 = 4.62).
-- entropy runaway: final entropy > initial entropy + 1.0 nat.
-- SmolLM2 also reports (not counted as collapse) final entropy < 0.1 nats: the "other way" of the public numbers.
-Goal (per guard): at every setting, level and family measured, the guard has no more collapsed runs and no more
-runaway runs than the parent (none where the parent has none); and where UP beat its parent (paired mean difference
-in final accuracy above 2 standard errors) the paired difference guard - UP is not below -2 standard errors. A
-guard that meets it everywhere is recommended (among several: the fewest collapsed + runaway runs, then the higher
-mean accuracy at UP's wins) and named "+ guard"; if none meets it, the recipes do not recommend one.
-Early warning: counted on the same runs (`warning`: the live callback's step); it should fire on every collapsed or
-runaway run, before or near the step where accuracy fell / entropy crossed initial + 1 nat, and on no healthy run.
-
-PRE-REGISTRATION 2: safe UP (committed before these runs; nothing below was tuned on seeds 10-29, which no earlier
-run used). The first study's failures were two mechanisms: an entropy runaway driven by rare tokens of positive
-completions (stress task; the rare clip removed it there) and a dead state after a shock of the negative branch (toy,
-seed 4 at 4 updates: no right answer left, every advantage 0, with beta 0 a zero gradient), which no positive-branch
-guard can reach. The settings, rules and goal above are unchanged, except that every arm loads the warm start from a
-saved folder (TRL reloads the reference model from it when beta > 0; `model_from_path`).
-- Settings `safe_toy` (levels 4 and 16) and `safe_stress` (level 16), seeds 10-19; at toy level 4 DAPO, GRPO, UP-DAPO
-  and UP-GRPO also on seeds 20-29 (20 paired seeds to settle UP-DAPO and UP-GRPO at 4 updates).
-- Configs per family (SAFE_CONFIGS): the parent, UP, the parent + beta 0.05, and "UP-<family> + safe" =
-  up_positive_min_prob=0.05 (the rare clip, for the runaway) + beta=0.05 (TRL's KL to the reference, for the dead
-  state: its gradient does not vanish when the advantages do). One setting for every family, chosen from the first
-  study and its single-seed counterfactuals (beta 0.05 rescued both UP arms of seed 4), not from these seeds.
-- Dead-state candidates, parent and UP alike, toy level 4, DAPO and GRPO, seeds 10-19 (DEAD_STATE_CONFIGS): beta 0.05
-  (UP), beta 0.01, a tighter clip-low (epsilon 0.1), and UP + rare clip alone (to tell the two parts of "safe" apart).
-- Goal for "+ safe", per family: at toy 4, toy 16 and stress 16, no more collapsed and no more runaway runs than the
-  parent, and than the parent + beta 0.05; where plain UP beat its parent (paired difference above 2 SE), safe minus
-  UP not below -2 SE. Where a family meets it, its packaged recipe switches "+ safe" on; otherwise it stays plain UP.
-- The dead-state rule of the warning (collapse_warning.CollapseRule, "dead state") is replayed on every run: it must
-  fire at the step of each dead state and on no healthy run.
-- Forecasts (collapse_report.FORECASTS), scored on these runs only: lead time (event step - firing step) on each
-  failing run and false alarms on healthy runs. F1 "entropy drift": the first step s >= 20 where the mean entropy of
-  steps s-9..s exceeds the initial entropy (steps 1-4) by more than 0.5 nat. F2 "negative covariance": the first step
-  s >= 20 where up/logp_adv_cov was below 0 at each of the last 20 logged steps (Cui et al.: a negative covariance
-  raises the entropy). A forecast is useful if it fires before the event on most failing runs with fewer false
-  alarms than failing runs; otherwise the page says that nothing forecasts and keeps the confirmation rule.
+The pre-registered settings, rules and goals (PRE-REGISTRATION, committed in this docstring at afae796 before the
+first study's full runs, and PRE-REGISTRATION 2, at 7480703 before the safe-UP runs) are in the docstring of
+benchmarks/collapse_settings.py, beside the tables they describe.
 """
 
 from __future__ import annotations

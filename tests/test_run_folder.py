@@ -85,7 +85,7 @@ def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, t
 
 RECORD = {
     "status": "finished",
-    "patterns": ["checkpoint-[0-9]*", "model-*.safetensors", "pytorch_model-*.bin"],
+    "patterns": ["checkpoint-[0-9]+", "model-[0-9]+-of-[0-9]+\\.safetensors", "pytorch_model-[0-9]+-of-[0-9]+\\.bin"],
     "files": ["README.md", "config.json", "metrics.jsonl", "model.safetensors", "up_trl_run.json"],
 }
 # A record left by a run killed before it ended: only the record written, the names it may write claimed.
@@ -332,3 +332,18 @@ def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_pa
     weights_full, weights_cut = load_file(full / "model.safetensors"), load_file(cut / "model.safetensors")
     for name, tensor in weights_full.items():
         assert torch.allclose(tensor, weights_cut[name], rtol=1e-4, atol=1e-6), name
+
+
+def test_overwrite_leaves_names_that_only_look_like_a_runs(tmp_path):
+    """A run numbers checkpoint-<step>/ and model-<i>-of-<n>.safetensors; checkpoint-6.keep/ or
+    model-final.safetensors are a user's, neither removed nor refused."""
+    from up_trl.run.folder import check_output_dir
+
+    out = tmp_path / "run"
+    for name in ("checkpoint-6", "checkpoint-6.keep", "checkpoint-6-backup"):
+        (out / name).mkdir(parents=True)
+    for name in ("model-final.safetensors", "model-00001-of-00002.safetensors", "metrics.jsonl"):
+        (out / name).write_text("x")
+    (out / "up_trl_run.json").write_text(json.dumps({**RECORD, "files": ["metrics.jsonl", "up_trl_run.json"]}))
+    removed = {p.name for p in check_output_dir(str(out), overwrite=True, resume=None, model=None)}
+    assert removed == {"checkpoint-6", "model-00001-of-00002.safetensors", "metrics.jsonl", "up_trl_run.json"}

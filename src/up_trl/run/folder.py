@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Sequence
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,9 @@ RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "mode
              "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
              "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", "README.md",
              RUN_RECORD)  # fmt: skip
-RUN_GLOBS = ("checkpoint-[0-9]*", "model-*.safetensors", "pytorch_model-*.bin")
+# What a run numbers, as whole-name regular expressions: a checkpoint, a weight shard (not `checkpoint-6.keep/`,
+# `model-final.safetensors` or any other name a run never writes).
+RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 
 
@@ -64,9 +66,10 @@ def _record_here(folder: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def _matching(folder: Path, names: Sequence[str]) -> list[Path]:
-    """The entries at the top of `folder` whose name is one of `names` (or matches one of its patterns)."""
-    return sorted(p for p in folder.iterdir() if any(fnmatch(p.name, name) for name in names))
+def _matching(folder: Path, names: Sequence[str], patterns: Sequence[str] = ()) -> list[Path]:
+    """The entries at the top of `folder` whose name is one of `names` or matches one of `patterns` whole."""
+    wanted = set(names)
+    return sorted(p for p in folder.iterdir() if p.name in wanted or any(re.fullmatch(r, p.name) for r in patterns))
 
 
 def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
@@ -92,10 +95,10 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
         return []
     record = _record_here(folder)
     if record is not None and isinstance(record.get("files"), list):
-        names = [n for key in ("files", "patterns", "writing") for n in record.get(key) or [] if isinstance(n, str)]
-        found = _matching(folder, names)
+        names = [n for key in ("files", "writing") for n in record.get(key) or [] if isinstance(n, str)]
+        found = _matching(folder, names, RUN_GLOBS)  # the record's `patterns` are these (it names them for a reader)
     elif _earlier_up_trl_run(folder, record):
-        found = [p for p in _matching(folder, (*RUN_FILES, *RUN_GLOBS)) if p.name != "README.md" or is_model_card(p)]
+        found = [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p.name != "README.md" or is_model_card(p)]
     else:
         return []
     found += [folder / "eval"] if (folder / "eval" / "eval.json").exists() and folder / "eval" not in found else []
@@ -108,7 +111,7 @@ def foreign_files(output_dir: str | os.PathLike, owned: Sequence[Path]) -> list[
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    return [p for p in _matching(folder, (*RUN_FILES, *RUN_GLOBS)) if p not in set(owned)]
+    return [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p not in set(owned)]
 
 
 def describe_run_files(files: Sequence[Path]) -> str:

@@ -142,6 +142,15 @@ def test_rotation_counts_from_the_newest_complete_checkpoint(tmp_path, checkpoin
     assert sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*")) == kept
 
 
+def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
+    """Resumed from checkpoint-20 of a run that had reached checkpoint-30, with save_total_limit 1: the save at
+    step 25 keeps checkpoint-25 (transformers keeps the one just written too); checkpoint-20 goes."""
+    for step in (20, 30, 25):
+        _checkpoint(tmp_path / f"checkpoint-{step}", marked=None)
+    rotate_complete(tmp_path, 1, None, saved=tmp_path / "checkpoint-25")
+    assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-25", "checkpoint-30"]
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     from up_trl.data.models import save_tiny_model

@@ -185,9 +185,12 @@ def _step(checkpoint: Path) -> int:
     return int(checkpoint.name.split("-")[-1])
 
 
-def rotate_complete(output_dir: str | os.PathLike, limit: int | None, best: str | None = None) -> list[Path]:
+def rotate_complete(
+    output_dir: str | os.PathLike, limit: int | None, best: str | None = None, saved: str | os.PathLike | None = None
+) -> list[Path]:
     """Delete old checkpoints as transformers' `rotate_checkpoints` does (keep `limit`, never the newest nor the
-    best), counting from the newest complete one; returns those deleted.
+    best, nor `saved`, the checkpoint just written: after a resume from an earlier step it can be older than
+    checkpoints of the abandoned trajectory), counting from the newest complete one; returns those deleted.
 
     What is newer than the newest complete checkpoint (a save another process has not finished, or one that was
     interrupted) is neither counted nor touched; of the older ones, those that are incomplete go first.
@@ -202,6 +205,7 @@ def rotate_complete(output_dir: str | os.PathLike, limit: int | None, best: str 
     newest = complete[-1]
     counted = [c for c in checkpoints if _step(c) <= _step(newest)]
     protected = {newest} | {c for c in counted if best is not None and c.resolve() == Path(best).resolve()}
+    protected |= {c for c in counted if saved is not None and c.resolve() == Path(saved).resolve()}
     keep = max(limit, len(protected))
     deleted = []
     for checkpoint in sorted(counted, key=lambda c: problems[c] is None):  # incomplete ones first, oldest first
@@ -211,6 +215,14 @@ def rotate_complete(output_dir: str | os.PathLike, limit: int | None, best: str 
             shutil.rmtree(checkpoint, ignore_errors=True)
             deleted.append(checkpoint)
     return deleted
+
+
+def _wait_for_everyone() -> None:
+    """A barrier across the processes of the run (`on_save` runs on every one of them)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
 
 
 class MarkCompleteCallback(TrainerCallback):
@@ -242,8 +254,11 @@ class MarkCompleteCallback(TrainerCallback):
             settings["save_total_limit"] = self.save_total_limit
             self._write_args(args, folder)
         mark_complete(folder, settings, rank=rank, world_size=world_size)
+        if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
+            _wait_for_everyone()
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
-            rotate_complete(args.output_dir, self.save_total_limit, getattr(state, "best_model_checkpoint", None))
+            best = getattr(state, "best_model_checkpoint", None)
+            rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)
         return control
 
     def _write_args(self, args, folder: Path) -> None:

@@ -65,10 +65,42 @@ def test_the_wrapper_keeps_what_trl_reads(func):
     assert _call(wrapped, completions=["a", "b"]) == _call(func, completions=["a", "b"])
 
 
-def test_the_wrapper_returns_the_rewards_object_itself():
+def test_the_wrapper_returns_the_rewards_object_itself():  # (a list; an iterator is read into one)
     rewards = [1.0, None, NAN]
     (wrapped,), _ = record_scorable([lambda completions, **kwargs: rewards])
     assert wrapped(completions=["a", "b", "c"]) is rewards
+
+
+def test_a_reward_that_returns_an_iterator_gives_trl_its_values():
+    """TRL takes any iterable of rewards; the wrapper reads a generator once, so it hands TRL a list of its values."""
+    (wrapped,), recorder = record_scorable([lambda completions, **kwargs: (float(len(c)) for c in completions)])
+    assert wrapped(completions=["a", "bb", "ccc"]) == [1.0, 2.0, 3.0]
+    assert recorder.take() == (0, 3)
+
+
+class Counting:
+    """A reward object with state of its own, which a callback might change."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, completions, **kwargs):
+        self.calls += 1
+        return [float(self.calls)] * len(completions)
+
+
+def test_a_reward_objects_state_stays_its_own_and_a_wrapper_is_not_wrapped_twice():
+    scorer = Counting()
+    (wrapped,), _ = record_scorable([scorer])
+    assert wrapped(completions=["a"]) == [1.0] and scorer.calls == 1
+    scorer.calls = 10  # a change to the object reaches the wrapped calls
+    assert wrapped(completions=["a"]) == [11.0]
+    (again,), recorder = record_scorable([wrapped])  # a previous UP trainer's reward_funcs given to a new one
+    assert again(completions=["a", "b"]) == [12.0, 12.0] and recorder.take() == (0, 2)
+    (inner,), first = record_scorable([scorer])
+    (outer,), second = record_scorable([inner])
+    outer(completions=["a"])
+    assert first.take() is None and second.take() == (0, 1)  # one recorder counts, not two
 
 
 def test_models_pass_through_unwrapped_and_the_form_is_kept():

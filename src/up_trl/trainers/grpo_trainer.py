@@ -54,8 +54,10 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
         self._read_up_args(args)
         check_up_compatible(self.up_mode, args.loss_type, args.use_liger_kernel)
-        reward_funcs, _ = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`), rewards unchanged
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
+        # reward added), each plain callable wrapped; the rewards are unchanged
+        self.reward_funcs, _ = record_scorable(self.reward_funcs)
         self._refuse_zero_step_setups()
         a = self.args
         self._finish_up_init(

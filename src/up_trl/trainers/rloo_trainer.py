@@ -53,8 +53,10 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
         self._read_up_args(args)
-        reward_funcs, _ = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`), rewards unchanged
         super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
+        # reward added), each plain callable wrapped; the rewards are unchanged
+        self.reward_funcs, _ = record_scorable(self.reward_funcs)
         self._refuse_zero_step_setups()
         self._finish_up_init(
             "RLOO computes old_logps with the policy being trained just before it is updated, so the ratio is "

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import textwrap
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -348,9 +349,10 @@ class UPTrainerMixin:
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """The parent's save, then the usual file mode (0644 under umask 022) for the weights it wrote, which
         transformers writes 0600 (`up_trl.file_modes`); a checkpoint's too (`_save_checkpoint` saves through here)."""
+        start = time.time() - 1.0  # file systems keep mtimes coarser than time.time()
         super().save_model(output_dir, _internal_call)
-        if self.args.should_save:  # the process that wrote the files
-            usual_file_modes(self.args.output_dir if output_dir is None else output_dir)
+        if self.args.should_save:  # the process that wrote the files; only what this save wrote
+            usual_file_modes(self.args.output_dir if output_dir is None else output_dir, since=start)
 
 
 class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):

@@ -14,8 +14,10 @@ GRPO and RLOO pass each reward function TRL's documented `log_metric` keyword; t
 through it, once per scored batch, and TRL averages it over ranks (each rank scores as many completions, so that is
 the fraction over all of them). The in-process async worker (`async_rollout.InProcessRolloutWorker`) reads the count
 after each group (`ScorableRecorder.take`) and puts it on its `metrics_queue`. TRL's own async worker (vLLM) scores
-in a spawned process that a count cannot come back from: it does not wrap and logs no `up/unscorable_frac`. Nor are
-the rewards an `environment_factory` adds inside TRL seen here.
+in a spawned process that a count cannot come back from: it does not wrap and logs no `up/unscorable_frac`. GRPO and
+RLOO wrap the reward functions as TRL holds them after its constructor (model ids loaded, an `environment_factory`'s
+reward added), so every reward source is seen. A generator of rewards is read into a list (TRL gets its values); a
+reward object keeps its own state (the wrapper copies none of it); a wrapper given again is not wrapped twice.
 
 >>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])
 >>> funcs[0](completions=["a", "b", "c"])
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from trl.trainer.utils import get_callable_name, is_async_callable
 
 METRIC = "up/unscorable_frac"
+RECORDED = "__up_trl_recorded__"  # a wrapper's attribute holding the reward function it wraps
 
 
 def _is_model(reward_func: Any) -> bool:
@@ -93,22 +96,29 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
         completions = kwargs.get("completions")
         recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
 
+    reward_func = getattr(reward_func, RECORDED, reward_func)  # a previous UP trainer's wrapper: wrap its function
+
+    def noted(rewards, kwargs):
+        if isinstance(rewards, Iterator):  # a generator, map(...): read once here, so TRL gets the values as a list
+            rewards = list(rewards)
+        note(rewards, kwargs)
+        return rewards
+
     if is_async_callable(reward_func):
 
         async def wrapper(*args, **kwargs):
-            rewards = await reward_func(*args, **kwargs)
-            note(rewards, kwargs)
-            return rewards
+            return noted(await reward_func(*args, **kwargs), kwargs)
 
     else:
 
         def wrapper(*args, **kwargs):
-            rewards = reward_func(*args, **kwargs)
-            note(rewards, kwargs)
-            return rewards
+            return noted(reward_func(*args, **kwargs), kwargs)
 
-    functools.update_wrapper(wrapper, reward_func)  # __wrapped__: inspect.signature sees the function's own
+    # __wrapped__ (inspect.signature sees the function's own) and the docstring; not a copy of the __dict__ of a
+    # callable object, which would go stale: its state stays on the object (`getattr(wrapper, RECORDED)`).
+    functools.update_wrapper(wrapper, reward_func, updated=())
     wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)
+    setattr(wrapper, RECORDED, reward_func)
     return wrapper
 
 

@@ -47,3 +47,13 @@ def test_a_trainers_saved_model_and_checkpoints_get_the_usual_mode(tmp_path, tin
         "out/checkpoint-1/model.safetensors": 0o644,
         "out/model.safetensors": 0o644,
     }
+
+
+def test_with_since_only_what_a_save_just_wrote_is_widened(tmp_path):
+    mine, saved = tmp_path / "private.safetensors", tmp_path / "model.safetensors"
+    for path in (mine, saved):
+        path.write_bytes(b"")
+        path.chmod(0o600)
+    os.utime(mine, (1_000_000, 1_000_000))  # written long before the save
+    usual_file_modes(tmp_path, since=2_000_000)
+    assert mode(mine) == 0o600 and mode(saved) == default_file_mode()

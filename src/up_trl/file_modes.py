@@ -19,11 +19,13 @@ def default_file_mode() -> int:
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
-def usual_file_modes(folder: str | os.PathLike) -> None:
+def usual_file_modes(folder: str | os.PathLike, since: float | None = None) -> None:
     """Give the weight files under `folder` written private (no group or other bit, as a temporary file is)
-    `default_file_mode()`; any other file, and a weight file given group or other bits, is left as it is."""
+    `default_file_mode()`; with `since` (a `time.time()`), only those modified since then, the ones a save just
+    wrote (a private weight file of the user's beside them stays private). Any other file is left as it is."""
     mode = default_file_mode()
     for path in Path(folder).rglob("*"):
         if path.suffix in WEIGHT_SUFFIXES and path.is_file() and not path.is_symlink():
-            if path.stat().st_mode & 0o077 == 0:
+            status = path.stat()
+            if status.st_mode & 0o077 == 0 and (since is None or status.st_mtime >= since):
                 path.chmod(mode)

@@ -1,7 +1,8 @@
 """Warnings a user cannot act on, filtered by their exact text (imports nothing heavy): transformers 5's
 FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself calls in `trl/models/utils.py`
 (`unwrap_model_for_generation`), printed at the first generation of every run. `up-trl train`, `up-trl eval` and
-every UP trainer's constructor (`UPTrainerMixin`) install the filter; any other warning is left as it is."""
+every UP trainer's constructor (`UPTrainerMixin`) install the filter; any other warning is left as it is. The filter
+matches the text, so the same warning from a user's own call of those names in that process is hidden too."""
 
 from __future__ import annotations
 
@@ -14,5 +15,5 @@ TRL_DEPRECATED_CALLS = (
 
 
 def ignore_trl_deprecated_calls() -> None:
-    """Ignore the FutureWarnings `TRL_DEPRECATED_CALLS` matches (the names TRL calls, not the user)."""
+    """Ignore the FutureWarnings `TRL_DEPRECATED_CALLS` matches (raised for TRL's calls; by text, so for any)."""
     warnings.filterwarnings("ignore", message=TRL_DEPRECATED_CALLS, category=FutureWarning)

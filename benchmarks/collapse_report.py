@@ -276,6 +276,8 @@ def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict]) -> dic
                 if (other, level) not in by:
                     continue
                 seeds, counts = paired_failures(runs, config, other, level)
+                if not seeds:  # nothing to compare is not a pass
+                    failures.append(f"{config} @ {level}: no seed in common with {other}: not measured")
                 for key, (mine, theirs) in counts.items():
                     if mine > theirs:
                         failures.append(

@@ -226,3 +226,17 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     assert json.loads((out / "up_trl_run.json").read_text())["status"] == "running"
     remove = check_output_dir(str(out), overwrite=True, resume=None, model=None)
     assert sorted(p.name for p in remove) == sorted(p.name for p in out.iterdir())
+
+
+def test_a_save_into_a_marked_folder_drops_its_old_mark_first(tmp_path):
+    """A resumed run saving again into checkpoint-<step>/ (left by a killed save, then marked by a later one): this
+    process's old mark is removed before the Trainer rewrites the files, so a kill then leaves it incomplete."""
+    folder = tmp_path / "checkpoint-3"
+    _checkpoint(folder, marked=None)
+    assert checkpoint_problem(folder) is None
+    args = SimpleNamespace(output_dir=str(tmp_path), process_index=0)
+    MarkCompleteCallback().on_step_end(args, SimpleNamespace(global_step=3), SimpleNamespace(should_save=True))
+    assert checkpoint_problem(folder) is not None
+    _checkpoint(tmp_path / "checkpoint-4", marked=None)  # no save at this step: its mark stays
+    MarkCompleteCallback().on_step_end(args, SimpleNamespace(global_step=4), SimpleNamespace(should_save=False))
+    assert checkpoint_problem(tmp_path / "checkpoint-4") is None

@@ -239,6 +239,14 @@ class MarkCompleteCallback(TrainerCallback):
             self.save_total_limit, args.save_total_limit = args.save_total_limit, None
         return control
 
+    def on_step_end(self, args, state, control, **kwargs):
+        """Before a save into `checkpoint-<step>/` (a folder a killed save left, re-saved after a resume): this
+        process's old mark goes first, so that the folder does not read complete while its files are rewritten."""
+        if control.should_save:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            (folder / mark_name(getattr(args, "process_index", 0))).unlink(missing_ok=True)
+        return control
+
     def restore(self, args) -> None:
         """Give the Trainer its `save_total_limit` back (the run ended, or crashed)."""
         if self.save_total_limit is not None:

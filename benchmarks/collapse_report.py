@@ -253,6 +253,7 @@ def summarise(runs: list[dict], order: list[str]) -> list[dict]:
 
 # A guard that also changes a TRL setting is held to the parent with that setting too (PRE-REGISTRATION 2).
 PARENT_TWINS = {"safe": "beta 0.05"}
+KINDS = ("collapsed", "runaway")  # the failures the goal counts
 
 
 def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict]) -> dict:
@@ -301,9 +302,6 @@ def paired_failures(runs: list[dict], config: str, other: str, level: int) -> tu
     seeds = sorted(set(mine) & set(theirs))
     counts = {key: (sum(mine[s][key] for s in seeds), sum(theirs[s][key] for s in seeds)) for key in KINDS}
     return len(seeds), counts
-
-
-KINDS = ("collapsed", "runaway")
 
 
 def measured_wins(rows: list[dict]) -> list[tuple[str, int]]:

@@ -254,6 +254,18 @@ def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(
     assert loss_steps(out) == [1, 2, 3, 4, 5, 6] and (out / "model.safetensors").exists()
 
 
+def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_limit(tiny_model, tmp_path, capsys):
+    """The emergency save (step 4) is marked, then rotated as any save (limit 1: the scheduled checkpoint-3 goes),
+    and holds the run's limit, not the None lent to the Trainer during training."""
+    out = tmp_path / "out"
+    flags = ("--save_steps", "3", "--save_total_limit", "1")
+    argv = tiny(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
+    assert main(["train", *argv]) == 1
+    assert "emergency checkpoint of the weights after step 4" in last_line(capsys.readouterr().err)
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]
+    assert torch.load(out / "checkpoint-4" / "training_args.bin", weights_only=False).save_total_limit == 1
+
+
 @pytest.mark.parametrize(
     "guard, expected",
     [

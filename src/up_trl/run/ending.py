@@ -60,9 +60,6 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
             mark_complete(path, run_settings(trainer.args))
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
-    finally:
-        for callback in marking:  # on_train_end never came: the Trainer gets its save_total_limit back
-            callback.restore(trainer.args)
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
 
 
@@ -100,9 +97,11 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
-    saved = save_after_crash(trainer)
+    saved = save_after_crash(trainer)  # with save_total_limit still lent: the Trainer does not rotate in it
+    from .checkpoint_complete import MarkCompleteCallback
+
     for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
-        if hasattr(callback, "restore") and hasattr(callback, "save_total_limit"):
+        if isinstance(callback, MarkCompleteCallback):
             callback.restore(trainer.args)
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
         forget_run_record(trainer.args.output_dir)

@@ -107,6 +107,37 @@ def same_code_env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
 
 
+def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
+    """`up-trl train`'s flags for a short run of the tiny model in `out`: 2 optimizer steps per rollout batch (the
+    offline default's), 16 problems, no plot; `flags` come last (they win)."""
+    import cli_rewards
+
+    cli_rewards.reset()
+    return [
+        "--model_name_or_path",
+        model,
+        "--output_dir",
+        str(out),
+        "--dataset_limit",
+        "16",
+        "--reward_funcs",
+        reward,
+        "--max_steps",
+        str(max_steps),
+        "--per_device_train_batch_size",
+        "8",
+        "--num_generations",
+        "4",
+        "--max_completion_length",
+        "4",
+        "--learning_rate",
+        "1e-2",
+        "--plot",
+        "false",
+        *flags,
+    ]
+
+
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
 
 TINY = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",

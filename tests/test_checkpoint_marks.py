@@ -5,9 +5,9 @@ written as that rank would write them."""
 import json
 from types import SimpleNamespace
 
-import cli_rewards
 import pytest
 import torch
+from conftest import tiny_train_argv
 
 from up_trl.run import checkpoint_complete
 from up_trl.run.checkpoint_complete import (
@@ -159,29 +159,8 @@ def tiny_model(tmp_path_factory):
 
 
 def _argv(model, out, *flags) -> list[str]:
-    cli_rewards.reset()
-    return [
-        "train",
-        "--model_name_or_path",
-        model,
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "cli_rewards.spread",
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--plot",
-        "false",
-        "--save_steps",
-        "1",
-        *flags,
-    ]
+    """`up-trl train` on the tiny model, saving every step (`conftest.tiny_train_argv`)."""
+    return ["train", *tiny_train_argv(model, out, "--save_steps", "1", *flags)]
 
 
 def test_rotation_keeps_save_total_limit_complete_checkpoints(tiny_model, tmp_path):

@@ -10,6 +10,7 @@ import shlex
 import cli_rewards
 import pytest
 import torch
+from conftest import tiny_train_argv
 
 from up_trl.cli import main
 
@@ -19,34 +20,6 @@ def tiny_model(tmp_path_factory):
     from up_trl.data.models import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
-
-
-def tiny(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
-    """`up-trl train` on the tiny model: 2 optimizer steps per rollout batch (the offline default's), 16 problems."""
-    cli_rewards.reset()
-    return [
-        "--model_name_or_path",
-        model,
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        reward,
-        "--max_steps",
-        str(max_steps),
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--learning_rate",
-        "1e-2",
-        "--plot",
-        "false",
-        *flags,
-    ]
 
 
 def loss_steps(out) -> list[int]:
@@ -60,7 +33,7 @@ def last_line(text: str) -> str:
 
 def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["train", *tiny(tiny_model, out, max_steps=3)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, max_steps=3)]) == 0
     assert loss_steps(out) == [1, 2, 3]
     record = json.loads((out / "up_trl_run.json").read_text())
     assert record["files"] == sorted(p.name for p in out.iterdir()) and "writing" not in record  # all it wrote
@@ -69,7 +42,7 @@ def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, t
     (out / "notes.txt").write_text("mine")  # not a run's file: kept
     capsys.readouterr()
 
-    assert main(["train", *tiny(tiny_model, out, max_steps=1)]) == 2
+    assert main(["train", *tiny_train_argv(tiny_model, out, max_steps=1)]) == 2
     assert last_line(capsys.readouterr().err) == (
         f"up-trl train: error: --output_dir {out} holds a previous run (model, metrics.jsonl, model card, 1 "
         "checkpoint): pass --overwrite_output_dir to replace it, --resume_from_checkpoint true to continue it, or "
@@ -77,7 +50,7 @@ def test_a_previous_run_is_refused_then_overwritten_without_mixing(tiny_model, t
     )
     assert loss_steps(out) == [1, 2, 3]  # nothing overwritten
 
-    assert main(["train", *tiny(tiny_model, out, "--overwrite_output_dir", max_steps=1)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, "--overwrite_output_dir", max_steps=1)]) == 0
     assert f"up-trl: --overwrite_output_dir: removed the previous run in {out}" in capsys.readouterr().out
     assert loss_steps(out) == [1] and not (out / "checkpoint-9").exists() and (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 1
@@ -214,7 +187,7 @@ def _make_folder(folder, record, files) -> None:
 def test_save_steps_alone_saves(tiny_model, tmp_path, capsys):
     """The offline default says save_strategy "no"; `--save_steps` on the command line used to save nothing."""
     out = tmp_path / "out"
-    assert main(["train", *tiny(tiny_model, out, "--save_steps", "1", max_steps=2)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=2)]) == 0
     assert (out / "checkpoint-1" / "trainer_state.json").exists() and (out / "checkpoint-2").is_dir()
     assert "up-trl: a checkpoint every 1 steps (--save_steps sets save_strategy steps)" in capsys.readouterr().out
 
@@ -222,9 +195,9 @@ def test_save_steps_alone_saves(tiny_model, tmp_path, capsys):
 def test_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):
     out = tmp_path / "out"
     saving = ["--save_strategy", "steps", "--save_steps", "1"]
-    assert main(["train", *tiny(tiny_model, out, *saving, max_steps=2)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, *saving, max_steps=2)]) == 0
     capsys.readouterr()
-    assert main(["train", *tiny(tiny_model, out, "--resume_from_checkpoint", "true", max_steps=3)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, "--resume_from_checkpoint", "true", max_steps=3)]) == 0
     assert re.search(r"up-trl: done in [\d.]+ min, 3 steps", capsys.readouterr().out)
     assert loss_steps(out) == [1, 2, 3]  # the records up to checkpoint-2 kept, step 3 added
     assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 3
@@ -233,7 +206,7 @@ def test_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, 
 def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(tiny_model, tmp_path, capsys):
     """A reward that raises on its 3rd call (step 5: steps 1, 3, 5 generate) after 4 trained steps."""
     out = tmp_path / "out"
-    argv = tiny(tiny_model, out, reward="cli_rewards.third_call_raises", max_steps=6)
+    argv = tiny_train_argv(tiny_model, out, reward="cli_rewards.third_call_raises", max_steps=6)
     assert main(["train", *argv]) == 1
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: verifier unreachable" in err  # where the reward broke
@@ -259,7 +232,7 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
     and holds the run's limit, not the None lent to the Trainer during training."""
     out = tmp_path / "out"
     flags = ("--save_steps", "3", "--save_total_limit", "1")
-    argv = tiny(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
+    argv = tiny_train_argv(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
     assert main(["train", *argv]) == 1
     assert "emergency checkpoint of the weights after step 4" in last_line(capsys.readouterr().err)
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]
@@ -287,7 +260,7 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
 )
 def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp_path, capsys, guard, expected):
     out = tmp_path / "out"
-    assert main(["train", *tiny(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1
+    assert main(["train", *tiny_train_argv(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1
     line = last_line(capsys.readouterr().err)
     assert line.startswith("up-trl train: error: crashed at step 3 of 6 (RuntimeError: probability tensor"), line
     assert re.search(expected, line), line
@@ -297,7 +270,7 @@ def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp
 def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, capsys):
     """Ctrl-C during step 1: a checkpoint at the end of step 1, then the last line and the card say so."""
     out = tmp_path / "out"
-    argv = tiny(tiny_model, out, reward="cli_rewards.first_call_sends_sigint", max_steps=4)
+    argv = tiny_train_argv(tiny_model, out, reward="cli_rewards.first_call_sends_sigint", max_steps=4)
     assert main(["train", *argv]) == 0
     resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
     line = last_line(capsys.readouterr().out)
@@ -315,7 +288,7 @@ def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, caps
 
 def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_model, tmp_path, capsys):
     out = tmp_path / "out"
-    argv = tiny(tiny_model, out, reward="cli_rewards.third_call_raises")
+    argv = tiny_train_argv(tiny_model, out, reward="cli_rewards.third_call_raises")
     cli_rewards.CALLS["count"] = 2  # its very first call raises, the next ones score
     assert main(["train", *argv]) == 1
     assert last_line(capsys.readouterr().err).endswith("nothing to save: no optimizer step had finished")
@@ -332,8 +305,8 @@ def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_pa
         return {r["step"]: r[key] for r in records if r.get(key) is not None and "train_runtime" not in r}
 
     full, cut = tmp_path / "full", tmp_path / "cut"
-    assert main(["train", *tiny(tiny_model, full, max_steps=6)]) == 0
-    assert main(["train", *tiny(tiny_model, cut, reward="cli_rewards.third_call_raises", max_steps=6)]) == 1
+    assert main(["train", *tiny_train_argv(tiny_model, full, max_steps=6)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, cut, reward="cli_rewards.third_call_raises", max_steps=6)]) == 1
     resume = shlex.split(last_line(capsys.readouterr().err).split("Resume with: ", 1)[1])
     assert main(resume[1:]) == 0
     for key in ("loss", "reward", "completions/mean_length"):

@@ -104,7 +104,7 @@ def train(argv: list[str] | None = None):
         StepEndRngCallback,
     )
     from ..run.checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
-    from ..run.ending import after_crash, stop_reason
+    from ..run.ending import after_crash, leave_process_group, stop_reason
     from ..run.folder import describe_run_files, remove_run_files, resume_command, write_run_record
     from ..run.plots import plot_metrics
     from .checks import check_dataset_size, check_inputs
@@ -252,6 +252,7 @@ def train(argv: list[str] | None = None):
                 )
         if training_args.push_to_hub:
             trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        leave_process_group(state)  # last, on every process: none exits while another is mid-collective
         return trainer
     finally:
         checked["lock"].release()
@@ -337,6 +338,35 @@ def unexpected_error(command: str, error: Exception) -> int:
     return 1
 
 
+def train_command(rest: list[str]) -> int:
+    """`up-trl train ...` (the arguments after `train`): the exit code, with errors as one line."""
+    if "-h" in rest or "--help" in rest:
+        print(train_help())
+        return 0
+    try:
+        if "--help-all" in rest:
+            print_help_all(trainer_argument(rest, None))
+            return 0
+        if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
+            from .launch import launch
+
+            return launch(rest)
+        precheck_train_args(rest)  # a usage error before torch, TRL or transformers is imported
+        train(rest)
+    except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
+        print(f"up-trl train: error: {error}", file=sys.stderr)
+        return 2
+    except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
+        import traceback
+
+        traceback.print_exception(crash.__cause__)
+        print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
+        return 1
+    except Exception as error:  # what still escapes a library: one line, the traceback on request
+        return unexpected_error("train", error)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -345,31 +375,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command, rest = argv[0], argv[1:]
     if command == "train":
-        if "-h" in rest or "--help" in rest:
-            print(train_help())
-            return 0
-        try:
-            if "--help-all" in rest:
-                print_help_all(trainer_argument(rest, None))
-                return 0
-            if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
-                from .launch import launch
+        from ..run.ending import exit_launched_process, launched_with_others
 
-                return launch(rest)
-            precheck_train_args(rest)  # a usage error before torch, TRL or transformers is imported
-            train(rest)
-        except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
-            print(f"up-trl train: error: {error}", file=sys.stderr)
-            return 2
-        except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
-            import traceback
-
-            traceback.print_exception(crash.__cause__)
-            print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
-            return 1
-        except Exception as error:  # what still escapes a library: one line, the traceback on request
-            return unexpected_error("train", error)
-        return 0
+        code = train_command(rest)
+        if launched_with_others():  # one of the processes `accelerate launch` started: end cleanly, with its code
+            exit_launched_process(code)
+        return code
     if command == "eval":
         from .eval_command import main as eval_main
 

@@ -1,4 +1,8 @@
-"""How a run ends when it does not finish: why it stopped early, and what a crash saves and prints.
+"""How a run ends: the processes of a multi-process run leave together and exit cleanly; a run that does not finish
+says why it stopped early, and a crash what it saved.
+
+- Every process of a multi-process run waits for the others and leaves the process group (`leave_process_group`),
+  then ends without the interpreter's final teardown, after running its exit handlers (`exit_launched_process`).
 
 - A run that stops early (Ctrl-C, SIGTERM, too many non-finite steps, the collapse warning told to stop) says so,
   in its last line and its card, with the command that resumes it (`stop_reason`).
@@ -10,12 +14,55 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..data.model_source import checkpoints_in
 from .folder import forget_run_record, resume_command, write_run_record
+
+
+def leave_process_group(state) -> None:
+    """The last step of a multi-process run, on every process: wait for the others (the main process still writes
+    the card and the run record), then destroy the process group. `state` is accelerate's `PartialState`; nothing
+    happens in a single process."""
+    if state.num_processes > 1:
+        state.wait_for_everyone()
+        state.destroy_process_group()
+
+
+def launched_with_others() -> bool:
+    """Whether this process is one of several that a launcher (`accelerate launch`, torchrun) started."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def exit_launched_process(code: int):
+    """End a process of a multi-process run with `code`: its Python threads joined and its exit handlers run, as at
+    any exit, but without the interpreter's final teardown.
+
+    Why: gloo's worker threads release the tensors of a finished collective (DeepSpeed's all-gathers, a barrier that
+    holds them) some time after the collective returned, and releasing a tensor that Python created needs the GIL. A
+    thread that asks for the GIL while the interpreter tears down is ended in C++, and the process aborts with
+    "terminate called without an active exception" (SIGABRT), after a complete run, mostly on a busy machine where
+    that thread runs late. Destroying the process group does not stop those threads (DeepSpeed keeps its own
+    groups), and PyTorch has no fix (pytorch/pytorch#190489), so the teardown is what is skipped; every exit handler
+    (`atexit`: loggers, trackers, the math-verify workers) still runs first.
+    """
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():  # what the interpreter waits for at exit: non-daemon threads
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
+            pass
+    os._exit(code)
 
 
 def finite_weights(model) -> bool:

@@ -209,7 +209,7 @@ def test_tiny_end_to_end_run_leaves_model_metrics_plot_and_card(tiny_run):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "up/capacity_up_mean" in r]
     assert [r["step"] for r in steps] == [1, 2]
-    assert all("reward" in r or "policy_loss" in r for r in steps)
+    assert all("reward" in r or "loss" in r for r in steps)
     png = (out / "metrics.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 

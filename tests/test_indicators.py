@@ -69,8 +69,8 @@ def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_data
 
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, up_mode=up_mode, steps_per_generation=2, max_steps=2)
     calls = []
-    original = trainer._log_indicators
-    trainer._log_indicators = lambda *a, **k: (calls.append(a), original(*a, **k))[1]
+    original = trainer._log_up_metrics
+    trainer._log_up_metrics = lambda *a, **k: (calls.append(a), original(*a, **k))[1]
     trainer.train()
     logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
     assert calls and len(logged) == 2
@@ -92,14 +92,15 @@ def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset
     assert all(math.isfinite(h["up/logp_adv_cov"]) for h in logged)
 
 
-def test_each_trainer_takes_the_positive_branch_from_the_one_function(tmp_path, tiny, prompts_dataset, monkeypatch):
-    """GRPO and RLOO take UP's entries from `guards.up_positive_branch_loss` (async: tests/test_async_grpo.py)."""
+def test_grpo_and_rloo_anchor_pi_old_through_the_one_function(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """GRPO and RLOO get UP from `objective.anchored_old_logps` (pi_old := sg(pi_theta) where routed), GRPO on its
+    (B, T) tokens, RLOO on its (B,) summed log-probabilities (async GRPO adds -A * r~: tests/test_async_grpo.py)."""
     from conftest import make_trainer
     from test_rloo import make_rloo_trainer
 
     import up_trl.trainers.grpo_trainer
     import up_trl.trainers.rloo_trainer
-    from up_trl.objective.guards import up_positive_branch_loss
+    from up_trl.objective.losses import anchored_old_logps
 
     for module, make in (
         (up_trl.trainers.grpo_trainer, make_trainer),
@@ -107,10 +108,10 @@ def test_each_trainer_takes_the_positive_branch_from_the_one_function(tmp_path, 
     ):
         shapes = []
 
-        def spy(per_token_logps, *args, shapes=shapes, **kwargs):
-            shapes.append(per_token_logps.dim())
-            return up_positive_branch_loss(per_token_logps, *args, **kwargs)
+        def spy(old, logps, routes, shapes=shapes):
+            shapes.append(old.dim())
+            return anchored_old_logps(old, logps, routes)
 
-        monkeypatch.setattr(module, "up_positive_branch_loss", spy)
+        monkeypatch.setattr(module, "anchored_old_logps", spy)
         make(tmp_path / module.__name__, tiny, prompts_dataset, steps_per_generation=2, max_steps=1).train()
         assert shapes and set(shapes) == ({2} if module is up_trl.trainers.grpo_trainer else {1}), module.__name__

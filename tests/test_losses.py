@@ -5,13 +5,13 @@ import math
 import pytest
 import torch
 
-from up_trl.objective.guards import entropy_fallback_active, rare_mask, up_capacity_mask, up_positive_branch_loss
+from up_trl.objective.guards import rare_mask
 from up_trl.objective.losses import (
-    aggregate_loss,
+    anchored_old_logps,
     clipped_surrogate_loss,
+    log_importance_weights,
     probability_capacity,
     self_anchored_ratio,
-    up_guard_mask,
     up_per_token_loss,
     up_routes,
 )
@@ -150,138 +150,40 @@ def test_probability_capacity_needs_old_for_clipped_rule():
         probability_capacity(logps(0.5))
 
 
-# Two sequences: lengths 2 and 1 (T = 3), per-token losses [1, 3, x] and [6, x, x] (x masked).
-LOSS = torch.tensor([[1.0, 3.0, 100.0], [6.0, 100.0, 100.0]])
-MASK = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
-
-
-@pytest.mark.parametrize(
-    "loss_type, kwargs, expected",
-    [
-        pytest.param("grpo", {}, (2.0 + 6.0) / 2, id="grpo_seq_mean_then_batch_mean"),
-        pytest.param("bnpo", {}, 10.0 / 3, id="bnpo_token_mean"),
-        pytest.param("dr_grpo", {"max_completion_length": 5}, 10.0 / (2 * 5), id="dr_grpo_B_times_L"),
-        pytest.param("dapo", {"num_items": 4.0}, 10.0 / 4, id="dapo_global_tokens"),
-        pytest.param("luspo", {}, (4.0 + 6.0) / 2, id="luspo_seq_sum_mean"),
-    ],
-)
-def test_aggregate_loss_table(loss_type, kwargs, expected):
-    assert aggregate_loss(LOSS, MASK, loss_type, **kwargs).item() == pytest.approx(expected)
-
-
-def test_aggregate_loss_errors_say_what_is_missing():
-    with pytest.raises(ValueError, match="max_completion_length"):
-        aggregate_loss(LOSS, MASK, "dr_grpo")
-    with pytest.raises(ValueError, match="num_items"):
-        aggregate_loss(LOSS, MASK, "dapo")
-    with pytest.raises(ValueError, match="Unknown loss_type"):
-        aggregate_loss(LOSS, MASK, "ppo")
-
-
-def test_optional_guard_drops_only_drifted_positive_entries():
-    # log r = log 2 = 0.69 (drifted past 0.5) and log 1.2 = 0.18 (kept); the negative entry is the parent's.
-    logp, old = logps(0.5, 0.3, 0.5), logps(0.25, 0.25, 0.25)
-    adv = torch.tensor([[1.0, 1.0, -1.0]], dtype=torch.float64)
-    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 3), **EPS, positive_log_ratio_bound=0.5)
-    torch.testing.assert_close(loss, torch.tensor([[0.0, -1.0, 2.0]], dtype=torch.float64))
-    assert up_guard_mask(torch.tensor([0.5, -0.51]), bound=0.5).tolist() == [1.0, 0.0]
-
-
-# The candidate guards of UP's positive branch (ours, off by default; docs/collapse.md measures them).
-# Capacity share s: keep a positive entry while pi - pi_old <= s * (1 - pi_old).
-@pytest.mark.parametrize(
-    "pi, pi_old, share, kept",
-    [
-        pytest.param(0.05, 0.01, 0.1, True, id="rare_token_r5_within_share"),  # gain 0.04 <= 0.099
-        pytest.param(0.2, 0.01, 0.1, False, id="rare_token_r20_past_share"),  # gain 0.19 > 0.099
-        pytest.param(0.905, 0.9, 0.1, True, id="likely_token_small_gain"),  # gain 0.005 <= 0.01
-        pytest.param(0.95, 0.9, 0.1, False, id="likely_token_r1.06_past_share"),  # gain 0.05 > 0.01
-        pytest.param(0.1, 0.2, 0.1, True, id="probability_fell"),  # gain < 0
-    ],
-)
-def test_capacity_guard_table(pi, pi_old, share, kept):
-    adv = torch.tensor([[1.5, -1.0]], dtype=torch.float64)
-    logp, old = logps(pi, pi), logps(pi_old, pi_old)
-    loss = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, positive_capacity_share=share)
-    parent_negative = up_per_token_loss(logp, old, adv, torch.ones(1, 2), **EPS, up_mode="off")[0, 1]
-    assert loss[0, 0].item() == pytest.approx(-1.5 if kept else 0.0)  # -A * r~, or nothing
-    assert loss[0, 1].item() == pytest.approx(parent_negative.item())  # A < 0: the parent's, untouched
-    assert up_capacity_mask(logp - old, old, share)[0, 0].item() == float(kept)
-
-
-def test_capacity_guard_sequence_level_uses_geometric_mean_probability():
-    # Sequence of two tokens: geometric-mean pi_old = sqrt(0.04 * 0.25) = 0.1, pi = sqrt(0.09 * 0.25) = 0.15.
-    logp, old, mask = logps(0.09, 0.25), logps(0.04, 0.25), torch.ones(1, 2)
-    for share, kept in ((0.1, True), (0.05, False)):  # gain 0.05 vs share * 0.9 = 0.09 / 0.045
-        loss = up_per_token_loss(
-            logp,
-            old,
-            torch.tensor([2.0]),
-            mask,
-            **EPS,
-            importance_sampling_level="sequence",
-            positive_capacity_share=share,
-        )
-        assert loss.shape == (1, 1) and loss.item() == pytest.approx(-2.0 if kept else 0.0)
-
-
+@pytest.mark.parametrize("delta", [None, 3.0, 1.0], ids=["no_delta", "delta3", "delta1"])
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
-def test_capacity_guard_gradient_is_up_where_kept_and_zero_where_stopped(level):
-    logp = logps(0.05, 0.2).requires_grad_()
-    old = logps(0.01, 0.01)
-    loss = up_per_token_loss(
-        logp,
-        old,
-        torch.tensor([1.0]),
-        torch.ones(1, 2),
-        **EPS,
-        importance_sampling_level=level,
-        positive_capacity_share=0.1,
-    )
-    loss.sum().backward()
-    if level == "token":  # token 0 kept (gain 0.04), token 1 stopped (gain 0.19): d/dlogp = -A, 0
-        torch.testing.assert_close(logp.grad, torch.tensor([[-1.0, 0.0]], dtype=torch.float64))
-    else:  # geometric mean pi = 0.1 from 0.01: gain 0.09 <= 0.099: kept, -A * mean_t grad logp_t
-        torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, -0.5]], dtype=torch.float64))
+def test_the_parents_loss_on_anchored_pi_old_is_up_in_value_and_gradient(level, up_mode, delta):
+    # How the trainers compute UP: the parent's clipped loss, unchanged, with pi_old := sg(pi_theta) where routed.
+    # r = r~ there: value 1, inside [1 - eps_low, 1 + eps_high] and under delta >= 1, so min() and both clamps pass
+    # the gradient whole. Equal to the paper's two branches (`up_per_token_loss`) to the last bit.
+    logp = logps(0.5, 0.1, 0.3, 0.02).requires_grad_()
+    old = logps(0.25, 0.2, 0.6, 0.01)
+    adv = torch.tensor([[1.5, 1.5, -1.0, -1.0]], dtype=torch.float64)
+    if level == "sequence":
+        adv = torch.tensor([1.5], dtype=torch.float64) if up_mode == "asymmetric" else torch.tensor([-1.0]).double()
+    mask = torch.ones(1, 4)
+    routes = up_routes(adv.unsqueeze(1) if adv.dim() == 1 else adv, up_mode)
+    anchored = anchored_old_logps(old, logp, routes)
+    coef_1 = torch.exp(log_importance_weights(logp, anchored, mask, level))
+    via_parent = clipped_surrogate_loss(coef_1, adv, **EPS, delta=delta)
+    reference = up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta, importance_sampling_level=level,
+                                  up_mode=up_mode)  # fmt: skip
+    (g_parent,) = torch.autograd.grad(via_parent.sum(), logp)
+    (g_reference,) = torch.autograd.grad(reference.sum(), logp)
+    assert torch.equal(via_parent, reference) and torch.equal(g_parent, g_reference)
+    assert routes.any() and not torch.equal(reference, up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta,
+        importance_sampling_level=level, up_mode="off"))  # fmt: skip
 
 
-@pytest.mark.parametrize("level", ["token", "sequence"])
-def test_positive_kl_guard_value_and_gradient(level):
-    # L = -A * r~ + c * (r - 1 - log r);  dL/dlogp = -A + c * (r - 1)  (token level, per token; r = 2 and 0.5)
-    logp = logps(0.5, 0.1).requires_grad_()
-    old = logps(0.25, 0.2)
-    adv, c = torch.tensor([1.0]), 0.3
-    loss = up_per_token_loss(
-        logp, old, adv, torch.ones(1, 2), **EPS, importance_sampling_level=level, positive_kl_coef=c
-    )
-    loss.sum().backward()
-    if level == "token":
-        r = torch.tensor([[2.0, 0.5]], dtype=torch.float64)
-        torch.testing.assert_close(loss.detach(), -1.0 + c * (r - 1 - torch.log(r)))
-        torch.testing.assert_close(logp.grad, -1.0 + c * (r - 1))
-    else:  # r = exp(mean(log 2, log 0.5)) = 1: the KL term vanishes, value and gradient are UP's
-        torch.testing.assert_close(loss.detach(), torch.tensor([[-1.0]], dtype=torch.float64))
-        torch.testing.assert_close(logp.grad, torch.tensor([[-0.5, -0.5]], dtype=torch.float64))
-
-
-def test_positive_kl_guard_pushes_back_toward_pi_old_only_on_routed_entries():
-    logp = logps(0.5, 0.5).requires_grad_()
-    old = logps(0.25, 0.25)
-    loss = up_per_token_loss(logp, old, torch.tensor([[1.0, -1.0]]), torch.ones(1, 2), **EPS, positive_kl_coef=1.0)
-    loss.sum().backward()
-    # positive entry: -1 + (2 - 1) = 0 (the KL pull cancels UP's push at r = 2, c = 1); negative: the parent's
-    # |A| * r = 2 (unclipped above for A < 0): gradient 2.
-    torch.testing.assert_close(logp.grad, torch.tensor([[0.0, 2.0]], dtype=torch.float64))
-
-
-def test_entropy_fallback_gives_routed_entries_the_parent_loss():
-    logp, old = logps(0.5, 0.1), logps(0.25, 0.2)
-    adv = torch.tensor([[1.0, -1.0]])
-    args = (logp, old, adv, torch.ones(1, 2))
-    fallback = up_per_token_loss(*args, **EPS, positive_fallback=True)
-    torch.testing.assert_close(fallback, up_per_token_loss(*args, **EPS, up_mode="off"))
-    assert entropy_fallback_active(torch.tensor([[3.0, 1.0]]), torch.ones(1, 2), threshold=2.0) is False  # mean 2
-    assert entropy_fallback_active(torch.tensor([[3.0, 1.0]]), torch.tensor([[1.0, 0.0]]), threshold=2.0) is True
+def test_anchoring_below_one_would_cancel_ups_gradient():
+    # Why delta < 1 is refused under UP: TRL's clamp(r, max=delta) takes r~ = 1 to delta, with no gradient.
+    logp = logps(0.5).requires_grad_()
+    coef_1 = torch.exp(log_importance_weights(logp, anchored_old_logps(logps(0.1), logp, torch.tensor([[True]])),
+                                              torch.ones(1, 1)))  # fmt: skip
+    loss = clipped_surrogate_loss(coef_1, torch.tensor([1.0]), **EPS, delta=0.9)
+    (grad,) = torch.autograd.grad(loss.sum(), logp)
+    assert loss.item() == pytest.approx(-0.9) and grad.item() == 0.0
 
 
 def test_no_guard_is_the_paper_objective_exactly():
@@ -291,7 +193,6 @@ def test_no_guard_is_the_paper_objective_exactly():
     plain = up_per_token_loss(logp, old, adv, mask, **EPS)
     anchored = -self_anchored_ratio(logp, mask) * adv
     assert torch.equal(plain[:, :2], anchored[:, :2])
-    assert torch.equal(up_positive_branch_loss(logp, old, adv, mask), anchored)
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])

@@ -10,7 +10,7 @@ from test_rloo import make_rloo_trainer
 from transformers import TrainerCallback
 
 from up_trl.data.models import tiny_model_and_tokenizer
-from up_trl.run.rollout_checkpoint import rollout_file
+from up_trl.run.rollout_checkpoint import RolloutCheckpointCallback, rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
 # steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with
@@ -88,8 +88,11 @@ def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start
         steps_per_generation=4,
         max_steps=1,
     )
-    trainer.state.global_step, trainer._step = 5, 11  # micro-steps 10 and 11 make the window of optimizer step 6
-    trainer._rollout_window = (5, 10)
-    assert trainer._rollout_step() == 10
+    (callback,) = [c for c in trainer.callback_handler.callbacks if isinstance(c, RolloutCheckpointCallback)]
+    assert trainer.callback_handler.callbacks[0] is callback  # before the completeness mark on the same save
+    trainer.state.global_step, trainer._step = 5, 10  # micro-steps 10 and 11 make the window of optimizer step 6
+    callback.on_step_begin(trainer.args, trainer.state, trainer.control)
+    trainer._step = 11
+    assert callback.rollout_step() == 10
     trainer.state.global_step = 6  # after that step: the next window starts at the current micro-step
-    assert trainer._rollout_step() == 11
+    assert callback.rollout_step() == 11

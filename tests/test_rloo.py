@@ -97,7 +97,7 @@ def setup(tmp_path_factory):
     return up, parent, batch
 
 
-def _closed_form(trainer, batch, up_mode, guard=None, min_prob=None):
+def _closed_form(trainer, batch, up_mode, min_prob=None):
     """Written out: A > 0 (every sequence for "both") -> -A * exp(logp - sg(logp)); else RLOO's clipped term.
     With `min_prob`, a sequence whose geometric-mean token probability at sampling was below it keeps the clip."""
     logp = _sequence_logps(trainer, trainer.model, batch)
@@ -105,8 +105,6 @@ def _closed_form(trainer, batch, up_mode, guard=None, min_prob=None):
     r = torch.exp(logp - old)
     clipped = -torch.min(r * adv, torch.clamp(r, 1 - EPS_LOW, 1 + EPS_HIGH) * adv)
     reinforce = -adv * torch.exp(logp - logp.detach())
-    if guard is not None:
-        reinforce = reinforce * ((logp - old).abs() <= guard).float()
     routed = adv > 0 if up_mode == "asymmetric" else torch.ones_like(adv, dtype=torch.bool)
     if min_prob is not None:
         routed = routed & (torch.exp(old / batch["completion_mask"].sum(1)) >= min_prob)
@@ -121,9 +119,8 @@ def _grads(model, loss):
     return grads
 
 
-def _configure(trainer, up_mode, guard=None, min_prob=None):
+def _configure(trainer, up_mode, min_prob=None):
     trainer.up_mode = up_mode
-    trainer.up_guard_bound = guard
     trainer.up_positive_min_prob = min_prob
 
 
@@ -149,14 +146,13 @@ def test_rare_guard_loss_and_gradient_equal_closed_form(setup, up_mode):
     assert not torch.allclose(up.compute_loss(up.model, batch), actual_loss)  # the guard acted on this batch
 
 
-@pytest.mark.parametrize("guard", [None, 0.35], ids=["paper", "guard0.35"])
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
-def test_loss_and_gradient_equal_closed_form(setup, up_mode, guard):
+def test_loss_and_gradient_equal_closed_form(setup, up_mode):
     up, _, batch = setup
-    _configure(up, up_mode, guard)
+    _configure(up, up_mode)
     actual_loss = up.compute_loss(up.model, batch)
     actual = _grads(up.model, actual_loss)
-    expected_loss = _closed_form(up, batch, up_mode, guard)
+    expected_loss = _closed_form(up, batch, up_mode)
     expected = _grads(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-6, atol=1e-7)
     assert len(actual) == len(list(up.model.parameters())) and any(a.abs().max() > 0 for a in actual)
@@ -202,7 +198,7 @@ def test_inputs_batch_is_never_mutated(setup):
 
 def test_up_and_clip_metrics_closed_form(setup):
     up, parent, batch = setup
-    _configure(up, "asymmetric", guard=0.35)
+    _configure(up, "asymmetric")
     up._metrics["train"].clear()
     up.compute_loss(up.model, batch)
     m = {k: v[-1] for k, v in up._metrics["train"].items()}
@@ -217,25 +213,24 @@ def test_up_and_clip_metrics_closed_form(setup):
     assert m["up/capacity_clipped_mean"] == pytest.approx(cap_clip[pos].mean().item(), rel=1e-5, abs=1e-12)
     assert m["up/would_clip_frac"] == pytest.approx(1 / 3)  # only sequence 0 (log r = 0.6) leaves the band
     assert m["up/positive_abs_log_ratio_mean"] == pytest.approx((0.6 + 0.05 + 0.3) / 3, rel=1e-4)
-    assert m["up/guard_masked_frac"] == pytest.approx(1 / 3)  # |0.6| > 0.35; 0.05 and 0.3 are kept
-    # clip_ratio/* as the parent computes them, on the real advantages (not the zeroed copy UP hands it).
-    high = ((r > 1 + EPS_HIGH) & pos).float()
+    # clip_ratio/* as the parent computes them on what it clipped: routed sequences never are (r~ = 1), so
+    # high_* is 0 where RLOO's clip stops sequence 0; low_* counts the negative sequences as RLOO does.
     low = ((r < 1 - EPS_LOW) & (adv < 0)).float()
-    assert m["clip_ratio/high_mean"] == pytest.approx(high.mean().item()) and m["clip_ratio/high_mean"] > 0
-    assert m["clip_ratio/high_max"] == 1.0
+    assert m["clip_ratio/high_mean"] == 0 and m["clip_ratio/high_max"] == 0
     assert m["clip_ratio/low_mean"] == pytest.approx(low.mean().item()) and m["clip_ratio/low_mean"] > 0
-    assert m["clip_ratio/region_mean"] == pytest.approx((high + low).mean().item())
+    assert m["clip_ratio/region_mean"] == pytest.approx(low.mean().item())
     _configure(parent, "off")
     parent.compute_loss(parent.model, batch)
-    for key in ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"):
+    assert parent._metrics["train"]["clip_ratio/high_mean"][-1] > 0  # what RLOO itself clips on this batch
+    for key in ("clip_ratio/low_mean", "clip_ratio/low_min"):
         assert m[key] == parent._metrics["train"][key][-1], key
 
 
 def test_config_refusals(tmp_path):
     with pytest.raises(ValueError, match="up_mode='asymmetric'"):
         UPRLOOConfig(output_dir=str(tmp_path), up_mode="sometimes", use_cpu=True)
-    with pytest.raises(ValueError, match="must be a finite number above 0"):
-        UPRLOOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
+    with pytest.raises(ValueError, match=r"must be in \(0, 1\)"):
+        UPRLOOConfig(output_dir=str(tmp_path), up_positive_min_prob=0.0, use_cpu=True)
     assert UPRLOOConfig(output_dir=str(tmp_path), up_mode=False, use_cpu=True).up_mode == "off"  # YAML `off`
 
 
@@ -338,7 +333,7 @@ def test_plain_rloo_config_means_up_asymmetric(tmp_path, tiny, prompts_dataset):
     trainer = UPRLOOTrainer(
         model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer
     )
-    assert trainer.up_mode == "asymmetric" and trainer.up_guard_bound is None and trainer.up_is_off_policy
+    assert trainer.up_mode == "asymmetric" and trainer.up_positive_min_prob is None and trainer.up_is_off_policy
 
 
 def test_real_run_up_equals_off_on_policy_and_differs_off_policy(two_runs):

@@ -1,6 +1,9 @@
 """The trainer's loss and gradient equal the closed form (losses.up_per_token_loss) plus TRL's normalisation,
 for every clipped loss_type x importance-sampling level x delta x up_mode, off-policy: stale old log-probs and
-mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit."""
+mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit.
+
+The trainer gets UP by anchoring pi_old to sg(pi_theta) inside TRL's own loss; the closed form here is written the
+other way, from the paper's two branches (`up_per_token_loss`) with TRL's multipliers and normalisation by hand."""
 
 import copy
 
@@ -10,7 +13,8 @@ from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
-from up_trl.objective.losses import up_per_token_loss
+from up_trl.objective.guards import rare_mask
+from up_trl.objective.losses import log_importance_weights, self_anchored_ratio, up_per_token_loss, up_routes
 
 LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
 GA, SPG, MAX_LEN = 2, 4, 6
@@ -87,16 +91,9 @@ def _configure(
     vllm_is=False,
     entropy_quantile=1.0,
     entropy_coef=0.0,
-    guard=None,
-    capacity=None,
-    positive_kl=None,
-    fallback=None,
     min_prob=None,
 ):
     trainer.up_positive_min_prob = min_prob
-    trainer.up_capacity_share = capacity
-    trainer.up_positive_kl_coef = positive_kl
-    trainer.up_entropy_fallback_threshold = fallback
     trainer.loss_type = trainer.args.loss_type = loss_type
     trainer.importance_sampling_level = level
     trainer.args.delta = delta
@@ -107,7 +104,6 @@ def _configure(
     trainer.top_entropy_quantile = entropy_quantile
     trainer.entropy_coef = entropy_coef
     trainer._entropy_bonus_enabled = entropy_coef != 0.0
-    trainer.up_guard_bound = guard
 
 
 def _closed_form(
@@ -123,18 +119,14 @@ def _closed_form(
     vllm_is=False,
     entropy_quantile=1.0,
     entropy_coef=0.0,
-    guard=None,
-    capacity=None,
-    positive_kl=None,
-    fallback=None,
     min_prob=None,
+    sampling=True,
 ):
-    """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand."""
+    """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand. `sampling=False`:
+    the batch has no sampler log-probs (no vLLM), so the off-policy mask measures the drift from pi_old."""
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
-    # The entropy fallback: the batch's mean completion-token entropy above the threshold -> the parent's loss.
-    fallen_back = fallback is not None and ((entropies * mask).sum() / mask.sum()).item() > fallback
     loss = up_per_token_loss(
         logps,
         old,
@@ -145,14 +137,11 @@ def _closed_form(
         delta=delta,
         importance_sampling_level=level,
         up_mode=up_mode,
-        positive_log_ratio_bound=guard,
-        positive_capacity_share=capacity,
-        positive_kl_coef=positive_kl,
-        positive_fallback=fallen_back,
         positive_min_prob=min_prob,
     )
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
-        kl = ((batch["sampling_per_token_logps"] - logps.detach()) * mask).sum(1) / mask.sum(1)
+        sampler = batch["sampling_per_token_logps"] if sampling else old
+        kl = ((sampler - logps.detach()) * mask).sum(1) / mask.sum(1)
         loss = loss * ((adv >= 0) | (kl <= opsm)).float().unsqueeze(1)
     bonus_mask = mask  # TRL's entropy bonus acts on the tokens the entropy mask keeps
     if entropy_quantile < 1.0:
@@ -160,12 +149,14 @@ def _closed_form(
         loss = loss * bonus_mask
     if vllm_is:
         loss = loss * batch["importance_sampling_ratio"]
-    if beta:
+    if beta:  # TRL's k3 times its bias correction: the entry's own ratio, r~ where UP routes it (docs/method.md)
         ref = batch["ref_per_token_logps"]
-        log_r = logps - old
-        if level == "sequence":
-            log_r = ((log_r * mask).sum(1) / mask.sum(1)).unsqueeze(1)
-        loss = loss + beta * (torch.exp(ref - logps) - (ref - logps) - 1) * torch.exp(log_r)
+        routes = up_routes(adv.unsqueeze(1), up_mode)
+        if min_prob is not None:
+            routes = routes & ~rare_mask(old, mask, min_prob, level)
+        r = torch.exp(log_importance_weights(logps, old, mask, level))
+        weight = torch.where(routes, self_anchored_ratio(logps, mask, level), r)
+        loss = loss + beta * (torch.exp(ref - logps) - (ref - logps) - 1) * weight
     lm = loss * mask
     policy = {
         "grpo": lambda: (lm.sum(1) / mask.sum(1)).mean(),
@@ -207,7 +198,6 @@ def test_trainer_gradient_equals_closed_form(setup, loss_type, level, delta, up_
     expected = _grads(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
     _assert_grads_close(actual, expected)
-    assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
 
 
 EXTRAS = {
@@ -216,16 +206,9 @@ EXTRAS = {
     "vllm_is_ratio": dict(vllm_is=True),
     "entropy_mask": dict(entropy_quantile=0.5),
     "entropy_bonus": dict(entropy_coef=0.01),
-    "positive_guard": dict(guard=0.3),
-    "capacity_guard": dict(capacity=0.003),  # pi ~ 0.01 here: gains of a few 1e-3
-    "positive_kl_guard": dict(positive_kl=0.3),
-    "entropy_fallback_on": dict(fallback=0.1),  # the tiny random model's entropy is ~4.6 nats: always above
-    "entropy_fallback_off": dict(fallback=100.0),
     "rare_guard": dict(min_prob=0.0105),  # pi_old ~ 0.01 here: splits the positive tokens (and sequences)
-    "everything": dict(
-        beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5, guard=0.3
-    ),
-    "every_guard": dict(guard=0.3, capacity=0.003, positive_kl=0.3, min_prob=0.0105, beta=0.05, delta=1.5),
+    "everything": dict(beta=0.05, opsm=0.3, vllm_is=True, entropy_quantile=0.5, entropy_coef=0.01, delta=1.5),
+    "rare_guard_and_kl": dict(min_prob=0.0105, beta=0.05, delta=1.5),
 }
 
 
@@ -238,13 +221,35 @@ def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, leve
     _configure(up, **cfg)
     n_logged = len(up._metrics["train"]["policy_loss"])
     actual_loss = up.compute_loss(up.model, batch)
-    assert len(up._metrics["train"]["policy_loss"]) == n_logged + 1  # one value per call, never two
     actual = _grads(up.model, actual_loss)
     expected_loss, expected_policy = _closed_form(up, batch, **cfg)
     expected = _grads(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
     _assert_grads_close(actual, expected)
-    assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
+    if cfg.get("entropy_coef"):  # TRL logs policy_loss (the loss before the bonus) only with the entropy bonus
+        assert len(up._metrics["train"]["policy_loss"]) == n_logged + 1  # one value per call
+        assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("level", ["token", "sequence"])
+@pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
+def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode, level):
+    # Without vLLM TRL's mask reads pi_old as the sampler's log-probs. Anchored negative sequences ("both") would
+    # read no drift there; the mask keeps measuring it from the real pi_old, as for the parent.
+    up, _, batch = setup
+    no_sampler = {k: v for k, v in batch.items() if k != "sampling_per_token_logps"}
+    cfg = dict(loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2)
+    _configure(up, **cfg)
+    actual_loss = up.compute_loss(up.model, no_sampler)
+    expected_loss, _ = _closed_form(up, no_sampler, sampling=False, **cfg)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(_grads(up.model, actual_loss), _grads(up.model, expected_loss))
+    # and the mask does drop a negative sequence here, so the check above tells the two readings apart
+    with torch.no_grad():
+        logps, _ = _forward(up, up.model, no_sampler)
+    mask = batch["completion_mask"].float()
+    drift = ((batch["old_per_token_logps"] - logps) * mask).sum(1) / mask.sum(1)
+    assert ((batch["advantages"] < 0) & (drift > 0.2)).any()
 
 
 @pytest.mark.parametrize("extra", ["none", "kl_beta", "everything"])
@@ -308,8 +313,9 @@ def test_up_metrics_closed_form(setup):
     assert m["up/capacity_up_mean"] > m["up/capacity_clipped_mean"]
 
 
-def _clip_ratio_closed_form(trainer, batch, level, delta):
-    """TRL's clip_ratio/* written out on the real advantages: r (capped at delta) outside the band, by sign."""
+def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
+    """TRL's clip_ratio/* written out on what each mode clips: r (capped at delta) outside the band, by sign, where
+    the parent's ratio applies; nothing where UP routes (r~ = 1, inside every band)."""
     with torch.no_grad():
         logps, _ = _forward(trainer, trainer.model, batch)
     mask = batch["completion_mask"].float()
@@ -318,6 +324,7 @@ def _clip_ratio_closed_form(trainer, batch, level, delta):
     if level == "sequence":
         log_r = ((log_r * mask).sum(1) / mask.sum(1)).unsqueeze(1)
     r = log_r.exp() if delta is None else log_r.exp().clamp(max=delta)
+    r = torch.where(up_routes(adv, up_mode), 1.0, r)
     low, high = ((r < 0.8) & (adv < 0)).float(), ((r > 1.2) & (adv > 0)).float()
     region = torch.maximum(low, high)
     if level == "sequence":  # one value per sequence
@@ -335,25 +342,31 @@ def _clip_ratio_closed_form(trainer, batch, level, delta):
 
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
-def test_clip_ratio_metrics_count_the_real_advantages_in_every_up_mode(setup, level, delta):
+def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
+    # TRL's own clip_ratio/* under UP: routed entries are never clipped (r~ = 1), so high_* counts only positive
+    # entries that keep pi_old (none here), low_* the negative ones as the parent does; up/would_clip_frac says what
+    # the clip would have stopped.
     up, _, batch = setup
     if level == "sequence":  # per-sequence ratios e^0.4 (A > 0), e^-0.5 (A < 0) leave the band; the others stay in
         with torch.no_grad():
             current, _ = _forward(up, up.model, batch)
         batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
-    expected = _clip_ratio_closed_form(up, batch, level, delta)
-    # The stale batch has positive entries past 1 + eps_high and negative ones below 1 - eps_low.
-    assert expected["clip_ratio/high_mean"] > 0 and expected["clip_ratio/low_mean"] > 0
     logged = {}
     for up_mode in ("off", "asymmetric", "both"):
+        expected = _clip_ratio_closed_form(up, batch, level, delta, up_mode)
         _configure(up, loss_type="dapo", level=level, delta=delta, up_mode=up_mode)
         up._metrics["train"].clear()
         up.compute_loss(up.model, batch)
         metrics = up._metrics["train"]
-        assert all(len(metrics[k]) == 1 for k in expected), "one value per call, the parent's replaced"
+        assert all(len(metrics[k]) == 1 for k in expected), "one value per call"
         logged[up_mode] = {k: metrics[k][0] for k in expected}
-    assert logged["asymmetric"] == logged["off"] == logged["both"]
-    assert logged["off"] == pytest.approx(expected, rel=1e-6)
+        assert logged[up_mode] == pytest.approx(expected, rel=1e-6), up_mode
+        logged[up_mode]["up/would_clip_frac"] = metrics["up/would_clip_frac"][0]
+    # The stale batch has positive entries past 1 + eps_high and negative ones below 1 - eps_low.
+    assert logged["off"]["clip_ratio/high_mean"] > 0 and logged["off"]["clip_ratio/low_mean"] > 0
+    assert logged["asymmetric"]["clip_ratio/high_mean"] == 0 and logged["both"]["clip_ratio/region_mean"] == 0
+    assert logged["asymmetric"]["clip_ratio/low_mean"] == logged["off"]["clip_ratio/low_mean"]
+    assert logged["asymmetric"]["up/would_clip_frac"] == logged["off"]["up/would_clip_frac"] > 0
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
@@ -373,17 +386,16 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
-@pytest.mark.parametrize("guard", ["capacity_guard", "positive_kl_guard", "rare_guard"])
-def test_each_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level, guard):
-    # The closed-form tests above could pass with a guard that never acts: on these batches each one does.
+def test_rare_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level):
+    # The closed-form tests above could pass with a rare clip that never acts: on these batches it does.
     up, _, batch = setup
-    if level == "sequence":  # sequence log-ratios 0.4 (A > 0: gained, past the capacity share), -0.5, -0.1, 0.1
+    if level == "sequence":  # sequence log-ratios 0.4 (A > 0), -0.5, -0.1, 0.1
         with torch.no_grad():
             current, _ = _forward(up, up.model, batch)
         batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
     _configure(up, loss_type="dapo", level=level)
     plain = _grads(up.model, up.compute_loss(up.model, batch))
-    cfg = dict(loss_type="dapo", level=level, **EXTRAS[guard])
+    cfg = dict(loss_type="dapo", level=level, **EXTRAS["rare_guard"])
     _configure(up, **cfg)
     guarded_loss = up.compute_loss(up.model, batch)
     guarded = _grads(up.model, guarded_loss)
@@ -394,35 +406,28 @@ def test_each_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, leve
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
-def test_entropy_fallback_on_is_the_parent_and_off_is_up(setup, level):
+def test_kl_bias_correction_weights_routed_entries_by_their_anchored_ratio(setup, level):
+    # TRL multiplies k3 by the entry's ratio (use_bias_correction_kl); where UP anchors pi_old that ratio is r~
+    # (value 1), elsewhere r. The closed form above says so; here the difference to weighting every entry by r is
+    # shown to be real, so that the closed-form check could not pass with either reading.
     up, _, batch = setup
-    grads = {}
-    for name, cfg in (
-        ("parent", dict(up_mode="off")),
-        ("up", {}),
-        ("on", EXTRAS["entropy_fallback_on"]),
-        ("off", EXTRAS["entropy_fallback_off"]),
-    ):
-        _configure(up, loss_type="dapo", level=level, **cfg)
-        up._metrics["train"].clear()
-        grads[name] = _grads(up.model, up.compute_loss(up.model, batch))
-        if name in ("on", "off"):
-            assert up._metrics["train"]["up/entropy_fallback"] == [1.0 if name == "on" else 0.0]
-    _assert_grads_close(grads["on"], grads["parent"])
-    _assert_grads_close(grads["off"], grads["up"])
-    # and the two differ on this stale batch, so the two checks above tell the branches apart
-    assert max((a - b).abs().max().item() for a, b in zip(grads["parent"], grads["up"])) > 1e-4
-
-
-def test_capacity_guard_metric_counts_the_stopped_positive_tokens(setup):
-    up, _, batch = setup
-    _configure(up, loss_type="grpo", capacity=0.003)
-    up._metrics["train"].clear()
-    up.compute_loss(up.model, batch)
+    _configure(up, loss_type="dapo", level=level, beta=0.05)
+    actual = up.compute_loss(up.model, batch).detach()
+    expected, _ = _closed_form(up, batch, loss_type="dapo", level=level, beta=0.05)
+    torch.testing.assert_close(actual, expected.detach(), rtol=1e-5, atol=1e-7)
     with torch.no_grad():
         logps, _ = _forward(up, up.model, batch)
-    pi, pi_old = logps.exp(), batch["old_per_token_logps"].exp()
-    pos = batch["completion_mask"].bool() & (batch["advantages"] > 0).unsqueeze(1)
-    stopped = (pi - pi_old > 0.003 * (1 - pi_old))[pos].float().mean().item()
-    assert 0 < stopped < 1
-    assert up._metrics["train"]["up/capacity_masked_frac"][-1] == pytest.approx(stopped)
+    mask = batch["completion_mask"].float()
+    ref, old = batch["ref_per_token_logps"], batch["old_per_token_logps"]
+    k3 = torch.exp(ref - logps) - (ref - logps) - 1
+    r = torch.exp(log_importance_weights(logps, old, mask, level))
+    positive = (batch["advantages"] > 0).float().unsqueeze(1)
+    # what weighting the positive entries by r instead of 1 would add to dapo's loss
+    gap = 0.05 * (k3 * (r - 1) * positive * mask).sum() / (batch["num_items_in_batch"] * GA / SPG)
+    assert abs(gap.item()) > 1e-5
+
+
+def test_delta_below_one_is_refused_under_up(tmp_path):
+    with pytest.raises(ValueError, match=r"delta=0.9 caps the ratio below 1.*set delta above 1 \+ epsilon_high"):
+        cpu_args(tmp_path, delta=0.9)
+    cpu_args(tmp_path, delta=0.9, up_mode="off")  # the parent's own setting, trained unchanged

@@ -1,8 +1,6 @@
 """Short real training runs on a tiny model, the refusals, and the on-policy notice."""
 
 import logging
-from types import SimpleNamespace
-from unittest.mock import Mock
 
 import pytest
 import torch
@@ -11,7 +9,15 @@ from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-from up_trl.trainers.grpo_trainer import CLIP_RATIO_METRICS, UP_METRICS
+from up_trl.trainers.grpo_trainer import UP_METRICS
+
+CLIP_RATIO_METRICS = (  # TRL's own, logged by the parent's loss under UP too
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "clip_ratio/low_min",
+    "clip_ratio/high_max",
+)
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
@@ -48,15 +54,17 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
     trainer, before = _train(tmp_path, tiny, prompts_dataset, **overrides)
     assert trainer.up_is_off_policy
     assert _changed(trainer.model, before) > 0
-    for key in UP_METRICS + ("policy_loss",):
+    for key in UP_METRICS + CLIP_RATIO_METRICS:
         assert _logged(trainer, key), f"{key} never logged"
     # Off-policy for real: positive tokens drifted from pi_old by the second step.
     assert max(_logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
     assert all(0 <= v <= 1 for v in _logged(trainer, "up/capacity_up_mean"))
 
 
-def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_dataset):
-    # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too.
+def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts_dataset):
+    # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too. UP
+    # clips no positive token (r~ = 1); the negative ones as the parent does; up/would_clip_frac: what the clip
+    # would have stopped.
     from up_trl.data.models import tiny_model_and_tokenizer
 
     logged = {}
@@ -64,9 +72,12 @@ def test_clip_ratio_metrics_match_up_mode_off_in_a_real_run(tmp_path, prompts_da
         trainer, _ = _train(
             tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2, up_mode=up_mode
         )
-        logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS}
-    assert logged["asymmetric"] == logged["off"]
-    assert logged["asymmetric"]["clip_ratio/high_mean"][-1] > 0  # read 0 under UP when counted on the zeroed copy
+        logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS + ("up/would_clip_frac",)}
+    assert logged["off"]["clip_ratio/high_mean"][-1] > 0
+    assert logged["asymmetric"]["clip_ratio/high_mean"] == [0.0, 0.0]
+    assert logged["asymmetric"]["clip_ratio/low_mean"] == logged["off"]["clip_ratio/low_mean"]
+    assert logged["asymmetric"]["up/would_clip_frac"] == logged["off"]["up/would_clip_frac"]
+    assert logged["asymmetric"]["up/would_clip_frac"][-1] > 0
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
@@ -186,9 +197,48 @@ def test_refuses_other_objectives_unless_off(tmp_path, loss_type):
     assert UPGRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, up_mode="off", use_cpu=True).up_mode == "off"
 
 
-def test_refuses_liger_kernel(tmp_path):
-    with pytest.raises(ValueError, match="use_liger_kernel=False"):
-        UPGRPOConfig(output_dir=str(tmp_path), use_liger_kernel=True, use_cpu=True)
+@pytest.mark.parametrize("config_name", ["UPGRPOConfig", "UPRLOOConfig"])
+def test_accepts_liger_kernel_and_the_loss_is_still_ups(tmp_path, tiny, prompts_dataset, config_name):
+    # TRL 1.16 applies Liger's layer kernels only (when training starts; they need a GPU) and refuses its fused
+    # cross-entropy, so the loss still runs through `_compute_loss`: UP's (tests/test_trl_contract.py pins this).
+    import warnings
+
+    import up_trl
+
+    config = getattr(up_trl, config_name)(output_dir=str(tmp_path), use_liger_kernel=True, use_cpu=True)
+    assert config.use_liger_kernel and config.up_mode == "asymmetric"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # TRL: use_liger_kernel is deprecated for use_kernels
+        overrides = {"use_liger_kernel": True} | ({"beta": 0.0} if config_name == "UPRLOOConfig" else {})
+        if config_name == "UPGRPOConfig":
+            trainer = make_trainer(tmp_path, tiny, prompts_dataset, **overrides)
+        else:
+            from test_rloo import make_rloo_trainer
+
+            trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, **overrides)
+    assert trainer.args.liger_kernel_config == {"fused_linear_cross_entropy": False}
+    calls = []
+    original = type(trainer)._compute_loss
+    trainer._compute_loss = lambda model, inputs: calls.append(1) or original(trainer, model, inputs)
+    trainer.current_gradient_accumulation_steps = 1
+    loss = trainer.compute_loss(trainer.model, _tiny_batch(trainer, rloo=config_name == "UPRLOOConfig"))
+    assert calls == [1] and torch.isfinite(loss)
+
+
+def _tiny_batch(trainer, rloo: bool) -> dict:
+    """Two completions of a generation batch as the parents' losses read it (stale old log-probs, mixed signs)."""
+    g = torch.Generator().manual_seed(0)
+    vocab = trainer.model.config.vocab_size
+    batch = {
+        "prompt_ids": torch.randint(4, vocab, (2, 3), generator=g),
+        "prompt_mask": torch.ones(2, 3, dtype=torch.long),
+        "completion_ids": torch.randint(4, vocab, (2, 4), generator=g),
+        "completion_mask": torch.ones(2, 4, dtype=torch.long),
+        "advantages": torch.tensor([1.0, -1.0]),
+    }
+    if rloo:
+        return batch | {"old_logps": torch.full((2,), -20.0)}
+    return batch | {"old_per_token_logps": torch.full((2, 4), -5.0), "num_items_in_batch": torch.tensor(8.0)}
 
 
 def test_refuses_unknown_up_mode(tmp_path):
@@ -225,28 +275,22 @@ def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset,
     assert len(losses) == 2 and all(torch.isfinite(torch.tensor(losses)))
     assert _changed(trainer.model, before) > 0
     if loss_type in OTHER_LOSS_TYPES:  # other objectives: the parent's metrics only, no clipped-surrogate value
-        assert not _logged(trainer, "policy_loss") and not _logged(trainer, "up/capacity_clipped_mean")
+        assert not _logged(trainer, "up/capacity_clipped_mean")
     else:
-        assert _logged(trainer, "policy_loss") and _logged(trainer, "clip_ratio/high_mean")
+        assert _logged(trainer, "up/capacity_clipped_mean") and _logged(trainer, "clip_ratio/high_mean")
 
 
-def test_hooks_record_only_inside_ups_own_loss_call():
-    """TRL's own tests call the hooks on a `Mock` of the class (TestGetHighEntropyMask) or on an instance that never
-    ran `__init__`: they must behave as the parent's and record nothing (a class-level `_up_seen` would read as a
-    child Mock there and be written into)."""
-    entropies, mask = torch.tensor([[0.1, 0.9, 0.5, 0.7]]), torch.ones(1, 4)
-    accelerator = SimpleNamespace(pad_across_processes=lambda x, **kwargs: x, gather=lambda x: x)
-    mock = Mock(spec=UPGRPOTrainer)
-    mock.accelerator = accelerator
-    expected = GRPOTrainer.get_high_entropy_mask(mock, entropies, mask, 0.5)
-    assert torch.equal(UPGRPOTrainer.get_high_entropy_mask(mock, entropies, mask, 0.5), expected)
+def test_the_anchor_is_set_only_inside_ups_own_loss_call():
+    """TRL's own tests call the parent's methods on a `Mock` of the class or on an instance that never ran
+    `__init__`: UP overrides one of them (`_get_per_token_logps_and_entropies`), which must then behave as the
+    parent's; the anchor exists on the instance only inside UP's loss call."""
+    assert UPGRPOTrainer.get_high_entropy_mask is GRPOTrainer.get_high_entropy_mask  # not overridden any more
     trainer = UPGRPOTrainer.__new__(UPGRPOTrainer)
-    trainer.accelerator = accelerator
-    assert torch.equal(trainer.get_high_entropy_mask(entropies, mask, 0.5), expected)
-    assert "_up_seen" not in vars(trainer) and not hasattr(UPGRPOTrainer, "_up_seen")
-    with trainer._recording_parent() as seen:  # UP's loss call: recorded, then gone
-        trainer.get_high_entropy_mask(entropies, mask, 0.5)
-    assert torch.equal(seen["entropy_mask"], expected) and "_up_seen" not in vars(trainer)
+    assert "_up_anchor" not in vars(trainer) and not hasattr(UPGRPOTrainer, "_up_anchor")
+    seen = []
+    with trainer._parent_forward(seen.append):
+        assert vars(trainer)["_up_anchor"] == seen.append
+    assert "_up_anchor" not in vars(trainer)
 
 
 @pytest.mark.parametrize(
@@ -289,17 +333,6 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
     if warns:
         assert len(said) == 1 and "vllm" not in said[0].split("UP differs only off-policy")[1].lower()
         assert "set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps" in said[0]
-
-
-def test_guard_bound_must_be_positive(tmp_path):
-    with pytest.raises(ValueError, match="must be a finite number above 0"):
-        UPGRPOConfig(output_dir=str(tmp_path), up_positive_log_ratio_bound=0.0, use_cpu=True)
-
-
-def test_guard_logs_its_masked_fraction(tmp_path, tiny, prompts_dataset):
-    trainer, _ = _train(tmp_path, tiny, prompts_dataset, num_iterations=2, up_positive_log_ratio_bound=1e-6)
-    masked = _logged(trainer, "up/guard_masked_frac")
-    assert masked and max(masked) > 0  # at the reuse step every drifted positive token is masked
 
 
 @pytest.mark.parametrize("config_name", ["UPGRPOConfig", "UPRLOOConfig", "UPAsyncGRPOConfig"])

@@ -9,27 +9,17 @@ from trl import RLOOTrainer
 COMPUTE_LOSS = inspect.getsource(RLOOTrainer._compute_loss)
 
 RELIED_ON = [
-    # the parent reads the advantages UP zeroes from the batch it is handed
-    'advantages = inputs["advantages"]',
-    # the policy forward the override records (through the method, so the hook sees it)
+    # the policy forward hands pi_theta to UP's anchor (through the method, so the hook sees it), then old_logps is
+    # read: UPRLOOTrainer's anchor sums the per-token log-probs with the parent's own line
     "per_token_logps, entropies, aux_loss = self._get_per_token_logps_and_entropies(",
-    # UPRLOOTrainer recomputes the summed log-prob with this line, and reads old_logps as the parent does
     "logps = (per_token_logps * completion_mask).sum(1)",
     'old_logps = inputs["old_logps"]',
+    # old_logps' one use: log r, so the anchored sequences get r = r~ (value 1, inside the band, never clipped)
     "log_ratio = logps - old_logps",
-    # the clipped term that vanishes where the advantage is zeroed, and the normalisation UP's term shares
     "coef_1 = torch.exp(log_ratio)",
     "coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)",
     "per_sequence_loss = -torch.min(per_sequence_loss1, per_sequence_loss2)",
-    "loss = per_sequence_loss.mean()",
-    # clip_ratio/*: UPTrainerMixin._recount_clip_ratios (glue) overwrites the one value each line appends
-    "is_low_clipped = (coef_1 < 1 - self.epsilon_low) & (advantages < 0)",
     "is_high_clipped = (coef_1 > 1 + self.epsilon_high) & (advantages > 0)",
-    'self._metrics[mode]["clip_ratio/low_mean"].append(gathered_low_clip.nanmean().item())',
-    'self._metrics[mode]["clip_ratio/low_min"].append(nanmin(gathered_low_clip).item())',
-    'self._metrics[mode]["clip_ratio/high_mean"].append(gathered_high_clip.nanmean().item())',
-    'self._metrics[mode]["clip_ratio/high_max"].append(nanmax(gathered_high_clip).item())',
-    'self._metrics[mode]["clip_ratio/region_mean"].append(gathered_clip_ratio.nanmean().item())',
 ]
 
 
@@ -39,8 +29,14 @@ def test_rloo_compute_loss_still_has(line):
 
 
 def test_one_policy_forward_per_loss_and_unscaled_loss():
-    # The hook keeps the last forward: there must be exactly one inside _compute_loss.
+    # One forward, before old_logps is read, and old_logps read once: the anchor sees the pi_theta the loss uses.
     assert COMPUTE_LOSS.count("self._get_per_token_logps_and_entropies(") == 1
+    assert COMPUTE_LOSS.index("self._get_per_token_logps_and_entropies(") < COMPUTE_LOSS.index('inputs["old_logps"]')
+    code = [line.strip() for line in COMPUTE_LOSS.splitlines() if not line.strip().startswith("#")]
+    assert [line for line in code if "old_logps" in line] == [
+        'old_logps = inputs["old_logps"]',
+        "log_ratio = logps - old_logps",
+    ]
     # RLOO returns an unscaled loss (the HF Trainer divides by gradient accumulation): UP's term is not scaled either.
     assert RLOOTrainer.loss_is_scaled_for_ga is False
     for name in ("_compute_loss", "_get_per_token_logps_and_entropies", "create_model_card"):

@@ -48,17 +48,44 @@ def test_a_replaced_public_method_keeps_trls_signature(name):
     )
 
 
+# The constructors UP wraps without replacing anything in them: each forwards every argument to the parent's, and UP
+# reads these attributes the parent's sets (test below); a wrapper of a 400-line constructor is not pinned whole.
+CONSTRUCTOR_ATTRIBUTES = {
+    "UPGRPOTrainer": ("loss_type", "importance_sampling_level", "off_policy_mask_threshold", "epsilon_low",
+                      "epsilon_high", "num_iterations", "beta", "_metrics"),
+    "UPRLOOTrainer": ("epsilon_low", "epsilon_high", "num_iterations", "beta", "_metrics"),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("trainer", ["UPGRPOTrainer", "UPRLOOTrainer", "UPAsyncGRPOTrainer"])
 def test_every_override_is_pinned_or_signature_checked(trainer):
     import up_trl
 
     checked = {**PINS["methods"], **PINS["signatures"]}
-    missing = [parent for _, parent in _overridden(getattr(up_trl, trainer)) if parent not in checked]
+    forwarded = {f"{c.__module__}.{c.__qualname__}.__init__" for c in getattr(up_trl, trainer).__mro__
+                 if trainer in CONSTRUCTOR_ATTRIBUTES and c.__module__.startswith("trl.")}  # fmt: skip
+    missing = [p for _, p in _overridden(getattr(up_trl, trainer)) if p not in checked and p not in forwarded]
     assert not missing, f"{trainer} overrides methods that are not pinned in tests/trl_pins.json: {missing}"
     for name, check in PINS["signatures"].items():  # each signature check names the override it checks
         module, _, attr = check["override"].rpartition(".")
         owner = resolve(module)
         assert name.rsplit(".", 1)[1] == attr and attr in vars(owner), check["override"]
+
+
+@pytest.mark.parametrize("trainer", list(CONSTRUCTOR_ATTRIBUTES))
+def test_a_wrapped_constructor_forwards_everything_and_sets_what_up_reads(trainer, tmp_path, tiny, prompts_dataset):
+    from conftest import make_trainer
+    from test_rloo import make_rloo_trainer
+
+    import up_trl
+
+    params = list(inspect.signature(getattr(up_trl, trainer).__init__).parameters.values())
+    assert [p.kind for p in params[-2:]] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    made = (make_trainer if trainer == "UPGRPOTrainer" else make_rloo_trainer)(tmp_path, tiny, prompts_dataset)
+    missing = [name for name in CONSTRUCTOR_ATTRIBUTES[trainer] if not hasattr(made, name)]
+    assert not missing, f"TRL's {trainer[2:]}.__init__ no longer sets {missing}, which UP reads"
+    high = made.args.epsilon if made.args.epsilon_high is None else made.args.epsilon_high  # TRL: defaults to epsilon
+    assert (made.epsilon_low, made.epsilon_high) == (made.args.epsilon, high)
 
 
 def _fingerprint_of(source: str) -> str:

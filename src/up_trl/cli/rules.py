@@ -147,9 +147,7 @@ RULES: tuple[Rule, ...] = (
 # Numeric settings deliberately without a range of their own (they still must be finite), and why; a test checks
 # that every numeric setting of the three trainers' parsers is in RULES or here.
 UNRANGED: dict[str, str] = {
-    **dict.fromkeys(("up_positive_log_ratio_bound", "up_positive_capacity_share", "up_positive_kl_coef",
-                     "up_positive_min_prob", "up_entropy_fallback_threshold"),
-                    "ranged by guards.GuardConfigMixin.check_guards when the config is built"),
+    "up_positive_min_prob": "ranged by guards.GuardConfigMixin.check_guards when the config is built",
     "num_generations": "checks._check_batch (at least 2, with its own message)",
     "arithmetic_few_shot": "arithmetic.worked_example_turns (0 to 3, naming the examples), before any model loads",
     **dict.fromkeys(("local_rank", "vllm_server_port", "vllm_group_port", "ddp_timeout", "ddp_bucket_cap_mb",

@@ -22,17 +22,15 @@ from typing import Literal
 
 import torch
 
-# The ratios come from `ratios`, the guards of the positive branch from `guards`; both are re-exported here, where
-# the equations are imported from (`from up_trl.objective.losses import self_anchored_ratio, up_guard_mask`).
-from .guards import rare_mask, up_positive_branch_loss
-from .guards import up_guard_mask as up_guard_mask
+# The ratios come from `ratios` and the rare clip from `guards`; the ratios are re-exported here, where the equations
+# are imported from (`from up_trl.objective.losses import self_anchored_ratio`).
+from .guards import rare_mask
 from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights
+from .ratios import anchored_old_logps as anchored_old_logps
 from .ratios import self_anchored_ratio as self_anchored_ratio
 
 UpMode = Literal["asymmetric", "both", "off"]
 UP_MODES: tuple[str, ...] = ("asymmetric", "both", "off")
-# Loss types TRL normalises by the active tokens of the whole generation batch (`num_items_in_batch`).
-GENERATION_BATCH_NORMALISED: tuple[str, ...] = ("cispo", "dapo", "vespo")
 
 
 def clipped_surrogate_loss(
@@ -65,31 +63,6 @@ def clipped_surrogate_loss(
     return -torch.min(coef_1 * advantages, coef_2 * advantages)
 
 
-def clip_masks(
-    coef_1: torch.Tensor,
-    advantages: torch.Tensor,
-    *,
-    epsilon_low: float,
-    epsilon_high: float,
-    delta: float | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Where the parent's clip bites, as TRL counts it in its `clip_ratio/*` metrics (low, high):
-
-        low  = (r < 1 - eps_low)                 & (A < 0)
-        high = (min(r, delta) > 1 + eps_high)    & (A > 0)      (TRL counts on its delta-capped ratio)
-
-    Under UP these are counted on the real advantages: `high` then marks positive tokens UP did *not* clip.
-
-    >>> r, adv = torch.tensor([[0.5, 1.5, 1.5]]), torch.tensor([[-1.0, 1.0, -1.0]])
-    >>> clip_masks(r, adv, epsilon_low=0.2, epsilon_high=0.2)
-    (tensor([[ True, False, False]]), tensor([[False,  True, False]]))
-    """
-    advantages = _as_2d(advantages)
-    if delta is not None:
-        coef_1 = torch.clamp(coef_1, max=delta)
-    return (coef_1 < 1 - epsilon_low) & (advantages < 0), (coef_1 > 1 + epsilon_high) & (advantages > 0)
-
-
 def up_routes(advantages: torch.Tensor, up_mode: UpMode = "asymmetric") -> torch.Tensor:
     """Which entries take the self-anchored (unclipped) branch: A > 0 for "asymmetric", all for "both"
     (the paper's unbounded-on-both-signs REINFORCE ablation), none for "off" (the parent objective)."""
@@ -113,25 +86,17 @@ def up_per_token_loss(
     delta: float | None = None,
     importance_sampling_level: ImportanceSamplingLevel = "token",
     up_mode: UpMode = "asymmetric",
-    positive_log_ratio_bound: float | None = None,
-    positive_capacity_share: float | None = None,
-    positive_kl_coef: float | None = None,
-    positive_fallback: bool = False,
     positive_min_prob: float | None = None,
 ) -> torch.Tensor:
-    """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1).
+    """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1): the reference the trainers'
+    closed-form tests and the docs use (the trainers themselves run the parent's loss on `anchored_old_logps`).
 
         L = -A * r~                                                 where routed (A > 0 for "asymmetric")
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
 
-    The optional guards of the routed branch (ours, off by default, not in the paper; see
-    :func:`up_trl.objective.guards.up_positive_branch_loss`): `positive_log_ratio_bound`, `positive_capacity_share`,
-    `positive_kl_coef`; `positive_fallback=True` gives routed entries the parent's clipped loss (the
-    entropy-triggered fallback); `positive_min_prob` keeps the parent's clip on positive entries that were rare
-    when sampled (:func:`up_trl.objective.guards.rare_mask`).
-
-    No gradient ever reaches `old_per_token_logps` through the routed branch, and none reaches it at all
-    when it is detached (as TRL stores it). Aggregate the result with :func:`aggregate_loss`.
+    `positive_min_prob` (the rare clip, ours) keeps the clipped loss on routed entries that were rare when sampled
+    (:func:`up_trl.objective.guards.rare_mask`). No gradient ever reaches `old_per_token_logps` through the routed
+    branch, and none reaches it at all when it is detached (as TRL stores it).
 
     >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.25]]))
     >>> up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), epsilon_low=0.2, epsilon_high=0.2)
@@ -150,18 +115,7 @@ def up_per_token_loss(
     routes = up_routes(advantages, up_mode)
     if positive_min_prob is not None:
         routes = routes & ~rare_mask(old_per_token_logps, mask, positive_min_prob, importance_sampling_level)
-    if positive_fallback:
-        return parent
-    anchored = up_positive_branch_loss(
-        per_token_logps,
-        old_per_token_logps,
-        advantages,
-        mask,
-        importance_sampling_level=importance_sampling_level,
-        positive_log_ratio_bound=positive_log_ratio_bound,
-        positive_capacity_share=positive_capacity_share,
-        positive_kl_coef=positive_kl_coef,
-    )
+    anchored = -self_anchored_ratio(per_token_logps, mask, importance_sampling_level) * advantages
     return torch.where(routes, anchored, parent)
 
 
@@ -198,41 +152,6 @@ def probability_capacity(
     return torch.clamp(ceiling - pi_theta, min=0.0)
 
 
-def aggregate_loss(
-    per_token_loss: torch.Tensor,
-    mask: torch.Tensor,
-    loss_type: str,
-    *,
-    max_completion_length: int | None = None,
-    num_items: torch.Tensor | float | None = None,
-) -> torch.Tensor:
-    """Reduce a per-token loss to a scalar the way TRL's GRPOTrainer does for each `loss_type`
-    (before its gradient-accumulation scaling).
-
-        grpo, sapo:          mean_i( sum_t L_it m_it / max(1, sum_t m_it) )
-        bnpo:                sum L m / max(1, sum m)                  (local token mean)
-        dr_grpo:             sum L m / (B * max_completion_length)
-        dapo, cispo, vespo:  sum L m / num_items                      (tokens in the whole generation batch)
-        luspo:               mean_i( sum_t L_it m_it )
-    """
-    masked = per_token_loss * mask
-    if loss_type in ("grpo", "sapo"):
-        return (masked.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
-    if loss_type == "bnpo":
-        return masked.sum() / mask.sum().clamp(min=1.0)
-    if loss_type == "dr_grpo":
-        if max_completion_length is None:
-            raise ValueError("loss_type='dr_grpo' needs max_completion_length.")
-        return masked.sum() / (per_token_loss.size(0) * max_completion_length)
-    if loss_type in GENERATION_BATCH_NORMALISED:
-        if num_items is None:
-            raise ValueError(f"loss_type={loss_type!r} needs num_items (active tokens in the generation batch).")
-        return masked.sum() / num_items
-    if loss_type == "luspo":
-        return masked.sum(-1).mean()
-    raise ValueError(f"Unknown loss_type {loss_type!r}.")
-
-
 def packed_token_sum_loss(
     per_token_loss: torch.Tensor,
     global_n_tokens: torch.Tensor | float,
@@ -262,24 +181,20 @@ def up_positive_token_sums(
     *,
     epsilon_high: float,
     log_ratio: torch.Tensor | None = None,
-    guard_bound: float | None = None,
 ) -> torch.Tensor:
     """Token-level sums behind the `up/*` metrics (no gradient), in this order:
 
         [#positive, #valid, sum Cap_clipped, sum Cap_up, sum 1{r > 1 + eps_high}, sum |log r_t|]
-        (+ [sum 1{|log r| > guard_bound}] when `guard_bound` is set)
 
     the sums over positive-advantage tokens (A > 0, mask = 1). Divide the first by the second for
     `up/positive_token_frac`, the others by the first for `up/capacity_clipped_mean`, `up/capacity_up_mean`,
-    `up/would_clip_frac`, `up/positive_abs_log_ratio_mean` (and `up/guard_masked_frac`). `advantages` broadcasts
-    against the log-probs. `log_ratio` is the log ratio the clip and the guard see, r = exp(log_ratio): per token by
+    `up/would_clip_frac`, `up/positive_abs_log_ratio_mean`. `advantages` broadcasts
+    against the log-probs. `log_ratio` is the log ratio the clip sees, r = exp(log_ratio): per token by
     default; at sequence level GSPO's (B, 1) masked mean (`log_importance_weights`). |log r_t| is always per token.
 
     >>> logp = torch.log(torch.tensor([0.5, 0.5, 0.2])); old = torch.log(torch.tensor([0.25, 0.5, 0.2]))
     >>> up_positive_token_sums(logp, old, torch.tensor([1.0, 1.0, -1.0]), torch.ones(3), epsilon_high=0.2)
     tensor([2.0000, 3.0000, 0.1000, 1.0000, 1.0000, 0.6931])
-    >>> up_positive_token_sums(logp, old, torch.ones(3), torch.ones(3), epsilon_high=0.2, guard_bound=0.5)[-1]
-    tensor(1.)
     """
     per_token_logps, old_per_token_logps = per_token_logps.detach(), old_per_token_logps.detach()
     positive = ((advantages > 0) & mask.bool()).float().expand_as(per_token_logps)
@@ -291,6 +206,4 @@ def up_positive_token_sums(
         (log_ratio.exp() > 1 + epsilon_high).float().expand_as(positive),
         per_token_log_ratio.abs(),
     ]
-    if guard_bound is not None:
-        terms.append((1 - up_guard_mask(log_ratio, guard_bound)).expand_as(positive))
     return torch.stack([positive.sum(), mask.float().sum()] + [(term * positive).sum() for term in terms])

@@ -1,11 +1,11 @@
-"""UP's two ratios, the pieces both the loss (`losses`) and its guards (`guards`) are built on: pure tensors.
+"""UP's two ratios and the one substitution that turns the first into the second: pure tensors.
 
     r  = pi_theta / pi_old       (the parent's importance ratio; `log_importance_weights` gives log r)
     r~ = pi_theta / sg(pi_theta) (UP's self-anchored ratio: value 1, gradient grad log pi_theta)
 
-At sequence level (GSPO) both are geometric means over the completion: exp of the masked mean of the log-ratio.
-Import them from `up_trl.objective.losses`, which re-exports them; they live here so that `guards` need not
-import `losses`.
+`anchored_old_logps` is UP as the trainers apply it: pi_old := sg(pi_theta) on the routed entries, so that the
+parent's own loss, reading the anchored pi_old, computes r~ there and r elsewhere. At sequence level (GSPO) both
+ratios are geometric means over the completion: exp of the masked mean of the log-ratio.
 """
 
 from __future__ import annotations
@@ -39,6 +39,22 @@ def log_importance_weights(
     if importance_sampling_level == "sequence":
         return ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
     raise ValueError(f"Unknown importance_sampling_level {importance_sampling_level!r}: use 'token' or 'sequence'.")
+
+
+def anchored_old_logps(old_logps: torch.Tensor, logps: torch.Tensor, routes: torch.Tensor) -> torch.Tensor:
+    """pi_old with UP's anchor: sg(log pi_theta) on the routed entries, log pi_old elsewhere (`routes` broadcasts
+    against both: (B, 1) routes a whole sequence, (B, T) single tokens, (B,) RLOO's summed log-probabilities).
+
+    Any loss built on log r = log pi_theta - anchored then has r = r~ on the routed entries (value exactly 1,
+    gradient grad log pi_theta, inside every clip band) and the usual r elsewhere: UP is the parent's loss with this
+    pi_old. No gradient reaches pi_old.
+
+    >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True); old = torch.tensor([[-1.0, -1.0]])
+    >>> anchored = anchored_old_logps(old, logp, torch.tensor([[True, False]]))
+    >>> torch.exp(logp - anchored)
+    tensor([[1.0000, 0.1353]], grad_fn=<ExpBackward0>)
+    """
+    return torch.where(routes, logps.detach(), old_logps)
 
 
 def self_anchored_ratio(

@@ -96,14 +96,17 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
     from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
+    from .rollout_checkpoint import RolloutCheckpointCallback
 
     path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
-    marking = [c for c in trainer.callback_handler.callbacks if isinstance(c, MarkCompleteCallback)]
+    callbacks = trainer.callback_handler.callbacks
+    rollout = [c for c in callbacks if isinstance(c, RolloutCheckpointCallback)]
+    marking = [c for c in callbacks if isinstance(c, MarkCompleteCallback)]
     try:
         trainer._save_checkpoint(trainer.model, trial=None)
-        if marking:  # last: a kill before it leaves a checkpoint resume skips; then the old ones over the limit go
-            marking[0].on_save(trainer.args, trainer.state, trainer.control)
-        else:
+        for callback in rollout + marking:  # the mark last: a kill before it leaves a checkpoint resume skips
+            callback.on_save(trainer.args, trainer.state, trainer.control)
+        if not marking:
             mark_complete(path, run_settings(trainer.args))
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"

@@ -6,18 +6,20 @@ TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) generate one rollout batch
 uninterrupted run would have reused the buffered one (TRL: "self._buffered_inputs=None can occur when resuming
 from a checkpoint"), so it trains on other completions and ends with other weights.
 
-`RolloutCheckpointMixin` saves both with the checkpoint, one file per process (each holds its own share of the
-batch), the way TRL's GRPOTrainer saves its adaptive-entropy state: written in `_save_checkpoint`, read back in
-`_load_optimizer_and_scheduler`. With the model, optimizer, scheduler and RNG states the Trainer already restores,
-a run resumed at any step trains on the same slices in the same order as the uninterrupted run
-(`tests/test_resume.py` checks the final weights with `torch.equal`, at a step inside a cycle).
+`RolloutCheckpointCallback` saves both with the checkpoint, one file per process (each holds its own share of the
+batch), through the Trainer's public callback hooks: noted at each accumulation window's start (`on_step_begin`),
+written once the checkpoint is (`on_save`, before the completeness mark, `checkpoint_complete`); the mixin reads it
+back in `_load_optimizer_and_scheduler`, as TRL's GRPOTrainer restores its adaptive-entropy state. With the model,
+optimizer, scheduler and RNG states the Trainer already restores, a run resumed at any step trains on the same
+slices in the same order as the uninterrupted run (`tests/test_resume.py` checks the final weights with
+`torch.equal`, at a step inside a cycle).
 
 A checkpoint written before any complete micro-step of a new accumulation window (every checkpoint but an emergency
 one after a crash) stores `_step` as it is; one written in the middle of a window stores the window's first
 micro-step, so that the resumed run redoes the whole window whose gradients were lost.
 
-It relies on TRL's and transformers' checkpoint internals (`_save_checkpoint`, `_load_optimizer_and_scheduler`,
-`training_step`, `_prepare_inputs`), pinned whole in `tests/trl_pins.json` ('rollout checkpoint' pins).
+It relies on TRL's rollout cycle (`_prepare_inputs`: `_step`, `_buffered_inputs`) and on the checkpoint loading
+(`_load_optimizer_and_scheduler`), pinned whole in `tests/trl_pins.json` ('rollout checkpoint' pins).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 
 import torch
 from accelerate.logging import get_logger
+from transformers import TrainerCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 logger = get_logger(__name__)
@@ -42,34 +45,45 @@ def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     return os.path.join(checkpoint, ROLLOUT_FILE.format(rank=rank))
 
 
+class RolloutCheckpointCallback(TrainerCallback):
+    """Writes `trainer`'s buffered rollout batch and its `_step` into every checkpoint it saves (this process's
+    share). The trainer puts it first among its callbacks, so that the completeness mark written on the same
+    `on_save` lists the file."""
+
+    def __init__(self, trainer):
+        self.trainer = trainer
+        self.window: tuple[int, int] = (-1, 0)  # (global_step, `_step` at the first micro-step of its window)
+
+    def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
+        self.window = (state.global_step, self.trainer._step)
+        return control
+
+    def rollout_step(self) -> int:
+        """`_step` to resume from: the current one at a window's end, the window's first inside a window."""
+        window_step, first_micro_step = self.window
+        return first_micro_step if window_step == self.trainer.state.global_step else self.trainer._step
+
+    def on_save(self, args, state, control, **kwargs):
+        buffered = self.trainer._buffered_inputs
+        folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
+        if buffered is not None and os.path.isdir(folder):
+            state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
+            torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
+        return control
+
+
 class RolloutCheckpointMixin:
     """For `class X(RolloutCheckpointMixin, GRPOTrainer)` (or RLOOTrainer): `_buffered_inputs` and `_step` go into
-    every checkpoint and come back on resume. Changes nothing else the parent computes."""
-
-    _rollout_window: tuple[int, int] = (-1, 0)  # (global_step, `_step` at the first micro-step of its window)
+    every checkpoint (`RolloutCheckpointCallback`, added by `add_rollout_checkpoint` after the parent's constructor)
+    and come back on resume. Changes nothing else the parent computes."""
 
     # Keys the parent's loss reads from a buffered batch when beta > 0 (GRPO: the reference log-probs, computed when
     # the batch was generated); a batch saved by a run with beta = 0 lacks them.
     rollout_keys_for_beta: tuple[str, ...] = ()
 
-    def training_step(self, model, inputs, num_items_in_batch):
-        if self.state.global_step != self._rollout_window[0]:  # the first micro-step of a new window
-            self._rollout_window = (self.state.global_step, self._step)
-        return super().training_step(model, inputs, num_items_in_batch)
-
-    def _rollout_step(self) -> int:
-        """`_step` to resume from: the current one at a window's end, the window's first inside a window."""
-        window_step, first_micro_step = self._rollout_window
-        return first_micro_step if window_step == self.state.global_step else self._step
-
-    def _save_checkpoint(self, model, trial):
-        super()._save_checkpoint(model, trial)
-        if self._buffered_inputs is None:
-            return
-        folder = os.path.join(self._get_output_dir(trial=trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}")
-        os.makedirs(folder, exist_ok=True)
-        state = {"step": self._rollout_step(), "buffered_inputs": self._buffered_inputs}
-        torch.save(state, rollout_file(folder, self.accelerator.process_index))
+    def add_rollout_checkpoint(self) -> None:
+        """Put the rollout batch's callback first, before any callback that marks or uploads the checkpoint."""
+        self.callback_handler.callbacks.insert(0, RolloutCheckpointCallback(self))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
         super()._load_optimizer_and_scheduler(checkpoint)

@@ -5,13 +5,15 @@ Where async GRPO is off-policy: a background worker samples from a vLLM copy of 
 pi_old (`old_log_probs`, the sampler's log-probabilities) differs from pi_theta on every step, and the clip
 withholds probability capacity from positive tokens all the time, not only when a batch is reused.
 
-The seam (TRL 1.16, `AsyncGRPOTrainer.compute_loss`, one ~130-line method with the forward inline). It reads the
-advantages from the packed batch it is handed (`inputs["advantages"][selected]`), forwards `model(...)` once, then
+Why this one override is not the substitution GRPO and RLOO use (pi_old := sg(pi_theta) on the routed entries): the
+parent's `compute_loss` (TRL 1.16, one ~130-line method with the forward inline) copies `old_log_probs` out of the
+batch *before* its forward, so no hook can anchor it to pi_theta. It reads the advantages from the packed batch it is
+handed (`inputs["advantages"][selected]`), forwards `model(...)` once, then
 
     L_parent = sum_t -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t) / max(1, N / world) / GA  (+ MoE aux)
 
-over the M trained tokens of the row (N: trained tokens of the micro-batch over all ranks). So, as
-`UPGRPOTrainer` does for GRPO, no line of it is copied:
+over the M trained tokens of the row (N: trained tokens of the micro-batch over all ranks). So, with no line of it
+copied:
 
 1. the parent computes everything (forward, loss, aux loss, metrics, timing) on a copy of the batch whose routed
    advantages are zeroed, so its clipped term vanishes exactly there (value 0, gradient 0);
@@ -21,8 +23,8 @@ over the M trained tokens of the row (N: trained tokens of the micro-batch over 
 
 The two terms touch disjoint tokens, so loss and gradient are exact; `tests/test_async_grpo.py` checks both against
 a closed form, checks `up_mode="off"` against the parent bit for bit, and pins the lines of `compute_loss` this
-relies on. Side effect of step 1: the parent's `clip_ratio/high_mean` counts only tokens still under the clip
-(routed tokens have no clip); `up/would_clip_frac` says how many positive tokens the clip would have stopped.
+relies on. As under GRPO and RLOO, the parent's `clip_ratio/*` count only what was clipped: routed tokens never are;
+`up/would_clip_frac` says how many positive tokens the clip would have stopped.
 
 On a machine without CUDA the trainer registers `tree_attention.tree_attention_reference` in place of the FA3 kernel
 and skips TRL's CUDA-only peak-FLOPs probe (`async_rollout.async_grpo_on_cpu`); vLLM is replaced by passing
@@ -36,11 +38,11 @@ import torch
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 from trl.trainer.utils import get_callable_name
 
-from ..objective.guards import is_rare, up_positive_branch_loss
-from ..objective.losses import packed_token_sum_loss, up_positive_token_sums
+from ..objective.guards import is_rare
+from ..objective.losses import packed_token_sum_loss, self_anchored_ratio, up_routes
 from .async_grpo_config import UPAsyncGRPOConfig
 from .async_rollout import async_grpo_on_cpu
-from .shared import UPTrainerMixin, default_output_dir, route_batch
+from .shared import UPTrainerMixin, default_output_dir
 
 
 class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
@@ -62,7 +64,6 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
     _tag_names = ["trl", "async-grpo", "up"]
     _name = "UP-AsyncGRPO"
     up_parent_objective = "GRPO (async)"
-    up_supported_guards = ("up_positive_log_ratio_bound", "up_positive_min_prob")
 
     def __init__(self, model: str, reward_funcs=None, args: AsyncGRPOConfig | None = None, *pargs, **kwargs):
         args = UPAsyncGRPOConfig(default_output_dir(model, "-UP-AsyncGRPO")) if args is None else args
@@ -88,10 +89,11 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
         return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        rare = None  # the rare-token guard (`up_positive_min_prob`): tokens rare when sampled keep the parent's clip
-        if self.up_positive_min_prob is not None:
-            rare = is_rare(inputs["old_log_probs"], self.up_positive_min_prob)
-        routes, parent_inputs = route_batch(inputs, self.up_mode, rare)
+        routes = up_routes(inputs["advantages"], self.up_mode)
+        if self.up_positive_min_prob is not None:  # the rare clip: tokens rare when sampled keep the parent's clip
+            routes = routes & ~is_rare(inputs["old_log_probs"], self.up_positive_min_prob)
+        zeroed = {**inputs, "advantages": inputs["advantages"].masked_fill(routes, 0)}  # a copy, never the batch
+        parent_inputs = inputs if self.up_mode == "off" else zeroed
         seen = {}  # the per-position log-probs of the parent's own forward, recorded by a hook (no second forward)
         hook = model.register_forward_hook(lambda module, args, out: seen.__setitem__("log_probs", out.log_probs))
         try:
@@ -101,31 +103,19 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
 
         selected = inputs["token_index"] >= 0  # the parent's own selection of this row's trained tokens
         log_probs = seen["log_probs"].flatten()[inputs["token_index"][selected]]
-        old_log_probs = inputs["old_log_probs"][selected]
-        advantages = inputs["advantages"][selected]
-        routes = routes[selected]
+        old_log_probs, advantages = inputs["old_log_probs"][selected], inputs["advantages"][selected]
         if self.up_mode != "off":
-            anchored = up_positive_branch_loss(
-                log_probs, old_log_probs, advantages, torch.ones_like(log_probs), **self.up_guards
-            )
+            anchored = -advantages * self_anchored_ratio(log_probs, torch.ones_like(log_probs))
             loss = loss + packed_token_sum_loss(
-                torch.where(routes, anchored, 0.0),
+                torch.where(routes[selected], anchored, 0.0),
                 inputs["global_n_tokens"][0],
                 self.accelerator.num_processes,
                 self.current_gradient_accumulation_steps,
             )
-        self._log_up_metrics(log_probs, old_log_probs, advantages)
-        return loss
-
-    @torch.no_grad()
-    def _log_up_metrics(self, log_probs, old_log_probs, advantages):
-        """`up/*` over this row's trained tokens, as (numerator, denominator) rates (see `_up_rate`)."""
+        log_probs = log_probs.detach()
         mask = torch.ones_like(log_probs)
-        sums = up_positive_token_sums(
-            log_probs, old_log_probs, advantages, mask, epsilon_high=self.epsilon_high, guard_bound=self.up_guard_bound
-        )
-        self._log_up_sums(sums, "train")
-        self._log_indicators(log_probs, advantages, mask, log_probs - old_log_probs, "train")
+        self._log_up_metrics(log_probs, old_log_probs, advantages, mask, log_probs - old_log_probs, "train")
+        return loss
 
     @staticmethod
     def _up_rate(num: float, den: float) -> tuple[float, float]:

@@ -17,7 +17,7 @@ CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo
 OTHER_LOSS_TYPES: tuple[str, ...] = ("cispo", "sapo", "vespo")
 
 
-def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) -> None:
+def check_up_compatible(up_mode: str, loss_type: str, delta: float | None = None) -> None:
     """Raise a ValueError that says what to set when UP cannot apply to this configuration."""
     check_up_mode(up_mode)
     if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:  # TRL itself would only fail at the first step
@@ -30,27 +30,28 @@ def check_up_compatible(up_mode: str, loss_type: str, use_liger_kernel: bool) ->
             f"Use one of {CLIPPED_LOSS_TYPES} with up_mode={up_mode!r}, or set up_mode='off' to train "
             f"{loss_type!r} unchanged."
         )
-    if use_liger_kernel:
+    if delta is not None and delta < 1.0:  # TRL caps r at delta: UP's r~ = 1 would be clamped, its gradient gone
         raise ValueError(
-            "use_liger_kernel=True routes GRPO through Liger's fused loss, which never calls UP's objective. "
-            "Set use_liger_kernel=False (or up_mode='off')."
+            f"delta={delta} caps the ratio below 1, which cancels UP's gradient on every routed entry (r~ = 1 "
+            "becomes clamp(1, max=delta)): set delta above 1 + epsilon_high (the paper's recipes use 3.0), or unset "
+            "it."
         )
 
 
 @dataclass
 class UPGRPOConfig(UPConfigMixin, SharedPromptConfigMixin, GRPOConfig):
     r"""GRPOConfig for `UPGRPOTrainer`. Every GRPOConfig argument keeps its meaning and its default; the UP fields
-    (`up_mode`, `up_positive_log_ratio_bound`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`) are
-    `shared.UPConfigMixin`'s. `share_prompt_prefix` (off by default, `shared_prompt.SharedPromptConfigMixin`) is an
-    opt-in CPU saving, not part of the objective.
+    (`up_mode`, `up_positive_min_prob`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, the collapse
+    warning's two) are `shared.UPConfigMixin`'s. `share_prompt_prefix` (off by default,
+    `shared_prompt.SharedPromptConfigMixin`) is an opt-in CPU saving, not part of the objective.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
-    `delta`). So `epsilon_high` acts only through the dual clip: for A < 0 TRL's loss is
+    `delta`). So `epsilon_high` acts only on the rare clip's entries and through the dual clip: for A < 0 TRL's loss is
     |A| * clip(r, 1 - epsilon, max(delta, 1 + epsilon_high)), so `epsilon_high` changes anything only when
     `delta` < 1 + `epsilon_high` (then it replaces `delta` as the cap on r). With `delta` unset or
     `delta` >= 1 + `epsilon_high` (the paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no token.
     """
 
     def check_up_applies(self) -> None:
-        check_up_compatible(self.up_mode, self.loss_type, self.use_liger_kernel)
+        check_up_compatible(self.up_mode, self.loss_type, self.delta)

@@ -18,7 +18,6 @@ class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,
-    `epsilon_high`). `up_positive_log_ratio_bound` bounds |logp - old_logp| of the summed log-probabilities. RLOO
-    has one objective (no `loss_type`) and no fused loss that bypasses `_compute_loss`: only `up_mode` itself can
-    be wrong.
+    `epsilon_high`). `up_positive_min_prob` keeps a completion that was rare when sampled (its geometric-mean token
+    probability) on RLOO's clip. RLOO has one objective (no `loss_type`): only `up_mode` itself can be wrong.
     """

@@ -4,16 +4,14 @@ RLOO's ratio is on the *summed* completion log-probability, one per sequence, cl
 
     L = mean_i( -min(r_i * A_i, clip(r_i, 1 - eps_low, 1 + eps_high) * A_i) ),   r_i = exp(logp_i - old_logp_i)
 
-UP routes the sequences with A > 0 ("asymmetric"; every sequence for "both") to the self-anchored ratio:
+UP anchors `old_logps` to sg(logp_i) on the sequences it routes (A > 0 for "asymmetric", every one for "both",
+minus the rare clip's), so the parent's own loss computes there
 
     L_i = -A_i * exp(logp_i - sg(logp_i))    (value -A_i, gradient -A_i * grad logp_i, never clipped)
 
-Same shape as `UPGRPOTrainer`: the parent computes everything on a *copy* of the batch whose routed advantages
-are zeroed (its clipped term vanishes there), and UP adds its term on the routed sequences through the same
-`.mean()` over sequences. The summed log-probability is recomputed from the per-token log-probabilities the
-parent's forward returns (recorded by a hook on `_get_per_token_logps_and_entropies`), with the parent's own
-line. The RLOOTrainer methods this overrides or relies on are pinned whole in `tests/trl_pins.json` ('objective'
-pins).
+as `UPGRPOTrainer` does for GRPO: the parent's forward hands its per-token log-probabilities to the anchor, which
+sums them with the parent's own line before the parent reads `old_logps`. The RLOOTrainer methods this relies on
+are pinned whole in `tests/trl_pins.json` ('objective' pins).
 """
 
 from __future__ import annotations
@@ -21,10 +19,10 @@ from __future__ import annotations
 import torch
 from trl import RLOOTrainer
 
-from ..objective.guards import is_rare, up_positive_branch_loss
-from ..objective.losses import up_positive_token_sums
+from ..objective.guards import is_rare
+from ..objective.losses import anchored_old_logps, up_routes
 from .rloo_config import UPRLOOConfig
-from .shared import UPSyncTrainerMixin, default_output_dir, route_batch
+from .shared import UPSyncTrainerMixin, default_output_dir
 from .shared_prompt import SharedPromptTrainerMixin
 from .unscorable import record_scorable
 
@@ -48,7 +46,6 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     _name = "UP-RLOO"
     up_parent_objective = "RLOO"
     up_ratio_per_sequence = True
-    up_supported_guards = ("up_positive_log_ratio_bound", "up_positive_min_prob")
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
@@ -65,40 +62,28 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
         )
 
     def _compute_loss(self, model, inputs):
-        advantages = inputs["advantages"]  # (B,): one per sequence
-        routes, parent_inputs = route_batch(inputs, self.up_mode, self._rare_sequences(inputs))
-        with self._recording_parent() as seen:
-            loss = super()._compute_loss(model, parent_inputs)
-        per_token_logps = seen["per_token_logps"]
+        old, routes, batch, seen = inputs["old_logps"], self._routes(inputs), dict(inputs), {}  # a copy: TRL reuses it
 
+        def anchor(per_token_logps):  # pi_theta from the parent's forward, before it reads old_logps
+            seen["logps"] = logps = (per_token_logps * inputs["completion_mask"]).sum(1)  # the parent's line
+            if routes is not None:
+                batch["old_logps"] = anchored_old_logps(old, logps, routes)
+
+        with self._parent_forward(anchor):
+            loss = super()._compute_loss(model, batch)
+        logps = seen["logps"].detach()  # each completion is one entry of UP's metrics, its probability the product
         mode = "train" if self.model.training else "eval"
-        logps = (per_token_logps * inputs["completion_mask"]).sum(1)  # the parent's line: summed completion logp
-        old_logps = inputs["old_logps"]
-        log_ratio = logps.detach() - old_logps
-        if self.up_mode != "off":
-            # Each sequence is one entry of UP's token-level ratio: exp(logp - sg(logp)) on the summed logp.
-            anchored = up_positive_branch_loss(logps, old_logps, advantages, torch.ones_like(logps), **self.up_guards)
-            loss = loss + torch.where(routes, anchored, 0.0).mean()  # RLOO's normalisation: mean over sequences
-            # RLOO's clip: one entry per sequence, no dual clip (TRL's masks with delta=None).
-            self._recount_clip_ratios(torch.exp(log_ratio)[:, None], advantages[:, None], None, mode, delta=None)
-        self._log_up_metrics(logps.detach(), old_logps, log_ratio, advantages, mode)
+        self._log_up_metrics(logps, old, inputs["advantages"], torch.ones_like(logps), logps - old, mode)
         return loss
 
-    def _rare_sequences(self, inputs):
-        """The rare-token guard (`up_positive_min_prob`) at RLOO's level: a completion whose geometric-mean token
-        probability at sampling time, exp(old_logp / length), is below the bound keeps RLOO's clip (None: no guard)."""
-        if self.up_positive_min_prob is None:
+    def _routes(self, inputs):
+        """The sequences whose old_logps are anchored (None under "off"); the rare clip (`up_positive_min_prob`) at
+        RLOO's level keeps a completion whose geometric-mean token probability at sampling time, exp(old_logp /
+        length), is below the bound on RLOO's clip."""
+        if self.up_mode == "off":
             return None
-        length = inputs["completion_mask"].sum(1).clamp(min=1)
-        return is_rare(inputs["old_logps"] / length, self.up_positive_min_prob)
-
-    @torch.no_grad()
-    def _log_up_metrics(self, logps, old_logps, log_ratio, advantages, mode):
-        """UP_METRICS at RLOO's level, the sequence: each entry below is a completion, its probability the product
-        over its tokens (RLOO keeps no per-token old log-probabilities). Both capacities whatever up_mode is."""
-        mask = torch.ones_like(logps)
-        sums = up_positive_token_sums(
-            logps, old_logps, advantages, mask, epsilon_high=self.epsilon_high, guard_bound=self.up_guard_bound
-        )
-        self._log_up_sums(sums, mode)
-        self._log_indicators(logps, advantages, mask, log_ratio, mode)
+        routes = up_routes(inputs["advantages"], self.up_mode)
+        if self.up_positive_min_prob is not None:
+            length = inputs["completion_mask"].sum(1).clamp(min=1)
+            routes = routes & ~is_rare(inputs["old_logps"] / length, self.up_positive_min_prob)
+        return routes

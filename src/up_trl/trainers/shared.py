@@ -3,23 +3,22 @@
 Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`), its staleness rule
 (`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
 
-- `route_batch`: UP's routing, the one code path every loss override starts with;
 - `UPConfigMixin`: the config fields `up_mode`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, with
-  the guards' (`guards.GuardConfigMixin`, off by default) and the collapse warning's, checked before the parent's
+  the rare clip's (`guards.GuardConfigMixin`, off by default) and the collapse warning's, checked before the parent's
   own post-init (YAML `off` read as "off");
 - `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
   the collapse warning (`collapse_warning.CollapseWarningCallback`, only logs unless told to stop),
-  the on-policy notice, logging the `up/*` sums (`losses.up_positive_token_sums`), the citation and the model card
-  (`card.write_model_card`);
+  the on-policy notice, logging the `up/*` metrics (`losses.up_positive_token_sums`, `indicators`), the citation and
+  the model card (`card.write_model_card`);
 - `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
-  rule, the zero-step refusal, the hook that records what the parent's forward computed (only during UP's own
-  loss call), and the rollout batch saved with every checkpoint (`rollout_checkpoint`).
+  rule, the zero-step refusal, the hook that hands the parent's pi_theta to UP's anchor (only during UP's own loss
+  call), and the rollout batch saved with every checkpoint (`rollout_checkpoint`).
 
 (`up/unscorable_frac` is not here: `unscorable` counts it from the reward functions each glue class passes on.)
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
-parent computes when `up_mode="off"`: the hooks only record, and the extra metrics are computed without gradient.
+parent computes when `up_mode="off"`: the hook only records, and the extra metrics are computed without gradient.
 
 The `log` overrides are pinned whole in `tests/trl_pins.json` ('logs and card' pins): UP adds its key and relies on
 the parent's reduction of `_metrics`. `create_model_card`, a public method replaced whole, is checked by its
@@ -36,12 +35,11 @@ from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
-from trl.trainer.utils import nanmax, nanmin
 
 from ..file_modes import usual_file_modes
-from ..objective.guards import GUARD_FIELDS, GuardConfigMixin, entropy_fallback_active
+from ..objective.guards import GuardConfigMixin
 from ..objective.indicators import indicator_rates, leading_indicator_sums
-from ..objective.losses import UP_MODES, clip_masks, up_routes
+from ..objective.losses import UP_MODES, up_positive_token_sums
 from ..quiet import ignore_trl_deprecated_calls
 from ..run.callbacks import NonFiniteGuardCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
@@ -56,14 +54,6 @@ UP_METRICS = (
     "up/capacity_up_mean",
     "up/would_clip_frac",
     "up/positive_abs_log_ratio_mean",
-)
-# TRL's own clip metrics, which UP recounts on the real advantages (the parent counts them on the zeroed copy).
-CLIP_RATIO_METRICS = (
-    "clip_ratio/low_mean",
-    "clip_ratio/high_mean",
-    "clip_ratio/region_mean",
-    "clip_ratio/low_min",
-    "clip_ratio/high_max",
 )
 UP_PAPER = {
     "title": "UP: Unbounded Positive Asymmetric Optimization",
@@ -95,33 +85,6 @@ def default_output_dir(model, suffix: str) -> str:
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
 
 
-def route_batch(inputs: dict, up_mode: str, exclude: torch.Tensor | None = None) -> tuple[torch.Tensor, dict]:
-    """(routes, the parent's batch): `losses.up_routes` of the batch's advantages, and a copy of the batch whose
-    routed advantages are zeroed, so the parent's clipped term vanishes exactly there (value 0, gradient 0).
-
-    A copy, never the batch itself: TRL reuses a buffered batch when num_iterations > 1. With up_mode="off" the
-    parent gets the batch unchanged.
-
-    >>> routes, parent = route_batch({"advantages": torch.tensor([1.0, -2.0])}, "asymmetric")
-    >>> routes, parent["advantages"]
-    (tensor([ True, False]), tensor([ 0., -2.]))
-
-    `exclude` (a guard's (B, T) or (B, 1) mask) keeps those entries on the parent's branch; the advantages then
-    become per token, (B, T), which TRL's loss accepts, unless both are one per sequence.
-    """
-    advantages = inputs["advantages"]
-    if exclude is not None and up_mode != "off":  # entries kept on the parent's branch (a guard): per-entry routing
-        if exclude.shape != advantages.shape:
-            if exclude.shape[-1] == 1 and advantages.dim() == 1:  # one per sequence
-                exclude = exclude.squeeze(-1)
-            else:  # per token
-                advantages = advantages.unsqueeze(1).expand_as(exclude) if advantages.dim() == 1 else advantages
-        routes = up_routes(advantages, up_mode) & ~exclude
-        return routes, {**inputs, "advantages": advantages.masked_fill(routes, 0)}
-    routes = up_routes(advantages, up_mode)
-    return routes, (inputs if up_mode == "off" else {**inputs, "advantages": advantages.masked_fill(routes, 0)})
-
-
 @dataclass
 class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
     """UP's config fields, for `class UPXConfig(UPConfigMixin, XConfig)`; every parent argument keeps its meaning.
@@ -132,11 +95,10 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the
             parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
             ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
-        up_positive_log_ratio_bound (`float` or `None`, *optional*, defaults to `None`):
-            One of the optional guards of the positive branch (ours, not the paper's); the others,
-            `up_positive_min_prob`, `up_positive_capacity_share`, `up_positive_kl_coef` and
-            `up_entropy_fallback_threshold`, are `guards.GuardConfigMixin`'s too. `None` keeps the paper's
-            objective; docs/collapse.md measures each.
+        up_positive_min_prob (`float` or `None`, *optional*, defaults to `None`):
+            The rare clip (ours, not the paper's; `guards.GuardConfigMixin`): routed entries that were rare when
+            sampled keep pi_old, so the parent's clip. `None` keeps the paper's objective; docs/collapse.md measures
+            it.
         up_collapse_warning (`bool`, *optional*, defaults to `True`):
             The early warning (`collapse_warning.CollapseWarningConfigMixin`); `up_stop_on_collapse` (default
             `False`) makes it save a checkpoint and stop.
@@ -194,20 +156,14 @@ class UPTrainerMixin:
     """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
 
     In `__init__`: `self._read_up_args(args)` before the parent's constructor, `self._finish_up_init(why, advice)`
-    after it. In the loss: `self._log_up_sums(losses.up_positive_token_sums(...), mode)`.
+    after it. In the loss: `self._log_up_metrics(...)`.
     """
 
     _paper = UP_PAPER
     up_parent_objective: str | None = None  # the parent's name in the card ("RLOO"); None: from GRPO's loss_type
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
     up_mode: str = "asymmetric"
-    up_guard_bound: float | None = None
-    up_capacity_share: float | None = None
-    up_positive_kl_coef: float | None = None
-    up_entropy_fallback_threshold: float | None = None
     up_positive_min_prob: float | None = None
-    # The optional positive-branch guards a glue class implements (config field -> attribute); others are refused.
-    up_supported_guards: tuple[str, ...] = ("up_positive_log_ratio_bound",)
     up_recipe: str | None = None  # set by `up-trl train`: named in the model card
     up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
     _nonfinite_guard: NonFiniteGuardCallback | None = None
@@ -215,51 +171,15 @@ class UPTrainerMixin:
     up_is_off_policy: bool  # each glue class's staleness rule (a property)
 
     def _read_up_args(self, args) -> None:
-        """`up_mode` and the guards from `args`; a plain parent config means UP (`"asymmetric"`), no guard."""
+        """`up_mode` and the rare clip from `args`; a plain parent config means UP (`"asymmetric"`), no clip."""
         self.up_mode = getattr(args, "up_mode", "asymmetric")
-        self.up_guard_bound = getattr(args, "up_positive_log_ratio_bound", None)
-        self.up_capacity_share = getattr(args, "up_positive_capacity_share", None)
-        self.up_positive_kl_coef = getattr(args, "up_positive_kl_coef", None)
-        self.up_entropy_fallback_threshold = getattr(args, "up_entropy_fallback_threshold", None)
         self.up_positive_min_prob = getattr(args, "up_positive_min_prob", None)
         check_up_mode(self.up_mode)
-        for name in GUARD_FIELDS:
-            if getattr(args, name, None) is not None and name not in self.up_supported_guards:
-                raise ValueError(
-                    f"{name} is not implemented for {type(self).__name__}: unset it ({type(self).__name__} "
-                    f"implements {', '.join(self.up_supported_guards)}; UPGRPOTrainer implements every guard)."
-                )
-        if self.up_mode == "off" and any(getattr(args, name, None) is not None for name in GUARD_FIELDS):
+        if self.up_mode == "off" and self.up_positive_min_prob is not None:
             logger.warning(
-                "up_mode='off' trains the parent objective: the up_positive_* / up_entropy_* guards set "
-                "act only on UP's branch and change nothing here."
+                "up_mode='off' trains the parent objective: up_positive_min_prob acts only on UP's branch and "
+                "changes nothing here."
             )
-
-    @property
-    def up_guards(self) -> dict:
-        """The positive-branch guards set, as `guards.up_positive_branch_loss` keywords (empty: the paper's UP)."""
-        guards = {
-            "positive_log_ratio_bound": self.up_guard_bound,
-            "positive_capacity_share": self.up_capacity_share,
-            "positive_kl_coef": self.up_positive_kl_coef,
-        }
-        return {k: v for k, v in guards.items() if v is not None}
-
-    def _entropy_fallback(self, entropies, mask, mode: str) -> bool:
-        """Whether UP's positive entries take the parent's clipped loss in this batch (`up_entropy_fallback_threshold`,
-        `guards.entropy_fallback_active`), logged as `up/entropy_fallback` (the share of batches where it was on)."""
-        if self.up_entropy_fallback_threshold is None or self.up_mode == "off" or entropies is None:
-            return False
-        active = entropy_fallback_active(entropies, mask, self.up_entropy_fallback_threshold)
-        self._log_up_rate("up/entropy_fallback", float(active), 1.0, mode)
-        return active
-
-    def _log_up_rate(self, name: str, num, den, mode: str) -> None:
-        """Log num / den (summed over ranks) as `name`."""
-        totals = self.accelerator.reduce(
-            torch.as_tensor([float(num), float(den)], device=self.accelerator.device), reduction="sum"
-        ).tolist()
-        self._metrics[mode][name].append(self._up_rate(totals[0], totals[1]))
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
         """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
@@ -287,51 +207,22 @@ class UPTrainerMixin:
         super().log(logs, start_time)
 
     @torch.no_grad()
-    def _log_up_sums(self, sums: torch.Tensor, mode: str) -> None:
-        """Log `losses.up_positive_token_sums(...)` (summed over ranks) as `UP_METRICS` (+ `up/guard_masked_frac`
-        when it carries the guard's count): the first rate over all entries, the others over positive ones."""
+    def _log_up_metrics(self, logps, old_logps, advantages, mask, log_ratio, mode: str) -> None:
+        """Log `UP_METRICS` and the leading indicators (`indicators.INDICATOR_METRICS`) of one loss call, summed over
+        ranks, whatever up_mode is (so that a UP run and its parent are comparable). Entries are GRPO's tokens
+        ((B, T), `log_ratio` per token or (B, 1) per sequence), or RLOO's completions or async GRPO's packed tokens
+        (1-D, `mask` all ones); `old_logps` are the real pi_old, never the anchored ones."""
+        sums = up_positive_token_sums(
+            logps, old_logps, advantages, mask, epsilon_high=self.epsilon_high, log_ratio=log_ratio
+        )
         sums = self.accelerator.reduce(sums, reduction="sum").tolist()
         n_pos, n_valid = sums[0], sums[1]
-        names = UP_METRICS + (("up/guard_masked_frac",) if len(sums) > 6 else ())
         rates = [(n_pos, n_valid)] + [(s, n_pos) for s in sums[2:]]
-        for name, (num, den) in zip(names, rates):
+        for name, (num, den) in zip(UP_METRICS, rates):
             self._metrics[mode][name].append(self._up_rate(num, den))
-
-    @torch.no_grad()
-    def _log_indicators(self, per_token_logps, advantages, mask, log_ratio, mode: str) -> None:
-        """Log the leading indicators of a collapse (`indicators.INDICATOR_METRICS`) for this loss call, summed over
-        ranks; whatever up_mode is, so that a UP run and its parent are comparable."""
-        sums = leading_indicator_sums(per_token_logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
+        sums = leading_indicator_sums(logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
         for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
-
-    @torch.no_grad()
-    def _recount_clip_ratios(self, coef_1, advantages, mask, mode, delta=None):
-        """TRL's `clip_ratio/*`, by TRL's formula and reductions, on the real advantages; replaces the parent's
-        values (counted on the copy whose routed advantages are zeroed). Under UP `high_*` counts positive tokens
-        past 1 + epsilon_high that UP did not clip. One rule for GRPO's (B, T) tokens or (B, 1) sequences and RLOO's
-        sequences ((B, 1), `mask` None); `delta` is GRPO's dual clip (RLOO has none)."""
-        low, high = clip_masks(
-            coef_1, advantages, epsilon_low=self.epsilon_low, epsilon_high=self.epsilon_high, delta=delta
-        )
-
-        def global_masked_mean(x):  # TRL's: (B, 1) at sequence level counts sequences, (B, T) counts tokens
-            if x.shape[1] == 1:
-                local_sum, local_count = x.sum(), torch.tensor(float(x.shape[0]), device=x.device)
-            else:
-                local_sum, local_count = (x * mask).sum(), mask.sum().float()
-            totals = self.accelerator.reduce(torch.stack([local_sum, local_count]), reduction="sum")
-            return (totals[0] / totals[1].clamp(min=1.0)).item()
-
-        def masked_seq_mean(x):
-            return x.squeeze(1) if x.shape[1] == 1 else (x * mask).sum(-1) / mask.sum(-1)
-
-        values = [global_masked_mean(clipped.float()) for clipped in (low, high, low | high)] + [
-            nanmin(self.accelerator.gather(masked_seq_mean(low.float()))).item(),
-            nanmax(self.accelerator.gather(masked_seq_mean(high.float()))).item(),
-        ]
-        for name, value in zip(CLIP_RATIO_METRICS, values):
-            self._metrics[mode][name][-1] = value  # the parent appended exactly one value for this call
 
     @staticmethod
     def _up_rate(num: float, den: float):
@@ -374,6 +265,10 @@ class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
         generate_every = self.args.steps_per_generation * self.num_iterations
         return self.args.gradient_accumulation_steps % generate_every != 0
 
+    def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
+        self.add_rollout_checkpoint()  # the rollout batch in every checkpoint (`rollout_checkpoint`)
+        super()._finish_up_init(on_policy_reason, advice)
+
     def _refuse_zero_step_setups(self) -> None:
         """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
         for name in ("num_iterations", "steps_per_generation"):
@@ -389,21 +284,22 @@ class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
             )
 
     @contextlib.contextmanager
-    def _recording_parent(self):
-        """Around the parent's `_compute_loss` in UP's own: yields the dict in which the hooks below record what the
-        parent computes. The dict lives on the instance only while this runs, so a hook called anywhere else (the
-        old-log-prob pass, generation, a test calling the method on a mock) records nothing."""
-        self.__dict__["_up_seen"] = seen = {}
+    def _parent_forward(self, anchor):
+        """Around the parent's `_compute_loss` in UP's own: the parent's policy forward
+        (`_get_per_token_logps_and_entropies`) hands its per-token log-probs to `anchor`, which anchors pi_old in the
+        batch the parent reads next (`objective.anchored_old_logps`). Set on the instance only while this runs, so
+        every other call of the method (the old-log-prob pass, a test calling it on a mock) is untouched."""
+        self.__dict__["_up_anchor"] = anchor
         try:
-            yield seen
+            yield
         finally:
-            del self.__dict__["_up_seen"]
+            del self.__dict__["_up_anchor"]
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         out = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
         )
-        seen = vars(self).get("_up_seen")
-        if seen is not None:
-            seen["per_token_logps"], seen["entropies"] = out[0], out[1]
+        anchor = vars(self).get("_up_anchor")
+        if anchor is not None:
+            anchor(out[0])
         return out

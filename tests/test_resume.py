@@ -96,3 +96,40 @@ def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start
     assert callback.rollout_step() == 10
     trainer.state.global_step = 6  # after that step: the next window starts at the current micro-step
     assert callback.rollout_step() == 11
+
+
+class OptimizerAt(TrainerCallback):
+    """Records, at each step's end, the first parameter group's settings and the scheduler's base rates."""
+
+    def __init__(self):
+        self.seen = {}
+
+    def on_step_end(self, args, state, control, optimizer=None, lr_scheduler=None, **kwargs):
+        group = optimizer.param_groups[0]
+        settings = {k: group[k] for k in ("lr", "initial_lr", "weight_decay", "betas", "eps")}
+        self.seen[state.global_step] = {**settings, "base_lrs": list(lr_scheduler.base_lrs)}
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_resume_trains_with_the_settings_it_was_given(tmp_path, kind):
+    """The checkpoint's optimizer state (moments, step counts) comes back, but the learning rate (the parameter
+    groups and the scheduler's base rates), weight decay, betas and epsilon are this run's: the notice `up-trl train`
+    prints, the logged values and the model card then say what trained."""
+    old = dict(learning_rate=1e-2, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8)
+    new = dict(learning_rate=1e-3, weight_decay=0.1, adam_beta1=0.8, adam_beta2=0.95, adam_epsilon=1e-6)
+    full = train(kind, tmp_path / "full", **old)
+    train(kind, tmp_path / "cut", callbacks=[StopAt(3)], **old)
+    seen = OptimizerAt()
+    resumed = train(kind, tmp_path / "cut", callbacks=[seen], resume=str(tmp_path / "cut" / "out" / "checkpoint-3"),
+                    **new)  # fmt: skip
+    assert sorted(seen.seen) == [4, 5, 6]
+    for step, settings in seen.seen.items():
+        assert settings["initial_lr"] == settings["base_lrs"][0] == 1e-3, step
+        assert (settings["weight_decay"], settings["betas"], settings["eps"]) == (0.1, (0.8, 0.95), 1e-6), step
+    logged = {h["step"]: h["learning_rate"] for h in resumed.state.log_history if "learning_rate" in h}
+    expected = {h["step"]: h["learning_rate"] / 10 for h in full.state.log_history if "learning_rate" in h}
+    assert {s: pytest.approx(v, rel=1e-6) for s, v in expected.items() if s > 3} == {
+        s: v for s, v in logged.items() if s > 3
+    }
+    assert all(v > 0 for v in expected.values())
+    assert resumed.args.learning_rate == 1e-3  # what the model card reports (`run.card`)

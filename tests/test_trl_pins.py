@@ -118,7 +118,7 @@ def test_an_added_line_changes_the_pin_and_a_comment_does_not():
 # Where each feature that relies on TRL internals is defined; its docstring names the feature's pins.
 FEATURE_HOMES = {
     "objective": [f"up_trl.trainers.{name}_trainer" for name in ("grpo", "rloo", "async_grpo")],
-    "rollout checkpoint": ["up_trl.run.rollout_checkpoint"],
+    "rollout checkpoint": ["up_trl.run.rollout_checkpoint", "up_trl.run.resume_settings"],
     "logs and card": ["up_trl.trainers.shared"],
     "saved files": ["up_trl.trainers.shared"],
     "async CPU stand-in": ["up_trl.trainers.async_rollout"],

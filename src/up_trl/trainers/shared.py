@@ -43,6 +43,7 @@ from ..objective.losses import UP_MODES, up_positive_token_sums
 from ..quiet import ignore_trl_deprecated_calls
 from ..run.callbacks import NonFiniteGuardCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
+from ..run.resume_settings import ResumeSettingsMixin
 from ..run.rollout_checkpoint import RolloutCheckpointMixin
 from ..versions import warn_if_untested_versions
 
@@ -152,8 +153,9 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         check_up_mode(self.up_mode)
 
 
-class UPTrainerMixin:
-    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
+class UPTrainerMixin(ResumeSettingsMixin):
+    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override. A
+    resumed run trains with its own optimizer settings, not the checkpoint's (`run.resume_settings`).
 
     In `__init__`: `self._read_up_args(args)` before the parent's constructor, `self._finish_up_init(why, advice)`
     after it. In the loss: `self._log_up_metrics(...)`.

@@ -193,9 +193,12 @@ CONFIGS: dict[str, dict] = {
     # The paper's two failure ablations: unbounded on both signs, and the ratio left unclipped above.
     "UP both signs (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="both"),
     "DAPO eps_high=inf (ablation)": dict(loss_type="dapo", epsilon=0.2, epsilon_high=math.inf, up_mode="off"),
-    # The optional log-ratio guard of the positive branch (not in the default set; name it with --configs).
+    # UP's optional rare clip (`up_positive_min_prob`, docs/collapse.md: positive tokens with pi_old < 0.05 keep the
+    # parent's clip; not in the default set, name it with --configs). The committed reward-hacking runs of this name
+    # (docs/benchmarks/index.md) ran the log-ratio guard (`up_positive_log_ratio_bound=0.5`), which left the API at
+    # 2874de3: commit 05756b0 is the last that can rerun them.
     "UP-DAPO + guard": dict(
-        loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric", up_positive_log_ratio_bound=0.5
+        loss_type="dapo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric", up_positive_min_prob=0.05
     ),
 }
 ASYNC_CONFIGS = ("AsyncGRPO", "UP-AsyncGRPO")

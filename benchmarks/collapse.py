@@ -1,8 +1,8 @@
 """Collapse: a parent objective, its UP version and UP with each candidate guard, side by side on paired seeds
 (same warm start, seed and data; only the objective differs), counting collapsed and runaway runs.
 
-    python benchmarks/collapse.py --setting stress --output_dir benchmarks/results/collapse_stress     # 210 runs
-    python benchmarks/collapse.py --setting toy --output_dir benchmarks/results/collapse_toy           # 420 runs
+    python benchmarks/collapse.py --setting stress --output_dir benchmarks/results/collapse_stress     # 90 runs
+    python benchmarks/collapse.py --setting toy --output_dir benchmarks/results/collapse_toy           # 180 runs
     python benchmarks/collapse.py --setting smollm2 --output_dir benchmarks/results/collapse_smollm2   # 9 runs
     python benchmarks/collapse.py --setting toy --seeds 0 --updates_per_rollout 4 --configs DAPO UP-DAPO  # one pair
 
@@ -14,7 +14,9 @@ std.
 
 The pre-registered settings, rules and goals (PRE-REGISTRATION, committed in this docstring at afae796 before the
 first study's full runs, and PRE-REGISTRATION 2, at 7480703 before the safe-UP runs) are in the docstring of
-benchmarks/collapse_settings.py, beside the tables they describe.
+benchmarks/collapse_settings.py, beside the tables they describe. The committed "toy" and "stress" records (420 and
+210 runs) also hold four guards that left the API (collapse_settings.RECORDED_ONLY_GUARDS): commit 05756b0 is the last
+that can rerun them; `--report_only` still rewrites those reports from the records.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from collapse_settings import (  # the study's configs and settings
     INITIAL_WINDOW,
     LEVELS,
     LOW_ENTROPY,
+    REPORT_ORDER,
     RUNAWAY_MARGIN,
     SETTING_TEXT,
     SETTINGS,
@@ -257,7 +260,7 @@ def smollm2_run(job: dict) -> dict:
     argv += [
         part
         for k, v in CONFIGS[name].items()
-        if k.startswith("up_positive") or k.startswith("up_entropy")
+        if k == "up_positive_min_prob"  # the rare clip, UP's one guard
         for part in (f"--{k}", str(v))
     ]
     start = time.perf_counter()
@@ -328,8 +331,8 @@ def main(argv=None) -> dict:
     partial, runs = open_partial(out, args.resume or args.report_only)
     if args.report_only and not runs and (out / "results.json").exists():  # a committed folder keeps results only
         runs = read_report(out)["runs"]
-    for run in runs:  # records from before runs kept their beta: the config's
-        run.setdefault("beta", CONFIGS[run["config"]].get("beta", 0.0))
+    for run in runs:  # records from before runs kept their beta: the config's (a recorded-only guard's: 0)
+        run.setdefault("beta", CONFIGS.get(run["config"], {}).get("beta", 0.0))
     done = {(r["config"], r["seed"], r["level"]) for r in runs}
     jobs = [] if args.report_only else [j for j in jobs if j not in done]
     machine = describe_machine(args.workers)
@@ -363,14 +366,16 @@ def main(argv=None) -> dict:
         with multiprocessing.get_context("fork").Pool(args.workers, initializer=_init_worker) as pool:
             for run in pool.imap_unordered(_toy_job, [(n, s, lv, settings) for n, s, lv in jobs]):
                 record(run)
-    runs.sort(key=lambda r: (r["level"], list(CONFIGS).index(r["config"]), r["seed"]))
-    rows = summarise(runs, list(CONFIGS))
+    runs.sort(key=lambda r: (r["level"], REPORT_ORDER.index(r["config"]), r["seed"]))
+    rows = summarise(runs, REPORT_ORDER)
     wins = measured_wins(rows)
     wall = round(time.perf_counter() - start, 1)
     commits = sorted({str(r.get("commit")) for r in runs})  # the runs' own (None: recorded before runs kept it)
-    if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine
+    config_table = {c: CONFIGS[c] for c in configs}
+    if args.report_only and (out / "results.json").exists():  # the runs' own wall time, machine and configs
         stored = json.loads((out / "results.json").read_text())
         wall, machine, commits = stored["wall_seconds"], stored["machine"], stored.get("run_commits", commits)
+        config_table = stored.get("configs", config_table)
     header = (
         f"Setting {args.setting!r} ({SETTING_TEXT[args.setting]}); seeds {min(seeds)}-{max(seeds)}, paired "
         f"(same warm start, seed and data; only the objective differs). Collapsed: final accuracy < "
@@ -388,7 +393,7 @@ def main(argv=None) -> dict:
         "wall_seconds": wall,
         "setting": args.setting,
         "settings": {k: v for k, v in settings.items() if k != "output_dir"},
-        "configs": {c: CONFIGS[c] for c in configs},
+        "configs": config_table,
         "summary": rows,
         "measured_wins": wins,
         "goal": goal(rows, wins, runs),
@@ -400,7 +405,7 @@ def main(argv=None) -> dict:
     write_report(out, report)
     (out / "table.md").write_text(markdown(rows, header))
     title = f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}"
-    plot(runs, out / "collapse.png", title, list(CONFIGS))
+    plot(runs, out / "collapse.png", title, REPORT_ORDER)
     print(markdown(rows, header))
     print(
         json.dumps(

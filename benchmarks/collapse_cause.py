@@ -57,41 +57,74 @@ def token_classes(completion_ids, old_per_token_logps, eos_token_id) -> torch.Te
 
 
 def install(routing: str | None, records: list | None):
-    """Patch the UP trainer in this process: restrict the routing (None: the paper's) and/or record statistics."""
-    import up_trl.trainers.grpo_trainer as trainer_module
+    """Patch the UP trainer in this process: restrict the routing (None: the paper's) and/or record statistics.
+
+    The routing: `UPGRPOTrainer._routes` (where pi_old is anchored to sg(pi_theta), i.e. UP's unclipped branch) is
+    ANDed with the routing's class mask, where the batch has old log-probs (off-policy) and UP routes at all; the other
+    positive tokens keep the parent's clip. The statistics: `UPGRPOTrainer._compute_loss` records, per loss call, the
+    parent forward's per-token log-probs and entropies (`_get_per_token_logps_and_entropies`, wrapped on the instance
+    for the duration of the call) against the batch's pi_old. Installing again replaces an earlier install."""
+    import functools
+
     from up_trl.data.models import tiny_tokenizer
+    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
-    original_route, original_log = trainer_module.route_batch, trainer_module.UPGRPOTrainer._log_up_metrics
-    state = {"eos": tiny_tokenizer().eos_token_id}
+    # the trainer's own methods, also when an earlier install patched them (functools.wraps keeps them as __wrapped__)
+    original_routes = getattr(UPGRPOTrainer._routes, "__wrapped__", UPGRPOTrainer._routes)
+    original_loss = getattr(UPGRPOTrainer._compute_loss, "__wrapped__", UPGRPOTrainer._compute_loss)
+    eos = tiny_tokenizer().eos_token_id
 
-    def route_batch(inputs, up_mode):
-        if routing is None or up_mode == "off":
-            return original_route(inputs, up_mode)
-        classes = token_classes(inputs["completion_ids"], inputs["old_per_token_logps"], state["eos"])
-        advantages = inputs["advantages"].unsqueeze(1).expand_as(classes).contiguous()  # (B, T): TRL accepts it
-        routes = (advantages > 0) & ROUTINGS[routing](classes)
-        return routes, {**inputs, "advantages": advantages.masked_fill(routes, 0)}
+    @functools.wraps(original_routes)
+    def _routes(self, inputs):
+        routes = original_routes(self, inputs)  # (B, 1) per sequence or (B, T) per token; None under "off"
+        old = inputs.get("old_per_token_logps")
+        if routing is None or routes is None or old is None:
+            return routes
+        return routes & ROUTINGS[routing](token_classes(inputs["completion_ids"], old, eos))  # (B, T)
 
-    def log_up_metrics(self, per_token_logps, old, advantages, routes, mask, inputs, seen, mode, *rest):
-        if records is not None:
-            classes = token_classes(inputs["completion_ids"], old, state["eos"])
-            log_r = (per_token_logps - old).detach()
-            sign = advantages.expand_as(log_r)
-            row = {"step": self.state.global_step}
-            for k, name in enumerate(CLASSES):
-                for label, selected in (("positive", sign > 0), ("negative", sign < 0)):
-                    where = (classes == k) & selected & mask.bool()
-                    if where.any():
-                        row[f"{name}/{label}/n"] = int(where.sum())
-                        row[f"{name}/{label}/log_r"] = round(log_r[where].mean().item(), 4)
-                where = (classes == k) & mask.bool()
-                if where.any() and seen.get("entropies") is not None:
-                    row[f"{name}/entropy"] = round(seen["entropies"].detach()[where].mean().item(), 4)
-            records.append(row)
-        return original_log(self, per_token_logps, old, advantages, routes, mask, inputs, seen, mode, *rest)
+    @functools.wraps(original_loss)
+    def _compute_loss(self, model, inputs):
+        if records is None:
+            return original_loss(self, model, inputs)
+        seen = {}
+        forward = self._get_per_token_logps_and_entropies  # the class's: UP's anchor hook stays in it
 
-    trainer_module.route_batch = route_batch
-    trainer_module.UPGRPOTrainer._log_up_metrics = log_up_metrics
+        def recording_forward(*args, **kwargs):
+            out = forward(*args, **kwargs)
+            if not seen:  # the policy forward: the first inside the parent's loss
+                seen["logps"], seen["entropies"] = out[0], out[1]
+            return out
+
+        self.__dict__["_get_per_token_logps_and_entropies"] = recording_forward
+        try:
+            loss = original_loss(self, model, inputs)
+        finally:
+            del self.__dict__["_get_per_token_logps_and_entropies"]
+        per_token_logps = seen["logps"].detach()
+        old = inputs.get("old_per_token_logps")
+        old = per_token_logps if old is None else old
+        advantages = inputs["advantages"]
+        advantages = advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
+        mask = self._loss_mask(inputs).bool()
+        classes = token_classes(inputs["completion_ids"], old, eos)
+        log_r = per_token_logps - old
+        sign = advantages.expand_as(log_r)
+        entropies = seen["entropies"]
+        row = {"step": self.state.global_step}
+        for k, name in enumerate(CLASSES):
+            for label, selected in (("positive", sign > 0), ("negative", sign < 0)):
+                where = (classes == k) & selected & mask
+                if where.any():
+                    row[f"{name}/{label}/n"] = int(where.sum())
+                    row[f"{name}/{label}/log_r"] = round(log_r[where].mean().item(), 4)
+            where = (classes == k) & mask
+            if where.any() and entropies is not None:
+                row[f"{name}/entropy"] = round(entropies.detach()[where].mean().item(), 4)
+        records.append(row)
+        return loss
+
+    UPGRPOTrainer._routes = _routes
+    UPGRPOTrainer._compute_loss = _compute_loss
 
 
 def _job(job):

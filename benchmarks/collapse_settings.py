@@ -71,6 +71,13 @@ saved folder (TRL reloads the reference model from it when beta > 0; `model_from
 Changed after the runs (no outcome changed): the goal's failure counts are taken on the seeds both arms ran
 (`collapse_report.goal`), where they were taken on every seed each arm ran (the parents had 20 at toy 4, the guards
 10).
+
+Removed after the runs: four of the first study's candidate guards (the log-ratio bound, the capacity share, the
+positive-token KL and the entropy fallback; none met the goal) left the package API at 2874de3, so their arms can no
+longer be run: "UP-<family> + log-ratio", "+ capacity", "+ KL" and "+ entropy fallback" (RECORDED_ONLY_GUARDS), held
+by the committed records of the "toy" and "stress" settings (benchmarks/results/collapse_toy, collapse_stress), and
+the pilot's "UP-<family> + pilot <guard> <value>" (benchmarks/results/collapse_pilot). Commit 05756b0 is the last
+that can rerun them (`git checkout 05756b0`). The settings below list only what runs; the rare clip stays.
 """
 
 from __future__ import annotations
@@ -81,28 +88,17 @@ import staleness_sweep  # its LEVELS (bench.LEVELS)
 from up_trl.objective.guards import SAFE_UP
 
 FAMILIES = ("DAPO", "GRPO", "GSPO")
-# The candidate guards as run in the full runs (names "UP-<family> + <guard>"), one setting each, chosen on the pilot.
-GUARDS: dict[str, dict] = {
-    "log-ratio": dict(up_positive_log_ratio_bound=0.5),  # the existing option (0.2 collapsed in the pilot)
-    "capacity": dict(up_positive_capacity_share=0.1),  # the paper's terms (0.02 ran away more in the pilot)
-    "KL": dict(up_positive_kl_coef=1.0),  # KL(pi_old || pi) on positive tokens (0.1 braked too little on the tail)
-    "entropy fallback": dict(up_entropy_fallback_threshold=2.0),  # nats; the tasks start at 1.0-1.5
-    # Suggested by the cause (collapse_cause.py): rare positive tokens (pi_old < 0.05) keep the parent's clip.
-    "rare clip": dict(up_positive_min_prob=0.05),
-}
+# The candidate guard that runs (names "UP-<family> + <guard>"). Suggested by the cause (collapse_cause.py): rare
+# positive tokens (pi_old < 0.05) keep the parent's clip.
+GUARDS: dict[str, dict] = {"rare clip": dict(up_positive_min_prob=0.05)}
 # "+ guard": the only candidate that met the goal on the stress runs (the others had more runaway or collapsed runs
 # than their parents there; on the toy runs none met it, docs/collapse.md); the SmolLM2 runs use this name.
 GUARDS["guard"] = GUARDS["rare clip"]
-# The settings the pilot compared (names "UP-<family> + pilot <name>").
-PILOT_GUARDS: dict[str, dict] = {
-    "log-ratio 0.5": dict(up_positive_log_ratio_bound=0.5),
-    "log-ratio 0.2": dict(up_positive_log_ratio_bound=0.2),
-    "capacity 0.1": dict(up_positive_capacity_share=0.1),
-    "capacity 0.02": dict(up_positive_capacity_share=0.02),
-    "KL 0.1": dict(up_positive_kl_coef=0.1),
-    "KL 1.0": dict(up_positive_kl_coef=1.0),
-    "entropy 2.0": dict(up_entropy_fallback_threshold=2.0),
-}
+# The first study's other candidates (log-ratio bound 0.5, capacity share 0.1, positive-token KL 1.0, entropy fallback
+# at 2.0 nats; the pilot's settings besides): recorded only. Their config fields left the API at 2874de3, so no
+# config here runs them; the committed "toy" and "stress" records hold their arms "UP-<family> + <guard>" (the
+# reports order them by REPORT_ORDER). Commit 05756b0 is the last that can rerun them (`git checkout 05756b0`).
+RECORDED_ONLY_GUARDS = ("log-ratio", "capacity", "KL", "entropy fallback")
 # Safe UP (PRE-REGISTRATION 2 above): the dead state's candidates (TRL's own settings, so the
 # parents get them too) and the recommendation "+ safe", one setting for every family.
 DEAD_STATE_CANDIDATES: dict[str, dict] = {
@@ -119,14 +115,19 @@ for family in FAMILIES:
     CONFIGS[f"UP-{family}"] = dict(se.CONFIGS[f"UP-{family}"])
     for guard, settings in GUARDS.items():
         CONFIGS[f"UP-{family} + {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
-    for guard, settings in PILOT_GUARDS.items():
-        CONFIGS[f"UP-{family} + pilot {guard}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
     for candidate, settings in DEAD_STATE_CANDIDATES.items():
         if family == "GSPO" and "epsilon" in settings:  # GSPO's sequence-level clip is 3e-4: 0.1 is no tighter
             continue
         CONFIGS[f"{family} + {candidate}"] = {**se.CONFIGS[family], **settings}
         CONFIGS[f"UP-{family} + {candidate}"] = {**se.CONFIGS[f"UP-{family}"], **settings}
     CONFIGS[f"UP-{family} + safe"] = {**se.CONFIGS[f"UP-{family}"], **SAFE}
+# The order of the tables and figures: CONFIGS', with the recorded-only arms after plain UP, where they ran, so that
+# `collapse.py --report_only` still rewrites the committed "toy" and "stress" reports.
+REPORT_ORDER: list[str] = []
+for name in CONFIGS:
+    REPORT_ORDER.append(name)
+    if name.startswith("UP-") and " + " not in name:  # plain UP
+        REPORT_ORDER += [f"{name} + {guard}" for guard in RECORDED_ONLY_GUARDS]
 
 # Updates per rollout batch of 128 -> how the batch is reused (staleness_sweep.LEVELS, plus more passes).
 LEVELS: dict[int, dict] = {
@@ -137,9 +138,11 @@ LEVELS: dict[int, dict] = {
 # Every arm: the opt-in shared-prompt forward (measured ~25% less CPU here); it needs activation checkpointing off.
 SPEED = dict(share_prompt_prefix=True, activation_checkpointing=False)
 # Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
+# (The first study's curves also hold up/guard_masked_frac, up/capacity_masked_frac and up/entropy_fallback, logged by
+# the removed guards; no trainer logs them now and nothing reads them: `collapse_report.read_report` reads whatever
+# curves a record holds.)
 CURVE_KEYS = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std",
-              "up/positive_abs_log_ratio_mean", "up/would_clip_frac", "up/guard_masked_frac",
-              "up/capacity_masked_frac", "up/entropy_fallback",
+              "up/positive_abs_log_ratio_mean", "up/would_clip_frac",
               # the leading indicators (up_trl.objective.indicators), TRL's clip counts, the gradient norm and the KL
               "up/logp_adv_cov", "up/positive_tokens", "up/negative_tokens", "up/negative_clipped_log_ratio_mean",
               "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "kl")  # fmt: skip
@@ -150,15 +153,10 @@ TAIL_LENGTH, TAIL_FILLER, TAIL_NOISE, TAIL_POOL = 8, ".", 0.2, "abcdefghijklmnop
 # The pre-registered rules (module docstring).
 COLLAPSE_ACCURACY, COLLAPSE_ENTROPY, RUNAWAY_MARGIN, LOW_ENTROPY = 0.05, 3.0, 1.0, 0.1
 FINAL_WINDOW, INITIAL_WINDOW, STRESS_STEPS = 50, 4, 300
-FAMILY_CONFIGS = [
-    name
-    for f in ("DAPO", "GRPO", "GSPO")
-    for name in (
-        f,
-        f"UP-{f}",
-        *(f"UP-{f} + {g}" for g in ("log-ratio", "capacity", "KL", "entropy fallback", "rare clip")),
-    )
-]
+# The first study (PRE-REGISTRATION): the parent, UP and UP + rare clip. Its committed records ("toy", "stress") also
+# hold "UP-<family> + log-ratio", "+ capacity", "+ KL" and "+ entropy fallback" (RECORDED_ONLY_GUARDS), which can no
+# longer be run; commit 05756b0 is the last that can rerun them.
+FAMILY_CONFIGS = [name for f in FAMILIES for name in (f, f"UP-{f}", f"UP-{f} + rare clip")]
 # PRE-REGISTRATION 2 (safe UP): the parent, UP, the parent with the KL UP + safe adds, and UP + safe.
 SAFE_CONFIGS = [name for f in FAMILIES for name in (f, f"UP-{f}", f"{f} + beta 0.05", f"UP-{f} + safe")]
 DEAD_STATE_CONFIGS = [
@@ -173,6 +171,7 @@ DEAD_STATE_CONFIGS = [
         f"UP-{f} + epsilon 0.1",
     )
 ]
+# "toy" and "stress" list what runs now; their committed records hold the recorded-only arms too (FAMILY_CONFIGS).
 SETTINGS: dict[str, dict] = {
     "toy": dict(task="toy", levels=[4, 16], seeds=list(range(10)), max_steps=300, configs=FAMILY_CONFIGS),
     "stress": dict(task="tail", levels=[16], seeds=list(range(10)), max_steps=STRESS_STEPS, configs=FAMILY_CONFIGS),

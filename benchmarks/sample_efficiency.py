@@ -3,7 +3,7 @@
     python benchmarks/sample_efficiency.py                          # 8 configurations x 5 seeds (~10 min, 2 cores)
     python benchmarks/sample_efficiency.py --quick                  # 1 seed, 40 steps: a smoke run
     python benchmarks/sample_efficiency.py --corruption flip20      # reward hacking: 20% of labels flipped
-    python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"
+    python benchmarks/sample_efficiency.py --corruption shortcut --configs DAPO UP-DAPO "UP-DAPO + guard"  # rare clip
     python benchmarks/sample_efficiency.py --configs RLOO UP-RLOO AsyncGRPO UP-AsyncGRPO   # the other trainers
 
 The task: a prompt "a+b=" (16 fixed digit pairs by default); the reward is 1 when the reply's first character is
@@ -42,7 +42,8 @@ from bench import (
     write_results,
 )
 
-# The default set is the published one; the guard and the RLOO / async pairs are run by naming them with --configs.
+# The default set is the published one; the rare clip ("UP-DAPO + guard") and the RLOO / async pairs are run by naming
+# them with --configs.
 DEFAULT_CONFIGS = [
     name for name in CONFIGS if name not in ("UP-DAPO + guard", "RLOO", "UP-RLOO", "AsyncGRPO", "UP-AsyncGRPO")
 ]

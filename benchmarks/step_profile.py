@@ -327,7 +327,7 @@ def generation_options(rounds: int, threads: int) -> dict:
 
     from up_trl.data import load_math_dataset
     from up_trl.data.models import smollm2_path
-    from up_trl.trainers.shared_prompt import shared_prompt_generate
+    from up_trl.speedups.shared_prompt import shared_prompt_generate
 
     torch.set_num_threads(threads)
     path = smollm2_path()

@@ -440,6 +440,74 @@ def test_collapse_cause_results_read_back(tmp_path):
     assert cause.read_cause(tmp_path) == committed
 
 
+@pytest.fixture
+def cause(monkeypatch):
+    """benchmarks/collapse_cause.py, with the trainer methods its `install` patches restored after the test."""
+    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
+
+    monkeypatch.setattr(UPGRPOTrainer, "_routes", UPGRPOTrainer._routes)
+    monkeypatch.setattr(UPGRPOTrainer, "_compute_loss", UPGRPOTrainer._compute_loss)
+    return _load("collapse_cause")
+
+
+def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
+    """A routing ANDs UP's routes (where pi_old is anchored) with its class of positive tokens, off-policy only."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from up_trl.data.models import tiny_tokenizer
+    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
+
+    eos = tiny_tokenizer().eos_token_id
+    trainer = SimpleNamespace(up_mode="asymmetric", up_positive_min_prob=None, importance_sampling_level="token")
+    probs = torch.tensor([[0.5, 0.9, 0.01, 0.9], [0.5, 0.01, 0.9, 0.9]])  # answer, tail likely / rare, EOS
+    inputs = {
+        "advantages": torch.tensor([1.0, -1.0]),
+        "completion_ids": torch.tensor([[3, 4, 5, eos], [3, 5, 4, eos]]),
+        "old_per_token_logps": probs.log(),
+    }
+    expected = {
+        "UP (all positive tokens)": [[True] * 4, [False] * 4],
+        "answer only": [[True, False, False, False], [False] * 4],
+        "tail only": [[False, True, True, False], [False] * 4],
+        "all but rare": [[True, True, False, True], [False] * 4],
+        "rare only": [[False, False, True, False], [False] * 4],
+    }
+    for routing, routes in expected.items():
+        cause.install(routing, None)
+        assert UPGRPOTrainer._routes(trainer, inputs).tolist() == routes, routing
+        on_policy = {k: v for k, v in inputs.items() if k != "old_per_token_logps"}
+        assert UPGRPOTrainer._routes(trainer, on_policy).tolist() == [[True], [False]]  # the trainer's own
+        assert UPGRPOTrainer._routes(SimpleNamespace(up_mode="off"), inputs) is None
+    cause.install(None, None)  # installing again replaces the earlier install: the paper's routes
+    assert UPGRPOTrainer._routes(trainer, inputs).tolist() == [[True], [False]]
+
+
+@pytest.mark.slow
+def test_collapse_cause_records_token_statistics_as_committed_and_routes_change_the_run(cause, tmp_path):
+    """A part-1 run records one row per loss call in the committed tokens.parquet's columns, and changes nothing in
+    the run (the routing "UP (all positive tokens)" gives the same curves); withholding the unclipped branch from all
+    but the rare tokens changes the run."""
+    import pyarrow.parquet as pq
+
+    settings = dict(task="tail", level=4, max_steps=4, learning_rate=1e-3, final_window=50)
+    tokens = cause._job(("tokens", "UP-DAPO", None, 0, settings))
+    stats = tokens["token_stats"]
+    assert [row["step"] for row in stats] == [0, 1, 2, 3] and tokens["routing"] == "UP (all positive tokens)"
+    columns = set(pq.read_schema(ROOT / "benchmarks" / "results" / "collapse_cause" / cause.TOKENS_FILE).names)
+    assert {key for row in stats for key in row} <= columns
+    assert {"tail rare/positive/n", "tail rare/positive/log_r", "tail likely/entropy"} <= stats[-1].keys()
+    assert all(isinstance(row[k], int) for row in stats for k in row if k.endswith("/n") or k == "step")
+    every = cause._job(("routing", "UP-DAPO", "UP (all positive tokens)", 0, settings))
+    assert "token_stats" not in every and every["curves"] == tokens["curves"]
+    rare = cause._job(("routing", "UP-DAPO", "rare only", 0, settings))
+    assert rare["curves"]["entropy"] != every["curves"]["entropy"]
+    report = {"command": "x", "settings": settings, "runs": [tokens, every, rare]}
+    cause.write_cause(tmp_path, report)
+    assert cause.read_cause(tmp_path)["runs"][0]["token_stats"] == stats
+
+
 def test_gpu_suite_safe_pair_gives_the_kl_to_both_arms_and_the_rare_clip_to_up(tmp_path):
     report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO + safe", "--output_dir", str(tmp_path)])
     (row,) = report["ab"]["summary"]

@@ -2,11 +2,15 @@
 replayed through the shipped rule (`collapse_warning.CollapseRule`), fire on the collapsed and runaway runs and stay
 quiet on the healthy ones, as docs/collapse.md reports; and each committed report is what its curves give.
 
-The rule was chosen on the stress runs; the toy and SmolLM2 runs are the held-out test."""
+The rule was chosen on the stress runs; the toy and SmolLM2 runs are the held-out test. Every config a setting lists
+still runs; the configs the records hold that no longer run are the first study's removed guards (runnable up to
+05756b0)."""
 
+import json
 from pathlib import Path
 
 import collapse  # benchmarks/collapse.py (pytest's pythonpath has benchmarks/)
+import collapse_settings
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,3 +67,25 @@ def test_the_dead_state_is_caught_at_its_step_and_safe_removes_it():
         assert runs[f"UP-{family}"]["collapsed"] and runs[f"UP-{family}"]["warning"] == [9, "dead state"]
         safe = runs[f"UP-{family} + safe"]
         assert not (safe["collapsed"] or safe["runaway"])
+
+
+@pytest.mark.parametrize("setting", list(collapse.SETTINGS))
+def test_every_config_a_setting_lists_still_runs(setting, tmp_path):
+    """Each config a setting lists builds the trainer's config as `collapse.toy_run` passes it (a removed field would
+    be a TypeError here)."""
+    from up_trl import UPGRPOConfig
+
+    for name in collapse.SETTINGS[setting]["configs"]:
+        settings = {"beta": 0.0, **collapse.CONFIGS[name], **collapse.LEVELS[16]}
+        UPGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", **settings)
+
+
+def test_the_records_hold_only_runnable_configs_and_the_removed_guards_they_name():
+    """The committed records' configs that no longer run are exactly the first study's removed guards
+    (`collapse_settings.RECORDED_ONLY_GUARDS`, runnable up to 05756b0), and only in its "toy" and "stress" records."""
+    removed = {f"UP-{f} + {g}" for f in collapse_settings.FAMILIES for g in collapse_settings.RECORDED_ONLY_GUARDS}
+    for setting in MEASURED:
+        path = ROOT / "benchmarks" / "results" / f"collapse_{setting}" / "results.json"
+        recorded = {run["config"] for run in json.loads(path.read_text())["runs"]}  # the records, without curves
+        assert recorded - set(collapse.CONFIGS) == (removed if setting in ("toy", "stress") else set()), setting
+        assert recorded <= set(collapse_settings.REPORT_ORDER)  # `collapse.py --report_only` orders them

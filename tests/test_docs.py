@@ -146,3 +146,16 @@ def test_readme_is_a_front_page():
     assert len(readme.splitlines()) <= 250
     assert "make train" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_method_page_shows_the_override_as_it_is():
+    """docs/method.md shows `UPGRPOTrainer._compute_loss` whole: the block must be the source, line for line."""
+    import inspect
+    import textwrap
+
+    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
+
+    source = textwrap.dedent(inspect.getsource(UPGRPOTrainer._compute_loss)).rstrip()
+    shown = [b.code.rstrip() for b in blocks(ROOT / "docs" / "method.md") if b.code.startswith("def _compute_loss")]
+    assert shown == [source]
+    assert len(source.splitlines()) <= 25  # UP in one screen

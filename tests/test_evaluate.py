@@ -331,7 +331,7 @@ def test_maj_at_k_votes_on_the_answers_the_reward_judged():
 def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):
     """CPU eval lays out the k copies of a prompt as `num_return_sequences` does and prefills each prompt once
     (`--share_prompt_prefix`, on by default): the same samples as k prefills (`false`)."""
-    import up_trl.trainers.shared_prompt as shared_prompt
+    import up_trl.speedups.shared_prompt as shared_prompt
     from up_trl.data.models import save_tiny_model
 
     seen = []

@@ -9,7 +9,7 @@ import torch
 from conftest import make_trainer, param_snapshots
 from trl.trainer.utils import add_fused_lm_head
 
-from up_trl.trainers.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
+from up_trl.speedups.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
 
 
 @contextlib.contextmanager
@@ -140,7 +140,7 @@ def test_shared_forward_runs_the_full_rows_where_sharing_does_not_apply(tiny, ca
 
 
 def test_only_plain_attention_caches_are_shared(tiny):
-    from up_trl.trainers.shared_prompt import shareable_cache
+    from up_trl.speedups.shared_prompt import shareable_cache
 
     model, _ = tiny
     assert shareable_cache(model) is not None
@@ -157,7 +157,7 @@ def set_attention_dropout(model, rate: float) -> None:
 
 
 def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
-    from up_trl.trainers.shared_prompt import has_active_dropout
+    from up_trl.speedups.shared_prompt import has_active_dropout
 
     model, _ = tiny
     assert not has_active_dropout(model.train())  # attention_dropout 0.0
@@ -175,7 +175,7 @@ def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
 def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
     """RWKV and xLSTM keep a recurrent state and ignore the cache; a model that leaves the cache empty is caught
     after the prefill too."""
-    from up_trl.trainers.shared_prompt import shareable_cache
+    from up_trl.speedups.shared_prompt import shareable_cache
 
     model, _ = tiny
     monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", lambda self: False)

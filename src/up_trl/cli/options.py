@@ -30,7 +30,7 @@ SOURCES = (
     "trainers/rloo_config.py",
     "trainers/async_grpo_config.py",
     "trainers/shared.py",
-    "trainers/shared_prompt.py",
+    "speedups/shared_prompt.py",
     "objective/guards.py",
     "run/collapse_warning.py",
     "cli/parse.py",

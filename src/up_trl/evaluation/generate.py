@@ -25,7 +25,7 @@ def _generate_transformers(model, tokenizer, prompts, k, args, device):
 
     from tqdm.auto import tqdm
 
-    from ..trainers.shared_prompt import shared_prompt_generate
+    from ..speedups.shared_prompt import shared_prompt_generate
 
     settings = {
         "do_sample": args.temperature > 0,

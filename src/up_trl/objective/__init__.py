@@ -1,9 +1,9 @@
 """UP's objective as pure tensor functions: no trainer, no TRL import (a reader of the mathematics starts here).
 
-- `ratios`: the importance ratio r = pi_theta / pi_old and UP's self-anchored r~ = pi_theta / sg(pi_theta);
-- `losses`: the parent's clipped surrogate, UP's per-token loss, routing by the sign of A, Probability Capacity,
-  the loss aggregations of TRL's loss types (re-exports `ratios` and the positive branch);
-- `guards`: the positive branch `up_positive_branch_loss`, the one function every trainer calls, with its optional
-  guards (ours, off by default) and their config fields;
+- `ratios`: the importance ratio r = pi_theta / pi_old, UP's self-anchored r~ = pi_theta / sg(pi_theta), and
+  `anchored_old_logps`, the substitution pi_old := sg(pi_theta) on the routed entries that the trainers apply;
+- `losses`: the parent's clipped surrogate, the reference `up_per_token_loss` (the paper's two branches), routing by
+  the sign of A, Probability Capacity and the sums behind the `up/*` metrics (re-exports `ratios`);
+- `guards`: the rare clip (`up_positive_min_prob`), UP's one optional guard, and its config field;
 - `indicators`: leading indicators of a collapse, from tensors the loss already holds.
 """

@@ -6,6 +6,5 @@
 - `async_grpo_config` / `async_grpo_trainer`: `UPAsyncGRPOConfig`, `UPAsyncGRPOTrainer` (TRL's experimental
   asynchronous GRPO), with `async_rollout` (an in-process sampler for CPU) and `tree_attention` (a pure-PyTorch
   stand-in for its FA3 kernel);
-- `shared`: what the three share, written once (routing, the config mixin, `up/*` metrics, notices, the card);
-- `shared_prompt`: an opt-in CPU speed-up that is not UP (`share_prompt_prefix`), apart so a reader can skip it.
+- `shared`: what the three share, written once (the config mixin, the anchor hook, `up/*` metrics, notices, the card);
 """

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from trl import GRPOConfig
 
+from ..speedups.shared_prompt import SharedPromptConfigMixin
 from .shared import UPConfigMixin, check_up_mode
-from .shared_prompt import SharedPromptConfigMixin
 
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
 CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")

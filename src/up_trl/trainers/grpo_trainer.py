@@ -21,9 +21,9 @@ from trl import GRPOTrainer
 
 from ..objective.guards import rare_mask
 from ..objective.losses import anchored_old_logps, log_importance_weights, up_routes
+from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir
-from .shared_prompt import SharedPromptTrainerMixin
 from .unscorable import record_scorable
 
 __all__ = ["UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS re-exported from `shared`

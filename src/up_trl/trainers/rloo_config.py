@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from trl import RLOOConfig
 
+from ..speedups.shared_prompt import SharedPromptConfigMixin
 from .shared import UPConfigMixin
-from .shared_prompt import SharedPromptConfigMixin
 
 
 @dataclass

@@ -21,9 +21,9 @@ from trl import RLOOTrainer
 
 from ..objective.guards import is_rare
 from ..objective.losses import anchored_old_logps, up_routes
+from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .rloo_config import UPRLOOConfig
 from .shared import UPSyncTrainerMixin, default_output_dir
-from .shared_prompt import SharedPromptTrainerMixin
 from .unscorable import record_scorable
 
 

@@ -319,6 +319,7 @@ def main(argv=None) -> dict:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
     settings.pop("configs"), settings.pop("seeds"), settings.pop("levels")
+    twins = settings.pop("twins", None)
     if args.setting == "smollm2":
         from up_trl.data.models import smollm2_path
 
@@ -396,7 +397,7 @@ def main(argv=None) -> dict:
         "configs": config_table,
         "summary": rows,
         "measured_wins": wins,
-        "goal": goal(rows, wins, runs),
+        "goal": goal(rows, wins, runs, twins),
         "warning_report": warning_report(runs),
         "runs": runs,
     }

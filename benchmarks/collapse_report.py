@@ -256,11 +256,13 @@ PARENT_TWINS = {"safe": "beta 0.05"}
 KINDS = ("collapsed", "runaway")  # the failures the goal counts
 
 
-def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict]) -> dict:
+def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict], twins: dict | None = None) -> dict:
     """The pre-registered goal, per guard: at every level and family measured, collapsed <= the parent's and runaway
     <= the parent's, counted on the seeds both ran (an arm run on fewer seeds is not held to a parent's extra ones);
     at the `wins` (family, level) where UP beat its parent, the paired difference guard - UP not below -2 standard
-    errors. Returns, per guard, whether it met the goal and where it failed."""
+    errors. Returns, per guard, whether it met the goal and where it failed. `twins`: the parent twin a guard that
+    sets a TRL setting is held to as well (default `PARENT_TWINS`)."""
+    twins = PARENT_TWINS if twins is None else twins
     by = {(r["config"], r["level"]): r for r in rows}
     guards = sorted(
         {r["config"].split(" + ", 1)[1] for r in rows if " + " in r["config"] and r["config"].startswith("UP-")}
@@ -272,7 +274,7 @@ def goal(rows: list[dict], wins: list[tuple[str, int]], runs: list[dict]) -> dic
             if not config.endswith(f" + {guard}") or not config.startswith("UP-"):  # the guards of UP, not a parent's
                 continue
             family = config.split(" + ")[0].removeprefix("UP-")
-            others = [family] + ([f"{family} + {PARENT_TWINS[guard]}"] if guard in PARENT_TWINS else [])
+            others = [family] + ([f"{family} + {twins[guard]}"] if guard in twins else [])
             for other in others:  # the parent, and the parent with the TRL setting the guard changes
                 if (other, level) not in by:
                     continue

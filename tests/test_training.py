@@ -370,3 +370,24 @@ def test_a_trainer_from_python_hides_trls_deprecated_calls(tmp_path, tiny, promp
     future = [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
     assert not [m for m in future if re.search(TRL_DEPRECATED_CALLS, m)], future
     assert "something else is deprecated" in future
+
+
+@pytest.mark.parametrize("maker", ["grpo", "rloo"])
+def test_a_model_object_with_a_kl_trains_against_itself(tmp_path, prompts_dataset, maker):
+    """beta > 0 with a model built in code: TRL reloads its reference from `config._name_or_path`, empty here (it
+    ended in "Repo id must use alphanumeric chars"). The reference is now built from the object as passed."""
+    from test_rloo import make_rloo_trainer
+
+    from up_trl.data.models import tiny_model_and_tokenizer
+
+    model, tokenizer = tiny_model_and_tokenizer(seed=0)
+    assert model.config._name_or_path == ""
+    initial = {n: p.detach().clone() for n, p in model.named_parameters()}
+    make = make_trainer if maker == "grpo" else make_rloo_trainer
+    trainer = make(tmp_path, (model, tokenizer), prompts_dataset, beta=0.05, num_iterations=2)
+    assert model.config._name_or_path == ""  # the object's config is left as it was
+    reference = dict(trainer.ref_model.named_parameters())
+    assert all(torch.equal(reference[n], p) for n, p in initial.items())  # the policy as passed, not a checkpoint
+    trainer.train()
+    assert _logged(trainer, "kl") and _changed(trainer.model, initial) > 0
+    assert all(torch.equal(reference[n], p) for n, p in initial.items())  # the reference does not train

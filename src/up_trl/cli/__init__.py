@@ -50,7 +50,14 @@ def print_help_all(trainer: str = "grpo") -> None:
 
 class TrainingCrashed(RuntimeError):
     """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
-    original exception is its `__cause__`. `main` prints both and exits 1."""
+    original exception is its `__cause__`. `main` prints both and exits 1; a failed save (`run.ending.failed_save`:
+    a full disk, a folder made read-only or removed) only the line, which says all there is."""
+
+    @property
+    def show_cause(self) -> bool:
+        from ..run.ending import failed_save
+
+        return self.__cause__ is not None and not failed_save(self.__cause__)
 
 
 def silence_unactionable_warnings(deepspeed: bool) -> None:
@@ -110,12 +117,12 @@ def train(argv: list[str] | None = None):
     from .checks import check_dataset_size, check_inputs
 
     given = list(sys.argv[1:] if argv is None else argv)  # as typed: the resume command repeats it
-    argv, recipe = recipe_argument(given)
-    recipe = recipe_label(given, recipe)
+    argv, recipe_file = recipe_argument(given)
+    recipe = recipe_label(given, recipe_file)
     script_args, training_args, model_args = parse_train_args(argv)
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
-    checked = check_inputs(script_args, training_args, model_args)
+    checked = check_inputs(script_args, training_args, model_args, recipe=recipe_file)
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
     try:  # the output folder is this run's until it ends (`run_lock`)
@@ -218,7 +225,10 @@ def train(argv: list[str] | None = None):
         finally:
             graceful.restore()
         seconds = time.perf_counter() - start
-        trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
+        try:
+            trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
+        except OSError as error:  # a full disk, a folder made read-only or removed: one line (`run.ending`)
+            raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
 
         step, max_steps = trainer.state.global_step, trainer.state.max_steps
         reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
@@ -359,7 +369,8 @@ def train_command(rest: list[str]) -> int:
     except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
         import traceback
 
-        traceback.print_exception(crash.__cause__)
+        if crash.show_cause:
+            traceback.print_exception(crash.__cause__)
         print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
         return 1
     except Exception as error:  # what still escapes a library: one line, the traceback on request

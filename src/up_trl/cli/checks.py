@@ -174,11 +174,6 @@ def _check_up(s: Settings) -> None:
             f"{s.show('loss_type')} is a different objective from the clipped surrogate UP modifies: with UP use "
             f"--loss_type {' / '.join(clipped)}, or set --up_mode off to train {loss_type} unchanged."
         )
-    if up_mode != "off" and s["use_liger_kernel"]:
-        raise UsageError(
-            "--use_liger_kernel routes GRPO through Liger's fused loss, which never calls UP's objective: set "
-            "--use_liger_kernel false, or --up_mode off."
-        )
 
 
 def check_extras(use_vllm: bool, deepspeed) -> None:
@@ -250,14 +245,15 @@ def _check_saving(s: Settings) -> list[str]:
     return ["--save_strategy", "steps"]
 
 
-def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
+def check_inputs(script_args, training_args, model_args, recipe: str | None = None) -> dict[str, Any]:
     """What the settings point at, checked without loading anything: returns {"model": the model as
     `from_pretrained` gets it (None: the offline default), "resume": the checkpoint to resume from or None,
     "remove": a previous run's files to remove first (`--overwrite_output_dir`), "column_mapping": the parsed
     mapping, "notes": lines to print (the incomplete checkpoints a resume skipped), "lock": the output folder's
-    `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}."""
+    `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}.
+    `recipe`: the recipe file (`--config`), which an overwrite must not remove, like every other file the run reads."""
     from ..data.model_source import ModelNotFoundError, check_model_type, locate_model
-    from ..run.folder import check_output_dir, resolve_resume
+    from ..run.folder import check_output_dir, files_the_run_reads, resolve_resume
     from ..run.lock import RunLock, lock_output_dir
 
     check_reward_names(script_args.reward_funcs)
@@ -278,7 +274,10 @@ def check_inputs(script_args, training_args, model_args) -> dict[str, Any]:
         if lock.stale_pid is not None:
             notes.append(f"took over the lock of {out}: the run that held it (pid {lock.stale_pid}) is gone")
         resume = resolve_resume(training_args.resume_from_checkpoint, out, notes)
-        remove = check_output_dir(out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model)
+        reads = files_the_run_reads(script_args, recipe)
+        remove = check_output_dir(
+            out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model, reads=reads
+        )
     except (ModelNotFoundError, ValueError) as error:
         lock.release()
         raise UsageError(str(error)) from None

@@ -13,8 +13,11 @@ says why it stopped early, and a crash what it saved.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import shlex
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -113,6 +116,65 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"
 
 
+# Frames of the Trainer's (and transformers') saving code: an OSError raised under one of them failed a save.
+SAVING = ("_save_checkpoint", "save_model", "_save", "save_pretrained", "_save_optimizer_and_scheduler",
+          "_save_rng_state", "save_file", "on_save")  # fmt: skip
+
+
+def failed_save(error: BaseException) -> bool:
+    """Whether `error` was raised while a save wrote: under one of the `SAVING` frames (torch's writer reports a full
+    disk as a RuntimeError, safetensors as its own error: not only OSErrors)."""
+    tb, names = error.__traceback__, set()
+    while tb is not None:
+        names.add(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return isinstance(error, Exception) and bool(names & set(SAVING))
+
+
+def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
+    """(the cause in words, its errno or None): the OSError's own, else what the output folder shows now (next to no
+    free space, not writable, gone), else the error itself."""
+    import errno
+
+    if isinstance(error, OSError) and error.errno is not None:
+        return error.strerror or os.strerror(error.errno), error.errno
+    if not out.is_dir():
+        return os.strerror(errno.ENOENT), errno.ENOENT
+    if not os.access(out, os.W_OK):
+        return os.strerror(errno.EACCES), errno.EACCES
+    from .checkpoint_complete import newest_complete
+
+    newest, _ = newest_complete(out)
+    largest = max((p.stat().st_size for p in newest.rglob("*") if p.is_file()), default=0) if newest else 0
+    if shutil.disk_usage(out).free < max(2**20, largest):
+        return os.strerror(errno.ENOSPC), errno.ENOSPC
+    first = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    return f"{type(error).__name__}: {first}" if first else type(error).__name__, None
+
+
+def save_failure_message(trainer, error: BaseException, argv: Sequence[str]) -> str:
+    """The one line a run whose save failed ends with: what it was writing, the newest complete checkpoint, and the
+    command that resumes once the cause is fixed."""
+    import errno
+
+    from .checkpoint_complete import newest_complete
+
+    out, step = Path(trainer.args.output_dir), trainer.state.global_step
+    writing = out / f"checkpoint-{step}"
+    what = f"{writing} (incomplete: a resume skips it)" if writing.exists() else f"the model in {out}"
+    if getattr(error, "filename", None):
+        what += f", at {error.filename}"
+    cause, number = save_failure_cause(error, out)
+    newest, _ = newest_complete(out) if out.is_dir() else (None, [])
+    complete = f"{newest.name} is the newest complete checkpoint" if newest else "no checkpoint is complete"
+    fix = {errno.ENOSPC: "space is freed", errno.EDQUOT: "space is freed", errno.EACCES: "the folder is writable",
+           errno.EPERM: "the folder is writable", errno.EROFS: "the folder is writable",
+           errno.ENOENT: "the folder is back"}.get(number, "the cause is fixed")  # fmt: skip
+    again = shlex.join(["up-trl", "train", *argv, "--overwrite_output_dir"])
+    then = f"resume with: {resume_command(argv)}" if newest else f"start again: {again}"
+    return f"saving failed after step {step} ({cause}) while writing {what}; {complete} in {out}; once {fix}, {then}"
+
+
 def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tuple[str | None, str]) -> str:
     """The one line a crashed run ends with: where it stopped, what was saved where, how to resume."""
     path, what = saved
@@ -147,7 +209,8 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
-    saved = save_after_crash(trainer)  # with save_total_limit still lent: the Trainer does not rotate in it
+    save_failed = failed_save(error)  # then another save would fail too: none is tried
+    saved = (None, "no emergency checkpoint: saving itself failed") if save_failed else save_after_crash(trainer)
     from .checkpoint_complete import MarkCompleteCallback
 
     for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
@@ -156,15 +219,18 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
         forget_run_record(trainer.args.output_dir)
     if trainer.is_world_process_zero() and step > 0:
-        write_run_record(
-            trainer.args.output_dir,
-            **record,
-            status="crashed",
-            global_step=step,
-            max_steps=max_steps,
-            checkpoint=saved[0],
-            error=repr(error)[:500],
-        )
+        with contextlib.suppress(OSError):  # the disk that failed the save may refuse the record too
+            write_run_record(
+                trainer.args.output_dir,
+                **record,
+                status="crashed",
+                global_step=step,
+                max_steps=max_steps,
+                checkpoint=saved[0],
+                error=repr(error)[:500],
+            )
+    if save_failed:
+        return save_failure_message(trainer, error, argv)
     return crash_message(trainer, error, argv, saved)
 
 

@@ -12,6 +12,10 @@ The rule for `up-trl train --output_dir DIR`:
 - DIR holds a previous run: refused in one line, unless `--resume_from_checkpoint true` (continue it from its
   latest complete checkpoint) or `--overwrite_output_dir` (remove what its record lists first, checkpoints and its
   `eval/` included, so nothing of it stays mixed in with the new one; every other file is left alone).
+- `--overwrite_output_dir` never removes what this run reads: the model (a `checkpoint-<step>` of the previous run,
+  say), the data, recipe, system prompt or reward module file; nor a file the previous run wrote that changed since
+  (the record keeps a hash of each small file it lists: a model card edited by hand is the user's). Each is refused
+  in one line before anything is removed.
 - A folder written by an up-trl from before run records listed files (a record without `files`, or none but
   `metrics.jsonl`, an up-trl model card or a marked checkpoint) is taken as one run whose files are all of
   `RUN_FILES` and `RUN_GLOBS` there, its model card included and any other README.md excluded.
@@ -21,6 +25,7 @@ How a run that stops early or crashes ends: `run.ending`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -46,6 +51,9 @@ RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "mode
 # `model-final.safetensors` or any other name a run never writes).
 RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
+# The listed files a user may edit (the model card, configs, tokenizer files, the metrics) are hashed in the record,
+# so that one changed after the run wrote it is seen as the user's; weights and checkpoints go by name, as before.
+NOT_HASHED, HASH_LIMIT = (*WEIGHTS, "training_args.bin", RUN_RECORD), 16 * 2**20
 
 
 def is_model_card(path: Path) -> bool:
@@ -189,9 +197,17 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
     return str(path)
 
 
-def check_output_dir(output_dir: str, *, overwrite: bool, resume: str | None, model: str | None) -> list[Path]:
+def check_output_dir(
+    output_dir: str,
+    *,
+    overwrite: bool,
+    resume: str | None,
+    model: str | None,
+    reads: dict[str, str | os.PathLike | None] | None = None,
+) -> list[Path]:
     """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's
-    files to remove first (`--overwrite_output_dir`), else []."""
+    files to remove first (`--overwrite_output_dir`), else []. `reads`: {flag: a path this run reads}; removing
+    one of them (or a folder holding one) is refused, before anything is removed."""
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {output_dir} is a file: name a folder (it is created if missing).")
@@ -216,11 +232,58 @@ def check_output_dir(output_dir: str, *, overwrite: bool, resume: str | None, mo
     if not files or resume is not None:
         return []
     if overwrite:
+        edited = edited_since_written(out)
+        if edited:
+            names = ", ".join(p.name for p in edited)
+            raise ValueError(
+                f"--output_dir {output_dir}: {names} changed since the run wrote it, so it is yours now: move it out "
+                "of the folder (--overwrite_output_dir would remove it), or choose another --output_dir."
+            )
+        _refuse_removing_what_the_run_reads(output_dir, files, {"--model_name_or_path": model, **(reads or {})})
         return files
     raise ValueError(
         f"--output_dir {output_dir} holds a previous run ({describe_run_files(files)}): pass --overwrite_output_dir "
         "to replace it, --resume_from_checkpoint true to continue it, or another --output_dir."
     )
+
+
+def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
+    """{flag: a file or folder this run reads}, for `--overwrite_output_dir` to leave alone: the data
+    (`--dataset_name`, when it is a path), the recipe, the system prompt (when it names a file) and each reward given
+    by dotted path (its module's file, found without importing it)."""
+    import importlib.util
+
+    reads: dict[str, str | None] = {
+        "--dataset_name": script_args.dataset_name,
+        "--config": recipe,
+        "--system_prompt": script_args.system_prompt,
+    }
+    for name in script_args.reward_funcs or []:
+        module = name.rpartition(".")[0] if "." in name else None
+        if module is None:
+            continue
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):  # checked and said elsewhere (`check_reward_names`, the registry)
+            continue
+        if spec is not None and spec.origin not in (None, "built-in", "frozen"):
+            reads[f"--reward_funcs {name}"] = spec.origin
+    return {flag: path for flag, path in reads.items() if path}
+
+
+def _refuse_removing_what_the_run_reads(output_dir: str, files: list[Path], reads: dict) -> None:
+    """A ValueError when one of `files` (what `--overwrite_output_dir` would remove) is, or holds, a path in `reads`:
+    the model the run starts from, its data, recipe, reward module or system prompt file."""
+    for flag, path in reads.items():
+        if path is None or not Path(path).exists():
+            continue
+        read = Path(path).resolve()
+        for removed in files:
+            if read == removed.resolve() or removed.resolve() in read.parents:
+                raise ValueError(
+                    f"--overwrite_output_dir would remove {removed}, which this run reads ({flag} {path}): move it "
+                    f"out of {output_dir} first, or choose another --output_dir."
+                )
 
 
 def resume_command(argv: Sequence[str]) -> str:
@@ -259,7 +322,7 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
     listed = {n for n in before if isinstance(n, str)} if isinstance(before, list) else set()
     listed |= {p.name for p in _matching(folder, RUN_FILES)} | {RUN_RECORD}
     files = sorted(n for n in listed if n == RUN_RECORD or (folder / n).exists())
-    record = {**fields, "files": files, "patterns": list(RUN_GLOBS)}
+    record = {**fields, "files": files, "patterns": list(RUN_GLOBS), "hashes": content_hashes(folder, files)}
     record |= {"writing": list(RUN_FILES)} if running else {}
     path, temporary = folder / RUN_RECORD, folder / f"{RUN_RECORD}.tmp"
     temporary.write_text(json.dumps(record, indent=2) + "\n")
@@ -267,12 +330,35 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
     return path
 
 
+def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
+    """{name: SHA-256 of its content} for the small files among `names` a user may edit (not `NOT_HASHED`, at most
+    `HASH_LIMIT` bytes)."""
+    hashes = {}
+    for name in names:
+        path = folder / name
+        if name not in NOT_HASHED and path.is_file() and path.stat().st_size <= HASH_LIMIT:
+            hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashes
+
+
+def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
+    """The files the run record lists whose content changed since the run wrote them: a user's edit. [] for a record
+    without hashes (written before they were kept) or of a run that did not end (its last record may predate its
+    last writes)."""
+    folder = Path(output_dir)
+    record = _record_here(folder) if folder.is_dir() else None
+    if record is None or "writing" in record or not isinstance(record.get("hashes"), dict):
+        return []
+    now = content_hashes(folder, list(record["hashes"]))
+    return [folder / name for name, digest in record["hashes"].items() if name in now and now[name] != digest]
+
+
 def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
     """Rewrite the run record with the files the run has written so far (at each save), its fields kept."""
     record = _record_here(Path(output_dir))
     if record is None:
         return None
-    fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing")}
+    fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing", "hashes")}
     return write_run_record(output_dir, running="writing" in record, **fields)
 
 

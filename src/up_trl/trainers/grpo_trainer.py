@@ -23,7 +23,7 @@ from ..objective.guards import rare_mask
 from ..objective.losses import anchored_old_logps, log_importance_weights, up_routes
 from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir
+from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir, reference_from_object
 from .unscorable import record_scorable
 
 __all__ = ["UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS re-exported from `shared`
@@ -52,7 +52,8 @@ class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
         self._read_up_args(args)
         check_up_compatible(self.up_mode, args.loss_type, args.delta)
-        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        with reference_from_object(model, args.beta, kwargs.get("peft_config")):  # beta > 0 with a model object
+            super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
         # reward added), each plain callable wrapped; the rewards are unchanged
         self.reward_funcs, _ = record_scorable(self.reward_funcs)

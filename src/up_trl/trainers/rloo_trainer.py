@@ -23,7 +23,7 @@ from ..objective.guards import is_rare
 from ..objective.losses import anchored_old_logps, up_routes
 from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .rloo_config import UPRLOOConfig
-from .shared import UPSyncTrainerMixin, default_output_dir
+from .shared import UPSyncTrainerMixin, default_output_dir, reference_from_object
 from .unscorable import record_scorable
 
 
@@ -50,7 +50,8 @@ class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
         self._read_up_args(args)
-        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        with reference_from_object(model, args.beta, kwargs.get("peft_config")):  # beta > 0 with a model object
+            super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
         # reward added), each plain callable wrapped; the rewards are unchanged
         self.reward_funcs, _ = record_scorable(self.reward_funcs)

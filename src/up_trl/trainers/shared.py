@@ -29,6 +29,7 @@ signature there instead (our override takes the parameters TRL's callers pass). 
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import textwrap
 import time
 from dataclasses import dataclass, field
@@ -84,6 +85,27 @@ def default_output_dir(model, suffix: str) -> str:
     """
     name = model if isinstance(model, str) else getattr(model.config, "_name_or_path", "model")
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
+
+
+@contextlib.contextmanager
+def reference_from_object(model, beta: float, peft_config=None):
+    """Around the parent's constructor: with `beta > 0` and a model *object*, TRL builds its reference model from
+    `model.config._name_or_path`, which is empty for a model built in code (an unclear OSError) and names the
+    checkpoint, not the object's current weights, for one loaded and then changed. The object is saved to a
+    temporary folder first (before any ZeRO-3 sharding) and the reference loaded from it: the reference is the policy
+    as passed. Nothing happens for a path, for beta 0, or with PEFT (TRL disables the adapters instead)."""
+    peft = peft_config is not None or getattr(model, "peft_config", None) is not None
+    if isinstance(model, str) or not beta or peft:
+        yield
+        return
+    original = model.config._name_or_path
+    with tempfile.TemporaryDirectory(prefix="up-trl-reference-") as folder:
+        model.save_pretrained(folder)
+        model.config._name_or_path = folder
+        try:
+            yield
+        finally:
+            model.config._name_or_path = original
 
 
 @dataclass

@@ -18,9 +18,12 @@ sequence-level (loss_type grpo), epsilon 3e-4 / 4e-4; both with the dual clip de
 model ("before") included, is scored on the same problems with the same sampling seed (--eval_seed). Runs go to
 --workers processes of one torch thread each, seed by seed, DAPO first, so a stopped run still holds complete
 pairs; each finished run is appended to runs.partial.jsonl (--resume picks up from it, --report_only rewrites the
-outputs from it; a finished study removes it, and both then read results.json). Writes results.json, table.md and
-curves.png under --output_dir (default outputs/benchmarks/real_model, outside the source tree); the last line
-printed is a JSON summary.
+outputs from it; a finished study removes it, and both then read results.json), so a killed study loses at most
+the runs in flight. Writes results.json (one record per run: config, seed, the commit it ran at, the held-out avg@k
+and pass@k, final training reward and entropy by the collapse study's rules, minutes), curves.parquet (each run's
+training reward and entropy per step), table.md and curves.png under --output_dir (default
+outputs/benchmarks/real_model, outside the source tree); the last line printed is a JSON summary.
+benchmarks/real_model_report.py computes a pre-registered study's measures from those files.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from bench import describe_machine, init_worker, mean_std, open_partial, save_png
+from bench import describe_machine, init_worker, mean_std, open_partial, read_results, save_png, write_results
 
 # The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
 PAIRS: dict[str, dict] = {
@@ -103,7 +106,8 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
 
 # Flags that do not change what a run measures (where and how the script runs, which runs it starts).
 PROCESS_FLAGS = {"output_dir", "resume", "report_only", "time_limit_minutes", "workers", "keep_models", "quick",
-                 "seeds", "pairs", "pass_k"}  # fmt: skip
+                 "seeds", "pairs", "pass_k", "commit"}  # fmt: skip
+FINAL_STEPS = 8  # final training reward and entropy: the mean over the last 8 steps (collapse.py's smollm2 setting)
 
 
 # Settings a stored run may lack (it predates them), with the value it ran with.
@@ -192,6 +196,8 @@ def run_job(job: dict) -> dict:
             "after": score(s["model"], out / "eval-before", s),
             "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
         }
+    from collapse import judge
+
     from up_trl.cli import train
     from up_trl.run.plots import read_metrics, series
 
@@ -199,6 +205,8 @@ def run_job(job: dict) -> dict:
     t0 = time.perf_counter()
     train(train_argv(s, job["pair"], job["up_mode"], job["seed"], str(run_dir)))
     train_minutes = round((time.perf_counter() - t0) / 60, 2)
+    logs = read_metrics(run_dir / "metrics.jsonl")
+    measures = judge(logs, s["max_steps"], accuracy_key="reward", initial_steps=4, final_window=FINAL_STEPS)
     t0 = time.perf_counter()
     after = score(str(run_dir), run_dir / "eval", s)
     if not s["keep_models"]:  # 0.5 GB of float32 weights per run
@@ -206,9 +214,13 @@ def run_job(job: dict) -> dict:
             weights.unlink()
     return {
         **key,
+        "commit": s.get("commit"),
         "train_minutes": train_minutes,
         "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
-        "reward_curve": list(zip(*series(read_metrics(run_dir / "metrics.jsonl"), "reward"))),
+        "final_reward": measures["final_accuracy"],
+        **{k: measures[k] for k in ("final_entropy", "initial_entropy", "collapsed", "runaway")},
+        "reward_curve": [list(p) for p in zip(*series(logs, "reward"))],
+        "entropy_curve": [list(p) for p in zip(*series(logs, "entropy"))],
         "after": after,
     }
 
@@ -370,7 +382,9 @@ def main(argv=None) -> dict:
     pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    settings = {**vars(args), "model": smollm2_path()}
+    from collapse import git_commit
+
+    settings = {**vars(args), "model": smollm2_path(), "commit": git_commit()}
     machine = describe_machine(args.workers)
     start = time.perf_counter()
     deadline = time.time() + (float("inf") if args.time_limit_minutes is None else args.time_limit_minutes * 60)
@@ -386,7 +400,8 @@ def main(argv=None) -> dict:
         args.resume, jobs = True, []
     partial, runs = open_partial(out, args.resume)
     if args.resume and not runs and (out / "results.json").exists():  # a finished study keeps no partial file
-        runs = stored_runs(json.loads((out / "results.json").read_text()))
+        runs = stored_runs(read_results(out) if (out / "curves.parquet").exists() else json.loads(
+            (out / "results.json").read_text()))  # fmt: skip
         partial.write_text("".join(json.dumps(r) + "\n" for r in runs))  # what a stop from here on keeps
     if args.resume:
         for run in runs:  # a run stored with other settings would be paired or reported as if it had these
@@ -470,7 +485,7 @@ def main(argv=None) -> dict:
         "summary": rows,
         "runs": runs,
     }
-    (out / "results.json").write_text(json.dumps(report, indent=1))
+    write_results(out, report)  # results.json (one line per run), curves.parquet
     table = markdown(rows, args.k, before, header, args.pass_k)
     (out / "table.md").write_text(table)
     plot(runs, pairs, out / "curves.png", args.dataset)

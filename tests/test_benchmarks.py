@@ -4,6 +4,7 @@ import ast
 import importlib.util
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -514,3 +515,39 @@ def test_gpu_suite_safe_pair_gives_the_kl_to_both_arms_and_the_rare_clip_to_up(t
     assert row["pair"] == "DAPO + safe" and row["seeds"] == [0]
     arms = {r["config"]: (r["beta"], r["up_positive_min_prob"]) for r in report["ab"]["runs"]}
     assert arms == {"DAPO + safe": (0.05, None), "UP-DAPO + safe": (0.05, 0.05)}
+
+
+def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
+    """benchmarks/real_model_report.py on a hand-made results folder: the paired avg@k difference with its 2-SE
+    interval, the steps-to-reach ratio with a censored seed, failures, and the README sentence for each outcome."""
+    bench = _load("bench")
+    report_module = _load("real_model_report")
+
+    def run(config, seed, avg, rewards, collapsed=False):
+        return {"config": config, "seed": seed, "commit": "abc", "final_reward": sum(rewards[-8:]) / 8,
+                "final_entropy": 0.5, "initial_entropy": 0.6, "collapsed": collapsed, "runaway": False,
+                "after": {"avg@8": avg, "pass@4": min(1.0, 2 * avg)},
+                "reward_curve": [[s + 1, r] for s, r in enumerate(rewards)]}  # fmt: skip
+
+    rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
+    runs = [run("GSPO", 100, 0.30, rising), run("UP-GSPO", 100, 0.40, fast),
+            run("GSPO", 101, 0.20, rising), run("UP-GSPO", 101, 0.25, flat, collapsed=True),
+            run("GSPO", 102, 0.10, rising), run("UP-GSPO", 102, 0.05, rising)]  # fmt: skip
+    settings = {"benchmark_limit": 96, "k": 8, "pass_k": 4, "max_steps": 32, "seeds": [100, 101, 102]}
+    bench.write_results(tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings,
+                                   "pairs": {"GSPO": {}}, "runs": runs})  # fmt: skip
+    report = report_module.main([str(tmp_path)])
+    row = report["pairs"]["GSPO"]
+    assert row["primary"]["mean"] == pytest.approx((0.10 + 0.05 - 0.05) / 3)
+    assert (row["primary"]["won"], row["primary"]["lost"]) == (2, 1)
+    assert row["primary"]["two_se"] == pytest.approx(2 * statistics.stdev([0.10, 0.05, -0.05]) / 3**0.5)
+    steps = [r["steps_to_parent_final_reward"] for r in row["per_seed"]]
+    assert steps[0] == {"parent": 13, "up": 1} and steps[1]["up"] is None  # seed 101: never reached, censored
+    assert row["secondary"]["steps_ratio"]["censored"] == 1
+    assert row["secondary"]["failures"]["up"] == {"collapsed": 1, "runaway": 0}
+    assert "no difference between UP-GSPO and GSPO was detected" in row["readme"]
+    assert (tmp_path / "paired.png").exists() and "Primary, avg@8" in (tmp_path / "report.md").read_text()
+    higher = report_module.sentence("GSPO", {"mean": 0.1, "two_se": 0.02, "won": 9, "lost": 1}, 8, 96, 10)
+    lower = report_module.sentence("GSPO", {"mean": -0.1, "two_se": 0.02, "won": 1, "lost": 9}, 8, 96, 10)
+    assert "scored higher than GSPO" in higher and "higher on 9 of 10" in higher
+    assert "scored lower than GSPO" in lower and "lower on 9 of 10" in lower

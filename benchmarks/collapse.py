@@ -91,57 +91,66 @@ def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH,
     return se.supervise(model, se.chat_prompt_ids(tokenizer), reply, rng, steps), tokenizer
 
 
-def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
-    """One run of `name` at `level` updates per rollout on the toy or the stress task: sample_efficiency.run_one's
-    trainer settings (16 prompts, 8 completions each, lr 1e-3 constant, beta 0, T 1), the level's reuse and SPEED."""
-    import copy
-
+def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: str, model, **overrides):
+    """The trainer of one toy or stress run: sample_efficiency.run_one's settings (16 prompts, 8 completions each, lr
+    constant, beta 0, T 1), the level's reuse and SPEED; `model` an object or a saved folder; `overrides` change the
+    config (collapse_rescue.py: checkpoints, the stop, a resume's settings)."""
     from datasets import Dataset
     from transformers import PrinterCallback
 
     from up_trl import UPGRPOConfig, UPGRPOTrainer
-    from up_trl.run.collapse_warning import CollapseWarningCallback
 
     tail = settings["task"] == "tail"
-    tail_length, tail_noise = settings.get("tail_length", TAIL_LENGTH), settings.get("tail_noise", TAIL_NOISE)
-    if tail:
-        base, tokenizer = warm_start_tail(seed, tail_length=tail_length, tail_noise=tail_noise)
-    else:
-        base, tokenizer = _warm_start(seed)
+    tail_length = settings.get("tail_length", TAIL_LENGTH)
+    tokenizer = (warm_start_tail(seed, tail_length=tail_length, tail_noise=settings.get("tail_noise", TAIL_NOISE))
+                 if tail else _warm_start(seed))[1]  # fmt: skip
     prompts, golds = se.task(16)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     reward_funcs, weights = se.make_rewards("none", seed)
+    config = UPGRPOConfig(
+        output_dir=output_dir,
+        seed=seed,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        max_steps=settings["max_steps"],
+        learning_rate=settings["learning_rate"],
+        lr_scheduler_type="constant",
+        num_generations=8,
+        gradient_accumulation_steps=1,
+        max_completion_length=tail_length + 2 if tail else 3,
+        temperature=1.0,
+        top_k=0,
+        reward_weights=weights,
+        **{"beta": 0.0, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides},
+    )
+    trainer = UPGRPOTrainer(
+        model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
+    )
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
+def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
+    """One run of `name` at `level` updates per rollout on the toy or the stress task (`toy_trainer`)."""
+    import copy
+
+    from up_trl.run.collapse_warning import CollapseWarningCallback
+
+    if settings["task"] == "tail":
+        base, _ = warm_start_tail(seed, tail_length=settings.get("tail_length", TAIL_LENGTH),
+                                  tail_noise=settings.get("tail_noise", TAIL_NOISE))  # fmt: skip
+    else:
+        base, _ = _warm_start(seed)
     with tempfile.TemporaryDirectory() as tmp:
-        config = UPGRPOConfig(
-            output_dir=tmp,
-            seed=seed,
-            use_cpu=True,
-            bf16=False,
-            report_to="none",
-            save_strategy="no",
-            disable_tqdm=True,
-            logging_steps=1,
-            max_steps=settings["max_steps"],
-            learning_rate=settings["learning_rate"],
-            lr_scheduler_type="constant",
-            num_generations=8,
-            gradient_accumulation_steps=1,
-            max_completion_length=tail_length + 2 if tail else 3,
-            temperature=1.0,
-            top_k=0,
-            reward_weights=weights,
-            **{"beta": 0.0, **CONFIGS[name]},
-            **LEVELS[level],
-            **SPEED,
-        )
         model = copy.deepcopy(base)
         if settings.get("model_from_path"):  # every arm alike: TRL loads the reference (beta > 0) from the path
             base.save_pretrained(Path(tmp) / "warm_start")
             model = str(Path(tmp) / "warm_start")
-        trainer = UPGRPOTrainer(
-            model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
-        )
-        trainer.remove_callback(PrinterCallback)
+        trainer = toy_trainer(name, seed, level, settings, tmp, model)
         start = time.perf_counter()
         trainer.train()
         seconds = time.perf_counter() - start
@@ -153,7 +162,7 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
         "seconds": round(seconds, 1),
         "commit": settings.get("commit"),
     }
-    record["beta"] = config.beta  # the warning watches the dead state only with beta = 0
+    record["beta"] = trainer.args.beta  # the warning watches the dead state only with beta = 0
     record.update(judge(trainer.state.log_history, settings["max_steps"], accuracy_key=TOY_ACCURACY))
     record["warning"] = warning.rule.fired and list(warning.rule.fired[:2])  # what the live callback said, if anything
     return record

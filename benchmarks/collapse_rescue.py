@@ -22,56 +22,21 @@ import tempfile
 import time
 from pathlib import Path
 
-import bench as se
 from bench import cached_warm_start, describe_machine
-from collapse import TOY_ACCURACY, git_commit, judge
-from collapse_settings import COLLAPSE_ACCURACY, CONFIGS, LEVELS, SPEED
+from collapse import TOY_ACCURACY, git_commit, judge, toy_trainer
+from collapse_settings import COLLAPSE_ACCURACY, CONFIGS
 
 LEVEL, MAX_STEPS, SAVE_EVERY = 4, 300, 5
 RESUMES = {"unchanged": {}, "beta 0.05": {"beta": 0.05}, "beta 0.05, lr / 2": {"beta": 0.05, "learning_rate": 5e-4}}
 
 
 def make_trainer(name: str, seed: int, model_dir: str, output_dir: str, stop_on_collapse: bool, **overrides):
-    """UPGRPOTrainer for `name` on the toy task (collapse.toy_run's settings) from the warm start saved in
-    `model_dir`, with a checkpoint every SAVE_EVERY steps; `overrides` change the config (a resume's settings)."""
-    from datasets import Dataset
-    from transformers import PrinterCallback
-
-    from up_trl import UPGRPOConfig, UPGRPOTrainer
-
-    _, tokenizer = cached_warm_start(seed)
-    prompts, golds = se.task(16)
-    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
-    reward_funcs, weights = se.make_rewards("none", seed)
-    settings = {"beta": 0.0, "learning_rate": 1e-3, **CONFIGS[name], **overrides}
-    config = UPGRPOConfig(
-        output_dir=output_dir,
-        seed=seed,
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="steps",
-        save_steps=SAVE_EVERY,
-        disable_tqdm=True,
-        logging_steps=1,
-        max_steps=MAX_STEPS,
-        lr_scheduler_type="constant",
-        num_generations=8,
-        gradient_accumulation_steps=1,
-        max_completion_length=3,
-        temperature=1.0,
-        top_k=0,
-        reward_weights=weights,
-        up_stop_on_collapse=stop_on_collapse,
-        **settings,
-        **LEVELS[LEVEL],
-        **SPEED,
-    )
-    trainer = UPGRPOTrainer(
-        model=model_dir, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
-    )
-    trainer.remove_callback(PrinterCallback)
-    return trainer
+    """collapse.toy_trainer for `name` on the toy task from the warm start saved in `model_dir`, with a checkpoint
+    every SAVE_EVERY steps; `overrides` change the config (a resume's settings)."""
+    overrides = dict(overrides)  # RESUMES' dicts stay as they are
+    settings = {"task": "toy", "max_steps": MAX_STEPS, "learning_rate": overrides.pop("learning_rate", 1e-3)}
+    return toy_trainer(name, seed, LEVEL, settings, output_dir, model_dir, save_strategy="steps",
+                       save_steps=SAVE_EVERY, up_stop_on_collapse=stop_on_collapse, **overrides)  # fmt: skip
 
 
 def recovered_at(curve: list[list[float]], after: int) -> int | None:

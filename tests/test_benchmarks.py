@@ -551,3 +551,13 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
     lower = report_module.sentence("GSPO", {"mean": -0.1, "two_se": 0.02, "won": 1, "lost": 9}, 8, 96, 10)
     assert "scored higher than GSPO" in higher and "higher on 9 of 10" in higher
     assert "scored lower than GSPO" in lower and "lower on 9 of 10" in lower
+
+
+def test_collapse_rescue_counts_recovery_from_the_resume_on():
+    """benchmarks/collapse_rescue.py: a resumed run has recovered at the first step after the resume from which the
+    true accuracy never falls below the collapse bound (0.05) again; never, if it ends below it."""
+    rescue = _load("collapse_rescue")
+    curve = [[1, 0.3], [5, 0.0], [9, 0.0], [13, 0.06], [17, 0.02], [21, 0.1], [25, 0.2]]
+    assert rescue.recovered_at(curve, after=5) == 21
+    assert rescue.recovered_at(curve[:5], after=5) is None
+    assert rescue.recovered_at([[1, 0.3], [5, 0.2]], after=1) == 5

@@ -107,7 +107,7 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
     prompts, golds = se.task(16)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": p}] for p in prompts], "solution": golds})
     reward_funcs, weights = se.make_rewards("none", seed)
-    config = UPGRPOConfig(
+    base = dict(
         output_dir=output_dir,
         seed=seed,
         use_cpu=True,
@@ -125,8 +125,9 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
         temperature=1.0,
         top_k=0,
         reward_weights=weights,
-        **{"beta": 0.0, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides},
+        beta=0.0,
     )
+    config = UPGRPOConfig(**{**base, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides})
     trainer = UPGRPOTrainer(
         model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
     )

@@ -32,18 +32,19 @@ class StopAt(TrainerCallback):
             control.should_save = control.should_training_stop = True
 
 
-def train(kind, folder, callbacks=(), resume=None, **settings):
+def train(kind, folder, callbacks=(), resume=None, prompts=16, **settings):
+    settings = {"max_steps": 6, **settings}
     trainer = MAKERS[kind](
-        folder, tiny_model_and_tokenizer(seed=0), dataset(), callbacks=list(callbacks), max_steps=6, **settings
+        folder, tiny_model_and_tokenizer(seed=0), dataset(prompts), callbacks=list(callbacks), **settings
     )
     trainer.train(resume_from_checkpoint=resume)
     return trainer
 
 
-def dataset():
+def dataset(prompts=16):
     from datasets import Dataset
 
-    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(prompts)]})
 
 
 def losses(trainer):
@@ -62,6 +63,20 @@ def test_resume_inside_a_rollout_cycle_continues_the_same_run(tmp_path, kind, la
     resumed = train(kind, tmp_path / "cut", resume=str(checkpoint), **settings)
     assert resumed.state.global_step == 6
     assert {s: v for s, v in losses(resumed).items() if s > 3} == {s: v for s, v in losses(full).items() if s > 3}
+    assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
+
+
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_resume_in_a_later_epoch_draws_the_prompts_of_the_uninterrupted_run(tmp_path, kind):
+    """8 prompts, 4 a rollout batch: an epoch is 4 steps. Stopped at step 5 (epoch 1) and resumed, the run draws the
+    same prompts at steps 9-12 (epoch 2) as the uninterrupted one: the checkpoint holds the prompt sampler's random
+    state at its epoch's start (the Trainer restores the global random states, not the sampler's generator)."""
+    settings = dict(steps_per_generation=2, prompts=8, max_steps=10)
+    full = train(kind, tmp_path / "full", **settings)
+    train(kind, tmp_path / "cut", callbacks=[StopAt(5)], **settings)
+    resumed = train(kind, tmp_path / "cut", resume=str(tmp_path / "cut" / "out" / "checkpoint-5"), **settings)
+    assert resumed.state.global_step == 10 and resumed.state.epoch > 2
+    assert {s: v for s, v in losses(resumed).items() if s > 5} == {s: v for s, v in losses(full).items() if s > 5}
     assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
 
 

@@ -45,14 +45,41 @@ def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     return os.path.join(checkpoint, ROLLOUT_FILE.format(rank=rank))
 
 
+def sampler_generator(dataloader) -> torch.Generator | None:
+    """The random generator of the sampler behind `dataloader` (TRL's prompt sampler draws one permutation of the
+    prompts from it per epoch), through accelerate's wrappers; None when there is none."""
+    seen, todo = set(), [dataloader]
+    while todo:
+        obj = todo.pop()
+        if obj is None or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        generator = getattr(obj, "generator", None)
+        if isinstance(generator, torch.Generator):
+            return generator
+        todo += [getattr(obj, name, None) for name in ("sampler", "batch_sampler", "base_dataloader")]
+    return None
+
+
 class RolloutCheckpointCallback(TrainerCallback):
     """Writes `trainer`'s buffered rollout batch and its `_step` into every checkpoint it saves (this process's
-    share). The trainer puts it first among its callbacks, so that the completeness mark written on the same
+    share), with the prompt sampler's random state at the start of the epoch in progress: the Trainer restores the
+    global random states but not the sampler's own generator, so a run resumed in epoch e > 0 drew epoch 0's order
+    of prompts again. The trainer puts it first among its callbacks, so that the completeness mark written on the same
     `on_save` lists the file."""
 
     def __init__(self, trainer):
         self.trainer = trainer
         self.window: tuple[int, int] = (-1, 0)  # (global_step, `_step` at the first micro-step of its window)
+        self.epoch_sampler_state: torch.Tensor | None = None  # the sampler's state before this epoch's order
+
+    def on_epoch_begin(self, args, state, control, train_dataloader=None, **kwargs):
+        generator = sampler_generator(train_dataloader)
+        restore = vars(self.trainer).pop("_up_sampler_state", None)  # a resume: the saved epoch's starting state
+        if generator is not None and restore is not None:
+            generator.set_state(restore)
+        self.epoch_sampler_state = None if generator is None else generator.get_state()
+        return control
 
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
@@ -68,6 +95,8 @@ class RolloutCheckpointCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
             state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
+            if self.epoch_sampler_state is not None:
+                state_dict["sampler_state"] = self.epoch_sampler_state
             torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
         return control
 
@@ -100,6 +129,8 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
+        if "sampler_state" in state:  # put back when the resumed epoch begins (`RolloutCheckpointCallback`)
+            self.__dict__["_up_sampler_state"] = state["sampler_state"].cpu()
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
         missing = [k for k in self.rollout_keys_for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
         if missing:  # resumed with beta > 0 from a run without a KL (the collapse warning's advice at a dead state)

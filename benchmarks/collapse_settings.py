@@ -120,7 +120,6 @@ from __future__ import annotations
 import bench as se  # the toy task's CONFIGS
 import staleness_sweep  # its LEVELS (bench.LEVELS)
 
-from up_trl.objective.guards import SAFE_UP
 
 FAMILIES = ("DAPO", "GRPO", "GSPO")
 # The candidate guard that runs (names "UP-<family> + <guard>"). Suggested by the cause (collapse_cause.py): rare
@@ -141,9 +140,9 @@ DEAD_STATE_CANDIDATES: dict[str, dict] = {
     "beta 0.01": dict(beta=0.01),
     "epsilon 0.1": dict(epsilon=0.1),  # a tighter clip-low: negatives stop moving at r < 0.9 instead of 0.8
 }
-SAFE = dict(
-    SAFE_UP
-)  # up_positive_min_prob=0.05 (the rare clip: runaway) + beta=0.05 (a KL to the reference: dead state)
+# "+ safe" as PRE-REGISTRATION 2 defined it (the configs the recorded studies ran): the rare clip and beta 0.05. What
+# the package recommends after PRE-REGISTRATION 3 is up_trl.objective.guards.SAFE_UP (the rare clip alone).
+SAFE = {"up_positive_min_prob": 0.05, "beta": 0.05}
 CONFIGS: dict[str, dict] = {}
 for family in FAMILIES:
     CONFIGS[family] = dict(se.CONFIGS[family])

@@ -13,7 +13,7 @@ outside the source tree).
    starts with the digit a), a Qwen2 built from a config and warm-started to answer one random digit, rollouts
    reused 4 times (steps_per_generation=4). Each seed is paired: the same warm start, data order and sampling
    seed for the parent and for UP; only `up_mode` differs. Pairs: DAPO / UP-DAPO and GSPO / UP-GSPO; opt-in,
-   `--pairs "DAPO + safe"`: DAPO + beta 0.05 / UP-DAPO + safe (the `up_dapo` recipe's guard, docs/collapse.md).
+   `--pairs "DAPO + safe"`: DAPO / UP-DAPO + safe (the `up_dapo` recipe's rare clip, docs/collapse.md).
 
 3. KL cost (PRE-REGISTRATION 3, benchmarks/collapse_settings.py; on CPU: benchmarks/kl_cost.py): UPGRPOTrainer
    training steps (generation, TRL's reference forward, loss, update) on Qwen2.5-0.5B's shape saved to a folder
@@ -45,10 +45,10 @@ PAIRS = {
     "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
     "GSPO": dict(loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
 }
-# "+ safe" (up_trl.objective.guards.SAFE_UP, docs/collapse.md), opt-in with --pairs "DAPO + safe": its TRL setting
-# (beta, a KL to the reference) goes to both arms, as in the collapse study; the rare clip to UP's arm only.
-PAIRS["DAPO + safe"] = {**PAIRS["DAPO"], "beta": SAFE_UP["beta"]}
-UP_ONLY = {"DAPO + safe": {key: value for key, value in SAFE_UP.items() if key not in PAIRS["DAPO + safe"]}}
+# "+ safe" (up_trl.objective.guards.SAFE_UP, docs/collapse.md), opt-in with --pairs "DAPO + safe": UP's own settings
+# (the rare clip) go to UP's arm only; any TRL setting it holds to both arms, so the twins stay twins.
+PAIRS["DAPO + safe"] = {**PAIRS["DAPO"], **{k: v for k, v in SAFE_UP.items() if not k.startswith("up_")}}
+UP_ONLY = {"DAPO + safe": {k: v for k, v in SAFE_UP.items() if k.startswith("up_")}}
 
 
 def kl_cost(args) -> dict:

@@ -17,9 +17,10 @@ import torch
 
 from .ratios import ImportanceSamplingLevel, log_importance_weights
 
-# "UP + safe", the collapse study's recommendation for DAPO and GRPO (docs/collapse.md): the rare clip for the entropy
-# runaway and TRL's KL to the reference for the dead state.
-SAFE_UP = {"up_positive_min_prob": 0.05, "beta": 0.05}
+# "UP + safe", the collapse study's recommendation for DAPO and GRPO (docs/collapse.md, PRE-REGISTRATION 3): the rare
+# clip alone, UP's own setting. The KL to the reference (TRL's beta) was tested part by part there too: it met the
+# goal less often and is not part of it; a recipe's beta is its parent's.
+SAFE_UP = {"up_positive_min_prob": 0.05}
 
 GUARD_FIELDS = ("up_positive_min_prob",)
 

@@ -120,7 +120,6 @@ from __future__ import annotations
 import bench as se  # the toy task's CONFIGS
 import staleness_sweep  # its LEVELS (bench.LEVELS)
 
-
 FAMILIES = ("DAPO", "GRPO", "GSPO")
 # The candidate guard that runs (names "UP-<family> + <guard>"). Suggested by the cause (collapse_cause.py): rare
 # positive tokens (pi_old < 0.05) keep the parent's clip.

@@ -1,6 +1,6 @@
-"""The GPU figures in one command (about 8 minutes on one H200): what UP costs at a ~0.5B model, and UP against its
-parent over several seeds. Writes results.json and suite.png under --output_dir (default outputs/benchmarks/gpu_suite,
-outside the source tree).
+"""The GPU figures in one command (sized for about 11 minutes on one H200; not yet run there): what UP costs at a
+~0.5B model, UP against its parent over several seeds, and what TRL's KL to the reference costs. Writes results.json
+and suite.png under --output_dir (default outputs/benchmarks/gpu_suite, outside the source tree).
 
     python benchmarks/gpu_suite.py                 # on a GPU; stops starting new seeds at --time_budget_s
     python benchmarks/gpu_suite.py --dry_run       # tiny sizes on CPU, seconds (CI runs this)

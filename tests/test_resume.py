@@ -66,17 +66,20 @@ def test_resume_inside_a_rollout_cycle_continues_the_same_run(tmp_path, kind, la
     assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
 
 
+@pytest.mark.parametrize("stop", [5, 4], ids=["inside_epoch_1", "at_epoch_0s_last_step"])
 @pytest.mark.parametrize("kind", list(MAKERS))
-def test_resume_in_a_later_epoch_draws_the_prompts_of_the_uninterrupted_run(tmp_path, kind):
-    """8 prompts, 4 a rollout batch: an epoch is 4 steps. Stopped at step 5 (epoch 1) and resumed, the run draws the
-    same prompts at steps 9-12 (epoch 2) as the uninterrupted one: the checkpoint holds the prompt sampler's random
-    state at its epoch's start (the Trainer restores the global random states, not the sampler's generator)."""
+def test_resume_in_a_later_epoch_draws_the_prompts_of_the_uninterrupted_run(tmp_path, kind, stop):
+    """8 prompts, 4 a rollout batch: an epoch is 4 steps. Stopped inside epoch 1 (step 5) or at epoch 0's last step
+    (4) and resumed, the run draws the same prompts in the epochs after as the uninterrupted one: the checkpoint holds
+    the prompt sampler's random states (the Trainer restores the global random states, not the sampler's
+    generator)."""
     settings = dict(steps_per_generation=2, prompts=8, max_steps=10)
     full = train(kind, tmp_path / "full", **settings)
-    train(kind, tmp_path / "cut", callbacks=[StopAt(5)], **settings)
-    resumed = train(kind, tmp_path / "cut", resume=str(tmp_path / "cut" / "out" / "checkpoint-5"), **settings)
+    train(kind, tmp_path / "cut", callbacks=[StopAt(stop)], **settings)
+    resumed = train(kind, tmp_path / "cut", resume=str(tmp_path / "cut" / "out" / f"checkpoint-{stop}"), **settings)
     assert resumed.state.global_step == 10 and resumed.state.epoch > 2
-    assert {s: v for s, v in losses(resumed).items() if s > 5} == {s: v for s, v in losses(full).items() if s > 5}
+    after = {s: v for s, v in losses(resumed).items() if s > stop}
+    assert after == {s: v for s, v in losses(full).items() if s > stop}
     assert all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
 
 
@@ -148,3 +151,21 @@ def test_resume_trains_with_the_settings_it_was_given(tmp_path, kind):
     }
     assert all(v > 0 for v in expected.values())
     assert resumed.args.learning_rate == 1e-3  # what the model card reports (`run.card`)
+
+
+def test_under_deepspeed_a_changed_optimizer_setting_is_refused_in_one_line(tmp_path):
+    """DeepSpeed's engine restores the optimizer as saved, so a new learning rate would not apply: refused, where
+    without DeepSpeed it is said and applied (`resume_settings`)."""
+    from up_trl.run.checkpoint_complete import mark_complete, resume_differences
+
+    checkpoint = tmp_path / "checkpoint-4"
+    checkpoint.mkdir()
+    mark_complete(checkpoint, {"learning_rate": 0.01, "max_steps": 4})
+    notes, refusal = resume_differences(checkpoint, {"learning_rate": 0.001, "max_steps": 8})
+    assert refusal is None and len(notes) == 2
+    _, refusal = resume_differences(checkpoint, {"learning_rate": 0.001, "max_steps": 8}, deepspeed=True)
+    assert refusal == (
+        f"--resume_from_checkpoint {checkpoint}: learning_rate is 0.001 here but 0.01 in the run that saved "
+        "checkpoint-4, and under DeepSpeed the engine restores the optimizer as saved, so learning_rate 0.001 would "
+        "not apply: set learning_rate back to 0.01, or resume without DeepSpeed."
+    )

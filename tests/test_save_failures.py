@@ -142,3 +142,23 @@ def test_a_failed_final_save_is_one_line_too(tmp_path, capsys, monkeypatch, unin
         f"up-trl train: error: saving failed after step 1 (No space left on device) while writing the model in "
         f"{out}, at {out / 'model.safetensors'}; no checkpoint is complete in {out}; once space is freed, start again:"
     ), err[0]
+
+
+def test_only_a_refused_save_counts_as_one_other_errors_keep_their_traceback(tmp_path):
+    """`failed_save`: an OSError under a save, or another error there with the folder full, unwritable or gone; a
+    bug raised while saving (a RuntimeError with the disk fine) is a crash with its traceback."""
+    from up_trl.run.ending import failed_save
+
+    def _save_checkpoint(error):  # a frame of the Trainer's saving code
+        raise error
+
+    def raised(error):
+        try:
+            _save_checkpoint(error)
+        except Exception as caught:
+            return caught
+
+    assert failed_save(raised(OSError(errno.ENOSPC, "No space left on device")), tmp_path)
+    assert not failed_save(raised(RuntimeError("tensors share memory")), tmp_path)  # the disk is fine
+    assert failed_save(raised(RuntimeError("unexpected pos")), tmp_path / "removed")  # the folder is gone
+    assert not failed_save(OSError(errno.ENOSPC, "not raised while saving"), tmp_path)

@@ -53,11 +53,15 @@ class TrainingCrashed(RuntimeError):
     original exception is its `__cause__`. `main` prints both and exits 1; a failed save (`run.ending.failed_save`:
     a full disk, a folder made read-only or removed) only the line, which says all there is."""
 
+    def __init__(self, message: str, output_dir: str | None = None):
+        super().__init__(message)
+        self.output_dir = output_dir  # where a failed save would have written (`run.ending.failed_save`)
+
     @property
     def show_cause(self) -> bool:
         from ..run.ending import failed_save
 
-        return self.__cause__ is not None and not failed_save(self.__cause__)
+        return self.__cause__ is not None and not failed_save(self.__cause__, self.output_dir)
 
 
 def silence_unactionable_warnings(deepspeed: bool) -> None:
@@ -112,7 +116,13 @@ def train(argv: list[str] | None = None):
     )
     from ..run.checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
     from ..run.ending import after_crash, leave_process_group, stop_reason
-    from ..run.folder import describe_run_files, remove_run_files, resume_command, write_run_record
+    from ..run.folder import (
+        describe_run_files,
+        refresh_run_record,
+        remove_run_files,
+        resume_command,
+        write_run_record,
+    )
     from ..run.plots import plot_metrics
     from .checks import check_dataset_size, check_inputs
 
@@ -176,7 +186,8 @@ def train(argv: list[str] | None = None):
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
         if checked["resume"] is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
-            changes, refusal = resume_differences(checked["resume"], run_settings(training_args))
+            deepspeed = bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED")
+            changes, refusal = resume_differences(checked["resume"], run_settings(training_args), deepspeed)
             if refusal is not None:
                 raise UsageError(refusal)
             for line in changes:
@@ -221,14 +232,14 @@ def train(argv: list[str] | None = None):
         try:
             trainer.train(resume_from_checkpoint=checked["resume"])
         except Exception as error:
-            raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
+            raise TrainingCrashed(after_crash(trainer, error, given, record), out) from error
         finally:
             graceful.restore()
         seconds = time.perf_counter() - start
         try:
             trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
-        except OSError as error:  # a full disk, a folder made read-only or removed: one line (`run.ending`)
-            raise TrainingCrashed(after_crash(trainer, error, given, record)) from error
+        except Exception as error:  # a full disk, a folder made read-only or removed: one line (`run.ending`)
+            raise TrainingCrashed(after_crash(trainer, error, given, record, final=True), out) from error
 
         step, max_steps = trainer.state.global_step, trainer.state.max_steps
         reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
@@ -262,6 +273,8 @@ def train(argv: list[str] | None = None):
                 )
         if training_args.push_to_hub:
             trainer.push_to_hub(dataset_name=script_args.dataset_name)
+            if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
+                refresh_run_record(out)
         leave_process_group(state)  # last, on every process: none exits while another is mid-collective
         return trainer
     finally:

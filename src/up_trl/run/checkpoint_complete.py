@@ -300,9 +300,16 @@ ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_ge
 NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "run_name")
 
 
-def resume_differences(checkpoint: str | os.PathLike, settings: dict[str, Any]) -> tuple[list[str], str | None]:
+# Optimizer settings a resume applies (`resume_settings`), but not under DeepSpeed, whose engine restores its own.
+OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
+
+
+def resume_differences(
+    checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
+) -> tuple[list[str], str | None]:
     """(one line per setting that differs from the run that saved `checkpoint`, or a refusal when one of them is
-    the shape of the rollout batch the checkpoint holds, else None). Nothing when the checkpoint carries no mark."""
+    the shape of the rollout batch the checkpoint holds, or, under `deepspeed`, a setting of the optimizer the
+    engine restores as saved; else None). Nothing when the checkpoint carries no mark."""
     mark = read_mark(checkpoint)
     saved = (mark or {}).get("settings") or {}
     name = Path(checkpoint).name
@@ -314,6 +321,12 @@ def resume_differences(checkpoint: str | os.PathLike, settings: dict[str, Any]) 
                 f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
                 f"that saved {name}, whose buffered rollout batch has that shape: set {key} back to {saved[key]}, "
                 "or start afresh in another --output_dir."
+            )
+        if key in OPTIMIZER_SETTINGS and deepspeed:
+            return [], (
+                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
+                f"that saved {name}, and under DeepSpeed the engine restores the optimizer as saved, so {key} "
+                f"{settings[key]} would not apply: set {key} back to {saved[key]}, or resume without DeepSpeed."
             )
     notes = [f"resuming {name} with {key} {settings[key]} (the run that saved it had {saved[key]})" for key in changed]
     return notes, None

@@ -56,9 +56,9 @@ def exit_launched_process(code: int):
     import atexit
     import threading
 
-    for thread in threading.enumerate():  # what the interpreter waits for at exit: non-daemon threads
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # The interpreter's own first steps at exit, in its order: threading's exit hooks (they stop idle thread pools,
+    # such as transformers' Hub uploads) and the join of every non-daemon thread; then the atexit handlers.
+    threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -121,14 +121,18 @@ SAVING = ("_save_checkpoint", "save_model", "_save", "save_pretrained", "_save_o
           "_save_rng_state", "save_file", "on_save")  # fmt: skip
 
 
-def failed_save(error: BaseException) -> bool:
-    """Whether `error` was raised while a save wrote: under one of the `SAVING` frames (torch's writer reports a full
-    disk as a RuntimeError, safetensors as its own error: not only OSErrors)."""
+def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> bool:
+    """Whether `error` is a save the disk or the folder refused: raised under one of the `SAVING` frames, and an
+    OSError or, where the writer reports it otherwise (torch's zip writer raises a RuntimeError on a full disk), a
+    cause the output folder `out` shows (`save_failure_cause`). Anything else raised while saving (a callback's bug,
+    a gather error) is a crash with its traceback."""
     tb, names = error.__traceback__, set()
     while tb is not None:
         names.add(tb.tb_frame.f_code.co_name)
         tb = tb.tb_next
-    return isinstance(error, Exception) and bool(names & set(SAVING))
+    if not (isinstance(error, Exception) and names & set(SAVING)):
+        return False
+    return isinstance(error, OSError) or (out is not None and save_failure_cause(error, Path(out))[1] is not None)
 
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
@@ -152,16 +156,20 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
     return f"{type(error).__name__}: {first}" if first else type(error).__name__, None
 
 
-def save_failure_message(trainer, error: BaseException, argv: Sequence[str]) -> str:
-    """The one line a run whose save failed ends with: what it was writing, the newest complete checkpoint, and the
-    command that resumes once the cause is fixed."""
+def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
+    """The one line a run whose save failed ends with: what it was writing (a checkpoint, or with `final` the model
+    written after training), the newest complete checkpoint, and the command that resumes once the cause is fixed."""
     import errno
 
-    from .checkpoint_complete import newest_complete
+    from .checkpoint_complete import checkpoint_problem, newest_complete
 
     out, step = Path(trainer.args.output_dir), trainer.state.global_step
     writing = out / f"checkpoint-{step}"
-    what = f"{writing} (incomplete: a resume skips it)" if writing.exists() else f"the model in {out}"
+    if final or not writing.exists():
+        what = f"the model in {out}"
+    else:
+        state = "incomplete: a resume skips it" if checkpoint_problem(writing) is not None else "complete"
+        what = f"{writing} ({state})"
     if getattr(error, "filename", None):
         what += f", at {error.filename}"
     cause, number = save_failure_cause(error, out)
@@ -194,10 +202,11 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     return line
 
 
-def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict) -> str:
+def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
     """What `up-trl train` does when `trainer.train()` raised: close the progress bar (else it prints after the last
     line), mark the run as crashed for its card (`trainer.up_stop`; TRL's `_save_checkpoint` rewrites the card),
-    save the emergency checkpoint, write the run record. Returns the one line to end with (`crash_message`)."""
+    save the emergency checkpoint, write the run record. Returns the one line to end with (`crash_message`, or
+    `save_failure_message` when a save failed; `final`: the one after training)."""
     step, max_steps = trainer.state.global_step, trainer.state.max_steps
     trainer.up_stop = {
         "crashed": True,
@@ -209,7 +218,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
-    save_failed = failed_save(error)  # then another save would fail too: none is tried
+    save_failed = failed_save(error, trainer.args.output_dir)  # then another save would fail too: none is tried
     saved = (None, "no emergency checkpoint: saving itself failed") if save_failed else save_after_crash(trainer)
     from .checkpoint_complete import MarkCompleteCallback
 
@@ -230,7 +239,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
                 error=repr(error)[:500],
             )
     if save_failed:
-        return save_failure_message(trainer, error, argv)
+        return save_failure_message(trainer, error, argv, final)
     return crash_message(trainer, error, argv, saved)
 
 

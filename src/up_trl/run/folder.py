@@ -249,15 +249,11 @@ def check_output_dir(
 
 def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
     """{flag: a file or folder this run reads}, for `--overwrite_output_dir` to leave alone: the data
-    (`--dataset_name`, when it is a path), the recipe, the system prompt (when it names a file) and each reward given
-    by dotted path (its module's file, found without importing it)."""
+    (`--dataset_name`, when it is a path), the recipe and each reward given by dotted path (its module's file, found
+    without importing it)."""
     import importlib.util
 
-    reads: dict[str, str | None] = {
-        "--dataset_name": script_args.dataset_name,
-        "--config": recipe,
-        "--system_prompt": script_args.system_prompt,
-    }
+    reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
     for name in script_args.reward_funcs or []:
         module = name.rpartition(".")[0] if "." in name else None
         if module is None:

@@ -7,9 +7,10 @@ rates, so `--resume_from_checkpoint ... --learning_rate 0.001` from a run at 0.0
 advice, "a lower learning_rate", depends on this). `ResumeSettingsMixin` keeps the optimizer's moments and step
 counts from the checkpoint and gives its parameter groups the hyperparameters of the optimizer this run built
 (from its own arguments) and its scheduler this run's base rates, the current rate scaled with them (every
-transformers schedule is a factor of the base rate). Under DeepSpeed the engine restores the optimizer before this
-point and the checkpoint's settings stay (docs/reliability.md). The load is pinned in `tests/trl_pins.json`
-('rollout checkpoint' pins).
+transformers schedule is a factor of the base rate; `ReduceLROnPlateau`, which has no base rate, keeps the
+checkpoint's). Under DeepSpeed the engine restores the optimizer before this point, so `up-trl train` refuses a
+changed optimizer setting there in one line (`checkpoint_complete.resume_differences`). The load is pinned in
+`tests/trl_pins.json` ('rollout checkpoint' pins).
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ def apply_settings(optimizer, scheduler, groups: list[dict], base_lrs: list[floa
     for k, (group, fresh) in enumerate(zip(optimizer.param_groups, groups)):
         saved = group.get("initial_lr") or (saved_bases[k] if k < len(saved_bases) else None)
         new = base_lrs[k] if base_lrs is not None and k < len(base_lrs) else fresh.get("initial_lr")
-        if saved and new is not None:
+        if saved and new is not None and new != saved:  # unchanged: left as loaded, bit for bit
             group["lr"] = group["lr"] * new / saved
         group.update({key: fresh[key] for key in SETTINGS if key in fresh})
         if new is not None and "initial_lr" in group:
             group["initial_lr"] = new
-    if base_lrs is not None and saved_bases:
+    if base_lrs is not None and saved_bases and list(base_lrs) != saved_bases:
         scheduler.base_lrs = list(base_lrs)
         scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]
 

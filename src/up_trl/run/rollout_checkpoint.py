@@ -63,23 +63,35 @@ def sampler_generator(dataloader) -> torch.Generator | None:
 
 class RolloutCheckpointCallback(TrainerCallback):
     """Writes `trainer`'s buffered rollout batch and its `_step` into every checkpoint it saves (this process's
-    share), with the prompt sampler's random state at the start of the epoch in progress: the Trainer restores the
-    global random states but not the sampler's own generator, so a run resumed in epoch e > 0 drew epoch 0's order
-    of prompts again. The trainer puts it first among its callbacks, so that the completeness mark written on the same
-    `on_save` lists the file."""
+    share), with the prompt sampler's random states at the start of the epoch in progress and now: the Trainer
+    restores the global random states but not the sampler's own generator, so a run resumed in epoch e > 0 drew epoch
+    0's order of prompts again. The trainer puts it first among its callbacks, so that the completeness mark written on
+    the same `on_save` lists the file."""
 
     def __init__(self, trainer):
         self.trainer = trainer
         self.window: tuple[int, int] = (-1, 0)  # (global_step, `_step` at the first micro-step of its window)
-        self.epoch_sampler_state: torch.Tensor | None = None  # the sampler's state before this epoch's order
+        self.generator: torch.Generator | None = None
+        self.epoch: int = -1  # the epoch in progress, and the sampler's state before its order was drawn
+        self.epoch_sampler_state: torch.Tensor | None = None
 
     def on_epoch_begin(self, args, state, control, train_dataloader=None, **kwargs):
-        generator = sampler_generator(train_dataloader)
-        restore = vars(self.trainer).pop("_up_sampler_state", None)  # a resume: the saved epoch's starting state
-        if generator is not None and restore is not None:
-            generator.set_state(restore)
-        self.epoch_sampler_state = None if generator is None else generator.get_state()
+        self.generator, self.epoch = sampler_generator(train_dataloader), int(state.epoch + 1e-6)
+        saved = vars(self.trainer).pop("_up_sampler_state", None)  # a resume: the states the checkpoint holds
+        if self.generator is not None and saved is not None:
+            if saved["epoch"] == self.epoch:  # resumed inside the saved epoch: its order again
+                self.generator.set_state(saved["epoch_start"])
+            elif saved["epoch"] + 1 == self.epoch:  # saved at its last step: the next epoch's order
+                self.generator.set_state(saved["after"])
+        self.epoch_sampler_state = None if self.generator is None else self.generator.get_state()
         return control
+
+    def sampler_state(self) -> dict | None:
+        """The sampler's states for a resume: before the epoch in progress drew its order, and now (the next epoch
+        draws from it)."""
+        if self.generator is None or self.epoch_sampler_state is None:
+            return None
+        return {"epoch": self.epoch, "epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
 
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
@@ -95,8 +107,9 @@ class RolloutCheckpointCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
             state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
-            if self.epoch_sampler_state is not None:
-                state_dict["sampler_state"] = self.epoch_sampler_state
+            sampler = self.sampler_state()
+            if sampler is not None:
+                state_dict["sampler_state"] = sampler
             torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
         return control
 
@@ -129,8 +142,9 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
-        if "sampler_state" in state:  # put back when the resumed epoch begins (`RolloutCheckpointCallback`)
-            self.__dict__["_up_sampler_state"] = state["sampler_state"].cpu()
+        if isinstance(state.get("sampler_state"), dict):  # put back when the resumed epoch begins (the callback)
+            sampler = state["sampler_state"]
+            self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
         missing = [k for k in self.rollout_keys_for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
         if missing:  # resumed with beta > 0 from a run without a KL (the collapse warning's advice at a dead state)

@@ -89,13 +89,13 @@ def default_output_dir(model, suffix: str) -> str:
 
 @contextlib.contextmanager
 def reference_from_object(model, beta: float, peft_config=None):
-    """Around the parent's constructor: with `beta > 0` and a model *object*, TRL builds its reference model from
-    `model.config._name_or_path`, which is empty for a model built in code (an unclear OSError) and names the
-    checkpoint, not the object's current weights, for one loaded and then changed. The object is saved to a
-    temporary folder first (before any ZeRO-3 sharding) and the reference loaded from it: the reference is the policy
-    as passed. Nothing happens for a path, for beta 0, or with PEFT (TRL disables the adapters instead)."""
+    """Around the parent's constructor: with `beta > 0` and a model *object* built in code, TRL builds its reference
+    model from `model.config._name_or_path`, which is empty there (it ended in an unclear OSError). The object is
+    saved to a temporary folder first (before any ZeRO-3 sharding) and the reference loaded from it: the reference
+    is the policy as passed. Nothing happens for a path, for beta 0, with PEFT (TRL disables the adapters instead),
+    or for an object that names where it was loaded from (TRL reads that name for the processor and vLLM too)."""
     peft = peft_config is not None or getattr(model, "peft_config", None) is not None
-    if isinstance(model, str) or not beta or peft:
+    if isinstance(model, str) or not beta or peft or model.config._name_or_path:
         yield
         return
     original = model.config._name_or_path
@@ -171,7 +171,7 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
 
     def check_up_applies(self) -> None:
         """Raise a ValueError that says what to set when UP cannot apply; a config whose parent has settings UP
-        cannot work with (GRPO's `loss_type`, Liger) overrides this."""
+        cannot work with (GRPO's `loss_type`, `delta` below 1) overrides this."""
         check_up_mode(self.up_mode)
 
 

@@ -1,6 +1,7 @@
 """The collapse warning's rescue, measured (PRE-REGISTRATION 3 in collapse_settings.py): a run that reaches the dead
 state is stopped by the warning, then resumed from the last checkpoint before the warning's step, unchanged (the
-control), with beta 0.05, and with beta 0.05 and half the learning rate; each resumed run goes on to 300 steps.
+control), with beta 0.05, and with beta 0.05 and half the learning rate (pre-registered), and, added after, with
+a new rollout batch only and with half the learning rate only (EXPLORATORY); each resumed run goes on to 300 steps.
 
     python benchmarks/collapse_rescue.py --output_dir benchmarks/results/collapse_rescue            # seed 4
     python benchmarks/collapse_rescue.py --seeds 100 101 --output_dir outputs/rescue                # other seeds
@@ -28,6 +29,10 @@ from collapse_settings import COLLAPSE_ACCURACY, CONFIGS
 
 LEVEL, MAX_STEPS, SAVE_EVERY = 4, 300, 5
 RESUMES = {"unchanged": {}, "beta 0.05": {"beta": 0.05}, "beta 0.05, lr / 2": {"beta": 0.05, "learning_rate": 5e-4}}
+# Not pre-registered, added after the first rescue runs to tell the parts of the advice apart: a resume with beta > 0
+# draws a new rollout batch at its next step (the checkpoint's has no reference log-probs), so "new batch only" keeps
+# beta at 1e-6 (a KL too small to act) to measure the fresh batch alone; "lr / 2" is the advice's other half, alone.
+EXPLORATORY = {"new batch only": {"beta": 1e-6}, "lr / 2": {"learning_rate": 5e-4}}
 
 
 def make_trainer(name: str, seed: int, model_dir: str, output_dir: str, stop_on_collapse: bool, **overrides):
@@ -73,7 +78,7 @@ def rescue(name: str, seed: int, commit: str | None) -> dict:
         before = checkpoints[-1]  # the last checkpoint strictly before the warning's step
         record["resumed_from"] = before
         record["resumes"] = {}
-        for label, overrides in RESUMES.items():
+        for label, overrides in {**RESUMES, **EXPLORATORY}.items():
             out = Path(tmp) / label.replace(" ", "_").replace("/", "")
             trainer = make_trainer(name, seed, model_dir, str(out), stop_on_collapse=False, **overrides)
             trainer.train(resume_from_checkpoint=str(Path(tmp) / "first" / f"checkpoint-{before}"))

@@ -8,7 +8,7 @@ one run, each run its own process.
 Per run: the median wall time per optimizer step (metrics.jsonl's `step_time`, steps 2 onward: the first one also
 loads and warms up) and the peak resident memory of the training process (the reference model's weights included,
 read from the process's own rusage). The last line printed is one JSON object with the medians and their ratios
-(beta 0.05 / beta 0). On a GPU machine, benchmarks/gpu_suite.py runs the same pair (`--pairs "KL cost"`).
+(beta 0.05 / beta 0). On a GPU machine, benchmarks/gpu_suite.py runs the same pair (its section 3, "KL cost").
 """
 
 from __future__ import annotations

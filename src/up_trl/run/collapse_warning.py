@@ -52,10 +52,13 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-# A dead state: the objective's gradient is 0, so a guard of either branch cannot act; a KL to the reference can.
+# A dead state: the objective's gradient is 0, so a guard of either branch cannot act. What the collapse study's
+# rescue measured (docs "Collapse study", "The rescue"): resumed unchanged, the run replays the same updates into the
+# same state; resumed with half the learning rate (beta 0), both runs recovered.
 DEAD_STATE_ADVICE = (
-    "Resume from a checkpoint saved before this step (not one saved at or after it) with beta=0.05 (a KL to the "
-    "reference model still has a gradient when every advantage is 0), or a lower learning_rate."
+    "Resume from a checkpoint saved before this step (not one saved at or after it) with a lower learning_rate: "
+    "an unchanged resume replays the same updates into the same state; in the up-trl collapse study's rescue, half "
+    "the learning rate recovered it."
 )
 ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
 # What the UP trainers add: the option the collapse study recommends (the up-trl docs, "Collapse study": on seeds

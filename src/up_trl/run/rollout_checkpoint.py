@@ -147,7 +147,7 @@ class RolloutCheckpointMixin:
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
         missing = [k for k in self.rollout_keys_for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
-        if missing:  # resumed with beta > 0 from a run without a KL (the collapse warning's advice at a dead state)
+        if missing:  # resumed with beta > 0 from a run that had none
             self._buffered_inputs = None  # TRL generates a new batch at the next step, with the reference's log-probs
             logger.warning(
                 f"{checkpoint}'s rollout batch was generated with beta=0 (no {', '.join(missing)}): beta is "

@@ -1,5 +1,5 @@
-"""The TRL contract at run time: one warning at trainer start when trl or transformers is outside the tested range,
-with the ranges written once (`up_trl.versions.TESTED`) and equal to pyproject.toml's. No trainer needed: the
+"""What CI tested, at run time: one warning at trainer start when a dependency is outside the ranges CI runs
+(`up_trl.versions.TESTED`), whose lower bounds are pyproject.toml's and the oldest stack's. No trainer needed: the
 installed versions are monkeypatched."""
 
 import inspect
@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from up_trl import versions
 from up_trl.trainers.shared import UPTrainerMixin
@@ -18,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def installed(monkeypatch, **found):
-    """Pretend these versions are installed (a name given as None is not installed)."""
+    """Pretend these versions are installed, the other packages of TESTED at their lower bounds (a name given as None
+    is not installed)."""
+    found = {name: lower_bound(SpecifierSet(spec)) for name, spec in versions.TESTED.items()} | found
 
     def version(name):
         if found.get(name) is None:
@@ -28,11 +31,32 @@ def installed(monkeypatch, **found):
     monkeypatch.setattr(versions, "version", version)
 
 
-def test_the_tested_ranges_are_pyprojects():
-    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    ranges = {Requirement(line).name: Requirement(line).specifier for line in dependencies}
+def lower_bound(spec: SpecifierSet) -> str:
+    (bound,) = [s.version for s in spec if s.operator == ">="]
+    return bound
+
+
+def test_the_tested_ranges_start_at_pyprojects_lower_bounds_and_the_oldest_stack():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]  # the extras users install (not dev and docs: tools, pinned)
+    lines = project["dependencies"] + [d for name in ("offline", "deepspeed", "vllm") for d in extras[name]]
+    ranges = {Requirement(line).name: Requirement(line).specifier for line in lines}
+    oldest = {
+        Requirement(line).name: str(Requirement(line).specifier).removeprefix("==")
+        for line in (ROOT / ".ci" / "stacks" / "oldest.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     for name, spec in versions.TESTED.items():
-        assert ranges[name] == SpecifierSet(spec), f"versions.TESTED[{name!r}] differs from pyproject.toml"
+        assert lower_bound(SpecifierSet(spec)) == lower_bound(ranges[name]) == oldest[name], name
+    for name, spec in ranges.items():  # an upper bound only where we rely on internals: trl
+        uppers = [s for s in spec if s.operator in ("<", "<=", "==", "~=")]
+        assert not uppers or name in ("trl", "antlr4-python3-runtime"), f"{name}{spec}"
+        assert name in oldest, f"{name}'s lower bound is not pinned in .ci/stacks/oldest.txt"
+        floor = [s.version for s in spec if s.operator in (">=", "==")]
+        assert floor and Version(floor[0]) == Version(oldest[name]), (
+            f"{name}{spec}: .ci/stacks/oldest.txt pins {oldest[name]}"
+        )
+    assert SpecifierSet(versions.TESTED["trl"]) == ranges["trl"]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +66,7 @@ def test_the_tested_ranges_are_pyprojects():
         pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
         pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
         pytest.param("1.15.2", "5.25.0", {"trl": "1.15.2", "transformers": "5.25.0"}, id="both_outside"),
+        pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
         pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
         pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed"),
     ],
@@ -58,14 +83,21 @@ def test_one_warning_names_installed_and_tested_versions_and_the_check(monkeypat
         message = versions.warn_if_untested_versions()
         versions.warn_if_untested_versions()  # a second trainer in the same process: not logged again
     assert [record.getMessage() for record in caplog.records] == [message]
-    assert "installed trl 1.17.2" in message and "transformers" not in message.split("tested with")[0]
-    assert "trl>=1.16.0,<1.17" in message and "transformers>=5.24.0,<5.25" in message
-    assert "pytest tests/test_trl_pins.py" in message
+    assert "installed trl 1.17.2" in message and "transformers" not in message
+    assert "trl>=1.16.0,<1.17" in message and "pytest tests/test_trl_pins.py" in message
+
+
+def test_a_newer_transformers_is_named_without_the_trl_check(monkeypatch):
+    installed(monkeypatch, transformers="5.25.0", deepspeed=None)  # the extra deepspeed not installed: not named
+    message = versions.untested_versions_message()
+    assert message.startswith("up-trl: installed transformers 5.25.0, outside what up-trl's CI tests")
+    assert f"transformers{versions.TESTED['transformers']}" in message and "\n" not in message
+    assert "deepspeed" not in message and "test_trl_pins" not in message
 
 
 def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="up_trl.versions"):
-        installed(monkeypatch, trl="1.16.1", transformers="5.24.1")
+        installed(monkeypatch, trl="1.16.1", transformers="5.24.1", deepspeed=None)
         assert versions.warn_if_untested_versions() is None
         installed(monkeypatch, trl="1.18.0", transformers="5.24.1")
         assert "trl 1.18.0" in versions.warn_if_untested_versions(main_process=False)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import transformers
 from conftest import cpu_args, length_reward
 from trl import GRPOTrainer
 
@@ -259,6 +260,13 @@ def moe_prompts():
     return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
 
 
+@pytest.mark.xfail(
+    transformers.__version__.startswith("5.17."),
+    reason="transformers 5.17's Qwen3-MoE cannot generate with its router loss on: load_balancing_loss_func weights "
+    "a decoding step's router logits by the whole attention mask (a RuntimeError in TRL's generate; 5.18 on work)",
+    raises=RuntimeError,
+    strict=True,
+)
 def test_moe_trains_off_policy_with_the_router_loss(tmp_path, moe_prompts):
     trainer, changed = _train(tmp_path, *tiny_moe(), moe_prompts)
     assert trainer.aux_loss_enabled and trainer.router_aux_loss_coef == AUX_COEF

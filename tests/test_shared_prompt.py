@@ -175,7 +175,7 @@ def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
 def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
     """RWKV and xLSTM keep a recurrent state and ignore the cache; a model that leaves the cache empty is caught
     after the prefill too."""
-    from up_trl.speedups.shared_prompt import shareable_cache
+    from up_trl.speedups.shared_prompt import CACHE_ARGUMENT, shareable_cache
 
     model, _ = tiny
     monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", lambda self: False)
@@ -186,7 +186,8 @@ def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
     inputs = dict(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True)
     real_forward = model.forward
 
-    def forgetful(*args, cache=None, **kwargs):  # a model that never fills the cache it is given
+    def forgetful(*args, **kwargs):  # a model that never fills the cache it is given
+        kwargs.pop(CACHE_ARGUMENT, None)
         return real_forward(*args, **kwargs)
 
     monkeypatch.setattr(model, "forward", forgetful)

@@ -32,8 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
+import transformers
+from packaging.version import Version
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+# The models' and `generate`'s cache argument: `cache` from transformers 5.24 (`past_key_values` deprecated there)
+CACHE_ARGUMENT = "cache" if Version(transformers.__version__).release >= (5, 24) else "past_key_values"
 
 
 def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,7 +102,7 @@ def shared_prompt_cache(
         input_ids=prompt_ids[first, :-1],
         attention_mask=prompt_mask[first, :-1],
         **positions,
-        cache=cache,
+        **{CACHE_ARGUMENT: cache},
         use_cache=True,
         logits_to_keep=1,
     )
@@ -135,7 +140,7 @@ class SharedPromptForward:
             attention_mask=attention_mask,
             labels=labels[:, prompt_length - 1 :],
             fused_lm_head=True,
-            cache=cache,
+            **{CACHE_ARGUMENT: cache},
         )
 
 
@@ -174,7 +179,10 @@ class SharedPromptTrainerMixin:
         ):
             return False
         unwrapped = self.accelerator.unwrap_model(model)
-        recomputes = getattr(unwrapped, "is_activation_checkpointing", False) and unwrapped.training
+        checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers >= 5.23
+        if checkpointing is None:  # the older name
+            checkpointing = getattr(unwrapped, "is_gradient_checkpointing", False)
+        recomputes = checkpointing and unwrapped.training
         return not (recomputes and torch.is_grad_enabled())
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
@@ -217,5 +225,5 @@ def shared_prompt_generate(
     if plain:
         position_ids = (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)  # generate's rule
         cache = shared_prompt_cache(model, input_ids, attention_mask, position_ids)
-    shared = {} if cache is None else {"cache": cache}
+    shared = {} if cache is None else {CACHE_ARGUMENT: cache}
     return generate(input_ids=input_ids, attention_mask=attention_mask, **shared, **kwargs)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
+from transformers import TrainingArguments
 
 from ..file_modes import usual_file_modes
 from ..objective.guards import GuardConfigMixin
@@ -49,6 +50,9 @@ from ..run.rollout_checkpoint import RolloutCheckpointMixin
 from ..versions import warn_if_untested_versions
 
 logger = get_logger(__name__)
+
+# transformers 5.23 renamed TrainingArguments' `gradient_checkpointing` to `activation_checkpointing`
+HAS_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
 
 UP_METRICS = (
     "up/positive_token_frac",
@@ -151,17 +155,27 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         default=10,
         metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
     )
-    # TRL defaults `gradient_checkpointing=True`, a name transformers 5 deprecates in favour of
-    # `activation_checkpointing`, so every TRL config warns once, whatever the user set. Unset here; __post_init__
-    # keeps TRL's default (checkpointing on) through the new name. Setting either name still works.
+    # TRL defaults `gradient_checkpointing=True`, a name transformers 5.23 deprecates in favour of
+    # `activation_checkpointing`, so every TRL config warns once there, whatever the user set. Unset here;
+    # __post_init__ keeps TRL's default (checkpointing on). Both names work on every supported transformers: before
+    # 5.23, `activation_checkpointing` is this field, which sets the only name transformers reads there.
     gradient_checkpointing: bool | None = field(
         default=None,
         metadata={"help": "Deprecated alias of --activation_checkpointing (default: on, as in TRL)."},
     )
+    if not HAS_ACTIVATION_CHECKPOINTING:
+        activation_checkpointing: bool | None = field(
+            default=None,
+            metadata={"help": "Recompute activations in the backward pass to save memory (default: on, as in TRL)."},
+        )
 
     def __post_init__(self):
         if self.gradient_checkpointing is None and self.activation_checkpointing is None:
             self.activation_checkpointing = True
+        if not HAS_ACTIVATION_CHECKPOINTING:  # transformers < 5.23 reads gradient_checkpointing only
+            if self.activation_checkpointing is None:
+                self.activation_checkpointing = self.gradient_checkpointing
+            self.gradient_checkpointing = self.activation_checkpointing
         self.check_guards()
         if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
             self.up_mode = "off"

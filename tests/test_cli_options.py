@@ -7,10 +7,12 @@ import importlib.util
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import same_code_env
 
+import up_trl
 from up_trl.cli import options, write_options
 from up_trl.cli.catalog import recipe_names, recipe_path
 from up_trl.cli.checks import UsageError
@@ -52,13 +54,81 @@ USAGE_ERRORS = [
 ]
 
 
-def test_the_written_options_are_current():
-    # Stale (a TRL bump, a new config field): `up-trl train` still checks everything, on TRL's parser, slowly.
-    written = json.loads(options.OPTIONS_FILE.read_text())
-    assert written == json.loads(json.dumps(write_options.build())), (
-        "src/up_trl/cli/options.json is stale: rewrite it with `PYTHONPATH=src python -m up_trl.cli.write_options`"
+@pytest.fixture(scope="module", autouse=True)
+def options_table():
+    """The options table for the installed versions, written as the first `up-trl train` writes it."""
+    written = write_options.remember()
+    assert written is not None and options.current() is not None, "the options cache could not be written"
+    return written
+
+
+def run_main(argv: list[str], cwd, **env) -> tuple[int, str, list[str]]:
+    """`up_trl.cli.main(argv)` in a fresh process: (exit status, stderr, the heavy modules it imported)."""
+    code = (
+        "import json, sys\nfrom up_trl.cli import main\n"
+        f"try:\n    code = main({argv!r})\nexcept SystemExit as exit:\n    code = exit.code\n"
+        f"print(json.dumps([code, sorted(m for m in {HEAVY!r} if m in sys.modules)]))\n"
     )
-    assert options.current() is not None
+    run = [sys.executable, "-c", code]  # the timeout is a hang guard, not a speed check
+    out = subprocess.run(run, capture_output=True, text=True, cwd=cwd, env={**same_code_env(), **env}, timeout=300)
+    status, heavy = json.loads(out.stdout.splitlines()[-1])
+    return status, out.stderr, heavy
+
+
+def test_the_table_is_written_on_first_use_then_answers_without_trl(tmp_path):
+    cache = tmp_path / "cache"
+    argv = ["train", "--leraning_rate", "1"]
+    first = run_main(argv, tmp_path, UP_TRL_CACHE=str(cache))  # nothing written yet: TRL's parser answers
+    tables = list((cache / "cli-options").glob("*.json"))
+    assert first[0] == 2 and "--learning_rate" in first[1] and "trl" in first[2]
+    assert len(tables) == 1 and json.loads(tables[0].read_text())["fingerprint"]["up-trl"] == up_trl.__version__
+    second = run_main(argv, tmp_path, UP_TRL_CACHE=str(cache))  # the same line, before any heavy import
+    assert second == (2, first[1], [])
+    assert list((cache / "cli-options").iterdir()) == tables  # no temporary file left beside it
+
+
+def test_an_unwritable_cache_still_gives_the_same_answer(tmp_path):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")  # a cache folder under a file cannot be created, whoever runs the tests
+    answers = [run_main(["train", "--top_p", "2"], tmp_path, UP_TRL_CACHE=str(blocked / "cache")) for _ in range(2)]
+    assert answers[0][0] == 2 and "top_p" in answers[0][1]
+    assert answers[1] == answers[0]  # the real parser answered both times: nothing was written, nothing failed
+
+
+@pytest.mark.slow
+def test_ranks_starting_at_once_write_one_table(tmp_path):
+    # Four processes with an empty cache (the ranks of a first launch) each build and write the table.
+    code = "from up_trl.cli.write_options import remember; print(remember())"
+    env = {**same_code_env(), "UP_TRL_CACHE": str(tmp_path)}
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env) for _ in range(4)
+    ]
+    paths = {run.communicate(timeout=600)[0].strip() for run in runs}
+    assert all(run.returncode == 0 for run in runs)
+    assert len(paths) == 1 and list((tmp_path / "cli-options").iterdir()) == [Path(paths.pop())]
+    table = json.loads((tmp_path / "cli-options").iterdir().__next__().read_text())
+    assert table == json.loads(json.dumps(write_options.build()))
+
+
+def test_a_table_for_other_versions_is_not_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path))
+    options.current.cache_clear()
+    try:
+        found = options.fingerprint()
+        stale = json.loads(json.dumps(write_options.build()))
+        stale["fingerprint"] = {**found, "trl": "0.0.0"}  # a table written for another trl, at this one's name
+        options.cache_file(found).parent.mkdir(parents=True)
+        options.cache_file(found).write_text(json.dumps(stale))
+        assert options.current() is None
+        assert precheck_train_args(["--leraning_rate", "1"]) is None  # nothing checked here: the real parser will
+        with pytest.raises(UsageError, match="leraning_rate"):
+            parse_train_args(["--leraning_rate", "1"])  # ... and does; then `up-trl train` writes this one's table
+        assert write_options.remember() == options.cache_file(found)
+        assert options.current()["fingerprint"] == found
+        with pytest.raises(UsageError, match="leraning_rate"):
+            precheck_train_args(["--leraning_rate", "1"])
+    finally:
+        options.current.cache_clear()
 
 
 def test_usage_errors_import_no_torch_trl_or_transformers(tmp_path):
@@ -124,7 +194,7 @@ def test_the_stand_in_answers_as_the_real_parser(argv):
 @pytest.mark.parametrize("trainer", list(TRAINERS))
 def test_help_all_prints_what_trls_parser_prints(trainer, monkeypatch, capsys):
     # The stand-in wraps the help TRL's formatter filled in: the same text at any terminal width, and the same
-    # text when options.json is stale and TRL's parser prints it.
+    # text when no table is written and TRL's parser prints it.
     from up_trl.cli import main
 
     for columns in ("50", "100", "250"):
@@ -133,7 +203,7 @@ def test_help_all_prints_what_trls_parser_prints(trainer, monkeypatch, capsys):
         assert options.stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN).format_help() == real
         assert main(["train", "--trainer", trainer, "--help-all"]) == 0
         assert capsys.readouterr().out == real
-    monkeypatch.setattr(options, "current", lambda: None)  # stale: TRL's parser answers
+    monkeypatch.setattr(options, "current", lambda: None)  # no table: TRL's parser answers
     assert main(["train", "--trainer", trainer, "--help-all"]) == 0
     assert capsys.readouterr().out == real
 
@@ -163,16 +233,6 @@ def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, cap
     code, alone = answer(["train", *job])
     assert code == 2 and alone.startswith(("up-trl train: error:", "usage: up-trl train")), alone
     assert answer(["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", *job]) == (2, alone)
-
-
-def test_a_stale_file_is_not_used(monkeypatch):
-    monkeypatch.setattr(options, "fingerprint", lambda: {"trl": "0.0.0"})
-    options.current.cache_clear()
-    try:
-        assert options.current() is None
-        precheck_train_args(["--leraning_rate", "1"])  # nothing checked here: the real parser will
-    finally:
-        options.current.cache_clear()
 
 
 # --- a missing optional dependency names its extra ----------------------------------------------------------------

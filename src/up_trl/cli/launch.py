@@ -23,7 +23,7 @@ def split_launch_args(
     argv: list[str], job_flags: set[str], launch_flags: dict[str, bool]
 ) -> tuple[str, list[str], list[str]]:
     """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv; `launch_flags`:
-    each option of `accelerate launch` and whether it takes a value (`options.json`'s `accelerate_launch`).
+    each option of `accelerate launch` and whether it takes a value (the options table's `accelerate_launch`).
 
     >>> split_launch_args(["--accelerate_config", "zero3", "--num_processes", "8", "--multi_gpu", "--seed", "1"],
     ...                   {"--seed"}, {"--num_processes": True, "--multi_gpu": False})[1:]
@@ -77,8 +77,8 @@ def launch(argv: list[str]) -> int:
 
 
 def job_and_launch_parsers(trainer: str) -> tuple:
-    """(the job's parser, {each `accelerate launch` option: whether it takes a value}): from `options.json` when it
-    is current (no import), else from TRL's and accelerate's parsers."""
+    """(the job's parser, {each `accelerate launch` option: whether it takes a value}): from the options table when
+    it is written (no import), else from TRL's and accelerate's parsers."""
     from .options import current, stand_in_parser
 
     parser = stand_in_parser(trainer)

@@ -1,15 +1,15 @@
-"""`up-trl train`'s options written down (`options.json`), so that a usage error answers without importing torch,
-TRL or transformers: a misspelt flag, a value out of range or a recipe key that does not exist is found by a
-stand-in parser built from this file (stdlib argparse), in a fraction of a second, before `cli.train` imports
-anything heavy. The real parser (TRL's, over the UP configs) then parses the same line again and builds the config.
+"""`up-trl train`'s options written down, so that a usage error answers without importing torch, TRL or
+transformers: a misspelt flag, a value out of range or a recipe key that does not exist is found by a stand-in parser
+built from the table (stdlib argparse), in a fraction of a second, before `cli.train` imports anything heavy. The
+real parser (TRL's, over the UP configs) then parses the same line again and builds the config.
 
-The file is data generated from the real parsers: every option of each `--trainer` (its spellings, type, nargs,
-default and choices), the options `accelerate launch` takes, and the UP choices the checks name. It is used only
-while it is current: the installed trl, transformers and accelerate versions and the sources of the UP configs
-(`SOURCES`) must be those it was written from, else `current()` is None and every check runs on the real parser
-(slower, never wrong). `tests/test_cli_options.py` fails when it is stale; rewrite it with
-
-    PYTHONPATH=src python -m up_trl.cli.write_options
+The table is data generated from the real parsers for the installed versions (`write_options.remember`): every
+option of each `--trainer` (its spellings, type, nargs, default and choices), the options `accelerate launch` takes,
+and the UP choices the checks name. It is written on first use, into the user's cache (`cache_file`, under
+`UP_TRL_CACHE` or `~/.cache/up-trl`), keyed by `fingerprint()`: the up-trl, trl, transformers and accelerate
+versions and the sources of the UP configs (`SOURCES`). So it always describes the installed versions; until it is
+written (the first `up-trl train` after an install or upgrade), or where the cache cannot be written, every check
+runs on the real parser (seconds slower, never wrong).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-OPTIONS_FILE = Path(__file__).with_name("options.json")
 PACKAGES = ("trl", "transformers", "accelerate")
 # The sources the options are read from: the UP configs (and their mixins) and the script arguments.
 SOURCES = (
@@ -39,7 +38,7 @@ SOURCES = (
 
 def _code(path: Path) -> bytes:
     """What of a source file can change a parser: its syntax tree without docstrings (comments are not in it), so
-    that editing a comment or a docstring leaves the options current."""
+    that editing a comment or a docstring keeps the table."""
     import ast
 
     tree = ast.parse(path.read_text())
@@ -57,13 +56,15 @@ def _code(path: Path) -> bytes:
 
 
 def fingerprint() -> dict[str, str]:
-    """What the options were written from: the package versions and a hash of `SOURCES` (cheap: no import)."""
+    """What a table is written from: the package versions and a hash of `SOURCES` (cheap: no import)."""
+    from .. import __version__
+
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for name in SOURCES:
         path = root / name
         digest.update(_code(path) if path.exists() else b"")
-    versions = {}
+    versions = {"up-trl": __version__}
     for package in PACKAGES:
         try:
             versions[package] = metadata.version(package)
@@ -72,14 +73,25 @@ def fingerprint() -> dict[str, str]:
     return {**versions, "sources": digest.hexdigest()}
 
 
+def cache_file(found: dict[str, str] | None = None) -> Path:
+    """Where the table for `found` (default: `fingerprint()`) is kept: one file per fingerprint, so that two
+    environments sharing a home folder (two venvs, two stacks) each keep their own."""
+    from ..data.models import default_cache_dir
+
+    found = fingerprint() if found is None else found
+    key = hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()[:20]
+    return default_cache_dir() / "cli-options" / f"up-trl-{found['up-trl']}-{key}.json"
+
+
 @cache
 def current() -> dict[str, Any] | None:
-    """The written options when they are current (see the module's docstring), else None."""
+    """The table for the installed versions when it is written, else None (see the module's docstring)."""
+    found = fingerprint()
     try:
-        written = json.loads(OPTIONS_FILE.read_text())
+        written = json.loads(cache_file(found).read_text())
     except (OSError, ValueError):
         return None
-    return written if written.get("fingerprint") == fingerprint() else None
+    return written if isinstance(written, dict) and written.get("fingerprint") == found else None
 
 
 def string_to_bool(value):
@@ -98,7 +110,7 @@ def string_to_bool(value):
 
 class StandInParser(argparse.ArgumentParser):
     """The parser `up-trl train`'s checks run on before TRL is imported: the same options, types and defaults as
-    TRL's parser over the chosen trainer's config (from `options.json`)."""
+    TRL's parser over the chosen trainer's config (from the table, `current()`)."""
 
     def __init__(self, records: list[dict[str, Any]], launch_flags: set[str], help_texts=None, **kwargs):
         super().__init__(**kwargs)
@@ -132,7 +144,7 @@ class StandInParser(argparse.ArgumentParser):
 
 def stand_in_parser(trainer: str, **kwargs) -> StandInParser | None:
     """The stand-in for `parse.make_parser(trainer)` (`kwargs`: ArgumentParser's, prog and usage), or None when
-    `options.json` is not current."""
+    the table for the installed versions is not written yet."""
     options = current()
     if options is None or trainer not in options["trainers"]:
         return None

@@ -212,7 +212,8 @@ def checked_train_args(argv: list[str], parser_for=None):
 
 def precheck_train_args(argv: list[str]) -> None:
     """`checked_train_args` on the stand-in parser (`options`): a usage error before torch, TRL or transformers is
-    imported. Does nothing when the written options are not current (the real parser checks the same later)."""
+    imported. Does nothing until the options table for the installed versions is written (the real parser checks
+    the same later)."""
     from .checks import check_dataset_name, check_extras, check_output_folder, check_reward_names, parse_column_mapping
     from .options import current, stand_in_parser
 

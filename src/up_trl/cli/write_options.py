@@ -1,14 +1,21 @@
-"""Writes `options.json` from the real parsers (imports TRL): `PYTHONPATH=src python -m up_trl.cli.write_options`
-after a TRL bump or a change to a UP config (`cli.options` says why the file exists)."""
+"""Writes the options table (`cli.options`) for the installed versions from the real parsers (imports TRL), into
+the user's cache: `remember()`, called once the real parser has run (`parse.parse_train_args`, `--help-all`).
+
+Written atomically (a file beside it, then a rename), so that several processes starting at once (the ranks of a
+launch) each write the same table and none reads half of one; a cache that cannot be written is skipped (the checks
+then keep running on the real parser).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from .options import OPTIONS_FILE, fingerprint
+from .options import cache_file, current, fingerprint
 
 
 def _action_record(action: argparse.Action) -> dict[str, Any]:
@@ -54,7 +61,7 @@ def _help_texts(parser: argparse.ArgumentParser) -> dict[str, str | None]:
 
 
 def build() -> dict[str, Any]:
-    """The options of the real parsers, as `options.json` holds them."""
+    """The options of the real parsers, as the table holds them."""
     from accelerate.commands.launch import launch_command_parser
 
     from ..objective.losses import UP_MODES
@@ -81,24 +88,28 @@ def build() -> dict[str, Any]:
     }
 
 
-def write() -> Path:
-    """Write `options.json`: one option a line, so that a TRL bump reads as a short diff."""
+def remember() -> Path | None:
+    """Write the table for the installed versions unless it is written; returns its file, or None when the cache
+    cannot be written (a read-only home, a full disk)."""
+    if current() is not None:
+        return cache_file()
     built = build()
-    trainers, help_texts = built.pop("trainers"), built.pop("help")
-    head = json.dumps(built, sort_keys=True)[:-1]
-    body = ",\n".join(
-        f'  "{name}": [\n' + ",\n".join("    " + json.dumps(r, sort_keys=True) for r in records) + "\n  ]"
-        for name, records in trainers.items()
-    )
-    texts = ",\n".join(
-        f'  "{name}": {{\n'
-        + ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in by_option.items())
-        + "\n  }"
-        for name, by_option in help_texts.items()
-    )
-    OPTIONS_FILE.write_text(f'{head},\n "trainers": {{\n{body}\n }},\n "help": {{\n{texts}\n }}\n}}\n')
-    return OPTIONS_FILE
+    target = cache_file(built["fingerprint"])
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "w") as file:
+                json.dump(built, file)
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    current.cache_clear()
+    return target
 
 
 if __name__ == "__main__":
-    print(f"wrote {write()}")
+    print(f"wrote {remember()}")

@@ -1,26 +1,27 @@
-"""Every TRL (and transformers) method the UP trainers override or rely on is pinned whole (`trl_pins.py`): any
-changed, added or removed statement fails here, naming the method and what to do. A public method UP replaces whole
-(TRL's body never runs) is checked by its signature instead: our override must accept TRL's parameters."""
+"""Every TRL or transformers method the UP trainers override or rely on is checked (`trl_pins.py`): pinned whole
+where UP's objective depends on it (any changed, added or removed statement fails here, naming the method and what to
+do), else held by named behavioural tests that exist; a public method UP replaces whole (TRL's body never runs) is
+checked by its signature: our override must accept TRL's parameters."""
 
 import ast
 import inspect
 import textwrap
+from pathlib import Path
 
 import pytest
-import transformers
 import trl
 from trl_pins import _strip_docstrings, fingerprint, load_pins, normalised_source, parameters, resolve
 
 PINS = load_pins()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", list(PINS["methods"]))
 def test_pinned_method_is_unchanged(name):
     pin = PINS["methods"][name]
     assert fingerprint(resolve(name)) == pin["sha256"], (
-        f"{name} changed since it was pinned (trl {PINS['versions']['trl']}, transformers "
-        f"{PINS['versions']['transformers']}; installed: trl {trl.__version__}, transformers "
-        f"{transformers.__version__}). UP relies on it: {pin['why']} Read the method's diff against that, re-verify "
+        f"{name} changed since it was pinned (trl {PINS['versions']['trl']}; installed: trl {trl.__version__}). UP "
+        f"relies on it: {pin['why']} Read the method's diff against that, re-verify "
         "with `pytest tests/test_trainer_gradients.py tests/test_rloo.py tests/test_async_grpo.py "
         "tests/test_off_is_parent.py tests/test_resume.py`, then re-pin with `python tests/trl_pins.py --write`."
     )
@@ -48,6 +49,18 @@ def test_a_replaced_public_method_keeps_trls_signature(name):
     )
 
 
+@pytest.mark.parametrize("name", list(PINS["behaviours"]))
+def test_a_relied_on_method_names_behavioural_tests_that_exist(name):
+    check = PINS["behaviours"][name]
+    assert check["tests"] and check["why"] and check["feature"], name
+    resolve(name)  # still there
+    for test in check["tests"]:
+        path, _, function = test.partition("::")
+        tree = ast.parse((ROOT / path).read_text())
+        defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert function in defined, f"{name}: {test} is not a test of {path}"
+
+
 # The constructors UP wraps without replacing anything in them: each forwards every argument to the parent's, and UP
 # reads these attributes the parent's sets (test below); a wrapper of a 400-line constructor is not pinned whole.
 CONSTRUCTOR_ATTRIBUTES = {
@@ -61,11 +74,11 @@ CONSTRUCTOR_ATTRIBUTES = {
 def test_every_override_is_pinned_or_signature_checked(trainer):
     import up_trl
 
-    checked = {**PINS["methods"], **PINS["signatures"]}
+    checked = {**PINS["methods"], **PINS["behaviours"], **PINS["signatures"]}
     forwarded = {f"{c.__module__}.{c.__qualname__}.__init__" for c in getattr(up_trl, trainer).__mro__
                  if trainer in CONSTRUCTOR_ATTRIBUTES and c.__module__.startswith("trl.")}  # fmt: skip
     missing = [p for _, p in _overridden(getattr(up_trl, trainer)) if p not in checked and p not in forwarded]
-    assert not missing, f"{trainer} overrides methods that are not pinned in tests/trl_pins.json: {missing}"
+    assert not missing, f"{trainer} overrides methods that tests/trl_pins.json neither pins nor tests: {missing}"
     for name, check in PINS["signatures"].items():  # each signature check names the override it checks
         module, _, attr = check["override"].rpartition(".")
         owner = resolve(module)
@@ -128,7 +141,8 @@ FEATURE_HOMES = {
 def test_every_pin_names_its_feature_and_the_feature_says_so_where_it_is_defined():
     import importlib
 
-    features = {pin.get("feature") for pin in (*PINS["methods"].values(), *PINS["signatures"].values())}
+    checks = (*PINS["methods"].values(), *PINS["behaviours"].values(), *PINS["signatures"].values())
+    features = {check.get("feature") for check in checks}
     assert features == set(FEATURE_HOMES), f"pins with an unknown or missing feature: {features - set(FEATURE_HOMES)}"
     for feature, modules in FEATURE_HOMES.items():
         for module in modules:

@@ -1,18 +1,15 @@
-"""Whole-method pins of the TRL (and transformers) code the UP trainers override or rely on, and signature checks of
-the public methods they replace whole.
+"""What the UP trainers rely on in TRL and transformers, checked three ways (`trl_pins.json`, data next to this file):
 
-Each pinned method (`methods` in `trl_pins.json`) is reduced to its normalised source: the AST of its definition
-without docstrings, so comments, docstrings, blank lines and formatting do not count, while any changed, added or
-removed statement does. Its SHA-256 and the reason we rely on it are kept in `trl_pins.json` (data, next to this
-file); `test_trl_pins.py` compares them.
-
-A public method that UP replaces whole, never running TRL's body (`create_model_card`), is not pinned: a change to a
-body that never runs breaks nothing. What UP relies on is that TRL's callers can still call our override, so
-`signatures` in `trl_pins.json` names the override and `test_trl_pins.py` checks that its parameters (names, kinds,
-defaults) are TRL's (`parameters` below). There is nothing to re-pin: a failure means the override's signature must
-follow TRL's. A method goes there only when what UP relies on is public; one whose body UP relies on (`log`, which
-reduces the `_metrics` UP appends to; `training_step`, whose `_step` count drives the rollout cycle) stays pinned
-whole.
+- `methods`: whole-method pins of the TRL methods UP's objective depends on. Each is reduced to its normalised
+  source: the AST of its definition without docstrings, so comments, docstrings, blank lines and formatting do not
+  count, while any changed, added or removed statement does. Its SHA-256 and the reason we rely on it are kept;
+  `test_trl_pins.py` compares them. They hold for trl's pinned minor release only (`pyproject.toml` caps trl).
+- `behaviours`: every other TRL or transformers method a UP trainer overrides or relies on, held by the named
+  behavioural tests (resume bit for bit, the weights' file mode, ...), which run on every stack CI tests: a
+  release that changes such a method without changing the behaviour breaks nothing.
+- `signatures`: a public method UP replaces whole, never running TRL's body: TRL's callers must still be able to
+  call our override, so its parameters (names, kinds, defaults) must be TRL's (`parameters` below). There is
+  nothing to re-pin: a failure means the override's signature must follow TRL's.
 
 When TRL changes a pinned method:
 
@@ -92,18 +89,15 @@ def load_pins() -> dict:
 
 
 def write_pins() -> None:
-    """Re-pin every method listed in `trl_pins.json` at the installed TRL and transformers versions."""
-    import transformers
+    """Re-pin every method listed in `trl_pins.json` at the installed TRL version."""
     import trl
 
     pins = load_pins()
-    pins["versions"] = {"trl": trl.__version__, "transformers": transformers.__version__}
+    pins["versions"] = {"trl": trl.__version__}
     for name, pin in pins["methods"].items():
         pin["sha256"] = fingerprint(resolve(name))
     PINS_FILE.write_text(json.dumps(pins, indent=1) + "\n")
-    print(
-        f"re-pinned {len(pins['methods'])} methods at trl {trl.__version__}, transformers {transformers.__version__}"
-    )
+    print(f"re-pinned {len(pins['methods'])} methods at trl {trl.__version__}")
 
 
 if __name__ == "__main__":

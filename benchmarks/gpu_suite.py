@@ -4,6 +4,7 @@ and suite.png under --output_dir (default outputs/benchmarks/gpu_suite, outside 
 
     python benchmarks/gpu_suite.py                 # on a GPU; stops starting new seeds at --time_budget_s
     python benchmarks/gpu_suite.py --dry_run       # tiny sizes on CPU, seconds (CI runs this)
+    PYTHONPATH=src python benchmarks/gpu_suite.py --carry .whl   # the wheels the GPU image lacks (benchmarks/carry.py)
 
 1. Overhead (benchmarks/overhead.py): Qwen2.5-0.5B's shape built from its config (random weights, bf16), a fixed
    off-policy batch of 16 x (64 prompt + 1024 completion) tokens, `up_mode="asymmetric"` against `"off"`
@@ -311,7 +312,19 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--learning_rate", type=float, default=1e-3)
     parser.add_argument("--threshold", type=float, default=0.3, help="3x the starting accuracy of about 0.1")
     parser.add_argument("--time_budget_s", type=float, default=330, help="For the A/B part: no seed starts past it.")
+    parser.add_argument(
+        "--carry",
+        metavar="FOLDER",
+        help="Write the wheels the GPU image lacks (benchmarks/carry.py) "
+        "into FOLDER and stop: run it where the image's packages stand in (.ci/gpu_image).",
+    )
+    parser.add_argument("--python_version", default="3.12", help="With --carry: the image's Python.")
     args = parser.parse_args(argv)
+    if args.carry:
+        from carry import carry
+
+        carry(args.carry, args.python_version)
+        return {}
     args.device = "cuda" if torch.cuda.is_available() and not args.dry_run else "cpu"
     if args.dry_run:
         args.seeds, args.max_steps, args.warm_start_steps = args.seeds[:1], 4, 2

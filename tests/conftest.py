@@ -58,12 +58,14 @@ def cpu_args(tmp_path, config_class=None, **overrides):
     return (config_class or UPGRPOConfig)(**kwargs)
 
 
-def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):
-    """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)`."""
+def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, **overrides):
+    """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
+    `SharedPromptUPGRPOTrainer`)."""
     from up_trl import UPGRPOTrainer
+    from up_trl.speedups.trainers import SharedPromptUPGRPOTrainer
 
     model, tokenizer = tiny
-    return UPGRPOTrainer(
+    return (SharedPromptUPGRPOTrainer if shared_prompt else UPGRPOTrainer)(
         model=model,
         reward_funcs=reward,
         args=cpu_args(tmp_path, **overrides),

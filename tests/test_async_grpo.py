@@ -1,4 +1,6 @@
-"""UP on TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`), on CPU, without vLLM.
+"""UP on TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`), on CPU, without vLLM: the tests' own
+stand-ins (`async_rollout.py`, `tree_attention.py` beside this file) replace the vLLM sampler and the
+flash-attention-3 kernel, which the package itself requires.
 
 (a) exactness: on a packed, stale batch (TRL's own packer) with mixed-sign advantages, the trainer's loss and every
     gradient equal a closed form written here; up_mode="off" is AsyncGRPOTrainer bit for bit;
@@ -13,9 +15,16 @@ import re
 
 import pytest
 import torch
+from async_rollout import async_grpo_on_cpu, in_process_rollout  # the tests' CPU stand-ins
 from conftest import cpu_args
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
+from tree_attention import (
+    register_reference_tree_attention,
+    tree_attention_reference,
+    varlen_causal_attention,
+)
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 from trl.experimental.async_grpo import async_grpo_trainer as trl_async
 from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout
@@ -24,13 +33,6 @@ from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_at
 
 from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
 from up_trl.data.models import save_tiny_model
-from up_trl.trainers.async_rollout import async_grpo_on_cpu, in_process_rollout
-from up_trl.trainers.tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
-from up_trl.trainers.tree_attention import (
-    register_reference_tree_attention,
-    tree_attention_reference,
-    varlen_causal_attention,
-)
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
 
@@ -78,10 +80,8 @@ def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):
         **rollout_kwargs,
     )
     kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer, **rollout)
-    if parent:
-        with async_grpo_on_cpu():
-            return AsyncGRPOTrainer(checkpoint, **kwargs)
-    return UPAsyncGRPOTrainer(checkpoint, **kwargs)
+    with async_grpo_on_cpu():
+        return (AsyncGRPOTrainer if parent else UPAsyncGRPOTrainer)(checkpoint, **kwargs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -315,6 +315,19 @@ def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(chec
         assert all(math.isfinite(record[name]) for record in logs), name
 
 
+def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, prompts, tmp_path):
+    """UP appends its rates to `_metrics` (NaN: nothing to count) and leaves the reduction to the parent's `log`."""
+    trainer = _trainer(checkpoint, prompts, _args(tmp_path))
+    trainer.model.train()  # the parent logs `_metrics["train"]` in training mode
+    trainer._metrics["train"].clear()
+    trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
+    trainer._record_nonfinite_steps(3)
+    trainer.log({})
+    logged = trainer.state.log_history[-1]
+    assert logged["up/capacity_up_mean"] == pytest.approx(0.5) and logged["up/nonfinite_skipped_steps"] == 3
+    assert not trainer._metrics["train"]
+
+
 def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_path):
     """old_log_probs are the sampler copy's log-probabilities of the sampled tokens, tagged with its version."""
     args = _args(tmp_path)
@@ -370,7 +383,8 @@ def test_async_compute_loss_still_has(line):
     assert line in COMPUTE_LOSS, f"TRL's AsyncGRPOTrainer.compute_loss no longer contains: {line}"
 
 
-def test_cpu_seams_and_worker_contract():
+def test_the_tests_cpu_stand_ins_still_fit_trl():
+    # if TRL changes these, only the stand-ins beside this file break, not the package
     # async_grpo_on_cpu swaps these two module-level names, called once each in the constructor
     init = inspect.getsource(AsyncGRPOTrainer.__init__)
     assert "register_tree_attention()" in init and "get_peak_flops_per_device(self.accelerator, dtype)" in init
@@ -399,24 +413,24 @@ def test_config_refusals(tmp_path):
     assert _args(tmp_path, up_mode=False).up_mode == "off"  # YAML's unquoted `off`
 
 
-@pytest.mark.slow
-def test_cpu_example_script_runs(tmp_path):
+def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
     import os
     import subprocess
     import sys
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo_cpu.py"
+    script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
     out = subprocess.run(
         [sys.executable, str(script), "--steps", "2"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""},
     )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "asymmetric: 2 steps" in out.stdout and "off: 2 steps" in out.stdout
+    assert out.returncode == 1 and not out.stdout
+    assert out.stderr.strip().splitlines()[-1].startswith("examples/async_grpo.py needs a CUDA GPU and a vLLM server")
+    assert "Traceback" not in out.stderr and not list(tmp_path.iterdir())  # nothing trained, nothing written
 
 
 def test_rare_guard_loss_and_every_gradient_equal_the_closed_form(checkpoint, prompts, stale_batch, tmp_path):

@@ -56,26 +56,32 @@ def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
 
 
 @pytest.mark.slow
-def test_sample_efficiency_rloo_and_async_pairs(tmp_path):
-    """The RLOO and async GRPO pairs run on the same task; off-policy, UP's loss leaves its parent's."""
-    names = ["RLOO", "UP-RLOO", "AsyncGRPO", "UP-AsyncGRPO"]
+def test_sample_efficiency_rloo_pair(tmp_path):
+    """The RLOO pair runs on the same task; off-policy, UP's loss leaves its parent's."""
+    names = ["RLOO", "UP-RLOO"]
     report = _load("sample_efficiency").main(
         ["--seeds", "0", "--max_steps", "8", "--configs", *names, "--output_dir", str(tmp_path)]
     )
     assert [row["config"] for row in report["summary"]] == names
     runs = {r["config"]: r for r in report["runs"]}
-    for parent, up in (("RLOO", "UP-RLOO"), ("AsyncGRPO", "UP-AsyncGRPO")):
-        # Same warm start, same seed: the first rollout batch (sampled before any update) is the same one.
-        assert runs[parent]["accuracy_curve"][0] == runs[up]["accuracy_curve"][0]
-        losses = zip(runs[parent]["loss_curve"], runs[up]["loss_curve"], strict=True)
-        assert max(abs(a - b) for (_, a), (_, b) in losses) > 1e-4
-    assert len(runs["AsyncGRPO"]["accuracy_curve"]) == 8  # the async trainer logs its reward every step
-    assert runs["UP-AsyncGRPO"]["staleness_mean"] > 0  # samples trained after a weight sync: off-policy
+    # Same warm start, same seed: the first rollout batch (sampled before any update) is the same one.
+    assert runs["RLOO"]["accuracy_curve"][0] == runs["UP-RLOO"]["accuracy_curve"][0]
+    losses = zip(runs["RLOO"]["loss_curve"], runs["UP-RLOO"]["loss_curve"], strict=True)
+    assert max(abs(a - b) for (_, a), (_, b) in losses) > 1e-4
     assert runs["RLOO"]["staleness_mean"] is None
-    assert "| UP-AsyncGRPO |" in (tmp_path / "none" / "table.md").read_text()
+    assert "| UP-RLOO |" in (tmp_path / "none" / "table.md").read_text()
 
 
-def test_sample_efficiency_async_pair_refuses_corrupted_rewards(capsys):
+def test_sample_efficiency_async_pair_needs_a_gpu_and_a_vllm_server(capsys):
+    with pytest.raises(SystemExit):  # refused before any model is built
+        _load("sample_efficiency").main(["--configs", "AsyncGRPO"])
+    assert "need a CUDA GPU and a vLLM server" in capsys.readouterr().err
+
+
+def test_sample_efficiency_async_pair_refuses_corrupted_rewards(capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # past the GPU check
     with pytest.raises(SystemExit):  # refused before any model is built
         _load("sample_efficiency").main(["--configs", "AsyncGRPO", "--corruption", "flip20"])
     assert "--corruption none and --num_iterations 1 only" in capsys.readouterr().err
@@ -107,10 +113,23 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
 
 # The categories the issue asks the scorer benchmark to cover (right forms, answer shapes, wrong perturbations).
 SCORER_CATEGORIES = {
-    "boxed", "phrase_latex", "phrase_plain", "answer_colon", "hash", "fraction_decimal", "assignment", "units",
-    "thousands_separator", "polynomial_constant", "polynomial_coefficient", "opposite_sign", "echoed_question",
-    "hedged", "retraction", "partial",
-}  # fmt: skip
+    "boxed",
+    "phrase_latex",
+    "phrase_plain",
+    "answer_colon",
+    "hash",
+    "fraction_decimal",
+    "assignment",
+    "units",
+    "thousands_separator",
+    "polynomial_constant",
+    "polynomial_coefficient",
+    "opposite_sign",
+    "echoed_question",
+    "hedged",
+    "retraction",
+    "partial",
+}
 SCORER_GOLD_TYPES = {"integer", "fraction", "decimal", "interval", "tuple", "matrix", "text", "units", "thousands"}
 
 
@@ -527,18 +546,32 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
     report_module = _load("real_model_report")
 
     def run(config, seed, avg, rewards, collapsed=False):
-        return {"config": config, "seed": seed, "commit": "abc", "final_reward": sum(rewards[-8:]) / 8,
-                "final_entropy": 0.5, "initial_entropy": 0.6, "collapsed": collapsed, "runaway": False,
-                "after": {"avg@8": avg, "pass@4": min(1.0, 2 * avg)},
-                "reward_curve": [[s + 1, r] for s, r in enumerate(rewards)]}  # fmt: skip
+        return {
+            "config": config,
+            "seed": seed,
+            "commit": "abc",
+            "final_reward": sum(rewards[-8:]) / 8,
+            "final_entropy": 0.5,
+            "initial_entropy": 0.6,
+            "collapsed": collapsed,
+            "runaway": False,
+            "after": {"avg@8": avg, "pass@4": min(1.0, 2 * avg)},
+            "reward_curve": [[s + 1, r] for s, r in enumerate(rewards)],
+        }
 
     rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
-    runs = [run("GSPO", 100, 0.30, rising), run("UP-GSPO", 100, 0.40, fast),
-            run("GSPO", 101, 0.20, rising), run("UP-GSPO", 101, 0.25, flat, collapsed=True),
-            run("GSPO", 102, 0.10, rising), run("UP-GSPO", 102, 0.05, rising)]  # fmt: skip
+    runs = [
+        run("GSPO", 100, 0.30, rising),
+        run("UP-GSPO", 100, 0.40, fast),
+        run("GSPO", 101, 0.20, rising),
+        run("UP-GSPO", 101, 0.25, flat, collapsed=True),
+        run("GSPO", 102, 0.10, rising),
+        run("UP-GSPO", 102, 0.05, rising),
+    ]
     settings = {"benchmark_limit": 96, "k": 8, "pass_k": 4, "max_steps": 32, "seeds": [100, 101, 102]}
-    bench.write_results(tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings,
-                                   "pairs": {"GSPO": {}}, "runs": runs})  # fmt: skip
+    bench.write_results(
+        tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings, "pairs": {"GSPO": {}}, "runs": runs}
+    )
     report = report_module.main([str(tmp_path)])
     row = report["pairs"]["GSPO"]
     assert row["primary"]["mean"] == pytest.approx((0.10 + 0.05 - 0.05) / 3)
@@ -564,3 +597,52 @@ def test_collapse_rescue_counts_recovery_from_the_resume_on():
     assert rescue.recovered_at(curve, after=5) == 21
     assert rescue.recovered_at(curve[:5], after=5) is None
     assert rescue.recovered_at([[1, 0.3], [5, 0.2]], after=1) == 5
+
+
+def test_the_wrong_verifier_is_wrong_on_the_same_pairs_every_time():
+    from noisy_verifier import ConsistentlyWrongVerifier, is_flipped
+
+    def truth(prompts, completions, solution, **kwargs):
+        return [float(c[:1] == s) for c, s in zip(completions, solution)]
+
+    prompts = [f"{a}+{b}=" for a in range(10) for b in range(10)]
+    for p in (0.1, 0.3):
+        flipped = [is_flipped(7, q, str(d), p) for q in prompts for d in range(10)]
+        assert abs(sum(flipped) / len(flipped) - p) < 0.05  # about p of the 1,000 pairs
+        verifier = ConsistentlyWrongVerifier(truth, p, key=7, answer=lambda c: c[:1])
+        completions, golds = [str(d) for q in prompts for d in range(10)], [q[0] for q in prompts for _ in range(10)]
+        qs = [q for q in prompts for _ in range(10)]
+        given = verifier(qs, completions, solution=golds)
+        assert given == verifier(qs, completions, solution=golds)  # the same mistakes on every call
+        true = truth(qs, completions, golds)
+        assert [g != t for g, t in zip(given, true)] == flipped  # exactly the hashed pairs are wrong
+        wrong = verifier.wrongly_rewarded(qs, completions, solution=golds)
+        assert wrong == [float(f and t == 0) for f, t in zip(flipped, true)] and sum(wrong) > 0
+        other_key = ConsistentlyWrongVerifier(truth, p, key=8, answer=lambda c: c[:1])
+        assert other_key(qs, completions, solution=golds) != given  # another seed, other mistakes
+    exact = ConsistentlyWrongVerifier(truth, 0.0, key=7, answer=lambda c: c[:1])
+    assert exact(["1+2=", "1+2="], ["1", "2"], solution=["1", "1"]) == [1.0, 0.0]
+
+
+@pytest.mark.slow
+def test_verifier_study_runs_pairs_and_goes_on_where_it_stopped(tmp_path):
+    study = _load("verifier_study")
+    argv = ["--seeds", "300", "--noise", "0.3", "--max_steps", "4", "--workers", "1", "--allow_dirty"]
+    argv += ["--configs", "DAPO", "UP-DAPO", "--output_dir", str(tmp_path)]
+    records = study.main(argv)
+    assert [(r["config"], r["seed"], r["noise"]) for r in records] == [("DAPO", 300, 0.3), ("UP-DAPO", 300, 0.3)]
+    assert all(0 <= r["true_accuracy"] <= 1 and 0 <= r["wrongly_rewarded_share"] <= 1 for r in records)
+    assert (
+        records[0]["commit"] and (tmp_path / "pip_freeze.txt").exists() and (tmp_path / "verifier_study.png").exists()
+    )
+    again = study.main(argv)  # nothing left to run: the records come back as they were
+    assert again == json.loads((tmp_path / "results.json").read_text())["runs"] == records
+    assert "| 0.3 | UP-DAPO | 1 |" in (tmp_path / "table.md").read_text()
+
+
+def test_verifier_study_refuses_a_dirty_tree(monkeypatch, capsys):
+    study = _load("verifier_study")
+    monkeypatch.setattr(study, "git_commit", lambda: "abc123+dirty")
+    with pytest.raises(SystemExit):
+        study.main(["--output_dir", "unused"])
+    assert "clean commit" in capsys.readouterr().err

@@ -82,8 +82,7 @@ def test_trainer_flag_picks_the_config_and_drops_the_default_keys_it_lacks(train
     assert script.trainer == trainer and type(args).__name__ == config
     assert args.up_mode == "asymmetric" and args.learning_rate == OFFLINE_DEFAULT["learning_rate"]
     assert all(not hasattr(args, key) for key in lacks)
-    if trainer == "async_grpo":
-        assert args.token_budget == 0  # no vLLM server to ask its max_model_len
+    assert script.share_prompt_prefix == (trainer != "async_grpo")  # the default's CPU saving: grpo and rloo only
 
 
 def test_a_grpo_only_flag_is_refused_for_rloo():
@@ -248,10 +247,16 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
         ),
     ],
 )
-def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, objective):
-    """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the in-process rollout on CPU)."""
+def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, flags, cls, objective):
+    """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the tests' CPU stand-ins for the vLLM
+    server and the flash-attention-3 kernel, which `up-trl train` itself requires)."""
     from up_trl.data.models import save_tiny_model
 
+    if trainer == "async_grpo":
+        import up_trl.cli
+
+        monkeypatch.setattr(up_trl.cli, "check_async_grpo", lambda args, model: None)
+        monkeypatch.setattr(up_trl.cli, "trainer_classes", _with_async_on_cpu(up_trl.cli.trainer_classes))
     root = tmp_path_factory.mktemp(trainer)
     out = root / "out"
     run = train(
@@ -282,7 +287,7 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, ob
             *flags,
         ]
     )
-    assert type(run).__name__ == cls and run.state.global_step == 2
+    assert cls in {c.__name__ for c in type(run).__mro__} and run.state.global_step == 2  # rloo: with the CPU saving
     assert (out / "model.safetensors").exists()
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "up/capacity_up_mean" in r]
@@ -293,6 +298,87 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, trainer, flags, cls, ob
     assert f"`{cls}` of up-trl" in card and "Rewards: `math_accuracy_reward`, `length_reward`" in card
     assert "| loss_type |" not in card and card.count("@article{up2026") == 1
     assert ("| max_staleness | 4 |" in card) == (trainer == "async_grpo")
+
+
+def _with_async_on_cpu(trainer_classes):
+    """`trainer_classes` whose async trainer samples in process and attends with the pure-PyTorch stand-in."""
+    from async_rollout import async_grpo_on_cpu, in_process_rollout
+    from transformers import AutoTokenizer
+
+    from up_trl import UPAsyncGRPOTrainer
+
+    class OnCPU(UPAsyncGRPOTrainer):
+        def __init__(self, model, reward_funcs, args, train_dataset, **kwargs):
+            tokenizer = AutoTokenizer.from_pretrained(model)
+            args.token_budget = 0  # no server to ask for its max_model_len
+            rollout = in_process_rollout(
+                model, train_dataset=train_dataset, reward_funcs=reward_funcs, processing_class=tokenizer, args=args
+            )
+            with async_grpo_on_cpu():
+                super().__init__(
+                    model,
+                    reward_funcs,
+                    args=args,
+                    train_dataset=train_dataset,
+                    processing_class=tokenizer,
+                    **rollout,
+                    **kwargs,
+                )
+
+    def classes(trainer):
+        config_cls, trainer_cls = trainer_classes(trainer)
+        return config_cls, (OnCPU if trainer == "async_grpo" else trainer_cls)
+
+    return classes
+
+
+def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(tmp_path, capsys):
+    from up_trl.data.models import save_tiny_model
+
+    out = tmp_path / "out"
+    argv = ["--trainer", "async_grpo", "--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir"]
+    with pytest.raises(UsageError) as caught:
+        train([*argv, str(out), "--dataset_name", "arithmetic", "--dataset_limit", "16"])
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("--trainer async_grpo needs a CUDA GPU and a vLLM server")
+    assert "--trainer grpo or rloo" in message
+    assert "loading" not in capsys.readouterr().out and not out.exists()  # refused before the model or the folder
+
+
+def test_async_grpo_waits_for_the_vllm_server_as_trl_does(monkeypatch):
+    import http.server
+    import threading
+    import types
+
+    import torch
+
+    from up_trl.cli import check_async_grpo
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/health" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        args = types.SimpleNamespace(use_cpu=False, vllm_server_base_url=url + "/", vllm_server_timeout=30.0)
+        assert check_async_grpo(args, "Qwen/Qwen3-8B") is None  # answered: the run goes on
+    finally:
+        server.shutdown()
+        server.server_close()
+    args = types.SimpleNamespace(use_cpu=False, vllm_server_base_url=url, vllm_server_timeout=0.0)
+    with pytest.raises(UsageError) as caught:  # the same port, nobody listening now
+        check_async_grpo(args, "Qwen/Qwen3-8B")
+    message = str(caught.value)
+    assert "\n" not in message and f"no vLLM server answered at {url}/health" in message
+    assert "`trl vllm-serve --model Qwen/Qwen3-8B`" in message
 
 
 def test_console_entry_points():

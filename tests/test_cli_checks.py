@@ -179,6 +179,12 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
 
 def test_liger_is_accepted_under_up_before_any_model_loads():
     """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
-    from up_trl.cli import precheck_train_args
+    from up_trl.cli import UsageError, options, parse_train_args, precheck_train_args, write_options
 
-    precheck_train_args(["--use_liger_kernel", "true", "--output_dir", "unused"])
+    argv = ["--use_liger_kernel", "true", "--output_dir", "unused"]
+    assert write_options.remember() is not None and options.current() is not None  # the stand-in checks for real
+    with pytest.raises(UsageError):  # ... and refuses what UP does refuse, on the same table
+        precheck_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
+    assert precheck_train_args(argv) is None
+    _, args, _ = parse_train_args(argv)  # the real parser too
+    assert args.use_liger_kernel is True and args.up_mode == "asymmetric"

@@ -188,15 +188,52 @@ def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
     assert checkpoint_problem(checkpoint) is None
 
 
+# A process of a launched run whose C++ worker thread (gloo's, in a real run) still holds a released GIL when the
+# interpreter starts its teardown: retaking the GIL then ends the thread inside C++ frames, and the process aborts
+# ("terminate called without an active exception", exit 134). Here a daemon thread in a torch matmul stands in for
+# gloo's worker: the abort is certain, not a matter of load.
+LATE_THREAD = """
+import os, sys, threading, time
+import torch
+torch.set_num_threads(1)
+import up_trl.cli as cli
+os.environ["WORLD_SIZE"] = "2"  # one of two processes `accelerate launch` started
+a = torch.randn(1500, 1500)
+started = threading.Event()
+def late():
+    started.set()
+    for _ in range(100):
+        a @ a
+threading.Thread(target=late, daemon=True).start()
+started.wait(); time.sleep(0.05)
+cli.train_command = lambda rest: 0  # a run that finished
+if sys.argv[1] == "plain":
+    sys.exit(0)  # the interpreter's own exit, teardown and all
+sys.exit(cli.main(["train"]))
+"""
+
+
+def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
+    """`up-trl train` in one of several launched processes ends without the interpreter's teardown
+    (`run.ending.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
+    process ending the plain way aborts every time (checked first, so this test can tell the two apart); with the
+    call in `cli.main` removed, this test failed 20 runs of 20."""
+    plain = subprocess.run([sys.executable, "-c", LATE_THREAD, "plain"], capture_output=True, text=True, timeout=300)
+    if plain.returncode == 0:
+        pytest.skip("this interpreter does not end a thread that retakes the GIL during its teardown")
+    assert "terminate called without an active exception" in plain.stderr, plain.stderr[-2000:]
+    ours = subprocess.run([sys.executable, "-c", LATE_THREAD, "cli"], capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0, ours.stderr[-2000:]
+
+
 def test_two_processes_exit_0_on_a_busy_machine(tmp_path):
-    """The same run 4 times beside two processes that keep both cores busy: every run exits 0. Before the processes
-    of a run left together and ended without the interpreter's teardown (`run.ending`), rank 1 aborted at exit in
-    about 2 runs of 5 under such load ("terminate called without an active exception": a gloo worker thread asking
-    for the GIL to release a finished collective's tensors while the interpreter shut down), and the command exited
-    1; a barrier and `destroy_process_group` alone still failed 2 of 6 times (DeepSpeed keeps its own groups)."""
+    """End to end: the same 2-process ZeRO-3 run twice beside two processes that keep both cores busy, and every run
+    exits 0. Before the processes of a run left together and ended without the interpreter's teardown (`run.ending`),
+    rank 1 aborted at exit in about 2 runs of 5 under such load (a gloo worker thread asking for the GIL while the
+    interpreter shut down); the test above reproduces that abort every time."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
-        for run in range(4):
+        for run in range(2):
             _run(_two_process_save_run(tmp_path, tmp_path / f"out{run}"))  # asserts exit 0, with the output if not
     finally:
         for proc in busy:

@@ -1,5 +1,6 @@
-"""Saved weights get the usual file mode (0o666 & ~umask, 0644 under umask 022), not the 0600 of the temporary file
-transformers writes them through (`up_trl.file_modes`)."""
+"""The weights up-trl saves (checkpoints, `up-trl train`'s final model, the tiny and offline models it converts) get
+the usual file mode (0o666 & ~umask, 0644 under umask 022), not the 0600 of the temporary file transformers writes
+them through (`up_trl.file_modes`)."""
 
 from __future__ import annotations
 
@@ -28,24 +29,26 @@ def test_only_private_weight_files_are_widened(tmp_path):
     assert mode(tmp_path / "shared.bin") == 0o640 and mode(tmp_path / "lock") == 0o600  # set on purpose: kept
 
 
-def test_a_trainers_saved_model_and_checkpoints_get_the_usual_mode(tmp_path, tiny, prompts_dataset):
-    # The Python API (trainer.save_model, as in the README) and every checkpoint: 0644 under umask 022, as
-    # `up-trl train` gives them, by the one rule in UPTrainerMixin.save_model.
-    from conftest import make_trainer
+def test_a_trainers_checkpoints_and_up_trl_trains_weights_get_the_usual_mode(tmp_path, tiny, prompts_dataset):
+    # Every checkpoint a UP trainer writes (a callback's on_save, `run.callbacks.UsualFileModesCallback`) and the
+    # final weights `up-trl train` writes: 0644 under umask 022. `trainer.save_model` itself is transformers' own.
+    from conftest import make_trainer, tiny_train_argv
+
+    from up_trl.cli import train
 
     umask = os.umask(0o022)
     try:
         trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=1, save_strategy="steps", save_steps=1)
         trainer.train()
-        trainer.save_model(str(tmp_path / "final"))
-        trainer.save_model()  # into args.output_dir
+        model_dir = save_tiny_model(tmp_path / "tiny")
+        train(tiny_train_argv(model_dir, tmp_path / "cli", max_steps=1))
     finally:
         os.umask(umask)
     weights = {str(path.relative_to(tmp_path)): mode(path) for path in tmp_path.rglob("model.safetensors")}
     assert weights == {
-        "final/model.safetensors": 0o644,
         "out/checkpoint-1/model.safetensors": 0o644,
-        "out/model.safetensors": 0o644,
+        "cli/model.safetensors": 0o644,
+        "tiny/model.safetensors": 0o644,  # `save_tiny_model` widens its own
     }
 
 

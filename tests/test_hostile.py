@@ -550,21 +550,34 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
 # The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
 # the model had loaded). The rule's range and why are in the line.
 TRAIN_RANGE_CASES = [
-    pytest.param("learning_rate", "inf", "--learning_rate inf is not a finite number: learning_rate must be > 0",
-                 id="learning_rate_inf"),
+    pytest.param(
+        "learning_rate",
+        "inf",
+        "--learning_rate inf is not a finite number: learning_rate must be > 0",
+        id="learning_rate_inf",
+    ),
     pytest.param("learning_rate", "nan", "--learning_rate nan is not a finite number", id="learning_rate_nan"),
-    pytest.param("learning_rate", "-0.001", "--learning_rate -0.001 is out of range: learning_rate must be > 0",
-                 id="learning_rate_negative"),
+    pytest.param(
+        "learning_rate",
+        "-0.001",
+        "--learning_rate -0.001 is out of range: learning_rate must be > 0",
+        id="learning_rate_negative",
+    ),
     pytest.param("top_p", "1.5", "--top_p 1.5 is out of range: top_p must be in (0, 1]", id="top_p_above_1"),
     pytest.param("epsilon", "-0.2", "--epsilon -0.2 is out of range: epsilon must be in [0, 1]", id="epsilon_neg"),
-    pytest.param("epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0",
-                 id="epsilon_high_neg"),
+    pytest.param(
+        "epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0", id="epsilon_high_neg"
+    ),
     pytest.param("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0", id="beta_neg"),
     pytest.param("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0", id="save_steps_0"),
     pytest.param("save_steps", "-5", "--save_steps -5 is out of range", id="save_steps_neg"),
-    pytest.param("max_steps", "0", "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; "
-                 "0 would still run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
-                 id="max_steps_0"),
+    pytest.param(
+        "max_steps",
+        "0",
+        "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; "
+        "0 would still run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
+        id="max_steps_0",
+    ),
     pytest.param("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1", id="max_steps_neg"),
     pytest.param("temperature", "0", "--temperature 0 is out of range: temperature must be > 0", id="temperature_0"),
     pytest.param("temperature", "-1", "--temperature -1 is out of range", id="temperature_neg"),
@@ -572,7 +585,7 @@ TRAIN_RANGE_CASES = [
     pytest.param("delta", "inf", "--delta inf is not a finite number: delta must be >= 1", id="delta_inf"),
     pytest.param("reward_weights", "nan", "--reward_weights [nan] is not a finite number", id="reward_weights_nan"),
     pytest.param("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)", id="beta2_1"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES)
@@ -599,14 +612,18 @@ def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys
 EVAL_RANGE_CASES = [
     pytest.param("limit", "-1", "--limit -1 is out of range: limit must be >= 1", id="limit_neg"),
     pytest.param("limit", "0", "--limit 0 is out of range", id="limit_0"),
-    pytest.param("temperature", "-1", "--temperature -1 is out of range: temperature must be >= 0 (0 decodes "
-                 "greedily", id="temperature_neg"),
+    pytest.param(
+        "temperature",
+        "-1",
+        "--temperature -1 is out of range: temperature must be >= 0 (0 decodes greedily",
+        id="temperature_neg",
+    ),
     pytest.param("max_new_tokens", "0", "--max_new_tokens 0 is out of range", id="max_new_tokens_0"),
     pytest.param("batch_size", "0", "--batch_size 0 is out of range", id="batch_size_0"),
     pytest.param("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]", id="top_p_0"),
     pytest.param("seed", "-2", "--seed -2 is out of range", id="seed_neg"),
     pytest.param("temperature", "inf", "--temperature inf is not a finite number", id="temperature_inf"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES)
@@ -665,8 +682,15 @@ def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
 
 # The pieces of a checkpoint in the order the Trainer's `_save_checkpoint` writes them, then the rollout batch a UP
 # trainer adds, then the completion mark (`MarkCompleteCallback.on_save`).
-PIECES = ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth", "trainer_state.json",
-          "rollout_buffer_rank0.pt", "mark")  # fmt: skip
+PIECES = (
+    "model.safetensors",
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state.pth",
+    "trainer_state.json",
+    "rollout_buffer_rank0.pt",
+    "mark",
+)
 
 
 def _save_pieces(folder, upto: str | None = None, cut: bool = False) -> None:
@@ -1121,44 +1145,111 @@ def _parquet(columns: dict) -> bytes:
 DATA_FILE_CASES = [
     pytest.param("empty.jsonl", b"", [], "the file is empty (0 bytes)", id="jsonl_empty"),
     pytest.param("blank.jsonl", b"\n  \n", [], "the file holds only white space", id="jsonl_blank"),
-    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, [],
-                 "line 3 is not JSON (Unterminated string starting at: column 23): fix or remove that line.",
-                 id="jsonl_malformed_line_3"),
+    pytest.param(
+        "cut.jsonl",
+        QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA,
+        [],
+        "line 3 is not JSON (Unterminated string starting at: column 23): fix or remove that line.",
+        id="jsonl_malformed_line_3",
+    ),
     pytest.param("list.jsonl", b"[1, 2]\n", [], "line 1 is a JSON list, not an object", id="jsonl_line_not_object"),
-    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), [],
-                 "the file holds binary bytes (byte 0x00 at offset 3), not JSON Lines text", id="jsonl_binary"),
-    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), [],
-                 "the file is not UTF-8 text (byte 0xe9 at offset 16)", id="jsonl_not_utf8"),
-    pytest.param("object.json", b'{\n  "problem": "1 + 1?",\n  "answer": "2"\n}\n', [],
-                 "the file is one JSON object, not rows: write a JSON array of objects", id="json_one_object"),
+    pytest.param(
+        "binary.jsonl",
+        b"\x1f\x8b\x08\x00" + bytes(range(256)),
+        [],
+        "the file holds binary bytes (byte 0x00 at offset 3), not JSON Lines text",
+        id="jsonl_binary",
+    ),
+    pytest.param(
+        "latin1.jsonl",
+        '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"),
+        [],
+        "the file is not UTF-8 text (byte 0xe9 at offset 16)",
+        id="jsonl_not_utf8",
+    ),
+    pytest.param(
+        "object.json",
+        b'{\n  "problem": "1 + 1?",\n  "answer": "2"\n}\n',
+        [],
+        "the file is one JSON object, not rows: write a JSON array of objects",
+        id="json_one_object",
+    ),
     pytest.param("numbers.json", b"[1, 2, 3]", [], "the JSON array must hold one object per row", id="json_array"),
-    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', [], "the file is not JSON (Expecting value: "
-                 "line 1, column 39)", id="json_malformed"),
-    pytest.param("header.csv", b"problem,answer\n", [], "the CSV file holds only a header line (problem, answer): "
-                 "write one problem per line under it.", id="csv_only_header"),
-    pytest.param("binary.csv", b"problem,answer\n\x00\x00\x00,1\n", [], "the file holds binary bytes (byte 0x00 at "
-                 "offset 15), not CSV text", id="csv_binary"),
+    pytest.param(
+        "cut.json",
+        b'[{"problem": "1 + 1?", "answer": "2"},',
+        [],
+        "the file is not JSON (Expecting value: line 1, column 39)",
+        id="json_malformed",
+    ),
+    pytest.param(
+        "header.csv",
+        b"problem,answer\n",
+        [],
+        "the CSV file holds only a header line (problem, answer): write one problem per line under it.",
+        id="csv_only_header",
+    ),
+    pytest.param(
+        "binary.csv",
+        b"problem,answer\n\x00\x00\x00,1\n",
+        [],
+        "the file holds binary bytes (byte 0x00 at offset 15), not CSV text",
+        id="csv_binary",
+    ),
     pytest.param("empty.csv", b"", [], "the file is empty (0 bytes)", id="csv_empty"),
-    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", [], "the file is not Parquet (it does not begin "
-                 "and end with Parquet's PAR1 marker)", id="parquet_not_parquet"),
-    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", [],
-                 "the file is not readable Parquet", id="parquet_cut"),
-    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), [],
-                 """found ['q', 'sol']. Map yours with --column_mapping '{"q": "problem", "sol": "answer"}'""",
-                 id="parquet_without_the_columns"),
-    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), [],
-                 "the Parquet file holds no rows", id="parquet_no_rows"),
-    pytest.param("unanswered.jsonl", b'{"problem": "1 + 1?", "answer": null}\n{"problem": "", "answer": "2"}\n', [],
-                 "none of its 2 rows holds both a problem and an answer (columns 'problem' and 'answer')",
-                 id="jsonl_no_usable_row"),
-    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
-                 "none of its 1 rows holds both a problem and an answer (columns 'q' (read as problem) and 'sol' "
-                 "(read as answer))", id="csv_mapped_columns_empty"),
-    pytest.param("qa.jsonl", QA, ["--column_mapping", '{"question": "problem"}'], "--column_mapping names "
-                 "['question'], which are not columns of the file; its columns are ['problem', 'answer'].",
-                 id="column_mapping_names_a_missing_column"),
+    pytest.param(
+        "text.parquet",
+        b"problem,answer\n1 + 1?,2\n",
+        [],
+        "the file is not Parquet (it does not begin and end with Parquet's PAR1 marker)",
+        id="parquet_not_parquet",
+    ),
+    pytest.param(
+        "cut.parquet",
+        _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1",
+        [],
+        "the file is not readable Parquet",
+        id="parquet_cut",
+    ),
+    pytest.param(
+        "columns.parquet",
+        _parquet({"q": ["1 + 1?"], "sol": ["2"]}),
+        [],
+        """found ['q', 'sol']. Map yours with --column_mapping '{"q": "problem", "sol": "answer"}'""",
+        id="parquet_without_the_columns",
+    ),
+    pytest.param(
+        "none.parquet",
+        _parquet({"problem": [], "answer": []}),
+        [],
+        "the Parquet file holds no rows",
+        id="parquet_no_rows",
+    ),
+    pytest.param(
+        "unanswered.jsonl",
+        b'{"problem": "1 + 1?", "answer": null}\n{"problem": "", "answer": "2"}\n',
+        [],
+        "none of its 2 rows holds both a problem and an answer (columns 'problem' and 'answer')",
+        id="jsonl_no_usable_row",
+    ),
+    pytest.param(
+        "qa.csv",
+        b"q,sol\n1 + 1?,\n",
+        ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
+        "none of its 1 rows holds both a problem and an answer (columns 'q' (read as problem) and 'sol' "
+        "(read as answer))",
+        id="csv_mapped_columns_empty",
+    ),
+    pytest.param(
+        "qa.jsonl",
+        QA,
+        ["--column_mapping", '{"question": "problem"}'],
+        "--column_mapping names "
+        "['question'], which are not columns of the file; its columns are ['problem', 'answer'].",
+        id="column_mapping_names_a_missing_column",
+    ),
     pytest.param("folder.jsonl/", None, [], "is a folder: name a .jsonl/.json/.parquet/.csv file", id="a_folder"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("name, content, flags, message", DATA_FILE_CASES)
@@ -1206,13 +1297,19 @@ def test_usable_data_files_pass_the_check(tmp_path):
 
 
 RECIPE_FILE_CASES = [
-    pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "is not a YAML text file (byte 0x89 at offset 0 is binary, "
-                 "or not UTF-8)", id="binary"),
-    pytest.param("learning_rate: 1e-5  # caf\xe9\n".encode("latin-1"), "is not a YAML text file (byte 0xe9 at offset "
-                 "26 is binary, or not UTF-8)", id="latin1"),
+    pytest.param(
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        "is not a YAML text file (byte 0x89 at offset 0 is binary, or not UTF-8)",
+        id="binary",
+    ),
+    pytest.param(
+        "learning_rate: 1e-5  # caf\xe9\n".encode("latin-1"),
+        "is not a YAML text file (byte 0xe9 at offset 26 is binary, or not UTF-8)",
+        id="latin1",
+    ),
     pytest.param(b"learning_rate: 1e-5\x00\n", "is not a YAML text file (byte 0x00 at offset 19", id="nul_byte"),
     pytest.param(b"learning_rate: \x07\n", "is not valid YAML: unacceptable character #x0007", id="control_char"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("content, message", RECIPE_FILE_CASES)
@@ -1226,24 +1323,45 @@ def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, cont
 # (what the folder holds: file name -> bytes; the line's end after "FLAG bad"), for train and for eval
 QWEN2, WEIGHTS = b'{"model_type": "qwen2"}', b"\x00" * 8
 MODEL_FOLDER_CASES = [
-    pytest.param({"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS},
-                 ": its config.json is not JSON (Expecting property name enclosed in double quotes at line 1, column "
-                 "24): the save was cut short", id="config_cut"),
-    pytest.param({"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS},
-                 ": its config.json is not JSON (binary bytes, not UTF-8 text)", id="config_binary"),
-    pytest.param({"config.json": b"[1]", "model.safetensors": WEIGHTS}, ": its config.json is not a JSON object",
-                 id="config_not_object"),
-    pytest.param({"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
-                 ": its config.json says model_type 'qwen9', which transformers", id="unknown_model_type"),
-    pytest.param({"config.json": b'{"hidden_size": 8}', "model.safetensors": WEIGHTS},
-                 ": its config.json names no model_type", id="no_model_type"),
-    pytest.param({"config.json": QWEN2}, " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf "
-                 "file, nor a sharded index): the save did not finish; save the model again", id="no_weights"),
-    pytest.param({"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
-                 " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
-                 "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
-                 id="no_weights_a_checkpoint"),
-]  # fmt: skip
+    pytest.param(
+        {"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS},
+        ": its config.json is not JSON (Expecting property name enclosed in double quotes at line 1, column "
+        "24): the save was cut short",
+        id="config_cut",
+    ),
+    pytest.param(
+        {"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS},
+        ": its config.json is not JSON (binary bytes, not UTF-8 text)",
+        id="config_binary",
+    ),
+    pytest.param(
+        {"config.json": b"[1]", "model.safetensors": WEIGHTS},
+        ": its config.json is not a JSON object",
+        id="config_not_object",
+    ),
+    pytest.param(
+        {"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
+        ": its config.json says model_type 'qwen9', which transformers",
+        id="unknown_model_type",
+    ),
+    pytest.param(
+        {"config.json": b'{"hidden_size": 8}', "model.safetensors": WEIGHTS},
+        ": its config.json names no model_type",
+        id="no_model_type",
+    ),
+    pytest.param(
+        {"config.json": QWEN2},
+        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf "
+        "file, nor a sharded index): the save did not finish; save the model again",
+        id="no_weights",
+    ),
+    pytest.param(
+        {"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
+        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
+        "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
+        id="no_weights_a_checkpoint",
+    ),
+]
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
@@ -1274,12 +1392,19 @@ def test_model_folders_that_load_pass_the_check(tmp_path):
 
 
 OUTPUT_FOLDER_CASES = [
-    pytest.param("afile/out", "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
-                 id="under_a_file"),
+    pytest.param(
+        "afile/out",
+        "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
+        id="under_a_file",
+    ),
     pytest.param("afile", "is a file: name a folder (it is created if missing).", id="a_file"),
-    pytest.param("x" * 300 + "/out", "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
-                 "this file system allows 255; choose a shorter name.", id="name_too_long"),
-]  # fmt: skip
+    pytest.param(
+        "x" * 300 + "/out",
+        "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
+        "this file system allows 255; choose a shorter name.",
+        id="name_too_long",
+    ),
+]
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])

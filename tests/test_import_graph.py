@@ -224,3 +224,48 @@ def test_the_packages_public_names():
     namespace: dict = {}
     exec("from up_trl import *", namespace)
     assert set(up_trl.__all__) <= set(namespace)
+
+
+# benchmarks/: scripts (a `__main__` block) import helper modules (none), never another script; helpers import no
+# script either, and the graph of helpers has no cycle. Every import counts, inside functions too; loading a module
+# by path (`spec_from_file_location`) is refused outright.
+BENCHMARKS = SRC.parent / "benchmarks"
+BENCH_MODULES = {path.stem: path for path in sorted(BENCHMARKS.glob("*.py"))}
+
+
+def _is_script(path: Path) -> bool:
+    return 'if __name__ == "__main__":' in path.read_text()
+
+
+def benchmark_imports(name: str) -> set[str]:
+    """The benchmarks/ modules that benchmarks/`name`.py imports (a script run as a subprocess is not imported)."""
+    tree = ast.parse(BENCH_MODULES[name].read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return {other for other in found & set(BENCH_MODULES) if other != name}
+
+
+def test_benchmark_scripts_never_import_a_script():
+    scripts = {name for name, path in BENCH_MODULES.items() if _is_script(path)}
+    assert {"bench", "collapse_settings", "toy_runs"} <= set(BENCH_MODULES) - scripts  # the helpers, by design
+    edges = {name: benchmark_imports(name) for name in BENCH_MODULES}
+    bad = sorted(f"{name} -> {other}" for name, others in edges.items() for other in others & scripts)
+    loaded = [name for name, path in BENCH_MODULES.items() if "spec_from_file_location" in path.read_text()]
+    assert not bad and not loaded, f"benchmarks/ imports a script: {bad or loaded}"
+    helpers = {name: others for name, others in edges.items() if name not in scripts}
+    assert find_cycle(helpers) is None, f"an import cycle among the benchmark helpers: {find_cycle(helpers)}"
+
+
+def test_the_benchmark_check_sees_a_script_imported_inside_a_function(tmp_path, monkeypatch):
+    helper = tmp_path / "helper.py"
+    helper.write_text("def f():\n    from runner import main\n    return main\n")
+    (tmp_path / "runner.py").write_text('def main():\n    pass\n\n\nif __name__ == "__main__":\n    main()\n')
+    monkeypatch.setitem(BENCH_MODULES, "helper", helper)
+    monkeypatch.setitem(BENCH_MODULES, "runner", tmp_path / "runner.py")
+    assert benchmark_imports("helper") == {"runner"} and _is_script(BENCH_MODULES["runner"])
+    with pytest.raises(AssertionError, match="helper -> runner"):
+        test_benchmark_scripts_never_import_a_script()

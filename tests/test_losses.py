@@ -167,20 +167,24 @@ def test_the_parents_loss_on_anchored_pi_old_is_up_in_value_and_gradient(level, 
     anchored = anchored_old_logps(old, logp, routes)
     coef_1 = torch.exp(log_importance_weights(logp, anchored, mask, level))
     via_parent = clipped_surrogate_loss(coef_1, adv, **EPS, delta=delta)
-    reference = up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta, importance_sampling_level=level,
-                                  up_mode=up_mode)  # fmt: skip
+    reference = up_per_token_loss(
+        logp, old, adv, mask, **EPS, delta=delta, importance_sampling_level=level, up_mode=up_mode
+    )
     (g_parent,) = torch.autograd.grad(via_parent.sum(), logp)
     (g_reference,) = torch.autograd.grad(reference.sum(), logp)
     assert torch.equal(via_parent, reference) and torch.equal(g_parent, g_reference)
-    assert routes.any() and not torch.equal(reference, up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta,
-        importance_sampling_level=level, up_mode="off"))  # fmt: skip
+    assert routes.any() and not torch.equal(
+        reference,
+        up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta, importance_sampling_level=level, up_mode="off"),
+    )
 
 
 def test_anchoring_below_one_would_cancel_ups_gradient():
     # Why delta < 1 is refused under UP: TRL's clamp(r, max=delta) takes r~ = 1 to delta, with no gradient.
     logp = logps(0.5).requires_grad_()
-    coef_1 = torch.exp(log_importance_weights(logp, anchored_old_logps(logps(0.1), logp, torch.tensor([[True]])),
-                                              torch.ones(1, 1)))  # fmt: skip
+    coef_1 = torch.exp(
+        log_importance_weights(logp, anchored_old_logps(logps(0.1), logp, torch.tensor([[True]])), torch.ones(1, 1))
+    )
     loss = clipped_surrogate_loss(coef_1, torch.tensor([1.0]), **EPS, delta=0.9)
     (grad,) = torch.autograd.grad(loss.sum(), logp)
     assert loss.item() == pytest.approx(-0.9) and grad.item() == 0.0

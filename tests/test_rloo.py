@@ -30,10 +30,13 @@ def rloo_args(tmp_path, **overrides):
     return cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides})
 
 
-def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, **overrides):
-    """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)`."""
+def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, **overrides):
+    """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
+    `SharedPromptUPRLOOTrainer`)."""
+    from up_trl.speedups.trainers import SharedPromptUPRLOOTrainer
+
     model, tokenizer = tiny
-    return UPRLOOTrainer(
+    return (SharedPromptUPRLOOTrainer if shared_prompt else UPRLOOTrainer)(
         model=model,
         reward_funcs=reward,
         args=rloo_args(tmp_path, **overrides),

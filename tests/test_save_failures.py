@@ -124,18 +124,18 @@ def test_other_save_failures_say_the_same(tmp_path, capsys, monkeypatch, uninter
 
 def test_a_failed_final_save_is_one_line_too(tmp_path, capsys, monkeypatch, uninterrupted):
     """The model written at the end (after training, outside any checkpoint) on a full disk: the same line."""
-    from up_trl.trainers.shared import UPTrainerMixin
+    from transformers import Trainer
 
     tiny, _ = uninterrupted
     out = tmp_path / "out"
-    real = UPTrainerMixin.save_model
+    real = Trainer.save_model
 
     def save_model(self, output_dir=None, _internal_call=False):
         if output_dir is not None and str(output_dir) == str(out):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(out / "model.safetensors"))
         return real(self, output_dir, _internal_call)
 
-    monkeypatch.setattr(UPTrainerMixin, "save_model", save_model)
+    monkeypatch.setattr(Trainer, "save_model", save_model)
     code, err = _train(capsys, tiny_train_argv(tiny, out, max_steps=1))
     assert code == 1 and len(err) == 1, err
     assert err[0].startswith(

@@ -1,5 +1,5 @@
-"""`share_prompt_prefix`: each distinct prompt of a batch is computed once, and the log-probs, entropies, gradients,
-samples and training are those of TRL's full rows (to float rounding)."""
+"""The opt-in shared-prompt saving (`up_trl.speedups`): each distinct prompt of a batch is computed once, and the
+log-probs, entropies, gradients, samples and training are those of TRL's full rows (to float rounding)."""
 
 import contextlib
 import functools
@@ -291,7 +291,7 @@ def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):
         tiny,
         dataset,
         callbacks=[snapshots],
-        share_prompt_prefix=share,
+        shared_prompt=share,
         activation_checkpointing=False,
         **settings,
     )
@@ -336,9 +336,11 @@ def test_rloo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, pro
 
 
 def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(tmp_path, tiny, prompts_dataset):
-    trainer = make_trainer(tmp_path / "a", tiny, prompts_dataset)
-    assert not trainer.args.share_prompt_prefix and not trainer.shares_prompts(trainer.model, torch.device("cpu"))
-    trainer = make_trainer(tmp_path, tiny, prompts_dataset, share_prompt_prefix=True, activation_checkpointing=False)
+    from up_trl.speedups.shared_prompt import SharedPromptTrainerMixin
+
+    trainer = make_trainer(tmp_path / "a", tiny, prompts_dataset)  # the UP trainer itself never shares
+    assert SharedPromptTrainerMixin not in type(trainer).__mro__ and not hasattr(trainer, "shares_prompts")
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, shared_prompt=True, activation_checkpointing=False)
     assert trainer.shares_prompts(trainer.model, torch.device("cpu"))
     assert not trainer.shares_prompts(trainer.model, torch.device("cuda"))  # not measured there yet
     trainer.is_fsdp_enabled = True  # a wrapped model expects one forward per backward
@@ -354,11 +356,11 @@ def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_datas
     monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))
     # steps_per_generation=1: no old-log-prob pass, where TRL turns checkpointing off (and sharing would apply)
     make_trainer(
-        tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1, share_prompt_prefix=True
+        tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1, shared_prompt=True
     ).train()
     assert len(calls) == 0
     fresh = tiny_model_and_tokenizer(seed=0)  # the first trainer turned checkpointing on in `tiny`'s model
     make_trainer(
-        tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1, share_prompt_prefix=True
+        tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1, shared_prompt=True
     ).train()
     assert len(calls) > 0

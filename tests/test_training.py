@@ -398,3 +398,42 @@ def test_a_model_object_with_a_kl_trains_against_itself(tmp_path, prompts_datase
     trainer.train()
     assert _logged(trainer, "kl") and _changed(trainer.model, initial) > 0
     assert all(torch.equal(reference[n], p) for n, p in initial.items())  # the reference does not train
+
+
+@pytest.mark.parametrize(
+    "overrides, off_policy",
+    [
+        pytest.param({}, False, id="on_policy"),
+        pytest.param(dict(steps_per_generation=2), True, id="steps_per_generation2"),
+        pytest.param(dict(num_iterations=2), True, id="num_iterations2"),
+    ],
+)
+def test_trl_computes_pi_old_exactly_when_up_says_it_is_off_policy(
+    tmp_path, tiny, prompts_dataset, overrides, off_policy
+):
+    """The on-policy notice is true of a real run: TRL's generation leaves `old_per_token_logps` out (the loss then
+    uses the current log-probs, so UP equals its parent) exactly when `up_is_off_policy` is False."""
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=2, **overrides)
+    seen, compute = [], trainer._compute_loss
+    trainer._compute_loss = lambda model, inputs: (
+        seen.append(inputs.get("old_per_token_logps") is not None) or compute(model, inputs)
+    )
+    trainer.train()
+    assert trainer.up_is_off_policy == off_policy and len(seen) >= 2 and set(seen) == {off_policy}
+
+
+@pytest.mark.parametrize("trainer_name", ["grpo", "rloo"])
+def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(tmp_path, tiny, prompts_dataset, trainer_name):
+    """UP appends its rates to `_metrics` (NaN: nothing to count) and leaves the reduction to the parent's `log`."""
+    from test_rloo import make_rloo_trainer
+
+    trainer = (make_trainer if trainer_name == "grpo" else make_rloo_trainer)(tmp_path, tiny, prompts_dataset)
+    trainer._metrics["train"].clear()
+    trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
+    trainer._metrics["train"]["up/would_clip_frac"] += [float("nan")]
+    trainer._record_nonfinite_steps(3)
+    trainer.log({})
+    logged = trainer.state.log_history[-1]
+    assert logged["up/capacity_up_mean"] == pytest.approx(0.5) and logged["up/nonfinite_skipped_steps"] == 3
+    assert logged.get("up/would_clip_frac") is None or logged["up/would_clip_frac"] != logged["up/would_clip_frac"]
+    assert not trainer._metrics["train"]  # one logging window each

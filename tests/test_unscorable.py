@@ -190,12 +190,12 @@ def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, 
 )
 def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, reward_funcs, expected):
     """One group of 4 completions: `some_none` leaves completion 1 unscored."""
+    from async_rollout import in_process_rollout  # the tests' CPU stand-in
     from datasets import Dataset
     from transformers import AutoTokenizer
 
     from up_trl import UPAsyncGRPOConfig
     from up_trl.data.models import save_tiny_model
-    from up_trl.trainers.async_rollout import in_process_rollout
 
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
@@ -214,12 +214,12 @@ def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, rewa
 
 def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
     """TRL's async trainer drains the worker's metrics_queue into its logs: (1 + 1) / (4 + 4) over two groups."""
+    from async_rollout import async_grpo_on_cpu, in_process_rollout  # the tests' CPU stand-ins
     from datasets import Dataset
     from transformers import AutoTokenizer
 
     from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
     from up_trl.data.models import save_tiny_model
-    from up_trl.trainers.async_rollout import in_process_rollout
 
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(2)]})
@@ -228,8 +228,9 @@ def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
     rollout = in_process_rollout(
         checkpoint, train_dataset=prompts, reward_funcs=some_none, processing_class=tokenizer, args=args
     )
-    trainer = UPAsyncGRPOTrainer(
-        checkpoint, reward_funcs=some_none, args=args, train_dataset=prompts, processing_class=tokenizer, **rollout
-    )
+    with async_grpo_on_cpu():
+        trainer = UPAsyncGRPOTrainer(
+            checkpoint, reward_funcs=some_none, args=args, train_dataset=prompts, processing_class=tokenizer, **rollout
+        )
     trainer.train()
     assert [h[METRIC] for h in trainer.state.log_history if METRIC in h] == [0.25]

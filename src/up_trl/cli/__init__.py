@@ -23,7 +23,6 @@ from .checks import RecipeNotFoundError, UsageError, closest_names, flags_given 
 from .help_text import MAIN_OPTIONS, USAGE, train_help  # noqa: F401 (importable from here as before)
 from .parse import (  # noqa: F401 (the parsing API, importable from here as before)
     OFFLINE_DEFAULT,
-    TRAINER_DEFAULTS,
     TRAINERS,
     USAGE_TRAIN,
     TrainScriptArguments,
@@ -111,6 +110,7 @@ def train(argv: list[str] | None = None):
 
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
     from ..data.models import OfflineModelMissingError, smollm2_path
+    from ..file_modes import usual_file_modes
     from ..rewards import get_reward_funcs
     from ..run.callbacks import (
         FirstRolloutProgressCallback,
@@ -180,6 +180,8 @@ def train(argv: list[str] | None = None):
                 model = checked["model"] or smollm2_path()
             except OfflineModelMissingError as error:
                 raise UsageError(str(error)) from None
+        if is_async:  # its GPU and vLLM server, before the previous run is removed or the model loads
+            check_async_grpo(training_args, model)
         if "save_steps" in flags_given(argv) and "save_strategy" not in flags_given(argv):
             every = f"a checkpoint every {training_args.save_steps:g} steps"
             state.print(f"up-trl: {every} (--save_steps sets save_strategy steps)")
@@ -205,7 +207,6 @@ def train(argv: list[str] | None = None):
                 state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
         state.print(f"up-trl: loading {model} ...", flush=True)
-        extra = async_rollout_kwargs(model, dataset, reward_funcs, training_args) if is_async else {}
         graceful = GracefulStopCallback()
         record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
         callbacks = [
@@ -216,14 +217,18 @@ def train(argv: list[str] | None = None):
             StepEndRngCallback(),
         ]
         callbacks.append(MarkCompleteCallback())  # each checkpoint marked complete last (`checkpoint_complete`)
-        trainer = trainer_cls(
+        build = trainer_cls
+        if script_args.share_prompt_prefix:  # the opt-in CPU saving: the same trainer, each prompt computed once
+            from ..speedups.trainers import SHARED_PROMPT_TRAINERS
+
+            build = SHARED_PROMPT_TRAINERS[trainer_cls]
+        trainer = build(
             model=model,
             reward_funcs=reward_funcs,
             args=training_args,
             train_dataset=dataset,
             peft_config=get_peft_config(model_args),
             callbacks=callbacks,
-            **extra,
         )
         if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
             trainer.add_callback(SteadyEtaProgressCallback())
@@ -248,7 +253,10 @@ def train(argv: list[str] | None = None):
             graceful.restore()
         seconds = time.perf_counter() - start
         try:
-            trainer.save_model(out)  # the weights with the usual file mode (`UPTrainerMixin.save_model`)
+            saved_since = time.time() - 1.0  # file systems keep mtimes coarser than time.time()
+            trainer.save_model(out)
+            if trainer.args.should_save:  # the weights the usual file mode (transformers writes them 0600)
+                usual_file_modes(out, since=saved_since)
         except Exception as error:  # a full disk, a folder made read-only or removed: one line (`run.ending`)
             raise TrainingCrashed(after_crash(trainer, error, given, record, final=True), out) from error
 
@@ -328,29 +336,35 @@ def _env_true(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
 
 
-def async_rollout_kwargs(model: str, dataset, reward_funcs, args) -> dict:
-    """What `UPAsyncGRPOTrainer` needs besides GRPO's arguments. On GPUs: nothing (TRL's worker talks to the
-    `trl vllm-serve` server at `vllm_server_base_url`). On CPU (no CUDA, or use_cpu): the in-process rollout worker,
-    which samples in the trainer's thread (`up_trl.trainers.async_rollout`), and a token budget, since no server can
-    be asked for its max_model_len."""
+def check_async_grpo(args, model: str) -> None:
+    """`--trainer async_grpo` needs what TRL's asynchronous GRPO needs: a CUDA GPU (its packed forward runs a
+    flash-attention-3 kernel) and a vLLM server (`trl vllm-serve`) at `vllm_server_base_url`, waited for as TRL waits
+    (`vllm_server_timeout`). Either missing is a UsageError, one line, before the model loads."""
     import torch
 
-    if torch.cuda.is_available() and not args.use_cpu:
-        return {}
-    if args.token_budget is None:
+    if args.use_cpu or not torch.cuda.is_available():
         raise UsageError(
-            "--trainer async_grpo on CPU runs without a vLLM server, so token_budget cannot default to its "
-            "max_model_len: set --token_budget 0 (fixed-count micro-batches) or a token count."
+            "--trainer async_grpo needs a CUDA GPU and a vLLM server (`trl vllm-serve --model MODEL`): TRL's "
+            "asynchronous GRPO samples only through vLLM and packs rows with a flash-attention-3 kernel. On a CPU, "
+            "train with --trainer grpo or rloo."
         )
-    from transformers import AutoTokenizer
+    import urllib.request
 
-    from ..trainers.async_rollout import in_process_rollout
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    rollout = in_process_rollout(
-        model, train_dataset=dataset, reward_funcs=reward_funcs, processing_class=tokenizer, args=args
-    )
-    return {"processing_class": tokenizer, **rollout}
+    url, deadline = args.vllm_server_base_url.rstrip("/") + "/health", time.monotonic() + args.vllm_server_timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                if answer.status == 200:
+                    return
+        except (OSError, ValueError):
+            pass
+        if time.monotonic() >= deadline:
+            raise UsageError(
+                f"--trainer async_grpo: no vLLM server answered at {url} within vllm_server_timeout "
+                f"{args.vllm_server_timeout:g} s: start one with `trl vllm-serve --model {model}`, or point "
+                "--vllm_server_base_url at it."
+            )
+        time.sleep(1)
 
 
 DEBUG_ENV = "UP_TRL_DEBUG"  # set to 1: an unexpected error is raised with its traceback, not summed up in one line

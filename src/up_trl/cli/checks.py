@@ -130,6 +130,8 @@ def check_settings(settings: Settings) -> list[str]:
     from .rules import check_ranges
 
     _check_up(settings)
+    if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
+        raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
     check_ranges(settings, "train")
     _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
     return _check_saving(settings)

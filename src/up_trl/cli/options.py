@@ -29,7 +29,6 @@ SOURCES = (
     "trainers/rloo_config.py",
     "trainers/async_grpo_config.py",
     "trainers/shared.py",
-    "speedups/shared_prompt.py",
     "objective/guards.py",
     "run/collapse_warning.py",
     "cli/parse.py",

@@ -38,10 +38,6 @@ TRAINERS: dict[str, tuple[str, str, str, str]] = {
         "UPAsyncGRPOTrainer",
     ),
 }
-# What the offline default adds for a trainer (after dropping the OFFLINE_DEFAULT keys its config lacks).
-# async_grpo: no vLLM server to ask its max_model_len, so fixed-count micro-batches; staleness from TRL's defaults
-# (max_staleness=4, weight_sync_steps=1) and 2 groups of 8 per fill, 16 samples a step: every other step is stale.
-TRAINER_DEFAULTS: dict[str, dict] = {"async_grpo": {"token_budget": 0}}
 
 
 @dataclass
@@ -86,6 +82,15 @@ class TrainScriptArguments:
         default_factory=lambda: ["math_accuracy"],
         metadata={"help": "Reward names from up_trl.rewards.REWARD_FUNCS, or dotted import paths."},
     )
+    share_prompt_prefix: bool = field(
+        default=False,
+        metadata={
+            "help": "Opt-in CPU saving, not part of UP (grpo and rloo; up_trl.speedups.trainers): on CPU, in one "
+            "process, compute each distinct prompt of a batch once in the scoring forwards (the num_generations "
+            "completions of a prompt share it), instead of once per completion. Log-probs and gradients equal "
+            "TRL's to float rounding, not bit for bit."
+        },
+    )
     plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
     overwrite_output_dir: bool = field(
         default=False,
@@ -97,8 +102,8 @@ class TrainScriptArguments:
     trainer: str = field(
         default="grpo",
         metadata={
-            "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a `trl vllm-serve` "
-            "server on GPUs, the in-process rollout worker on CPU). A recipe may name it with a `trainer:` key.",
+            "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a CUDA GPU and a "
+            "`trl vllm-serve` server). A recipe may name it with a `trainer:` key.",
             "choices": list(TRAINERS),
         },
     )
@@ -201,7 +206,8 @@ def checked_train_args(argv: list[str], parser_for=None):
     else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
         known = {action.dest for action in parser._actions}
         recipe = {key: value for key, value in OFFLINE_DEFAULT.items() if key in known}
-        recipe |= TRAINER_DEFAULTS.get(trainer, {})
+        if trainer == "async_grpo":  # the default's CPU saving is for grpo and rloo
+            recipe.pop("share_prompt_prefix", None)
         where = "offline default"
     parser.set_defaults_with_config(**recipe)
     values = vars(parser.parse_known_args(argv)[0])

@@ -1,6 +1,6 @@
 """Trainer callbacks for the main job: metrics as JSON lines, the run record, a graceful stop on SIGTERM / Ctrl-C,
-the non-finite step guard, and signs of life (the first rollout batch's progress, an ETA from whole rollout
-cycles)."""
+the non-finite step guard, the saved weights' file mode, and signs of life (the first rollout batch's progress, an
+ETA from whole rollout cycles)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,10 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.generation.streamers import BaseStreamer
 from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
+
+from ..file_modes import usual_file_modes
 
 logger = logging.get_logger(__name__)
 
@@ -159,12 +162,22 @@ class NonFiniteGuardCallback(TrainerCallback):
     The skip is exact: every `.grad` is dropped before `optimizer.step()`, and torch optimizers leave parameters
     without a gradient untouched (no momentum or weight-decay drift). The parameters stay those of the last good
     step. Under DeepSpeed the engine owns the step, so this guard stands aside there.
+
+    `record(count)`, when given, is called with the count so far at each step that logs (after the Trainer decided
+    to log, before it does): the UP trainers append it to the parent's `_metrics`, so that the log the parent writes
+    carries `up/nonfinite_skipped_steps`.
     """
 
-    def __init__(self, max_consecutive: int = 10):
+    def __init__(self, max_consecutive: int = 10, record=None):
         self.max_consecutive = max_consecutive
+        self.record = record
         self.skipped = 0
         self.consecutive = 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.record is not None and control.should_log:
+            self.record(self.skipped)
+        return control
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
         if model is None:
@@ -188,6 +201,18 @@ class NonFiniteGuardCallback(TrainerCallback):
             )
             control.should_save = True
             control.should_training_stop = True
+        return control
+
+
+class UsualFileModesCallback(TrainerCallback):
+    """Each checkpoint's weights get the usual file mode (`file_modes.usual_file_modes`: transformers writes
+    `model.safetensors` 0600), once the Trainer has written it (`on_save`), on the process that saved them."""
+
+    def on_save(self, args, state, control, **kwargs):
+        if args.should_save:
+            checkpoint = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+            if checkpoint.is_dir():
+                usual_file_modes(checkpoint)
         return control
 
 

@@ -31,20 +31,37 @@ TRL_CITATION = """@software{vonwerra2020trl,
   year    = {2020}
 }"""  # noqa: E501 (TRL's own entry, as its cards print it)
 # Metrics shown in the card, in this order, when the run logged them (plus every `rewards/<name>/mean` and `up/*`).
-CARD_METRICS = ("reward", "reward_std", "frac_reward_zero_std", "completions/mean_length", "entropy", "kl",
-                "policy_loss", "clip_ratio/region_mean")  # fmt: skip
+CARD_METRICS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "completions/mean_length",
+    "entropy",
+    "kl",
+    "policy_loss",
+    "clip_ratio/region_mean",
+)
 
 
 # The settings table, in this order, for the arguments the trainer's config has: (label, argument).
-CARD_SETTINGS = (("loss_type", "loss_type"), ("importance_sampling_level", "importance_sampling_level"),
-                 ("epsilon (low)", "epsilon"), ("epsilon_high", "epsilon_high"), ("delta", "delta"),
-                 ("beta (KL)", "beta"), ("num_generations (group size)", "num_generations"),
-                 ("num_iterations", "num_iterations"), ("steps_per_generation", "steps_per_generation"),
-                 ("max_staleness", "max_staleness"), ("weight_sync_steps", "weight_sync_steps"),
-                 ("gradient_accumulation_steps", "gradient_accumulation_steps"),
-                 ("per_device_train_batch_size", "per_device_train_batch_size"),
-                 ("max_completion_length", "max_completion_length"), ("temperature", "temperature"),
-                 ("learning_rate", "learning_rate"))  # fmt: skip
+CARD_SETTINGS = (
+    ("loss_type", "loss_type"),
+    ("importance_sampling_level", "importance_sampling_level"),
+    ("epsilon (low)", "epsilon"),
+    ("epsilon_high", "epsilon_high"),
+    ("delta", "delta"),
+    ("beta (KL)", "beta"),
+    ("num_generations (group size)", "num_generations"),
+    ("num_iterations", "num_iterations"),
+    ("steps_per_generation", "steps_per_generation"),
+    ("max_staleness", "max_staleness"),
+    ("weight_sync_steps", "weight_sync_steps"),
+    ("gradient_accumulation_steps", "gradient_accumulation_steps"),
+    ("per_device_train_batch_size", "per_device_train_batch_size"),
+    ("max_completion_length", "max_completion_length"),
+    ("temperature", "temperature"),
+    ("learning_rate", "learning_rate"),
+)
 
 
 def run_objective(trainer) -> tuple[str, str]:
@@ -83,10 +100,12 @@ def describe_base_model(name_or_path: str) -> tuple[str, str | None]:
 
 
 # What `arithmetic_dataset` generates for each op (`up_trl.data.arithmetic.ARITHMETIC_OPS`), as the card names it.
-ARITHMETIC_OP_TEXT = {"mul1": 'one-digit products such as "What is 7 x 8?"',
-                      "mul": 'one-digit by two-digit products such as "What is 7 x 38?"',
-                      "add": 'two-digit sums such as "What is 47 + 38?"',
-                      "sub": 'two-digit differences such as "What is 47 - 38?"'}  # fmt: skip
+ARITHMETIC_OP_TEXT = {
+    "mul1": 'one-digit products such as "What is 7 x 8?"',
+    "mul": 'one-digit by two-digit products such as "What is 7 x 38?"',
+    "add": 'two-digit sums such as "What is 47 + 38?"',
+    "sub": 'two-digit differences such as "What is 47 - 38?"',
+}
 
 
 def describe_dataset(
@@ -318,7 +337,7 @@ def render_model_card(
         "",
         *stop_note(stop),
         f"This model is {base_text} fine-tuned with **{objective}** on {data_text}, using the "
-        f"`{type(trainer).__name__}` of up-trl (not on PyPI yet), a drop-in for "
+        f"`{up_class_name(trainer)}` of up-trl (not on PyPI yet), a drop-in for "
         f"[TRL](https://github.com/huggingface/trl)'s `{trl_parent}`.",
         "",
         "## Quick start",
@@ -397,3 +416,8 @@ def write_model_card(trainer, model_name=None, dataset_name=None, tags=None) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render_model_card(trainer, model_name=model_name, dataset_name=dataset_name, tags=tags))
     return path
+
+
+def up_class_name(trainer) -> str:
+    """The UP trainer a user names (`UPGRPOTrainer`), also under a subclass such as the CPU shared-prompt one."""
+    return next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("up_trl.trainers."))

@@ -9,8 +9,9 @@ counts from the checkpoint and gives its parameter groups the hyperparameters of
 (from its own arguments) and its scheduler this run's base rates, the current rate scaled with them (every
 transformers schedule is a factor of the base rate; `ReduceLROnPlateau`, which has no base rate, keeps the
 checkpoint's). Under DeepSpeed the engine restores the optimizer before this point, so `up-trl train` refuses a
-changed optimizer setting there in one line (`checkpoint_complete.resume_differences`). The load is pinned in
-`tests/trl_pins.json` ('rollout checkpoint' pins).
+changed optimizer setting there in one line (`checkpoint_complete.resume_differences`). The load is held by
+behavioural tests listed in `tests/trl_pins.json` ('rollout checkpoint' behaviours: a changed learning rate applied
+on resume).
 """
 
 from __future__ import annotations

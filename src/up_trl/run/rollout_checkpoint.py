@@ -19,7 +19,8 @@ one after a crash) stores `_step` as it is; one written in the middle of a windo
 micro-step, so that the resumed run redoes the whole window whose gradients were lost.
 
 It relies on TRL's rollout cycle (`_prepare_inputs`: `_step`, `_buffered_inputs`) and on the checkpoint loading
-(`_load_optimizer_and_scheduler`), pinned whole in `tests/trl_pins.json` ('rollout checkpoint' pins).
+(`_load_optimizer_and_scheduler`), held by the behavioural tests listed in `tests/trl_pins.json` ('rollout
+checkpoint' behaviours: killed and resumed inside a cycle, the final weights equal the uninterrupted run's).
 """
 
 from __future__ import annotations

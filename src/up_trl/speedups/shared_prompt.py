@@ -1,7 +1,5 @@
-"""Each distinct prompt of a batch computed once: `share_prompt_prefix`, an opt-in CPU saving (off by default).
-
-Not part of UP: a reader of the UP trainers can skip this module. With the setting off (the default) nothing here
-runs and the trainers compute exactly what their parents compute.
+"""Each distinct prompt of a batch computed once: an opt-in CPU saving (`speedups.trainers`; `up-trl train
+--share_prompt_prefix true`), not part of UP and outside the UP trainers: they never run this module.
 
 GRPO and RLOO score `num_generations` completions of every prompt, and TRL's forward runs the whole
 `[prompt | completion]` row for each of them, so a prompt of P tokens is computed once per completion (in the
@@ -16,20 +14,19 @@ The continuation sees the same positions (0 .. P+C-1, TRL's forward passes no po
 full row, so the log-probs are the full forward's up to float rounding (not bit for bit), and the gradient is the
 same sum. Token P-1 is re-run per row because its hidden state predicts the first completion token.
 
-Where it applies (`SharedPromptTrainerMixin`): the forwards of TRL's `_get_per_token_logps_and_entropies`, on CPU,
-in one process whose model is not wrapped for data parallelism, and not where activation checkpointing recomputes
-layers in the backward (it would drop the cache). Training's generation keeps TRL's path; `up-trl eval`, which owns
-its generation loop, prefills each prompt once there too (`shared_prompt_generate`). Each call falls back to the
+Where it applies (`SharedPromptTrainerMixin`, in `speedups.trainers`' classes): the forwards of TRL's
+`_get_per_token_logps_and_entropies`, on CPU, in one process whose model is not wrapped for data parallelism, and
+not where activation checkpointing recomputes layers in the backward (it would drop the cache). Training's
+generation keeps TRL's path; `up-trl eval`, which owns its generation loop, prefills each prompt once there too
+(`shared_prompt_generate`). Each call falls back to the
 full rows where sharing would change the result or cannot work: cache layers other than plain or sliding-window
 attention (linear-attention and hybrid models), MoE router logits (their balancing loss would see the wrong
 positions), active dropout (one mask per prompt instead of one per row), and generation settings that bring their
 own cache or layout. No TRL import here: the mixin overrides one TRL method by name (pinned in
-`tests/test_trl_pins.py`).
+`tests/test_trl_pins.py` for UP's own hook).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import torch
 import transformers
@@ -144,35 +141,18 @@ class SharedPromptForward:
         )
 
 
-@dataclass
-class SharedPromptConfigMixin:
-    """The `share_prompt_prefix` field, for `class UPXConfig(UPConfigMixin, SharedPromptConfigMixin, XConfig)`."""
-
-    share_prompt_prefix: bool = field(
-        default=False,
-        metadata={
-            "help": "Opt-in CPU saving, not part of UP (off: TRL's computation, bit for bit). On CPU, in one process: "
-            "compute each distinct prompt of a batch once (the num_generations completions of a prompt share it) in "
-            "the old-log-prob pass, the forward and its backward (not where activation checkpointing recomputes "
-            "it), instead of once per completion. Log-probs and gradients equal TRL's to float rounding, not bit for "
-            "bit. Models with linear-attention or recurrent layers, MoE router logits or active dropout keep TRL's "
-            "path."
-        },
-    )
-
-
 class SharedPromptTrainerMixin:
-    """For `class X(..., SharedPromptTrainerMixin, GRPOTrainer)` (or RLOOTrainer): with `args.share_prompt_prefix`,
-    the forwards of `_get_per_token_logps_and_entropies` get a `SharedPromptForward` in place of the model where it
-    applies (`shares_prompts`); otherwise the parent's method runs untouched."""
+    """For `class X(SharedPromptTrainerMixin, UPGRPOTrainer)` (or any GRPOTrainer, RLOOTrainer): the forwards of
+    `_get_per_token_logps_and_entropies` get a `SharedPromptForward` in place of the model where it applies
+    (`shares_prompts`); otherwise the parent's method runs untouched. `speedups.trainers` has the two such classes
+    `up-trl train --share_prompt_prefix true` uses; the UP trainers themselves never share."""
 
     def shares_prompts(self, model, device: torch.device) -> bool:
-        """`share_prompt_prefix` applies to this forward: on CPU, in one process (DDP, FSDP and DeepSpeed expect one
-        forward per backward), and not where checkpointed layers recompute in the backward (activation
-        checkpointing on, training mode, gradients on: they would drop the cache)."""
+        """Sharing applies to this forward: on CPU, in one process (DDP, FSDP and DeepSpeed expect one forward per
+        backward), and not where checkpointed layers recompute in the backward (activation checkpointing on,
+        training mode, gradients on: they would drop the cache)."""
         if not (
-            getattr(self.args, "share_prompt_prefix", False)
-            and device.type == "cpu"
+            device.type == "cpu"
             and self.accelerator.num_processes == 1
             and not self.is_deepspeed_enabled
             and not self.is_fsdp_enabled

@@ -4,7 +4,7 @@
 - `grpo_config` / `grpo_trainer`: `UPGRPOConfig`, `UPGRPOTrainer` (GRPO, DAPO, Dr.GRPO, BNPO, GSPO);
 - `rloo_config` / `rloo_trainer`: `UPRLOOConfig`, `UPRLOOTrainer`;
 - `async_grpo_config` / `async_grpo_trainer`: `UPAsyncGRPOConfig`, `UPAsyncGRPOTrainer` (TRL's experimental
-  asynchronous GRPO), with `async_rollout` (an in-process sampler for CPU) and `tree_attention` (a pure-PyTorch
-  stand-in for its FA3 kernel);
+  asynchronous GRPO: a CUDA GPU and a vLLM server);
 - `shared`: what the three share, written once (the config mixin, the anchor hook, `up/*` metrics, notices, the card);
+- `unscorable`: `up/unscorable_frac`, from the reward functions.
 """

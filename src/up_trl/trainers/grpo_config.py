@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from trl import GRPOConfig
 
-from ..speedups.shared_prompt import SharedPromptConfigMixin
 from .shared import UPConfigMixin, check_up_mode
 
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
@@ -39,11 +38,10 @@ def check_up_compatible(up_mode: str, loss_type: str, delta: float | None = None
 
 
 @dataclass
-class UPGRPOConfig(UPConfigMixin, SharedPromptConfigMixin, GRPOConfig):
+class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     r"""GRPOConfig for `UPGRPOTrainer`. Every GRPOConfig argument keeps its meaning and its default; the UP fields
     (`up_mode`, `up_positive_min_prob`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, the collapse
-    warning's two) are `shared.UPConfigMixin`'s. `share_prompt_prefix` (off by default,
-    `shared_prompt.SharedPromptConfigMixin`) is an opt-in CPU saving, not part of the objective.
+    warning's two) are `shared.UPConfigMixin`'s.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,

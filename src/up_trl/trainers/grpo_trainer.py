@@ -21,7 +21,6 @@ from trl import GRPOTrainer
 
 from ..objective.guards import rare_mask
 from ..objective.losses import anchored_old_logps, log_importance_weights, up_routes
-from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
 from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir, reference_from_object
 from .unscorable import record_scorable
@@ -29,7 +28,7 @@ from .unscorable import record_scorable
 __all__ = ["UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS re-exported from `shared`
 
 
-class UPGRPOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, GRPOTrainer):
+class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a `UPGRPOConfig` (for `up_mode`) or a plain

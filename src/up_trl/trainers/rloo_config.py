@@ -6,15 +6,13 @@ from dataclasses import dataclass
 
 from trl import RLOOConfig
 
-from ..speedups.shared_prompt import SharedPromptConfigMixin
 from .shared import UPConfigMixin
 
 
 @dataclass
-class UPRLOOConfig(UPConfigMixin, SharedPromptConfigMixin, RLOOConfig):
+class UPRLOOConfig(UPConfigMixin, RLOOConfig):
     r"""RLOOConfig for `UPRLOOTrainer`. Every RLOOConfig argument keeps its meaning and its default; the UP fields
-    are `trainers.shared.UPConfigMixin`'s, and `share_prompt_prefix` (an opt-in CPU saving, off by default)
-    `shared_prompt.SharedPromptConfigMixin`'s.
+    are `trainers.shared.UPConfigMixin`'s.
 
     Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
     on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,

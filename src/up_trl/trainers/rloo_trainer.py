@@ -21,13 +21,12 @@ from trl import RLOOTrainer
 
 from ..objective.guards import is_rare
 from ..objective.losses import anchored_old_logps, up_routes
-from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .rloo_config import UPRLOOConfig
 from .shared import UPSyncTrainerMixin, default_output_dir, reference_from_object
 from .unscorable import record_scorable
 
 
-class UPRLOOTrainer(UPSyncTrainerMixin, SharedPromptTrainerMixin, RLOOTrainer):
+class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly RLOOTrainer's arguments; `args` may be a `UPRLOOConfig` (for `up_mode`) or a plain

@@ -20,10 +20,11 @@ A glue class lists the mixin first, so its names win over the parent's: `class U
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
 parent computes when `up_mode="off"`: the hook only records, and the extra metrics are computed without gradient.
 
-The `log` overrides are pinned whole in `tests/trl_pins.json` ('logs and card' pins): UP adds its key and relies on
-the parent's reduction of `_metrics`. `create_model_card`, a public method replaced whole, is checked by its
-signature there instead (our override takes the parameters TRL's callers pass). `save_model` is pinned whole
-('saved files' pins): it gives the weights the parent's body wrote the usual file mode.
+Nothing here overrides `log` or `save_model`: the `up/*` rates and `up/nonfinite_skipped_steps` (through the guard's
+callback) go into the parent's `_metrics`, which its own `log` reduces, held by behavioural tests in
+`tests/trl_pins.json` ('logs and card' behaviours); `create_model_card`, a public method replaced whole, is checked
+there by its signature (our override takes the parameters TRL's callers pass). The on-policy notice mirrors when
+TRL's generation computes pi_old, held by a test that runs a job and reads it ('off-policy notice' behaviours).
 """
 
 from __future__ import annotations
@@ -31,19 +32,17 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import textwrap
-import time
 from dataclasses import dataclass, field
 
 import torch
 from accelerate.logging import get_logger
 from transformers import TrainingArguments
 
-from ..file_modes import usual_file_modes
 from ..objective.guards import GuardConfigMixin
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, up_positive_token_sums
 from ..quiet import ignore_trl_deprecated_calls
-from ..run.callbacks import NonFiniteGuardCallback
+from ..run.callbacks import NonFiniteGuardCallback, UsualFileModesCallback
 from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
 from ..run.resume_settings import ResumeSettingsMixin
 from ..run.rollout_checkpoint import RolloutCheckpointMixin
@@ -225,8 +224,10 @@ class UPTrainerMixin(ResumeSettingsMixin):
         warn_if_untested_versions(main_process=self.is_world_process_zero())  # trl/transformers outside the pins
         ignore_trl_deprecated_calls()  # TRL's own calls of names transformers 5 deprecates (`up_trl.quiet`)
         if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
-            self._nonfinite_guard = NonFiniteGuardCallback(getattr(self.args, "max_consecutive_nonfinite_steps", 10))
+            most = getattr(self.args, "max_consecutive_nonfinite_steps", 10)
+            self._nonfinite_guard = NonFiniteGuardCallback(most, record=self._record_nonfinite_steps)
             self.add_callback(self._nonfinite_guard)
+        self.add_callback(UsualFileModesCallback())  # each checkpoint's weights readable as the files beside them
         if getattr(self.args, "up_collapse_warning", True):
             stop = getattr(self.args, "up_stop_on_collapse", False)
             # the rare-token option only where it is not on already (the up_dapo / up_grpo recipes set it)
@@ -238,11 +239,6 @@ class UPTrainerMixin(ResumeSettingsMixin):
                 f"{on_policy_reason} UP differs only off-policy: {advice}",
                 main_process_only=True,
             )
-
-    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self._nonfinite_guard is not None and self.model.training:
-            logs["up/nonfinite_skipped_steps"] = self._nonfinite_guard.skipped
-        super().log(logs, start_time)
 
     @torch.no_grad()
     def _log_up_metrics(self, logps, old_logps, advantages, mask, log_ratio, mode: str) -> None:
@@ -262,6 +258,11 @@ class UPTrainerMixin(ResumeSettingsMixin):
         for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
 
+    def _record_nonfinite_steps(self, count: int) -> None:
+        """`up/nonfinite_skipped_steps` into the log the parent writes next: through `_metrics`, which it reduces
+        (one value a logging window: the count so far)."""
+        self._metrics["train"]["up/nonfinite_skipped_steps"].append(self._up_rate(count, 1))
+
     @staticmethod
     def _up_rate(num: float, den: float):
         """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN)."""
@@ -274,14 +275,6 @@ class UPTrainerMixin(ResumeSettingsMixin):
             from ..run.card import write_model_card
 
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
-
-    def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """The parent's save, then the usual file mode (0644 under umask 022) for the weights it wrote, which
-        transformers writes 0600 (`up_trl.file_modes`); a checkpoint's too (`_save_checkpoint` saves through here)."""
-        start = time.time() - 1.0  # file systems keep mtimes coarser than time.time()
-        super().save_model(output_dir, _internal_call)
-        if self.args.should_save:  # the process that wrote the files; only what this save wrote
-            usual_file_modes(self.args.output_dir if output_dir is None else output_dir, since=start)
 
 
 class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):

@@ -1,4 +1,6 @@
-"""Running TRL's asynchronous GRPO trainer without vLLM and without a GPU: an in-process rollout worker.
+"""A test stand-in: TRL's asynchronous GRPO trainer without vLLM and without a GPU, through an in-process rollout
+worker. It is not part of up-trl (the package runs async GRPO only with vLLM on a CUDA GPU, as TRL does); the tests
+use it to train `UPAsyncGRPOTrainer` on CPU, as TRL's own tests keep their stubs.
 
 `AsyncGRPOTrainer` takes a `rollout_worker` (TRL's `RolloutWorkerProtocol`) and a `weight_transfer`
 (`WeightTransferProtocol`). `InProcessRolloutWorker` plays the vLLM server's part: it holds its OWN copy of the policy
@@ -24,8 +26,7 @@ prompts only; no tools or environments (use TRL's worker with vLLM for those).
 
 `async_grpo_on_cpu()` covers the two CUDA-only lines the trainer's constructor runs (see its docstring).
 
-The worker scores with TRL's `_AsyncRolloutLoop._score_group`, pinned whole in `tests/trl_pins.json` ('async CPU
-stand-in' pins).
+The worker scores with TRL's `_AsyncRolloutLoop._score_group` (a TRL change there shows in tests/test_async_grpo.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from tree_attention import register_reference_tree_attention
 from trl.experimental.async_grpo import AsyncGRPOConfig
 from trl.experimental.async_grpo.async_rollout_worker import (
     RolloutGroup,
@@ -49,13 +51,13 @@ from trl.experimental.async_grpo.async_rollout_worker import (
 )
 from trl.trainer.utils import get_callable_name
 
-from .tree_attention import register_reference_tree_attention
-from .unscorable import METRIC, record_scorable
+from up_trl.trainers.unscorable import METRIC, record_scorable
 
 
 @contextlib.contextmanager
 def async_grpo_on_cpu() -> Iterator[None]:
-    """While constructing an `AsyncGRPOTrainer` on a machine without CUDA, replace its two CUDA-only calls:
+    """While constructing an `AsyncGRPOTrainer` on a machine without CUDA (the tests), replace its two CUDA-only
+    calls:
 
     - `packing.register_tree_attention()` registers the FA3 kernel (fetched from the Hub, CUDA only) for the packed
       forward: register `tree_attention.tree_attention_reference` under the same name instead;

@@ -1,4 +1,5 @@
-"""A pure-PyTorch stand-in for the flash-attention-3 "tree" attention of TRL's async GRPO trainer, for CPU.
+"""A test stand-in (not part of up-trl): a pure-PyTorch version of the flash-attention-3 "tree" attention of TRL's
+async GRPO trainer, so that the tests train it on CPU (`async_rollout.async_grpo_on_cpu`).
 
 TRL (`trl/experimental/async_grpo/packing.py`) forwards a packed row of rollouts as one sequence: a prefix trie laid
 out in segments, where segment s attends to the keys of its root-to-segment path. `tree_attention` gathers those keys

@@ -181,13 +181,12 @@ CONFIGS: dict[str, dict] = {
     # way as the pairs above (a rollout batch of 128 trained in 4 mini-batch updates: 0-3 updates stale).
     "RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="off"),
     "UP-RLOO": dict(trainer="rloo", epsilon=0.2, up_mode="asymmetric"),
-    # TRL's asynchronous GRPO (token-level clip, DAPO's eps_high, its own token-sum normalisation), with the in-
-    # process sampler (up_trl.trainers.async_rollout); each sample is trained once, 32 a step, as above. Off-policy
-    # the async way: when its queue runs dry the sampler copy generates 16 groups (128 samples, 4 steps) with the
-    # weights of its last sync (every 2 steps), and the trainer's data loader fetches one batch ahead, so a sample
-    # is trained 2-5 optimizer updates after the policy that sampled it (from the 2nd fill on; measured: fills
-    # after steps 0, 3, 7 with the weights synced after steps 0, 2, 6; 0-2 versions stale, max_staleness=4 drops
-    # none). That is 2 updates staler than the synchronous pairs' 0-3.
+    # TRL's asynchronous GRPO (token-level clip, DAPO's eps_high, its own token-sum normalisation), sampling through
+    # a vLLM server, so on a GPU only. Each sample is trained once, 32 a step, as above. The committed runs used an
+    # in-process CPU sampler (now the tests' stand-in, tests/async_rollout.py) that generated 16 groups (128 samples,
+    # 4 steps) per fill with the weights of its last sync (every 2 steps): a sample was trained 2-5 optimizer updates
+    # after the policy that sampled it (0-2 versions stale, max_staleness=4 dropped none), 2 updates staler than the
+    # synchronous pairs' 0-3. Behind a vLLM server the staleness is the server's pace, logged as sample/staleness_*.
     "AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="off"),
     "UP-AsyncGRPO": dict(trainer="async_grpo", epsilon=0.2, epsilon_high=0.28, up_mode="asymmetric"),
     # The paper's two failure ablations: unbounded on both signs, and the ratio left unclipped above.
@@ -202,7 +201,7 @@ CONFIGS: dict[str, dict] = {
     ),
 }
 ASYNC_CONFIGS = ("AsyncGRPO", "UP-AsyncGRPO")
-ASYNC_GROUPS_PER_FILL, ASYNC_WEIGHT_SYNC_STEPS, ASYNC_MAX_STALENESS = 16, 2, 4
+ASYNC_WEIGHT_SYNC_STEPS, ASYNC_MAX_STALENESS = 2, 4
 
 # Updates per rollout batch of 128 -> how the batch is reused (GA is 1): mini-batches x passes over them.
 LEVELS: dict[int, dict] = {
@@ -389,8 +388,16 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
 
 
 def async_refusal(corruption: str, num_iterations: int) -> str | None:
-    """Why the async GRPO pair cannot run with these settings, or None: TRL's async worker sums every reward
-    function (no weight-0 accuracy column) and reuses no rollout batch."""
+    """Why the async GRPO pair cannot run here with these settings, or None: it needs a GPU and a vLLM server, and
+    TRL's async worker sums every reward function (no weight-0 accuracy column) and reuses no rollout batch."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return (
+            "AsyncGRPO and UP-AsyncGRPO need a CUDA GPU and a vLLM server serving the warm start (`trl vllm-serve "
+            "--model OUTPUT_DIR/warm_start_seedN`, at $VLLM_SERVER_URL or localhost:8000): TRL's asynchronous GRPO "
+            "samples only through vLLM; drop them from --configs on a CPU."
+        )
     if corruption != "none" or num_iterations != 1:
         return (
             "AsyncGRPO and UP-AsyncGRPO run with --corruption none and --num_iterations 1 only: TRL's async worker "
@@ -401,11 +408,13 @@ def async_refusal(corruption: str, num_iterations: int) -> str | None:
 
 
 def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, settings, overrides):
-    """UPAsyncGRPOTrainer on `base_model` (saved once per seed: the trainer and its sampler copy load a path), with
-    the in-process rollout worker. Its rollout is its own: no steps_per_generation / num_iterations (the staleness
-    comes from the sampler, see ASYNC_*), no reward weights (TRL's worker sums every reward function)."""
+    """UPAsyncGRPOTrainer on `base_model` (saved once per seed: the trainer and the vLLM server load a path), sampling
+    through TRL's own worker from the server at $VLLM_SERVER_URL. Its rollout is its own: no steps_per_generation /
+    num_iterations (the staleness comes from the sampler, see ASYNC_*), no reward weights (TRL's worker sums every
+    reward function)."""
+    import os
+
     from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-    from up_trl.trainers.async_rollout import in_process_rollout
 
     refusal = async_refusal(args.corruption, args.num_iterations)
     if refusal:
@@ -414,21 +423,12 @@ def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, se
     if not (path / "config.json").exists():
         base_model.save_pretrained(path)
         tokenizer.save_pretrained(path)
-    settings = settings | dict(
-        token_budget=0, weight_sync_steps=ASYNC_WEIGHT_SYNC_STEPS, max_staleness=ASYNC_MAX_STALENESS
-    )
+    settings = settings | dict(weight_sync_steps=ASYNC_WEIGHT_SYNC_STEPS, max_staleness=ASYNC_MAX_STALENESS)
+    settings["vllm_server_base_url"] = os.environ.get("VLLM_SERVER_URL", "http://localhost:8000")
     config = UPAsyncGRPOConfig(**{**settings, **overrides})
     reward_funcs = make_rewards(args.corruption, seed)[0]
-    rollout = in_process_rollout(
-        str(path),
-        train_dataset=dataset,
-        reward_funcs=reward_funcs,
-        processing_class=tokenizer,
-        args=config,
-        groups_per_fill=ASYNC_GROUPS_PER_FILL,
-    )
     return UPAsyncGRPOTrainer(
-        str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer, **rollout
+        str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
     )
 
 
@@ -443,3 +443,22 @@ def plot_seed_band(ax, runs: list[dict], config: str) -> None:
     std = [statistics.stdev(v) if len(v) > 1 else 0.0 for v in values]
     ax.plot(steps, mean, label=config)
     ax.fill_between(steps, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.2)
+
+
+def git_commit() -> str | None:
+    """The commit the script runs from (None outside a git checkout), with "+dirty" when tracked files differ."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -30,10 +30,11 @@ import sys
 import time
 from pathlib import Path
 
-import collapse
 import collapse_report
+import collapse_settings
 import torch
-from bench import describe_machine, save_png
+import toy_runs
+from bench import describe_machine, git_commit, save_png
 from bench import init_worker as _init_worker
 
 TOKENS_FILE = "tokens.parquet"
@@ -131,7 +132,7 @@ def _job(job):
     kind, name, routing, seed, settings = job
     records = [] if kind == "tokens" else None
     install(routing, records)
-    run = collapse.toy_run(name, seed, settings["level"], settings)
+    run = toy_runs.toy_run(name, seed, settings["level"], settings)
     run.update(kind=kind, routing=routing or ("parent" if not name.startswith("UP") else "UP (all positive tokens)"))
     if records is not None:
         run["token_stats"] = records
@@ -198,7 +199,7 @@ def plot(runs: list[dict], path: Path, family: str, seed: int) -> None:
         if values:
             axes[2].hlines(statistics.fmean(values), i - 0.3, i + 0.3, color="black")
     axes[2].set_xticks(range(len(labels)), labels, rotation=25, ha="right", fontsize=7)
-    axes[2].axhline(collapse.COLLAPSE_ENTROPY, color="grey", ls="--", lw=0.8)
+    axes[2].axhline(collapse_settings.COLLAPSE_ENTROPY, color="grey", ls="--", lw=0.8)
     axes[2].set_ylabel("final entropy (nats)")
     axes[2].set_title(
         f"final entropy when only some positive tokens get\nUP's unclipped branch ({family}; dots: seeds)", fontsize=10
@@ -216,7 +217,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="the seeds of part 2")
     parser.add_argument("--task", choices=["toy", "tail"], default="tail")
     parser.add_argument("--updates_per_rollout", type=int, default=16)
-    parser.add_argument("--max_steps", type=int, default=collapse.STRESS_STEPS)
+    parser.add_argument("--max_steps", type=int, default=collapse_settings.STRESS_STEPS)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--output_dir", default="outputs/collapse_cause")
     parser.add_argument("--plot_only", action="store_true", help="redraw cause.png from the results in output_dir")
@@ -231,7 +232,7 @@ def main(argv=None) -> dict:
         level=args.updates_per_rollout,
         max_steps=args.max_steps,
         learning_rate=1e-3,
-        final_window=collapse.FINAL_WINDOW,
+        final_window=collapse_settings.FINAL_WINDOW,
     )
     family = args.family
     jobs = [
@@ -264,7 +265,7 @@ def main(argv=None) -> dict:
     report = {
         "command": "python benchmarks/collapse_cause.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": describe_machine(args.workers),
-        "commit": collapse.git_commit(),
+        "commit": git_commit(),
         "wall_seconds": round(time.perf_counter() - start, 1),
         "settings": vars(args),
         "rare": RARE,

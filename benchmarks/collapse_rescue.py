@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import cached_warm_start, describe_machine
-from collapse import TOY_ACCURACY, git_commit, judge, toy_trainer
+from bench import cached_warm_start, describe_machine, git_commit
 from collapse_settings import COLLAPSE_ACCURACY, CONFIGS
+from toy_runs import TOY_ACCURACY, judge, toy_trainer
 
 LEVEL, MAX_STEPS, SAVE_EVERY = 4, 300, 5
 RESUMES = {"unchanged": {}, "beta 0.05": {"beta": 0.05}, "beta 0.05, lr / 2": {"beta": 0.05, "learning_rate": 5e-4}}
@@ -40,8 +40,18 @@ def make_trainer(name: str, seed: int, model_dir: str, output_dir: str, stop_on_
     every SAVE_EVERY steps; `overrides` change the config (a resume's settings)."""
     overrides = dict(overrides)  # RESUMES' dicts stay as they are
     settings = {"task": "toy", "max_steps": MAX_STEPS, "learning_rate": overrides.pop("learning_rate", 1e-3)}
-    return toy_trainer(name, seed, LEVEL, settings, output_dir, model_dir, save_strategy="steps",
-                       save_steps=SAVE_EVERY, up_stop_on_collapse=stop_on_collapse, **overrides)  # fmt: skip
+    return toy_trainer(
+        name,
+        seed,
+        LEVEL,
+        settings,
+        output_dir,
+        model_dir,
+        save_strategy="steps",
+        save_steps=SAVE_EVERY,
+        up_stop_on_collapse=stop_on_collapse,
+        **overrides,
+    )
 
 
 def recovered_at(curve: list[list[float]], after: int) -> int | None:
@@ -65,10 +75,20 @@ def rescue(name: str, seed: int, commit: str | None) -> dict:
         first.train()
         warning = next(cb for cb in first.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback))
         fired = warning.rule.fired and list(warning.rule.fired[:2])
-        record = {"config": name, "seed": seed, "level": LEVEL, "commit": commit, "warning": fired,
-                  "stopped_at": first.state.global_step}  # fmt: skip
-        record["first_run"] = judge(first.state.log_history, first.state.global_step, accuracy_key=TOY_ACCURACY,
-                                    final_window=min(50, first.state.global_step))  # fmt: skip
+        record = {
+            "config": name,
+            "seed": seed,
+            "level": LEVEL,
+            "commit": commit,
+            "warning": fired,
+            "stopped_at": first.state.global_step,
+        }
+        record["first_run"] = judge(
+            first.state.log_history,
+            first.state.global_step,
+            accuracy_key=TOY_ACCURACY,
+            final_window=min(50, first.state.global_step),
+        )
         record["first_run"].pop("curves")
         checkpoints = [s for s in range(SAVE_EVERY, fired[0], SAVE_EVERY)] if fired else []
         if not fired or fired[1] != "dead state" or not checkpoints:
@@ -124,7 +144,7 @@ def main(argv=None) -> dict:
                 "steps_to_recover": v["steps_to_recover"],
             }
             for k, v in (r["resumes"] or {}).items()
-        }  # fmt: skip
+        }
         for r in runs
     }
     print(json.dumps(summary), flush=True)

@@ -118,7 +118,6 @@ that can rerun them (`git checkout 05756b0`). The settings below list only what 
 from __future__ import annotations
 
 import bench as se  # the toy task's CONFIGS
-import staleness_sweep  # its LEVELS (bench.LEVELS)
 
 FAMILIES = ("DAPO", "GRPO", "GSPO")
 # The candidate guard that runs (names "UP-<family> + <guard>"). Suggested by the cause (collapse_cause.py): rare
@@ -162,23 +161,38 @@ for name in CONFIGS:
     if name.startswith("UP-") and " + " not in name:  # plain UP
         REPORT_ORDER += [f"{name} + {guard}" for guard in RECORDED_ONLY_GUARDS]
 
-# Updates per rollout batch of 128 -> how the batch is reused (staleness_sweep.LEVELS, plus more passes).
+# Updates per rollout batch of 128 -> how the batch is reused (bench.LEVELS, plus more passes).
 LEVELS: dict[int, dict] = {
-    **{level: staleness_sweep.LEVELS[level] for level in (4, 8, 16)},
+    **{level: se.LEVELS[level] for level in (4, 8, 16)},
     32: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=8),
     64: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=16),
 }
 # Every arm: the opt-in shared-prompt forward (measured ~25% less CPU here); it needs activation checkpointing off.
-SPEED = dict(share_prompt_prefix=True, activation_checkpointing=False)
+# Each prompt computed once (the runs' share_prompt_prefix=True): the trainer is up_trl.speedups'
+# SharedPromptUPGRPOTrainer (collapse.toy_trainer), which needs activation checkpointing off.
+SPEED = dict(activation_checkpointing=False)
 # Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
 # (The first study's curves also hold up/guard_masked_frac, up/capacity_masked_frac and up/entropy_fallback, logged by
 # the removed guards; no trainer logs them now and nothing reads them: `collapse_report.read_report` reads whatever
 # curves a record holds.)
-CURVE_KEYS = ("entropy", "reward", "rewards/true_accuracy/mean", "frac_reward_zero_std",
-              "up/positive_abs_log_ratio_mean", "up/would_clip_frac",
-              # the leading indicators (up_trl.objective.indicators), TRL's clip counts, the gradient norm and the KL
-              "up/logp_adv_cov", "up/positive_tokens", "up/negative_tokens", "up/negative_clipped_log_ratio_mean",
-              "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "kl")  # fmt: skip
+CURVE_KEYS = (
+    "entropy",
+    "reward",
+    "rewards/true_accuracy/mean",
+    "frac_reward_zero_std",
+    "up/positive_abs_log_ratio_mean",
+    "up/would_clip_frac",
+    # the leading indicators (up_trl.objective.indicators), TRL's clip counts, the gradient norm and the KL
+    "up/logp_adv_cov",
+    "up/positive_tokens",
+    "up/negative_tokens",
+    "up/negative_clipped_log_ratio_mean",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "clip_ratio/region_mean",
+    "grad_norm",
+    "kl",
+)
 
 
 TAIL_LENGTH, TAIL_FILLER, TAIL_NOISE, TAIL_POOL = 8, ".", 0.2, "abcdefghijklmnopqrstuvwxyz"
@@ -207,29 +221,60 @@ DEAD_STATE_CONFIGS = [
 # "toy" and "stress" list what runs now; their committed records hold the recorded-only arms too (FAMILY_CONFIGS).
 # PRE-REGISTRATION 3: each part of "UP + safe" alone.
 DECOMPOSITION_CONFIGS = {
-    family: [family, f"{family} + beta 0.05", f"UP-{family}", f"UP-{family} + rare clip", f"UP-{family} + beta 0.05",
-             f"UP-{family} + safe"]
+    family: [
+        family,
+        f"{family} + beta 0.05",
+        f"UP-{family}",
+        f"UP-{family} + rare clip",
+        f"UP-{family} + beta 0.05",
+        f"UP-{family} + safe",
+    ]
     for family in ("DAPO", "GRPO")
-} | {"GSPO": ["GSPO", "UP-GSPO", "UP-GSPO + rare clip"]}  # fmt: skip
+} | {"GSPO": ["GSPO", "UP-GSPO", "UP-GSPO + rare clip"]}
 DECOMPOSITION_SEEDS = list(range(100, 110))
 # The parent twin a candidate that sets beta is held to, besides the parent (PRE-REGISTRATION 3).
 DECOMPOSITION_TWINS = {"safe": "beta 0.05", "beta 0.05": "beta 0.05"}
 SETTINGS: dict[str, dict] = {
     "toy": dict(task="toy", levels=[4, 16], seeds=list(range(10)), max_steps=300, configs=FAMILY_CONFIGS),
     "stress": dict(task="tail", levels=[16], seeds=list(range(10)), max_steps=STRESS_STEPS, configs=FAMILY_CONFIGS),
-    "smollm2": dict(task="smollm2", levels=[8], seeds=[0, 1, 2], max_steps=32,
-                    configs=["GSPO", "UP-GSPO", "UP-GSPO + guard"]),
-    "safe_toy": dict(task="toy", levels=[4, 16], seeds=list(range(10, 20)), max_steps=300, configs=SAFE_CONFIGS,
-                     model_from_path=True),
-    "safe_stress": dict(task="tail", levels=[16], seeds=list(range(10, 20)), max_steps=STRESS_STEPS,
-                        configs=SAFE_CONFIGS, model_from_path=True),
-    "decomp_toy": dict(task="toy", levels=[4, 16], seeds=DECOMPOSITION_SEEDS, max_steps=300, model_from_path=True,
-                       configs=DECOMPOSITION_CONFIGS["DAPO"] + DECOMPOSITION_CONFIGS["GRPO"],
-                       twins=DECOMPOSITION_TWINS),
-    "decomp_stress": dict(task="tail", levels=[16], seeds=DECOMPOSITION_SEEDS, max_steps=STRESS_STEPS,
-                          model_from_path=True, configs=[c for f in FAMILIES for c in DECOMPOSITION_CONFIGS[f]],
-                          twins=DECOMPOSITION_TWINS),
-}  # fmt: skip
+    "smollm2": dict(
+        task="smollm2", levels=[8], seeds=[0, 1, 2], max_steps=32, configs=["GSPO", "UP-GSPO", "UP-GSPO + guard"]
+    ),
+    "safe_toy": dict(
+        task="toy",
+        levels=[4, 16],
+        seeds=list(range(10, 20)),
+        max_steps=300,
+        configs=SAFE_CONFIGS,
+        model_from_path=True,
+    ),
+    "safe_stress": dict(
+        task="tail",
+        levels=[16],
+        seeds=list(range(10, 20)),
+        max_steps=STRESS_STEPS,
+        configs=SAFE_CONFIGS,
+        model_from_path=True,
+    ),
+    "decomp_toy": dict(
+        task="toy",
+        levels=[4, 16],
+        seeds=DECOMPOSITION_SEEDS,
+        max_steps=300,
+        model_from_path=True,
+        configs=DECOMPOSITION_CONFIGS["DAPO"] + DECOMPOSITION_CONFIGS["GRPO"],
+        twins=DECOMPOSITION_TWINS,
+    ),
+    "decomp_stress": dict(
+        task="tail",
+        levels=[16],
+        seeds=DECOMPOSITION_SEEDS,
+        max_steps=STRESS_STEPS,
+        model_from_path=True,
+        configs=[c for f in FAMILIES for c in DECOMPOSITION_CONFIGS[f]],
+        twins=DECOMPOSITION_TWINS,
+    ),
+}
 SETTING_TEXT = {
     "toy": "sample_efficiency.py's toy task, 300 steps, lr 1e-3 constant, beta 0",
     "stress": f"the toy with a reward-irrelevant tail of {TAIL_LENGTH} tokens, 300 steps, lr 1e-3 constant, beta 0",
@@ -259,4 +304,4 @@ SMOLLM2 = dict(
     delta=3.0,
     updates_per_rollout=8,
     learning_rate=3e-5,
-)  # fmt: skip  (real_model.train_argv passes 3e-5)
+)  # fmt: skip  (real_model_runs.train_argv passes 3e-5)

@@ -62,11 +62,24 @@ def kl_cost(args) -> dict:
 
     tokenizer = tiny_tokenizer()
     if args.dry_run:
-        config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                             num_attention_heads=2, num_key_value_heads=1)  # fmt: skip
+        config = Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+        )
     else:  # Qwen2.5-0.5B's shape (the overhead section's), with the tokenizer's vocabulary
-        config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                             num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True)  # fmt: skip
+        config = Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            tie_word_embeddings=True,
+        )
     steps, runs = (2 if args.dry_run else 4), []
     with tempfile.TemporaryDirectory() as tmp:
         Qwen2ForCausalLM(config).save_pretrained(Path(tmp) / "model")
@@ -92,7 +105,7 @@ def kl_cost(args) -> dict:
                         bf16=args.device == "cuda",
                         use_cpu=args.device == "cpu",
                         disable_tqdm=True,
-                    ),  # fmt: skip
+                    ),
                     train_dataset=dataset,
                     processing_class=tokenizer,
                 )
@@ -113,12 +126,10 @@ def kl_cost(args) -> dict:
 
 
 def overhead(level: str, dry_run: bool) -> dict:
-    """benchmarks/overhead.py at Qwen2.5-0.5B's shape in bf16 (a toy model on CPU for --dry_run)."""
-    import importlib.util
+    """benchmarks/overhead.py at Qwen2.5-0.5B's shape in bf16 (a toy model on CPU for --dry_run), in a process of its
+    own (a script is run, not imported)."""
+    import subprocess
 
-    spec = importlib.util.spec_from_file_location("overhead", ROOT / "overhead.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     if dry_run:
         argv = [
             "--hidden_size",
@@ -148,7 +159,13 @@ def overhead(level: str, dry_run: bool) -> dict:
             "--steps",
             "10",
         ]
-    return module.main([*argv, "--level", level, "--loss_type", "dapo" if level == "token" else "grpo"])
+    argv += ["--level", level, "--loss_type", "dapo" if level == "token" else "grpo"]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "overhead.py"), *argv], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmarks/overhead.py {' '.join(argv)} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])  # its last line is the JSON result
 
 
 def true_accuracy(completions, solution, **kwargs) -> list[float]:

@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import describe_machine
-from collapse import git_commit
+from bench import describe_machine, git_commit
 
 BETAS = (0.0, 0.05)
 

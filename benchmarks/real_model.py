@@ -36,77 +36,33 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from bench import describe_machine, init_worker, mean_std, open_partial, read_results, save_png, write_results
-
-# The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
-PAIRS: dict[str, dict] = {
-    "DAPO": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28},
-    "GSPO": {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4},
-}
-UP_MODES = {"off": "", "asymmetric": "UP-"}  # up_mode -> prefix of the config's name
-
-
-def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: str) -> list[str]:
-    """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
-    objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
-    return [
-        "--model_name_or_path",
-        settings["model"],
-        "--dataset_name",
-        settings["dataset"],
-        "--dataset_limit",
-        "2000",
-        "--arithmetic_ops",
-        *settings["arithmetic_ops"],
-        "--arithmetic_few_shot",
-        str(settings.get("arithmetic_few_shot", 0)),
-        "--output_dir",
-        output_dir,
-        "--up_mode",
-        up_mode,
-        *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
-        "--num_generations",
-        "8",
-        "--per_device_train_batch_size",
-        str(settings["per_device_train_batch_size"]),
-        "--steps_per_generation",
-        str(settings["steps_per_generation"]),
-        "--num_iterations",
-        str(settings["num_iterations"]),
-        "--max_completion_length",
-        str(settings["max_completion_length"]),
-        "--learning_rate",
-        "3e-5",
-        "--max_steps",
-        str(settings["max_steps"]),
-        "--seed",
-        str(seed),
-        "--system_prompt",
-        "none",
-        "--save_strategy",
-        "no",
-        "--report_to",
-        "none",
-        "--use_cpu",
-        "true",
-        "--bf16",
-        "false",
-        "--temperature",
-        "1.0",
-        "--top_k",
-        "0",
-        "--logging_steps",
-        "1",
-        "--plot",
-        "false",
-        "--overwrite_output_dir",
-        "true",  # a run stopped midway is started again from scratch on --resume
-    ]
-
+from bench import (
+    describe_machine,
+    git_commit,
+    init_worker,
+    mean_std,
+    open_partial,
+    read_results,
+    save_png,
+    write_results,
+)
+from real_model_runs import PAIRS, UP_MODES, eval_few_shot, score, train_argv  # noqa: F401 (the tests read them here)
+from toy_runs import judge
 
 # Flags that do not change what a run measures (where and how the script runs, which runs it starts).
-PROCESS_FLAGS = {"output_dir", "resume", "report_only", "time_limit_minutes", "workers", "keep_models", "quick",
-                 "seeds", "pairs", "pass_k", "commit"}  # fmt: skip
+PROCESS_FLAGS = {
+    "output_dir",
+    "resume",
+    "report_only",
+    "time_limit_minutes",
+    "workers",
+    "keep_models",
+    "quick",
+    "seeds",
+    "pairs",
+    "pass_k",
+    "commit",
+}
 FINAL_STEPS = 8  # final training reward and entropy: the mean over the last 8 steps (collapse.py's smollm2 setting)
 
 
@@ -117,51 +73,6 @@ SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0}
 def run_settings(settings: dict) -> dict:
     """The settings a run's numbers depend on, stored with each run so that --resume cannot mix runs."""
     return {k: v for k, v in settings.items() if k not in PROCESS_FLAGS}
-
-
-def eval_few_shot(s: dict) -> int:
-    """The worked examples eval puts before each problem: the training count, on the arithmetic benchmark only."""
-    return s["arithmetic_few_shot"] if s["benchmark"] == "arithmetic" else 0
-
-
-def score(model: str, eval_dir: Path, s: dict) -> dict:
-    """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
-    from up_trl.cli.eval_command import main as evaluate
-
-    # --base_model none: the base model is scored once, as its own "before" job.
-    evaluate(
-        [
-            "--model",
-            model,
-            "--benchmarks",
-            s["benchmark"],
-            "--arithmetic_ops",
-            *s["arithmetic_ops"],
-            "--arithmetic_few_shot",
-            str(eval_few_shot(s)),
-            "--limit",
-            str(s["benchmark_limit"]),
-            "--k",
-            str(s["k"]),
-            "--temperature",
-            "1.0",
-            "--top_p",
-            "1.0",
-            "--system_prompt",
-            "none",
-            "--max_new_tokens",
-            str(s["max_completion_length"]),
-            "--seed",
-            str(s["eval_seed"]),
-            "--batch_size",
-            str(s["eval_batch_size"]),
-            "--output_dir",
-            str(eval_dir),
-            "--base_model",
-            "none",
-        ]
-    )
-    return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]
 
 
 def stored_runs(report: dict) -> list[dict]:
@@ -196,8 +107,6 @@ def run_job(job: dict) -> dict:
             "after": score(s["model"], out / "eval-before", s),
             "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
         }
-    from collapse import judge
-
     from up_trl.cli import train
     from up_trl.run.plots import read_metrics, series
 
@@ -382,8 +291,6 @@ def main(argv=None) -> dict:
     pairs = [p for p in PAIRS if p in args.pairs]  # DAPO first
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    from collapse import git_commit
-
     settings = {**vars(args), "model": smollm2_path(), "commit": git_commit()}
     machine = describe_machine(args.workers)
     start = time.perf_counter()
@@ -400,8 +307,9 @@ def main(argv=None) -> dict:
         args.resume, jobs = True, []
     partial, runs = open_partial(out, args.resume)
     if args.resume and not runs and (out / "results.json").exists():  # a finished study keeps no partial file
-        runs = stored_runs(read_results(out) if (out / "curves.parquet").exists() else json.loads(
-            (out / "results.json").read_text()))  # fmt: skip
+        runs = stored_runs(
+            read_results(out) if (out / "curves.parquet").exists() else json.loads((out / "results.json").read_text())
+        )
         partial.write_text("".join(json.dumps(r) + "\n" for r in runs))  # what a stop from here on keeps
     if args.resume:
         for run in runs:  # a run stored with other settings would be paired or reported as if it had these

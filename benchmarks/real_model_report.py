@@ -28,9 +28,15 @@ def paired(values: list[float]) -> dict:
     mean = statistics.fmean(values) if n else None
     sd = statistics.stdev(values) if n > 1 else None
     se = sd / n**0.5 if sd is not None else None
-    return {"n": n, "mean": mean, "sd": sd, "two_se": None if se is None else 2 * se,
-            "won": sum(v > 0 for v in values), "lost": sum(v < 0 for v in values),
-            "tied": sum(v == 0 for v in values)}  # fmt: skip
+    return {
+        "n": n,
+        "mean": mean,
+        "sd": sd,
+        "two_se": None if se is None else 2 * se,
+        "won": sum(v > 0 for v in values),
+        "lost": sum(v < 0 for v in values),
+        "tied": sum(v == 0 for v in values),
+    }
 
 
 def reached_at(curve: list[list[float]], target: float, window: int = REACH_WINDOW) -> int | None:
@@ -49,15 +55,21 @@ def sentence(pair: str, primary: dict, k: int, problems: int, seeds: int) -> str
     where = f"On SmolLM2-135M-Instruct (sums, {seeds} paired seeds, 8 updates per rollout batch)"
     numbers = f"avg@{k} {d:+.3f} (2 SE ±{two_se:.3f})"
     if d - two_se > 0:
-        said = (f"{where}, UP-{pair} scored higher than {pair} on {problems} held-out problems: {numbers}, higher on "
-                f"{primary['won']} of {seeds} seeds.")  # fmt: skip
+        said = (
+            f"{where}, UP-{pair} scored higher than {pair} on {problems} held-out problems: {numbers}, higher on "
+            f"{primary['won']} of {seeds} seeds."
+        )
     elif d + two_se < 0:
-        said = (f"{where}, UP-{pair} scored lower than {pair} on {problems} held-out problems: {numbers}, lower on "
-                f"{primary['lost']} of {seeds} seeds.")  # fmt: skip
+        said = (
+            f"{where}, UP-{pair} scored lower than {pair} on {problems} held-out problems: {numbers}, lower on "
+            f"{primary['lost']} of {seeds} seeds."
+        )
     else:
-        said = (f"{where}, no difference between UP-{pair} and {pair} was detected on {problems} held-out problems: "
-                f"{numbers}, higher on {primary['won']} of {seeds} seeds; these seeds could detect a difference of "
-                f"about {two_se:.3f}.")  # fmt: skip
+        said = (
+            f"{where}, no difference between UP-{pair} and {pair} was detected on {problems} held-out problems: "
+            f"{numbers}, higher on {primary['won']} of {seeds} seeds; these seeds could detect a difference of "
+            f"about {two_se:.3f}."
+        )
     return (
         said
         + " One tiny model, an easy task, CPU scale: this does not say what UP does on larger models or "
@@ -80,15 +92,17 @@ def study(results: dict) -> dict:
             steps = {arm: reached_at(r["reward_curve"], target) for arm, r in (("parent", parent), ("up", up))}
             ratio = None if steps["up"] is None or not steps["parent"] else steps["up"] / steps["parent"]
             ratios.append(ratio)
-            per_seed.append({
-                "seed": seed,
-                avg: {"parent": parent["after"][avg], "up": up["after"][avg]},
-                pas: {"parent": parent["after"][pas], "up": up["after"][pas]},
-                "parent_final_reward": target,
-                "steps_to_parent_final_reward": steps,
-                "steps_ratio": ratio,
-                "final_entropy": {"parent": parent["final_entropy"], "up": up["final_entropy"]},
-            })  # fmt: skip
+            per_seed.append(
+                {
+                    "seed": seed,
+                    avg: {"parent": parent["after"][avg], "up": up["after"][avg]},
+                    pas: {"parent": parent["after"][pas], "up": up["after"][pas]},
+                    "parent_final_reward": target,
+                    "steps_to_parent_final_reward": steps,
+                    "steps_ratio": ratio,
+                    "final_entropy": {"parent": parent["final_entropy"], "up": up["final_entropy"]},
+                }
+            )
         finite = sorted(r for r in ratios if r is not None)
         failures = {
             arm: {kind: sum(bool(runs[(c, seed)][kind]) for seed in seeds) for kind in ("collapsed", "runaway")}
@@ -107,10 +121,10 @@ def study(results: dict) -> dict:
                     "note": f"UP's steps / the parent's to reach the parent's final training reward "
                     f"(mean of {REACH_WINDOW} logged rewards); censored: never within "
                     f"{s['max_steps']} steps",
-                },  # fmt: skip
+                },
                 "final_entropy": {
                     arm: statistics.fmean(r["final_entropy"][arm] for r in per_seed) for arm in ("parent", "up")
-                },  # fmt: skip
+                },
                 "failures": failures,
             },
             "per_seed": per_seed,
@@ -120,8 +134,11 @@ def study(results: dict) -> dict:
 
 
 def markdown(report: dict, results: dict) -> str:
-    lines = [f"Commit(s): {', '.join(sorted({str(r.get('commit')) for r in results['runs']}))}; machine: "
-             f"{results['machine']}; wall {results['wall_minutes']} min.", ""]  # fmt: skip
+    lines = [
+        f"Commit(s): {', '.join(sorted({str(r.get('commit')) for r in results['runs']}))}; machine: "
+        f"{results['machine']}; wall {results['wall_minutes']} min.",
+        "",
+    ]
     for pair, row in report["pairs"].items():
         p, avg = row["primary"], row["primary"]["measure"]
         pas = next(key for key in row["secondary"] if key.startswith("pass@"))

@@ -1,0 +1,119 @@
+"""One SmolLM2-135M run of the real-model studies, as a helper module (no `__main__`) that real_model.py and
+collapse.py (its smollm2 setting) share: the parent objectives (`PAIRS`), the `up-trl train` flags of one run
+(`train_argv`) and its held-out score through `up-trl eval` (`score`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# The parent objectives of configs/recipes/{dapo,gspo}.yaml (UP twins: up_dapo.yaml, up_gspo.yaml).
+PAIRS: dict[str, dict] = {
+    "DAPO": {"loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28},
+    "GSPO": {"importance_sampling_level": "sequence", "loss_type": "grpo", "epsilon": 3e-4, "epsilon_high": 4e-4},
+}
+UP_MODES = {"off": "", "asymmetric": "UP-"}  # up_mode -> prefix of the config's name
+
+
+def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: str) -> list[str]:
+    """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
+    objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
+    return [
+        "--model_name_or_path",
+        settings["model"],
+        "--dataset_name",
+        settings["dataset"],
+        "--dataset_limit",
+        "2000",
+        "--arithmetic_ops",
+        *settings["arithmetic_ops"],
+        "--arithmetic_few_shot",
+        str(settings.get("arithmetic_few_shot", 0)),
+        "--output_dir",
+        output_dir,
+        "--up_mode",
+        up_mode,
+        *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
+        "--num_generations",
+        "8",
+        "--per_device_train_batch_size",
+        str(settings["per_device_train_batch_size"]),
+        "--steps_per_generation",
+        str(settings["steps_per_generation"]),
+        "--num_iterations",
+        str(settings["num_iterations"]),
+        "--max_completion_length",
+        str(settings["max_completion_length"]),
+        "--learning_rate",
+        "3e-5",
+        "--max_steps",
+        str(settings["max_steps"]),
+        "--seed",
+        str(seed),
+        "--system_prompt",
+        "none",
+        "--save_strategy",
+        "no",
+        "--report_to",
+        "none",
+        "--use_cpu",
+        "true",
+        "--bf16",
+        "false",
+        "--temperature",
+        "1.0",
+        "--top_k",
+        "0",
+        "--logging_steps",
+        "1",
+        "--plot",
+        "false",
+        "--overwrite_output_dir",
+        "true",  # a run stopped midway is started again from scratch on --resume
+    ]
+
+
+def eval_few_shot(s: dict) -> int:
+    """The worked examples eval puts before each problem: the training count, on the arithmetic benchmark only."""
+    return s["arithmetic_few_shot"] if s["benchmark"] == "arithmetic" else 0
+
+
+def score(model: str, eval_dir: Path, s: dict) -> dict:
+    """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
+    from up_trl.cli.eval_command import main as evaluate
+
+    # --base_model none: the base model is scored once, as its own "before" job.
+    evaluate(
+        [
+            "--model",
+            model,
+            "--benchmarks",
+            s["benchmark"],
+            "--arithmetic_ops",
+            *s["arithmetic_ops"],
+            "--arithmetic_few_shot",
+            str(eval_few_shot(s)),
+            "--limit",
+            str(s["benchmark_limit"]),
+            "--k",
+            str(s["k"]),
+            "--temperature",
+            "1.0",
+            "--top_p",
+            "1.0",
+            "--system_prompt",
+            "none",
+            "--max_new_tokens",
+            str(s["max_completion_length"]),
+            "--seed",
+            str(s["eval_seed"]),
+            "--batch_size",
+            str(s["eval_batch_size"]),
+            "--output_dir",
+            str(eval_dir),
+            "--base_model",
+            "none",
+        ]
+    )
+    return json.loads((eval_dir / "eval.json").read_text())["benchmarks"][s["benchmark"]]

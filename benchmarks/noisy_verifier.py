@@ -37,12 +37,16 @@ class ConsistentlyWrongVerifier:
     def flipped(self, prompts, completions) -> list[bool]:
         return [is_flipped(self.key, prompt_text(q), self.answer(c), self.p) for q, c in zip(prompts, completions)]
 
-    def __call__(self, prompts, completions, **kwargs) -> list[float]:
+    def _scored(self, prompts, completions, **kwargs) -> tuple[list[float], list[float]]:
+        """(the true rewards, this verifier's), the true reward computed once."""
         true = self.reward(prompts=prompts, completions=completions, **kwargs)
-        return [1.0 - r if f else r for r, f in zip(true, self.flipped(prompts, completions), strict=True)]
+        flips = self.flipped(prompts, completions)
+        return true, [1.0 - r if f else r for r, f in zip(true, flips, strict=True)]
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float]:
+        return self._scored(prompts, completions, **kwargs)[1]
 
     def wrongly_rewarded(self, prompts, completions, **kwargs) -> list[float]:
         """1 where this verifier pays and the true reward does not (logged at weight 0)."""
-        true = self.reward(prompts=prompts, completions=completions, **kwargs)
-        given = self(prompts, completions, **kwargs)
+        true, given = self._scored(prompts, completions, **kwargs)
         return [float(g > 0.5 and t < 0.5) for g, t in zip(given, true, strict=True)]

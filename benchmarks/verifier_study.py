@@ -8,8 +8,9 @@ On the collapse study's toy task (16 prompts "a+b=", the gold is a; 16 updates p
 each config trains against a verifier that is wrong on a fraction `noise` of (prompt, answer) pairs, the same pairs
 in every arm of a seed (`noisy_verifier.ConsistentlyWrongVerifier`, keyed by the seed). Logged at weight 0: the true
 accuracy and the share of samples the verifier wrongly rewards. Writes results.json at --output_dir's top (one
-record per run: config, seed, commit, noise, true_accuracy, wrongly_rewarded_share, entropies, collapsed, runaway),
-pip_freeze.txt once, table.md and verifier_study.png; a stopped study goes on from results.json when run again.
+record per run: config, seed, commit, noise, true_accuracy, wrongly_rewarded_share, wrongly_rewarded_auc, entropies,
+collapsed, runaway), the per-rollout curves in curves.parquet, pip_freeze.txt once, table.md and verifier_study.png
+(the wrongly-rewarded share's curves); a stopped study goes on from results.json when run again.
 Runs start only at a clean commit (`git diff --quiet` on tracked files) unless --allow_dirty (for trying it out).
 """
 
@@ -25,7 +26,17 @@ import sys
 import time
 from pathlib import Path
 
-from bench import cached_warm_start, describe_machine, first_char, git_commit, init_worker, save_png
+from bench import (
+    RESULTS_FILE,
+    cached_warm_start,
+    describe_machine,
+    first_char,
+    git_commit,
+    init_worker,
+    read_results,
+    save_png,
+    write_results,
+)
 from bench import make_rewards as true_rewards
 from noisy_verifier import ConsistentlyWrongVerifier
 from toy_runs import TOY_ACCURACY, judge, toy_trainer
@@ -35,6 +46,8 @@ NOISE = [0.0, 0.1, 0.3]
 SEEDS = list(range(300, 310))  # no committed run used them
 LEVEL, MAX_STEPS, LEARNING_RATE, FINAL_WINDOW = 16, 300, 1e-3, 50
 WRONG_KEY = "rewards/wrongly_rewarded/mean"
+# The primary measures (final: the last FINAL_WINDOW steps), then the secondary one (speed: the area over the run).
+MEASURES = ("true_accuracy", "wrongly_rewarded_share", "wrongly_rewarded_auc")
 
 
 def rewards(noise: float, seed: int):
@@ -60,20 +73,34 @@ def run(job: tuple[str, int, float, dict]) -> dict:
     logs = trainer.state.log_history
     measures = judge(logs, s["max_steps"], accuracy_key=TOY_ACCURACY, final_window=min(FINAL_WINDOW, s["max_steps"]))
     last = s["max_steps"] - min(FINAL_WINDOW, s["max_steps"])
-    wrong = [h[WRONG_KEY] for h in logs if h.get("step", 0) > last and isinstance(h.get(WRONG_KEY), (int, float))]
+    wrong_curve = [[h["step"], h[WRONG_KEY]] for h in logs if isinstance(h.get(WRONG_KEY), (int, float))]
     return {
         "config": config,
         "seed": seed,
         "commit": s["commit"],
         "noise": noise,
         "true_accuracy": measures["final_accuracy"],
-        "wrongly_rewarded_share": statistics.fmean(wrong),
+        "wrongly_rewarded_share": statistics.fmean(v for step, v in wrong_curve if step > last),
+        "wrongly_rewarded_auc": area(wrong_curve),
         "initial_entropy": measures["initial_entropy"],
         "final_entropy": measures["final_entropy"],
         "collapsed": measures["collapsed"],
         "runaway": measures["runaway"],
         "seconds": round(time.perf_counter() - start, 1),
+        "wrongly_rewarded_curve": wrong_curve,
+        "true_accuracy_curve": measures["curves"][TOY_ACCURACY],
+        "entropy_curve": measures["curves"]["entropy"],
     }
+
+
+def area(curve: list[list[float]]) -> float:
+    """The area under a per-rollout curve [[step, value], ...] over the run, per step: the mean of its values, one per
+    rollout batch (the batches are evenly spaced, so this is the trapezoid-free area divided by the run's length).
+
+    >>> area([[1, 0.0], [17, 0.5], [33, 1.0]])
+    0.5
+    """
+    return statistics.fmean(v for _, v in curve)
 
 
 def paired(records: list[dict], config: str, noise: float, key: str) -> dict | None:
@@ -98,9 +125,10 @@ def paired(records: list[dict], config: str, noise: float, key: str) -> dict | N
 
 def table(records: list[dict]) -> str:
     lines = [
-        "| noise | config | runs | true accuracy | wrongly rewarded share | accuracy - DAPO (2 SE; won/lost) "
-        "| wrong share - DAPO (2 SE; won/lost) | runaway | collapsed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| noise | config | runs | true accuracy | wrongly rewarded share | wrongly rewarded area "
+        "| accuracy - DAPO (2 SE; won/lost/tied) | wrong share - DAPO (2 SE; won/lost/tied) "
+        "| wrong area - DAPO (2 SE; won/lost/tied) | runaway | collapsed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for noise in sorted({r["noise"] for r in records}):
         for config in CONFIGS:
@@ -108,38 +136,52 @@ def table(records: list[dict]) -> str:
             if not rs:
                 continue
             cells = []
-            for key in ("true_accuracy", "wrongly_rewarded_share"):
+            for key in MEASURES:
                 d = paired(records, config, noise, key) if config != "DAPO" else None
-                cells.append("" if d is None else f"{d['mean']:+.3f} (±{d['two_se']:.3f}; {d['won']}/{d['lost']})")
-            acc = statistics.fmean(r["true_accuracy"] for r in rs)
-            wrong = statistics.fmean(r["wrongly_rewarded_share"] for r in rs)
+                if d is None:
+                    cells.append("")
+                    continue
+                tied = d["seeds"] - d["won"] - d["lost"]
+                cells.append(f"{d['mean']:+.3f} (±{d['two_se']:.3f}; {d['won']}/{d['lost']}/{tied})")
+            means = " | ".join(f"{statistics.fmean(r[key] for r in rs):.3f}" for key in MEASURES)
             lines.append(
-                f"| {noise:g} | {config} | {len(rs)} | {acc:.3f} | {wrong:.3f} | {cells[0]} | {cells[1]} "
+                f"| {noise:g} | {config} | {len(rs)} | {means} | {' | '.join(cells)} "
                 f"| {sum(r['runaway'] for r in rs)} | {sum(r['collapsed'] for r in rs)} |"
             )
     return "\n".join(lines) + "\n"
 
 
 def plot(records: list[dict], path: Path) -> None:
+    """Per noise level (columns): the wrongly-rewarded share (top) and the true accuracy (bottom) per rollout batch,
+    each config's mean over its seeds with a band of 2 SE."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for i, config in enumerate(CONFIGS):
-        for ax, key in zip(axes, ("true_accuracy", "wrongly_rewarded_share")):
-            xs, ys, es = [], [], []
-            for noise in sorted({r["noise"] for r in records}):
-                vals = [r[key] for r in records if r["noise"] == noise and r["config"] == config]
-                if vals:
-                    xs.append(noise + (i - 1) * 0.006)
-                    ys.append(statistics.fmean(vals))
-                    es.append(2 * statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else 0)
-            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=config)
-    axes[0].set(xlabel="verifier noise p", ylabel="final true accuracy", title="accuracy under the true reward")
-    axes[1].set(xlabel="verifier noise p", ylabel="share of samples", title="wrongly rewarded samples, final")
-    axes[0].legend(fontsize=8)
+    noises = sorted({r["noise"] for r in records})
+    fig, axes = plt.subplots(2, len(noises), figsize=(3.6 * len(noises), 5.6), squeeze=False, sharex=True)
+    for col, noise in enumerate(noises):
+        for config in CONFIGS:
+            rs = [r for r in records if r["noise"] == noise and r["config"] == config]
+            for row, key in enumerate(("wrongly_rewarded_curve", "true_accuracy_curve")):
+                by_step: dict[int, list[float]] = {}
+                for r in rs:
+                    for step, value in r[key]:
+                        by_step.setdefault(step, []).append(value)
+                steps = sorted(s for s, v in by_step.items() if len(v) == len(rs))
+                if not rs or not steps:
+                    continue
+                mean = [statistics.fmean(by_step[s]) for s in steps]
+                half = [2 * statistics.stdev(by_step[s]) / math.sqrt(len(rs)) if len(rs) > 1 else 0 for s in steps]
+                ax = axes[row][col]
+                (line,) = ax.plot(steps, mean, label=config)
+                lower = [m - h for m, h in zip(mean, half)]
+                upper = [m + h for m, h in zip(mean, half)]
+                ax.fill_between(steps, lower, upper, color=line.get_color(), alpha=0.15)
+        axes[0][col].set(title=f"verifier wrong on p = {noise:g} of pairs", ylabel="wrongly rewarded share")
+        axes[1][col].set(xlabel="optimizer step", ylabel="true accuracy")
+    axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     save_png(fig, path)
     plt.close(fig)
@@ -160,8 +202,7 @@ def main(argv=None) -> list[dict]:
         parser.error(f"the study runs at a clean commit (now: {commit}): commit first, or pass --allow_dirty")
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    results = out / "results.json"
-    records = json.loads(results.read_text())["runs"] if results.exists() else []
+    records = read_results(out)["runs"] if (out / RESULTS_FILE).exists() else []
     done = {(r["config"], r["seed"], r["noise"]) for r in records}
     if not (out / "pip_freeze.txt").exists():
         freeze = subprocess.run([sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, check=False)
@@ -182,7 +223,7 @@ def main(argv=None) -> list[dict]:
             "machine": machine,
             "command": "python benchmarks/verifier_study.py " + " ".join(argv or sys.argv[1:]),
         }
-        results.write_text(json.dumps({**report, "runs": ordered}, indent=1) + "\n")
+        write_results(out, {**report, "runs": ordered})  # the curves into curves.parquet
         (out / "table.md").write_text(table(ordered))
 
     if args.workers > 1 and len(jobs) > 1:
@@ -197,10 +238,11 @@ def main(argv=None) -> list[dict]:
             records.append(run(job))
             write()
     write()
+    records = read_results(out)["runs"]  # as kept on disk (curves in float32), in the table's order
     if records:
         plot(records, out / "verifier_study.png")
-    print(table(order(records)))
-    return order(records)
+    print(table(records))
+    return records
 
 
 if __name__ == "__main__":

@@ -631,13 +631,25 @@ def test_verifier_study_runs_pairs_and_goes_on_where_it_stopped(tmp_path):
     argv += ["--configs", "DAPO", "UP-DAPO", "--output_dir", str(tmp_path)]
     records = study.main(argv)
     assert [(r["config"], r["seed"], r["noise"]) for r in records] == [("DAPO", 300, 0.3), ("UP-DAPO", 300, 0.3)]
-    assert all(0 <= r["true_accuracy"] <= 1 and 0 <= r["wrongly_rewarded_share"] <= 1 for r in records)
+    for r in records:
+        assert all(0 <= r[key] <= 1 for key in ("true_accuracy", "wrongly_rewarded_share", "wrongly_rewarded_auc"))
+        curve = r["wrongly_rewarded_curve"]  # one point per rollout batch (16 updates each: step 1 only here)
+        assert [step for step, _ in curve] == [1] and r["wrongly_rewarded_auc"] == curve[0][1]
+        assert len(r["entropy_curve"]) == 4 and r["true_accuracy_curve"]
     assert (
         records[0]["commit"] and (tmp_path / "pip_freeze.txt").exists() and (tmp_path / "verifier_study.png").exists()
     )
-    again = study.main(argv)  # nothing left to run: the records come back as they were
-    assert again == json.loads((tmp_path / "results.json").read_text())["runs"] == records
+    again = study.main(argv)  # nothing left to run: the records come back as they were kept
+    assert again == study.read_results(tmp_path)["runs"] == records
+    on_disk = json.loads((tmp_path / "results.json").read_text())["runs"]
+    assert [sorted(r) for r in on_disk] == [sorted(k for k in r if not k.endswith("_curve")) for r in records]
     assert "| 0.3 | UP-DAPO | 1 |" in (tmp_path / "table.md").read_text()
+
+
+def test_the_speed_measure_is_the_mean_per_rollout_batch():
+    study = _load("verifier_study")
+    assert study.area([[1, 0.0], [17, 0.5], [33, 1.0]]) == 0.5
+    assert study.area([[1, 0.2]]) == 0.2
 
 
 def test_verifier_study_refuses_a_dirty_tree(monkeypatch, capsys):

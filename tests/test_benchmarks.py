@@ -658,3 +658,22 @@ def test_verifier_study_refuses_a_dirty_tree(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         study.main(["--output_dir", "unused"])
     assert "clean commit" in capsys.readouterr().err
+
+
+def test_rare_clip_runaways_count_a_run_recorded_twice_once():
+    count = _load("rare_clip_runaways").count
+    run = {"config": "UP-DAPO + rare clip", "seed": 4, "runaway": True, "entropy_curve": [[1, 1.3]]}
+    other = {**run, "seed": 5, "entropy_curve": [[1, 1.2]]}
+    healthy = {**run, "seed": 6, "runaway": False, "entropy_curve": [[1, 1.1]]}
+    result = count([run, {**run, "folder": "rerun"}, other, healthy])
+    assert (result["runs"], result["trajectories"], result["runaways"]) == (4, 3, 2)
+
+
+def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
+    result = _load("rare_clip_runaways").count(_load("rare_clip_runaways").rare_clip_runs())
+    assert (result["trajectories"], result["runaways"]) == (345, 3)  # README, CHANGELOG, docs/collapse.md, UP_ADVICE
+    seeds = sorted((group[0]["config"], group[0]["seed"]) for group in result["events"])
+    assert seeds == [("UP-DAPO + rare clip", 4), ("UP-DAPO + rare clip", 15), ("UP-GRPO + rare clip", 4)]
+    from up_trl.run.collapse_warning import UP_ADVICE
+
+    assert "3 of 345" in UP_ADVICE

@@ -1,6 +1,6 @@
-"""What CI tested, at run time: one warning at trainer start when a dependency is outside the ranges CI runs
-(`up_trl.versions.TESTED`), whose lower bounds are pyproject.toml's and the oldest stack's. No trainer needed: the
-installed versions are monkeypatched."""
+"""What CI tested, at run time: one warning when a dependency is outside the ranges up-trl declares
+(`up_trl.versions.TESTED`, read from its metadata: pyproject.toml's), whose lower bounds are the oldest stack's. No
+trainer needed: the installed versions are monkeypatched."""
 
 import inspect
 import logging
@@ -46,8 +46,10 @@ def test_the_tested_ranges_start_at_pyprojects_lower_bounds_and_the_oldest_stack
         for line in (ROOT / ".ci" / "stacks" / "oldest.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
-    for name, spec in versions.TESTED.items():
-        assert lower_bound(SpecifierSet(spec)) == lower_bound(ranges[name]) == oldest[name], name
+    for name, spec in versions.TESTED.items():  # read from the installed metadata: pyproject.toml's, not a copy
+        assert SpecifierSet(spec) == ranges[name], name
+        assert lower_bound(SpecifierSet(spec)) == oldest[name], name
+    assert set(versions.TESTED) == {Requirement(line).name for line in project["dependencies"]} | {"gguf", "deepspeed"}
     for name, spec in ranges.items():  # an upper bound only where we rely on internals: trl
         uppers = [s for s in spec if s.operator in ("<", "<=", "==", "~=")]
         assert not uppers or name in ("trl", "antlr4-python3-runtime"), f"{name}{spec}"
@@ -65,7 +67,9 @@ def test_the_tested_ranges_start_at_pyprojects_lower_bounds_and_the_oldest_stack
         pytest.param("1.16.0", "5.24.0", {}, id="pinned"),
         pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
         pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
-        pytest.param("1.15.2", "5.25.0", {"trl": "1.15.2", "transformers": "5.25.0"}, id="both_outside"),
+        pytest.param("1.15.2", "5.16.0", {"trl": "1.15.2", "transformers": "5.16.0"}, id="both_outside"),
+        pytest.param("1.16.0", "5.25.0", {}, id="a_newer_transformers_than_the_last_ci_run"),
+        pytest.param("1.16.0", "6.0.0", {}, id="a_major_release_of_an_unpinned_dependency"),
         pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
         pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
         pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed"),
@@ -84,20 +88,20 @@ def test_one_warning_names_installed_and_tested_versions_and_the_check(monkeypat
         versions.warn_if_untested_versions()  # a second trainer in the same process: not logged again
     assert [record.getMessage() for record in caplog.records] == [message]
     assert "installed trl 1.17.2" in message and "transformers" not in message
-    assert "trl>=1.16.0,<1.17" in message and "pytest tests/test_trl_pins.py" in message
+    assert f"trl{SpecifierSet('>=1.16.0,<1.17')}" in message and "pytest tests/test_trl_pins.py" in message
 
 
-def test_a_newer_transformers_is_named_without_the_trl_check(monkeypatch):
-    installed(monkeypatch, transformers="5.25.0", deepspeed=None)  # the extra deepspeed not installed: not named
+def test_an_older_transformers_is_named_without_the_trl_check(monkeypatch):
+    installed(monkeypatch, transformers="5.16.0", deepspeed=None)  # the extra deepspeed not installed: not named
     message = versions.untested_versions_message()
-    assert message.startswith("up-trl: installed transformers 5.25.0, outside what up-trl's CI tests")
+    assert message.startswith("up-trl: installed transformers 5.16.0, outside what up-trl's CI tests")
     assert f"transformers{versions.TESTED['transformers']}" in message and "\n" not in message
     assert "deepspeed" not in message and "test_trl_pins" not in message
 
 
 def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="up_trl.versions"):
-        installed(monkeypatch, trl="1.16.1", transformers="5.24.1", deepspeed=None)
+        installed(monkeypatch, trl="1.16.1", transformers="5.25.0", deepspeed=None)
         assert versions.warn_if_untested_versions() is None
         installed(monkeypatch, trl="1.18.0", transformers="5.24.1")
         assert "trl 1.18.0" in versions.warn_if_untested_versions(main_process=False)

@@ -1,48 +1,58 @@
-"""What CI tested, visible at run time: the version ranges of up-trl's dependencies that CI runs the tests on, and
-one warning at trainer start naming any installed version outside them.
+"""What CI tested, visible at run time: the version ranges up-trl declares (its installed metadata, i.e.
+pyproject.toml), and one warning naming any installed version outside them.
 
-`pyproject.toml` bounds each dependency below by the oldest version CI tests (`.ci/stacks/oldest.txt` pins them all)
-and leaves it open above, except trl: the UP trainers subclass private TRL methods, pinned whole by
-`tests/test_trl_pins.py` for trl 1.16 only. So a newer transformers or accelerate installs, and training runs on it;
-`TESTED` says how far CI has gone (up to the newest release it installed, `make install`), and the warning says when
-this installation is past that. `tests/test_versions.py` checks that `TESTED`'s lower bounds are pyproject.toml's
-and the oldest stack's.
+The ranges are read, not kept by hand: `pyproject.toml` bounds each dependency below by the oldest version CI tests
+(`.ci/stacks/oldest.txt` pins them all, `.ci/oldest_stack` runs the quick tier on it) and leaves it open above, where
+`make install` takes the newest release on every CI run; only trl has an upper bound, because the UP trainers
+subclass private TRL methods pinned whole by `tests/test_trl_pins.py` for trl 1.16 only. So the warning names a trl
+outside its pin, or a package older than CI's oldest stack; a transformers released yesterday is what CI's default
+stack installs today, and is not named.
 
-    >>> untested_versions({"trl": "1.16.0", "transformers": "5.24.0"})
+    >>> ranges = {"trl": ">=1.16.0,<1.17", "transformers": ">=5.17.0"}
+    >>> untested_versions({"trl": "1.16.0", "transformers": "5.25.0"}, ranges)
     {}
-    >>> untested_versions({"trl": "1.17.0", "transformers": "5.25.0", "deepspeed": "not installed"})
-    {'trl': '1.17.0', 'transformers': '5.25.0'}
+    >>> untested_versions({"trl": "1.17.0", "transformers": "5.16.0"}, ranges)
+    {'trl': '1.17.0', 'transformers': '5.16.0'}
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, requires, version
 
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion
 from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-# The ranges CI ran: from the oldest stack's pins to the minor release after the newest one `make install` got.
-TESTED: dict[str, str] = {
-    "trl": ">=1.16.0,<1.17",
-    "transformers": ">=5.17.0,<5.25",
-    "accelerate": ">=1.13.0,<1.17",
-    "datasets": ">=4.8.4,<5.3",
-    "peft": ">=0.18.0,<0.22",
-    "math-verify": ">=0.9.0,<0.10",
-    "deepspeed": ">=0.18.6,<0.20",  # the extra `deepspeed`: not installed is not untested
-}
-OPTIONAL = ("deepspeed",)
+OPTIONAL = ("deepspeed", "gguf")  # the extras that change what trains (`deepspeed`, `offline`): not installed is fine
 HOW_TO_CHECK = "pytest tests/test_trl_pins.py"
 
 
-def installed_versions() -> dict[str, str]:
-    """The installed version of each package in `TESTED` ("not installed" when it is not)."""
+def declared_ranges() -> dict[str, str]:
+    """name -> the range up-trl's metadata declares, for its dependencies and the extras in `OPTIONAL` (empty when
+    up-trl is not installed, e.g. imported from a source tree)."""
+    try:
+        lines = requires("up-trl") or []
+    except PackageNotFoundError:
+        return {}
+    ranges = {}
+    for line in lines:
+        req = Requirement(line)
+        if req.marker is None or req.name in OPTIONAL:  # the dependencies, and the extras that change what trains
+            ranges.setdefault(req.name, str(req.specifier))
+    return ranges
+
+
+TESTED: dict[str, str] = declared_ranges()
+
+
+def installed_versions(ranges: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The installed version of each package in `ranges` (default `TESTED`; "not installed" when it is not)."""
     found = {}
-    for name in TESTED:
+    for name in TESTED if ranges is None else ranges:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -50,13 +60,16 @@ def installed_versions() -> dict[str, str]:
     return found
 
 
-def untested_versions(installed: Mapping[str, str] | None = None) -> dict[str, str]:
+def untested_versions(
+    installed: Mapping[str, str] | None = None, ranges: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """The packages of `installed` (name -> version; default: `installed_versions()`) whose version is outside
-    `TESTED`'s range; an optional one that is not installed is not listed."""
-    installed = installed_versions() if installed is None else installed
+    `ranges` (default `TESTED`); an optional one that is not installed is not listed."""
+    ranges = TESTED if ranges is None else ranges
+    installed = installed_versions(ranges) if installed is None else installed
     untested = {}
     for name, found in installed.items():
-        spec = TESTED[name]
+        spec = ranges[name]
         if found == "not installed" and name in OPTIONAL:
             continue
         try:

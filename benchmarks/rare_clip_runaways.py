@@ -1,6 +1,6 @@
 """How often did an arm with the rare clip (up_positive_min_prob 0.05) run away, over every committed record?
 
-    python benchmarks/rare_clip_runaways.py            # prints the count and each event; the docs quote it
+    python benchmarks/rare_clip_runaways.py benchmarks/results   # prints the count and each event; the docs quote it
 
 Reads every `benchmarks/results/*/results.json` whose runs carry the collapse study's `runaway` flag (final entropy
 more than 1 nat above its start: `toy_runs.is_runaway`), keeps the arms with the rare clip ("+ rare clip", "+ guard"
@@ -13,17 +13,18 @@ purpose, so they are not the collapse study's setting (study_b_verifier/PREREGIS
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 from bench import RESULTS_FILE, read_results
 
-RESULTS = Path(__file__).resolve().parent / "results"
 RARE_CLIP_ARMS = ("+ rare clip", "+ guard", "+ safe")
 
 
-def rare_clip_runs(results: Path = RESULTS) -> list[dict]:
-    """Every committed run of an arm with the rare clip that the runaway rule was applied to, with its folder."""
+def rare_clip_runs(results: Path) -> list[dict]:
+    """Every run recorded under `results` (the committed `benchmarks/results`) of an arm with the rare clip that the
+    runaway rule was applied to, with its folder."""
     runs = []
     for path in sorted(results.glob(f"*/{RESULTS_FILE}")):
         report = json.loads(path.read_text())
@@ -66,8 +67,10 @@ def count(runs: list[dict]) -> dict:
     return {"runs": len(runs), "trajectories": len(by_trajectory), "runaways": len(events), "events": events}
 
 
-def main() -> dict:
-    result = count(rare_clip_runs())
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="the folder of result folders: benchmarks/results")
+    result = count(rare_clip_runs(parser.parse_args(argv).folder))
     print(
         f"arms with the rare clip: {result['runs']} committed runs, {result['trajectories']} distinct trajectories, "
         f"{result['runaways']} ran away"

@@ -190,9 +190,9 @@ def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") 
     build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
     if build is not None:
         raise UsageError(
-            f"use_vllm True: the installed vLLM is a CPU build ({build}), and TRL's colocate weight sync "
-            "(model.load_weights) cannot load into the linear weights it repacks for its CPU kernels: train with "
-            "--use_vllm false here, or with vLLM's CUDA build on a GPU."
+            f"use_vllm True: the installed vLLM is a CPU build ({build}), which repacks its linear weights for its "
+            "CPU kernels, so TRL's colocate weight sync (`model.load_weights`) fails at the first step: set "
+            "--use_vllm false here, or use vLLM's CUDA build on a GPU."
         )
 
 

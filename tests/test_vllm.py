@@ -138,14 +138,15 @@ def _is_weight(batch, mode):
     return ratio.masked_fill(ratio > 3.0, 0.0)
 
 
-def _closed_form(trainer, batch, cfg):
-    """(loss, surrogate): the loss value written from the paper's two branches, and a surrogate with the same
-    gradient written without the ratio on the UP branch (its gradient is A * w * grad log pi there)."""
+def _closed_form(trainer, batch):
+    """(loss, surrogate, r, A, mask): the loss written from the paper's two branches with TRL's multipliers and
+    normalisation, and a surrogate with its gradient, written without the ratio on the UP branch (A * w * grad log
+    pi there). The settings (epsilons, delta, level, loss type, IS mode) are read from the trainer."""
     logps, mask = _forward(trainer, batch), batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"].unsqueeze(1)
-    w = _is_weight(batch, cfg["vllm_importance_sampling_mode"])
-    eps_low, eps_high, delta = cfg.get("epsilon", 0.2), cfg["epsilon_high"], cfg["delta"]
-    if cfg.get("importance_sampling_level") == "sequence":  # GSPO: one ratio per sequence, the mean log-ratio
+    w = _is_weight(batch, trainer.vllm_importance_sampling_mode)
+    eps_low, eps_high, delta = trainer.epsilon_low, trainer.epsilon_high, trainer.args.delta or float("inf")
+    if trainer.importance_sampling_level == "sequence":  # GSPO: one ratio per sequence, the mean log-ratio
         seq = lambda x: (x * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True)  # noqa: E731
         log_r, log_pi = seq(logps - old), seq(logps)
     else:
@@ -160,10 +161,13 @@ def _closed_form(trainer, batch, cfg):
         keep = ((adv >= 0) | (kl <= trainer.off_policy_mask_threshold)).float()
         value, surrogate = value * keep, surrogate * keep
     ga, spg = trainer.current_gradient_accumulation_steps, trainer.args.steps_per_generation
-    if cfg["loss_type"] == "dapo":  # token sum over the generation batch's tokens, one accumulation window's share
-        normalise = lambda x: (x * mask).sum() / (batch["num_items_in_batch"] * ga / spg)  # noqa: E731
-    else:  # grpo: per-sequence mean, batch mean, / GA
-        normalise = lambda x: ((x * mask).sum(1) / mask.sum(1)).mean() / ga  # noqa: E731
+    normalise = {  # TRL's normalisation of each loss type, written out
+        "dapo": lambda x: (x * mask).sum() / (batch["num_items_in_batch"] * ga / spg),  # the generation batch's tokens
+        "grpo": lambda x: ((x * mask).sum(1) / mask.sum(1)).mean() / ga,  # per-sequence mean, batch mean
+        "bnpo": lambda x: (x * mask).sum() / mask.sum() / ga,  # this batch's tokens
+        "dr_grpo": lambda x: (x * mask).sum() / (mask.size(0) * trainer.max_completion_length) / ga,  # B * max length
+        "luspo": lambda x: (x * mask).sum(1).mean() / ga,  # per-sequence sum, batch mean
+    }[trainer.loss_type]
     return normalise(value), normalise(surrogate), r, adv, mask
 
 
@@ -180,6 +184,14 @@ CLOSED = {
     "up_gspo-sequence_mask": dict(RECIPES["gspo"], vllm_importance_sampling_mode="sequence_mask"),
     "up_dapo-token_mask-opsm": dict(RECIPES["dapo"], vllm_importance_sampling_mode="token_mask",
                                     off_policy_mask_threshold=0.05),
+    # Every clipped loss type, with TRL's defaults (epsilon 0.2, no delta, IS mode sequence_mask) at token level and
+    # GSPO's band at sequence level (luspo is sequence level only).
+    **{f"{loss}-token": dict(loss_type=loss, epsilon=0.2, epsilon_high=0.2, delta=None,
+                             vllm_importance_sampling_mode="sequence_mask")
+       for loss in ("grpo", "bnpo", "dr_grpo")},
+    **{f"{loss}-sequence": dict(loss_type=loss, importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4,
+                                delta=None, vllm_importance_sampling_mode="sequence_mask")
+       for loss in ("bnpo", "dr_grpo", "dapo", "luspo")},
 }  # fmt: skip
 
 
@@ -215,10 +227,10 @@ def test_loss_and_gradient_on_a_vllm_batch_equal_the_closed_form(engine, tmp_pat
         trainer.off_policy_mask_threshold = ((negative[0] + negative[-1]) / 2).item()
     actual_loss = trainer.compute_loss(trainer.model, batch)
     actual = _grads(trainer.model, actual_loss)
-    value, surrogate, r, adv, loss_mask = _closed_form(trainer, batch, cfg)
+    value, surrogate, r, adv, loss_mask = _closed_form(trainer, batch)
     expected = _grads(trainer.model, surrogate)
     # UP differs from its parent on this batch: A > 0 entries whose ratio is outside the clip band.
-    band = (r < 1 - cfg.get("epsilon", 0.2)) | (r > 1 + cfg["epsilon_high"])
+    band = (r < 1 - trainer.epsilon_low) | (r > 1 + trainer.epsilon_high)
     assert (band & (adv > 0) & (loss_mask.sum(1, keepdim=True) > 0)).any()
     torch.testing.assert_close(actual_loss.detach(), value.detach(), rtol=1e-5, atol=1e-7)
     for a, e in zip(actual, expected):

@@ -195,7 +195,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="vLLM is not installed: .ci/vllm_stack runs these tests beside vLLM's CPU build")
     for item in items:
-        if "vllm" in item.keywords:
+        if item.get_closest_marker("vllm") is not None:
             item.add_marker(skip)
 
 
@@ -205,7 +205,7 @@ def pytest_runtest_makereport(item, call):
     stack built to run them proves nothing by skipping them."""
     outcome = yield
     report = outcome.get_result()
-    if os.environ.get("UP_TRL_REQUIRE_VLLM") == "1" and report.skipped and "vllm" in item.keywords:
+    if os.environ.get("UP_TRL_REQUIRE_VLLM") == "1" and report.skipped and item.get_closest_marker("vllm"):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"UP_TRL_REQUIRE_VLLM=1, but this vllm test was skipped: {reason}"

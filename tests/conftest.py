@@ -182,3 +182,30 @@ def one_line(capsys, argv, command="train", code=2) -> str:
     err = [line for line in capsys.readouterr().err.strip().splitlines() if "examples/s]" not in line]
     assert len(err) == 1 and err[0].startswith(f"up-trl {command}: error: "), err  # datasets' progress bars aside
     return err[0].split(": error: ", 1)[1]
+
+
+# --- vLLM: tests marked `vllm` need vLLM's engine (`.ci/vllm_stack` installs its CPU build) ----------------------
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the `vllm` tests, with the reason, where vLLM is not installed (the default stack)."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        return
+    skip = pytest.mark.skip(reason="vLLM is not installed: .ci/vllm_stack runs these tests beside vLLM's CPU build")
+    for item in items:
+        if item.get_closest_marker("vllm") is not None:
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """UP_TRL_REQUIRE_VLLM=1 (set by .ci/vllm_stack): a skipped `vllm` test fails, whatever skipped it, since a
+    stack built to run them proves nothing by skipping them."""
+    outcome = yield
+    report = outcome.get_result()
+    if os.environ.get("UP_TRL_REQUIRE_VLLM") == "1" and report.skipped and item.get_closest_marker("vllm"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"UP_TRL_REQUIRE_VLLM=1, but this vllm test was skipped: {reason}"

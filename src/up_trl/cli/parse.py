@@ -231,7 +231,7 @@ def precheck_train_args(argv: list[str]) -> None:
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
     check_dataset_name(values["dataset_name"], parse_column_mapping(values["column_mapping"]))  # the file read too
-    check_extras(values.get("use_vllm", False), values.get("deepspeed"))
+    check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))
     if values.get("output_dir"):
         check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
     model = values.get("model_name_or_path")

@@ -670,7 +670,9 @@ def test_rare_clip_runaways_count_a_run_recorded_twice_once():
 
 
 def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
-    result = _load("rare_clip_runaways").count(_load("rare_clip_runaways").rare_clip_runs(ROOT / "benchmarks" / "results"))
+    result = _load("rare_clip_runaways").count(
+        _load("rare_clip_runaways").rare_clip_runs(ROOT / "benchmarks" / "results")
+    )
     assert (result["trajectories"], result["runaways"]) == (345, 3)  # README, CHANGELOG, docs/collapse.md, UP_ADVICE
     seeds = sorted((group[0]["config"], group[0]["seed"]) for group in result["events"])
     assert seeds == [("UP-DAPO + rare clip", 4), ("UP-DAPO + rare clip", 15), ("UP-GRPO + rare clip", 4)]

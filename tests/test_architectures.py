@@ -6,7 +6,7 @@ vision-language, each a tiny model built in code (no download).
   an `image` column and conversational prompts, as TRL's GRPOTrainer expects for vision-language models.
 
 Each trains a few off-policy UP steps, and on a hand-made stale batch UP's loss and gradient equal the closed form
-(`losses.up_per_token_loss` with TRL's dapo normalisation by hand, on log-probs from TRL's own forward: experts
+(`reference.up_per_token_loss` with TRL's dapo normalisation by hand, on log-probs from TRL's own forward: experts
 routed, image features merged), as tests/test_trainer_gradients.py checks it on the dense model."""
 
 import math
@@ -20,7 +20,7 @@ from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
 from up_trl.data.models import tiny_tokenizer
-from up_trl.objective.losses import up_per_token_loss
+from up_trl.objective.reference import up_per_token_loss
 from up_trl.trainers.grpo_trainer import UP_METRICS
 
 GA, SPG = 2, 4  # the hand-made batch is one micro-batch of a generation batch split in SPG, accumulated over GA

@@ -8,13 +8,12 @@ import torch
 from up_trl.objective.guards import rare_mask
 from up_trl.objective.losses import (
     anchored_old_logps,
-    clipped_surrogate_loss,
     log_importance_weights,
     probability_capacity,
     self_anchored_ratio,
-    up_per_token_loss,
     up_routes,
 )
+from up_trl.objective.reference import clipped_surrogate_loss, up_per_token_loss
 
 EPS = dict(epsilon_low=0.2, epsilon_high=0.28)
 

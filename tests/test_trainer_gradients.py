@@ -1,4 +1,4 @@
-"""The trainer's loss and gradient equal the closed form (losses.up_per_token_loss) plus TRL's normalisation,
+"""The trainer's loss and gradient equal the closed form (reference.up_per_token_loss) plus TRL's normalisation,
 for every clipped loss_type x importance-sampling level x delta x up_mode, off-policy: stale old log-probs and
 mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit.
 
@@ -14,7 +14,8 @@ from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
 from up_trl.objective.guards import rare_mask
-from up_trl.objective.losses import log_importance_weights, self_anchored_ratio, up_per_token_loss, up_routes
+from up_trl.objective.losses import log_importance_weights, self_anchored_ratio, up_routes
+from up_trl.objective.reference import up_per_token_loss
 
 LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
 GA, SPG, MAX_LEN = 2, 4, 6

@@ -23,7 +23,7 @@ _EXPORTS = {
     "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
     "probability_capacity": "objective.losses",
     "self_anchored_ratio": "objective.losses",
-    "up_per_token_loss": "objective.losses",
+    "up_per_token_loss": "objective.reference",
     "CollapseWarningCallback": "run.collapse_warning",
 }
 __all__ = [
@@ -40,7 +40,8 @@ __all__ = [
 ]  # = list(_EXPORTS), spelt out for linters
 
 if TYPE_CHECKING:
-    from .objective.losses import probability_capacity, self_anchored_ratio, up_per_token_loss
+    from .objective.losses import probability_capacity, self_anchored_ratio
+    from .objective.reference import up_per_token_loss
     from .run.collapse_warning import CollapseWarningCallback
     from .trainers.async_grpo_config import UPAsyncGRPOConfig
     from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer

@@ -336,17 +336,19 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
         trainer = _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, settings, overrides)
     else:
         from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+        from up_trl.run.parts import attach_parts, with_parts
 
         rloo = kind == "rloo"
         config_class, trainer_class = (UPRLOOConfig, UPRLOOTrainer) if rloo else (UPGRPOConfig, UPGRPOTrainer)
         settings |= dict(steps_per_generation=4, num_iterations=args.num_iterations, beta=0.0, reward_weights=weights)
-        trainer = trainer_class(
+        trainer = with_parts(trainer_class)(  # the opt-in parts the committed figures ran with (`up_trl.run.parts`)
             model=copy.deepcopy(base_model),
             reward_funcs=reward_funcs,
             args=config_class(**{**settings, **overrides}),
             train_dataset=dataset,
             processing_class=tokenizer,
         )
+        attach_parts(trainer)
     trainer.remove_callback(PrinterCallback)  # one summary line per run instead of every log
     start = time.perf_counter()
     trainer.train()
@@ -427,9 +429,13 @@ def _async_trainer(name, seed, base_model, tokenizer, args, out_dir, dataset, se
     settings["vllm_server_base_url"] = os.environ.get("VLLM_SERVER_URL", "http://localhost:8000")
     config = UPAsyncGRPOConfig(**{**settings, **overrides})
     reward_funcs = make_rewards(args.corruption, seed)[0]
-    return UPAsyncGRPOTrainer(
+    from up_trl.run.parts import attach_parts, with_parts
+
+    trainer = with_parts(UPAsyncGRPOTrainer)(  # the opt-in parts the committed figures ran with
         str(path), reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
     )
+    attach_parts(trainer)
+    return trainer
 
 
 def plot_seed_band(ax, runs: list[dict], config: str) -> None:

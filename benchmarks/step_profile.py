@@ -60,6 +60,7 @@ def build_trainer(argv: list[str], output_dir: str):
     from up_trl.data import load_math_dataset, system_prompt_from_flag
     from up_trl.data.models import smollm2_path
     from up_trl.rewards import get_reward_funcs
+    from up_trl.run.parts import attach_parts, with_parts
     from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
     script_args, training_args, model_args = parse_train_args([*argv, "--output_dir", output_dir])
@@ -77,12 +78,14 @@ def build_trainer(argv: list[str], output_dir: str):
     )
     init = {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
     training_args.model_init_kwargs = {**init, **(training_args.model_init_kwargs or {})}
-    return UPGRPOTrainer(
+    trainer = with_parts(UPGRPOTrainer)(  # as `up-trl train` builds it: every opt-in part (`up_trl.run.parts`)
         model=model_args.model_name_or_path or smollm2_path(),
         reward_funcs=reward_funcs,
         args=training_args,
         train_dataset=dataset,
     )
+    attach_parts(trainer)
+    return trainer
 
 
 class StepTimer:

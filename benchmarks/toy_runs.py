@@ -64,6 +64,7 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
     from transformers import PrinterCallback
 
     from up_trl import UPGRPOConfig
+    from up_trl.run.parts import attach_parts, with_parts
     from up_trl.speedups.trainers import SharedPromptUPGRPOTrainer
 
     tail = settings["task"] == "tail"
@@ -97,9 +98,12 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
         beta=0.0,
     )
     config = UPGRPOConfig(**{**base, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides})
-    trainer = SharedPromptUPGRPOTrainer(  # UPGRPOTrainer, each prompt computed once (SPEED)
+    # UPGRPOTrainer, each prompt computed once (SPEED), with the opt-in parts the committed runs had (the rescue
+    # resumes with a changed learning rate: `ResumeSettingsMixin`; its checkpoints hold the rollout batch)
+    trainer = with_parts(SharedPromptUPGRPOTrainer)(
         model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
     )
+    attach_parts(trainer)
     trainer.remove_callback(PrinterCallback)
     return trainer
 

@@ -58,14 +58,18 @@ def cpu_args(tmp_path, config_class=None, **overrides):
     return (config_class or UPGRPOConfig)(**kwargs)
 
 
-def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, **overrides):
+def make_trainer(
+    tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
+):
     """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    `SharedPromptUPGRPOTrainer`)."""
+    `SharedPromptUPGRPOTrainer`; `parts`: with every opt-in part, as `up-trl train` builds it, `with_parts`)."""
     from up_trl import UPGRPOTrainer
     from up_trl.speedups.trainers import SharedPromptUPGRPOTrainer
 
     model, tokenizer = tiny
-    return (SharedPromptUPGRPOTrainer if shared_prompt else UPGRPOTrainer)(
+    return build(
+        SharedPromptUPGRPOTrainer if shared_prompt else UPGRPOTrainer,
+        parts,
         model=model,
         reward_funcs=reward,
         args=cpu_args(tmp_path, **overrides),
@@ -73,6 +77,18 @@ def make_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, 
         processing_class=tokenizer,
         callbacks=callbacks,
     )
+
+
+def build(trainer_class, parts: bool = False, **kwargs):
+    """`trainer_class(**kwargs)`; with `parts`, the class with every opt-in part and every callback part attached
+    (`up_trl.run.parts.with_parts`, `attach_parts`), as `up-trl train` builds its trainer."""
+    if not parts:
+        return trainer_class(**kwargs)
+    from up_trl.run.parts import attach_parts, with_parts
+
+    trainer = with_parts(trainer_class)(**kwargs)
+    attach_parts(trainer)
+    return trainer
 
 
 def param_snapshots():

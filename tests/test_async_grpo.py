@@ -321,7 +321,9 @@ def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, pro
     trainer.model.train()  # the parent logs `_metrics["train"]` in training mode
     trainer._metrics["train"].clear()
     trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
-    trainer._record_nonfinite_steps(3)
+    from up_trl.run.parts import nonfinite_guard
+
+    nonfinite_guard(trainer).record(3)  # the part's count, through the same `_metrics`
     trainer.log({})
     logged = trainer.state.log_history[-1]
     assert logged["up/capacity_up_mean"] == pytest.approx(0.5) and logged["up/nonfinite_skipped_steps"] == 3

@@ -1,10 +1,11 @@
-"""The model card's text, rendered from a tiny trained run: base model, data, objective, settings, final metrics,
+"""The run's model card (the opt-in part `RunCardMixin`, which `up-trl train` uses; the UP trainers alone write
+TRL's card, `test_drop_in.py`), rendered from a tiny trained run: base model, data, objective, settings, final metrics,
 the training curve, how to load the model, and each citation once, for every kind of model, data and loss."""
 
 from pathlib import Path
 
 import pytest
-from conftest import cpu_args, length_reward
+from conftest import build, cpu_args, length_reward
 
 from up_trl.run.card import describe_dataset, objective_name, render_model_card
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
@@ -41,7 +42,9 @@ def trained(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
-    trainer = UPGRPOTrainer(
+    trainer = build(
+        UPGRPOTrainer,
+        parts=True,
         model=model_dir,
         reward_funcs=length_reward,
         args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),

@@ -30,7 +30,7 @@ def test_only_private_weight_files_are_widened(tmp_path):
 
 
 def test_a_trainers_checkpoints_and_up_trl_trains_weights_get_the_usual_mode(tmp_path, tiny, prompts_dataset):
-    # Every checkpoint a UP trainer writes (a callback's on_save, `run.callbacks.UsualFileModesCallback`) and the
+    # Every checkpoint a trainer with the part writes (its on_save, `run.parts.UsualFileModesCallback`) and the
     # final weights `up-trl train` writes: 0644 under umask 022. `trainer.save_model` itself is transformers' own.
     from conftest import make_trainer, tiny_train_argv
 
@@ -38,7 +38,9 @@ def test_a_trainers_checkpoints_and_up_trl_trains_weights_get_the_usual_mode(tmp
 
     umask = os.umask(0o022)
     try:
-        trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=1, save_strategy="steps", save_steps=1)
+        trainer = make_trainer(
+            tmp_path, tiny, prompts_dataset, parts=True, max_steps=1, save_strategy="steps", save_steps=1
+        )
         trainer.train()
         model_dir = save_tiny_model(tmp_path / "tiny")
         train(tiny_train_argv(model_dir, tmp_path / "cli", max_steps=1))

@@ -28,9 +28,9 @@ Settings
   [test_batch_settings_fail_at_config_time] -> TRL's ValueError at config time.
 - unknown loss_type, up_mode=True (YAML `on`) [test_up_settings_fail_at_config_time]; up_mode='sideways', other
   objectives with UP [tests/test_training.py] -> UPGRPOConfig's ValueError.
-- num_iterations=0, steps_per_generation=0, fewer prompts than one generation batch
-  [test_zero_step_setups_fail_when_the_trainer_is_built] -> UPGRPOTrainer's ValueError (TRL would run 0 steps);
-  max_completion_length=0 -> transformers' ValueError, same point. temperature=0 [temperature_0] -> transformers'
+- num_iterations=0, steps_per_generation=0, fewer prompts than one generation batch, max_completion_length=0
+  [test_zero_step_setups_end_as_in_the_parent] -> what GRPOTrainer does, error for error (a drop-in); `up-trl train`
+  refuses each before any model loads [tests/test_cli_checks.py]. temperature=0 [temperature_0] -> transformers'
   ValueError at the first generation, weights untouched.
 Main job (`up-trl train`)
 - --config without a path, empty or list recipe, missing recipe, --column_mapping not JSON, indivisible batch
@@ -83,7 +83,9 @@ def index_reward(completions, **kwargs):
 
 
 def _trainer(tmp_path, tiny, dataset, reward=index_reward, callbacks=None, **overrides):
-    return make_trainer(tmp_path, tiny, dataset, reward=reward, callbacks=callbacks, **overrides)
+    """A UP trainer with every opt-in part, as `up-trl train` builds it (the non-finite step guard and the
+    unscorable count are parts)."""
+    return make_trainer(tmp_path, tiny, dataset, reward=reward, callbacks=callbacks, parts=True, **overrides)
 
 
 def _params(trainer):
@@ -398,32 +400,37 @@ def test_up_settings_fail_at_config_time(tmp_path, overrides, match):
 
 
 @pytest.mark.parametrize(
-    "overrides, prompts, match",
+    "overrides, prompts",
     [
-        pytest.param(dict(num_iterations=0), 16, "num_iterations=0 must be at least 1", id="num_iterations_0"),
-        pytest.param(
-            dict(steps_per_generation=0), 16, "steps_per_generation=0 must be at least 1", id="steps_per_generation_0"
-        ),
-        pytest.param(
-            {}, 1, r"train_dataset has 1 prompt\(s\), but one generation batch takes 2", id="dataset_too_small"
-        ),
-        pytest.param(
-            dict(per_device_train_batch_size=16, steps_per_generation=2),
-            7,
-            r"has 7 prompt\(s\), but one generation batch takes 8 .*lower per_device_train_batch_size",
-            id="dataset_smaller_than_generation_batch",
-        ),
-        pytest.param(
-            dict(max_completion_length=0), 16, "`max_new_tokens` must be greater than 0", id="max_completion_length_0"
-        ),
+        pytest.param(dict(num_iterations=0), 16, id="num_iterations_0"),
+        pytest.param(dict(steps_per_generation=0), 16, id="steps_per_generation_0"),
+        pytest.param({}, 1, id="dataset_too_small"),
+        pytest.param(dict(per_device_train_batch_size=16, steps_per_generation=2), 7, id="dataset_below_a_batch"),
+        pytest.param(dict(max_completion_length=0), 16, id="max_completion_length_0"),
     ],
 )
-def test_zero_step_setups_fail_when_the_trainer_is_built(tmp_path, tiny, overrides, prompts, match):
+def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompts):
+    """A drop-in refuses nothing its parent accepts: each setup builds, or fails with the same error, as in
+    GRPOTrainer. `up-trl train` refuses them before any model loads (`tests/test_cli_checks.py`)."""
+    import copy
+
     from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
 
     dataset = Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(prompts)]})
-    with pytest.raises(ValueError, match=match):
-        _trainer(tmp_path, tiny, dataset, **overrides)
+    outcomes = []
+    for trainer_class, config_class in ((GRPOTrainer, GRPOConfig), (UPGRPOTrainer, UPGRPOConfig)):
+        model, tokenizer = copy.deepcopy(tiny)
+        try:
+            args = cpu_args(tmp_path / trainer_class.__name__, config_class=config_class, **overrides)
+            trainer_class(model=model, reward_funcs=index_reward, args=args, train_dataset=dataset,
+                          processing_class=tokenizer).train()  # fmt: skip
+            outcomes.append("trained")
+        except Exception as error:  # noqa: BLE001 (whatever the parent raises, UP raises it)
+            outcomes.append(f"{type(error).__name__}: {error}")
+    assert outcomes[1] == outcomes[0]
 
 
 # --- The main job ---------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Non-finite guard, graceful stop on SIGTERM, resume on the same trajectory, determinism."""
+"""Non-finite guard, graceful stop on SIGTERM, resume on the same trajectory, determinism: the opt-in parts
+(`up_trl.run.parts`) attached as a notebook would, one line each, or all of them as `up-trl train` does."""
 
 import os
 import signal
@@ -8,8 +9,12 @@ from conftest import make_trainer, param_snapshots
 from transformers import TrainerCallback
 
 from up_trl.run.callbacks import GracefulStopCallback
+from up_trl.run.parts import nonfinite_guard
 
-_trainer = make_trainer
+
+def _trainer(tmp_path, tiny, dataset, **kwargs):
+    """A UP trainer with every opt-in part, as `up-trl train` builds it."""
+    return make_trainer(tmp_path, tiny, dataset, parts=True, **kwargs)
 
 
 def _poison_loss_at(trainer, steps):
@@ -25,7 +30,8 @@ def _poison_loss_at(trainer, steps):
 
 def test_nonfinite_step_is_skipped_counted_and_training_goes_on(tmp_path, tiny, prompts_dataset):
     snaps = param_snapshots()
-    trainer = _trainer(tmp_path, tiny, prompts_dataset, callbacks=[snaps], max_steps=4, num_iterations=2)
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, callbacks=[snaps], max_steps=4, num_iterations=2)
+    trainer.add_callback(nonfinite_guard(trainer))  # the part, in one line
     _poison_loss_at(trainer, {2})
     trainer.train()
     assert all(torch.equal(a, b) for a, b in zip(snaps.params[1], snaps.params[2]))  # step 2: untouched
@@ -37,7 +43,8 @@ def test_nonfinite_step_is_skipped_counted_and_training_goes_on(tmp_path, tiny, 
 
 
 def test_too_many_nonfinite_steps_save_a_checkpoint_and_stop(tmp_path, tiny, prompts_dataset):
-    trainer = _trainer(tmp_path, tiny, prompts_dataset, max_steps=6, max_consecutive_nonfinite_steps=2)
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=6)
+    trainer.add_callback(nonfinite_guard(trainer, max_consecutive=2))
     before = [p.detach().clone() for p in trainer.model.parameters()]
     _poison_loss_at(trainer, {1, 2, 3, 4, 5, 6})
     trainer.train()

@@ -1,5 +1,6 @@
 """A run interrupted at any step and resumed from its checkpoint ends with the uninterrupted run's weights, bit for
-bit: the checkpoint carries the buffered rollout batch (`up_trl.run.rollout_checkpoint`), which TRL's does not."""
+bit: the checkpoint carries the buffered rollout batch (`up_trl.run.rollout_checkpoint`), which TRL's does not. The
+trainers here carry every opt-in part, as `up-trl train` builds them (`conftest.build`): the parts are under test."""
 
 import os
 
@@ -35,7 +36,7 @@ class StopAt(TrainerCallback):
 def train(kind, folder, callbacks=(), resume=None, prompts=16, **settings):
     settings = {"max_steps": 6, **settings}
     trainer = MAKERS[kind](
-        folder, tiny_model_and_tokenizer(seed=0), dataset(prompts), callbacks=list(callbacks), **settings
+        folder, tiny_model_and_tokenizer(seed=0), dataset(prompts), callbacks=list(callbacks), parts=True, **settings
     )
     trainer.train(resume_from_checkpoint=resume)
     return trainer
@@ -102,6 +103,7 @@ def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start
         tmp_path,
         tiny_model_and_tokenizer(seed=0),
         dataset(),
+        parts=True,
         gradient_accumulation_steps=2,
         steps_per_generation=4,
         max_steps=1,

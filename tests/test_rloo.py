@@ -10,6 +10,7 @@ import torch
 import yaml
 from conftest import (
     assert_loss_leaves_batch_unchanged,
+    build,
     cpu_args,
     length_reward,
     param_snapshots,
@@ -30,13 +31,17 @@ def rloo_args(tmp_path, **overrides):
     return cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides})
 
 
-def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, **overrides):
+def make_rloo_trainer(
+    tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
+):
     """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    `SharedPromptUPRLOOTrainer`)."""
+    `SharedPromptUPRLOOTrainer`; `parts`: every opt-in part, `conftest.build`)."""
     from up_trl.speedups.trainers import SharedPromptUPRLOOTrainer
 
     model, tokenizer = tiny
-    return (SharedPromptUPRLOOTrainer if shared_prompt else UPRLOOTrainer)(
+    return build(
+        SharedPromptUPRLOOTrainer if shared_prompt else UPRLOOTrainer,
+        parts,
         model=model,
         reward_funcs=reward,
         args=rloo_args(tmp_path, **overrides),
@@ -237,12 +242,6 @@ def test_config_refusals(tmp_path):
     assert UPRLOOConfig(output_dir=str(tmp_path), up_mode=False, use_cpu=True).up_mode == "off"  # YAML `off`
 
 
-def test_zero_step_setup_is_refused(tmp_path, tiny):
-    few = Dataset.from_dict({"prompt": ["1 + 1 = "]})  # one generation batch takes 8 / 4 = 2 prompts
-    with pytest.raises(ValueError, match="zero steps"):
-        make_rloo_trainer(tmp_path, tiny, few)
-
-
 @pytest.mark.parametrize(
     "overrides, warns, off_policy",
     [
@@ -264,7 +263,8 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off"."""
+    """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off", with
+    every opt-in part, as `up-trl train` builds it (the card and the skipped-step count are parts)."""
     from up_trl.data.models import tiny_model_and_tokenizer
 
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
@@ -276,6 +276,7 @@ def two_runs(tmp_path_factory):
             tiny_model_and_tokenizer(seed=0),
             prompts,
             callbacks=[snapshots],
+            parts=True,
             up_mode=up_mode,
             num_iterations=2,
             optim="sgd",

@@ -362,44 +362,6 @@ def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name)
     assert old.activation_checkpointing is False and old.gradient_checkpointing is False
 
 
-def test_a_trainer_from_python_hides_trls_deprecated_calls(tmp_path, tiny, prompts_dataset):
-    """TRL's own calls of `gradient_checkpointing_enable` & co. (at every generation) warn in transformers 5; the UP
-    trainers hide those three messages (`up_trl.quiet`), as `up-trl train` does, and no other warning."""
-    import re
-    import warnings
-
-    from up_trl.quiet import TRL_DEPRECATED_CALLS
-
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        make_trainer(tmp_path, tiny, prompts_dataset, max_steps=1).train()
-        warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
-    future = [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
-    assert not [m for m in future if re.search(TRL_DEPRECATED_CALLS, m)], future
-    assert "something else is deprecated" in future
-
-
-@pytest.mark.parametrize("maker", ["grpo", "rloo"])
-def test_a_model_object_with_a_kl_trains_against_itself(tmp_path, prompts_dataset, maker):
-    """beta > 0 with a model built in code: TRL reloads its reference from `config._name_or_path`, empty here (it
-    ended in "Repo id must use alphanumeric chars"). The reference is now built from the object as passed."""
-    from test_rloo import make_rloo_trainer
-
-    from up_trl.data.models import tiny_model_and_tokenizer
-
-    model, tokenizer = tiny_model_and_tokenizer(seed=0)
-    assert model.config._name_or_path == ""
-    initial = {n: p.detach().clone() for n, p in model.named_parameters()}
-    make = make_trainer if maker == "grpo" else make_rloo_trainer
-    trainer = make(tmp_path, (model, tokenizer), prompts_dataset, beta=0.05, num_iterations=2)
-    assert model.config._name_or_path == ""  # the object's config is left as it was
-    reference = dict(trainer.ref_model.named_parameters())
-    assert all(torch.equal(reference[n], p) for n, p in initial.items())  # the policy as passed, not a checkpoint
-    trainer.train()
-    assert _logged(trainer, "kl") and _changed(trainer.model, initial) > 0
-    assert all(torch.equal(reference[n], p) for n, p in initial.items())  # the reference does not train
-
-
 @pytest.mark.parametrize(
     "overrides, off_policy",
     [
@@ -427,11 +389,13 @@ def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(tmp_path, tiny,
     """UP appends its rates to `_metrics` (NaN: nothing to count) and leaves the reduction to the parent's `log`."""
     from test_rloo import make_rloo_trainer
 
+    from up_trl.run.parts import nonfinite_guard
+
     trainer = (make_trainer if trainer_name == "grpo" else make_rloo_trainer)(tmp_path, tiny, prompts_dataset)
     trainer._metrics["train"].clear()
     trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
     trainer._metrics["train"]["up/would_clip_frac"] += [float("nan")]
-    trainer._record_nonfinite_steps(3)
+    nonfinite_guard(trainer).record(3)  # the part's count, through the same `_metrics`
     trainer.log({})
     logged = trainer.state.log_history[-1]
     assert logged["up/capacity_up_mean"] == pytest.approx(0.5) and logged["up/nonfinite_skipped_steps"] == 3

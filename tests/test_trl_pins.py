@@ -142,6 +142,7 @@ FEATURE_HOMES = {
     "rollout checkpoint": ["up_trl.run.rollout_checkpoint", "up_trl.run.resume_settings"],
     "off-policy notice": ["up_trl.trainers.shared"],
     "logs and card": ["up_trl.trainers.shared"],
+    "run card": ["up_trl.run.parts"],
 }
 
 

@@ -1,4 +1,4 @@
-"""`up/unscorable_frac` from the reward functions themselves (`up_trl.trainers.unscorable`).
+"""`up/unscorable_frac` from the reward functions themselves (`up_trl.run.unscorable`).
 
 A completion is unscorable when no reward function gave it a finite value (None, NaN, +-inf are not; values are read
 as TRL reads them, float32); a model reward scores every completion. The wrapper changes nothing TRL sees: the same
@@ -18,7 +18,7 @@ import torch
 from conftest import cpu_args
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from up_trl.trainers.unscorable import METRIC, ScorableRecorder, record_scorable
+from up_trl.run.unscorable import METRIC, ScorableRecorder, record_scorable
 
 NAN, INF = float("nan"), float("inf")
 
@@ -174,7 +174,11 @@ async def some_none_async(completions, **kwargs):
     [pytest.param(_rloo, some_none, id="rloo"), pytest.param(_grpo, some_none_async, id="grpo_async_reward")],
 )
 def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, build, reward):
+    from up_trl.run.parts import record_unscorable
+
     trainer = build(tmp_path, tiny, prompts_dataset, reward)
+    assert trainer.reward_funcs == [reward]  # the UP trainer alone passes the reward through as given
+    record_unscorable(trainer)  # the part, in one line
     trainer.train()
     history = trainer.state.log_history
     assert [h[METRIC] for h in history if METRIC in h] == [0.25]  # one generation batch (2 steps reuse it)

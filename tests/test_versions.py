@@ -108,6 +108,10 @@ def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, cap
     assert caplog.records == []
 
 
-def test_every_up_trainer_checks_at_start():
-    """The UP trainers' shared init (`UPTrainerMixin._finish_up_init`, called by GRPO, RLOO and async GRPO) runs it."""
-    assert "warn_if_untested_versions(" in inspect.getsource(UPTrainerMixin._finish_up_init)
+def test_up_trl_train_checks_at_start_and_the_trainers_do_not():
+    """`up-trl train` runs the check before it builds a trainer; the UP trainers, drop-ins, log only what concerns
+    UP (their parent checks no versions)."""
+    import up_trl.cli
+
+    assert "warn_if_untested_versions(" in inspect.getsource(up_trl.cli.train)
+    assert "versions" not in inspect.getsource(UPTrainerMixin)

@@ -1,8 +1,9 @@
 """Warnings a user cannot act on, filtered by their exact text (imports nothing heavy): transformers 5's
 FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself calls in `trl/models/utils.py`
-(`unwrap_model_for_generation`), printed at the first generation of every run. `up-trl train`, `up-trl eval` and
-every UP trainer's constructor (`UPTrainerMixin`) install the filter; any other warning is left as it is. The filter
-matches the text, so the same warning from a user's own call of those names in that process is hidden too."""
+(`unwrap_model_for_generation`), printed at the first generation of every run. `up-trl train` and `up-trl eval`
+install the filter (the UP trainers do not: a library leaves a user's warnings as they are); any other warning is
+left as it is. The filter matches the text, so the same warning from a user's own call of those names in that
+process is hidden too."""
 
 from __future__ import annotations
 

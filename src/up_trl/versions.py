@@ -99,7 +99,8 @@ def untested_versions_message(installed: Mapping[str, str] | None = None) -> str
 
 
 def warn_if_untested_versions(main_process: bool = True) -> str | None:
-    """At trainer start: log the warning once (on the main process only), and return it (None when all tested)."""
+    """At `up-trl train`'s start (or a script's): log the warning once (on the main process only), and return it
+    (None when all tested)."""
     message = untested_versions_message()
     if message is not None and main_process:
         logger.warning_once(message)

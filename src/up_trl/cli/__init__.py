@@ -75,7 +75,7 @@ def silence_unactionable_warnings(deepspeed: bool) -> None:
       engine class (`accelerate.utils.other.extract_model_from_parallel`); kept when DeepSpeed was asked for;
     - transformers' FutureWarnings for the `gradient_checkpointing` names that TRL 1.16 itself reads in
       `trl/models/utils.py` (`unwrap_model_for_generation`), printed into the progress bar at every generation
-      (`up_trl.quiet`, which the UP trainers install too).
+      (`up_trl.quiet`; the UP trainers themselves filter nothing).
     """
     import logging
 
@@ -129,6 +129,7 @@ def train(argv: list[str] | None = None):
         resume_command,
         write_run_record,
     )
+    from ..run.parts import attach_parts, with_parts
     from ..run.plots import plot_metrics
     from .checks import check_dataset_size, check_inputs
 
@@ -144,6 +145,9 @@ def train(argv: list[str] | None = None):
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
     checked = check_inputs(script_args, training_args, model_args, recipe=recipe_file)
+    from ..versions import warn_if_untested_versions
+
+    warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED"))
     try:  # the output folder is this run's until it ends (`run_lock`)
@@ -222,7 +226,7 @@ def train(argv: list[str] | None = None):
             from ..speedups.trainers import SHARED_PROMPT_TRAINERS
 
             build = SHARED_PROMPT_TRAINERS[trainer_cls]
-        trainer = build(
+        trainer = with_parts(build)(  # every opt-in part (`run.parts`): the run's card, the rollout batch, resume
             model=model,
             reward_funcs=reward_funcs,
             args=training_args,
@@ -230,6 +234,7 @@ def train(argv: list[str] | None = None):
             peft_config=get_peft_config(model_args),
             callbacks=callbacks,
         )
+        attach_parts(trainer, script_args.skip_nonfinite_steps, script_args.max_consecutive_nonfinite_steps)
         if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
             trainer.add_callback(SteadyEtaProgressCallback())
         trainer.up_recipe, trainer.up_dataset_name = recipe, script_args.dataset_name  # both named in the model card

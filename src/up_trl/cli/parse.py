@@ -92,6 +92,18 @@ class TrainScriptArguments:
         },
     )
     plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
+    skip_nonfinite_steps: bool = field(
+        default=True,
+        metadata={
+            "help": "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
+            "inf, instead of writing NaN into the weights (up_trl.run.parts.nonfinite_guard). Not active under "
+            "DeepSpeed, whose engine owns the step."
+        },
+    )
+    max_consecutive_nonfinite_steps: int = field(
+        default=10,
+        metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
+    )
     overwrite_output_dir: bool = field(
         default=False,
         metadata={

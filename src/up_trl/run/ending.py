@@ -194,7 +194,10 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     line += f": {first[:200]}); {what}"
     if (Path(out) / "metrics.jsonl").exists():
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
-    guard = getattr(trainer, "_nonfinite_guard", None)
+    from .callbacks import NonFiniteGuardCallback
+
+    guards = [c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)]
+    guard = guards[0] if guards else None  # the part `run.parts.nonfinite_guard`, where attached
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
     if path is not None or checkpoints_in(out):

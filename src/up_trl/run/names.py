@@ -1,7 +1,23 @@
 """The objectives' names as the papers write them: UP-DAPO, UP-GSPO, UP-RLOO, ..., or the parent alone when
-`up_mode="off"`. Used by the model card and `up-trl recipes` (no torch, no TRL import)."""
+`up_mode="off"`, and UP's paper. Used by the model cards and `up-trl recipes` (no torch, no TRL import)."""
 
 from __future__ import annotations
+
+import textwrap
+
+UP_PAPER = {
+    "title": "UP: Unbounded Positive Asymmetric Optimization",
+    "id": "2607.06987",
+    # docstyle-ignore
+    "citation": textwrap.dedent("""\
+        @article{up2026,
+            title        = {{UP: Unbounded Positive Asymmetric Optimization}},
+            author       = {Fan, Chongyu and Liu, Pengfei and Huang, Jingjia and Liu, Sijia and Lin, Yi},
+            year         = 2026,
+            eprint       = {arXiv:2607.06987},
+        }"""),
+}
+
 
 PARENT_NAMES: dict[str, str] = {
     "grpo": "GRPO",

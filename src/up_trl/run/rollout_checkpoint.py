@@ -116,13 +116,20 @@ class RolloutCheckpointCallback(TrainerCallback):
 
 
 class RolloutCheckpointMixin:
-    """For `class X(RolloutCheckpointMixin, GRPOTrainer)` (or RLOOTrainer): `_buffered_inputs` and `_step` go into
-    every checkpoint (`RolloutCheckpointCallback`, added by `add_rollout_checkpoint` after the parent's constructor)
-    and come back on resume. Changes nothing else the parent computes."""
+    """For `class X(RolloutCheckpointMixin, GRPOTrainer): pass` (or RLOOTrainer, or a UP trainer): `_buffered_inputs`
+    and `_step` go into every checkpoint (`RolloutCheckpointCallback`, put first among the callbacks after the
+    parent's constructor) and come back on resume. An opt-in part (`run.parts`): changes nothing else the parent
+    computes."""
 
-    # Keys the parent's loss reads from a buffered batch when beta > 0 (GRPO: the reference log-probs, computed when
-    # the batch was generated); a batch saved by a run with beta = 0 lacks them.
-    rollout_keys_for_beta: tuple[str, ...] = ()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_rollout_checkpoint()
+
+    @property
+    def rollout_keys_for_beta(self) -> tuple[str, ...]:
+        """Keys the parent's loss reads from a buffered batch when beta > 0 (GRPO: the reference log-probs, computed
+        when the batch was generated; RLOO folds the KL into the rewards); a batch saved with beta = 0 lacks them."""
+        return ("ref_per_token_logps",) if any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__) else ()
 
     def add_rollout_checkpoint(self) -> None:
         """Put the rollout batch's callback first, before any callback that marks or uploads the checkpoint."""

@@ -40,8 +40,7 @@ def check_up_compatible(up_mode: str, loss_type: str, delta: float | None = None
 @dataclass
 class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     r"""GRPOConfig for `UPGRPOTrainer`. Every GRPOConfig argument keeps its meaning and its default; the UP fields
-    (`up_mode`, `up_positive_min_prob`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, the collapse
-    warning's two) are `shared.UPConfigMixin`'s.
+    (`up_mode`, `up_positive_min_prob`, the collapse warning's two) are `shared.UPConfigMixin`'s.
 
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,

@@ -22,8 +22,7 @@ from trl import GRPOTrainer
 from ..objective.guards import rare_mask
 from ..objective.losses import anchored_old_logps, log_importance_weights, up_routes
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir, reference_from_object
-from .unscorable import record_scorable
+from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir
 
 __all__ = ["UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS re-exported from `shared`
 
@@ -32,7 +31,11 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a `UPGRPOConfig` (for `up_mode`) or a plain
-    `GRPOConfig` (then `up_mode="asymmetric"`).
+    `GRPOConfig` (then `up_mode="asymmetric"`). What changes from the parent: the objective (`_compute_loss`), UP's
+    `up/*` metrics, a notice when the configuration is on-policy (then UP equals its parent), UP's collapse warning
+    (a callback that only logs one line, `up_collapse_warning`; it stops only with `up_stop_on_collapse=True`) and
+    the model card's name and paper (TRL's card). Callbacks, checkpoints, resume, reward functions and warnings are
+    the parent's; `up_trl.run.parts` has the opt-in extras `up-trl train` uses.
 
     Example:
     ```python
@@ -43,20 +46,11 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     ```
     """
 
-    _tag_names = ["trl", "grpo", "up"]
-    _name = "UP-GRPO"
-    rollout_keys_for_beta = ("ref_per_token_logps",)  # read by GRPO's loss when beta > 0 (`run.rollout_checkpoint`)
-
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
         self._read_up_args(args)
         check_up_compatible(self.up_mode, args.loss_type, args.delta)
-        with reference_from_object(model, args.beta, kwargs.get("peft_config")):  # beta > 0 with a model object
-            super().__init__(model, reward_funcs, args, *pargs, **kwargs)
-        # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
-        # reward added), each plain callable wrapped; the rewards are unchanged
-        self.reward_funcs, _ = record_scorable(self.reward_funcs)
-        self._refuse_zero_step_setups()
+        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         a = self.args
         self._finish_up_init(
             f"gradient_accumulation_steps={a.gradient_accumulation_steps} is a multiple of steps_per_generation"

@@ -22,15 +22,15 @@ from trl import RLOOTrainer
 from ..objective.guards import is_rare
 from ..objective.losses import anchored_old_logps, up_routes
 from .rloo_config import UPRLOOConfig
-from .shared import UPSyncTrainerMixin, default_output_dir, reference_from_object
-from .unscorable import record_scorable
+from .shared import UPSyncTrainerMixin, default_output_dir
 
 
 class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly RLOOTrainer's arguments; `args` may be a `UPRLOOConfig` (for `up_mode`) or a plain
-    `RLOOConfig` (then `up_mode="asymmetric"`).
+    `RLOOConfig` (then `up_mode="asymmetric"`). It changes what `UPGRPOTrainer` changes, nothing else: the objective,
+    the `up/*` metrics, the on-policy notice, the collapse warning (only logs) and the card's name and paper.
 
     Example:
     ```python
@@ -41,20 +41,13 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     ```
     """
 
-    _tag_names = ["trl", "rloo", "up"]
-    _name = "UP-RLOO"
     up_parent_objective = "RLOO"
     up_ratio_per_sequence = True
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
         args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
         self._read_up_args(args)
-        with reference_from_object(model, args.beta, kwargs.get("peft_config")):  # beta > 0 with a model object
-            super().__init__(model, reward_funcs, args, *pargs, **kwargs)
-        # up/unscorable_frac (`unscorable`): the reward functions as TRL holds them (models loaded, an environment's
-        # reward added), each plain callable wrapped; the rewards are unchanged
-        self.reward_funcs, _ = record_scorable(self.reward_funcs)
-        self._refuse_zero_step_setups()
+        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
         self._finish_up_init(
             "RLOO computes old_logps with the policy being trained just before it is updated, so the ratio is "
             "exactly 1.",

@@ -1,37 +1,32 @@
-"""What the three UP trainers (`UPGRPOTrainer`, `UPRLOOTrainer`, `UPAsyncGRPOTrainer`) share, written once.
+"""What the three UP trainers (`UPGRPOTrainer`, `UPRLOOTrainer`, `UPAsyncGRPOTrainer`) share, written once: UP's
+config fields and what a UP trainer adds to its parent by default, which only concerns UP.
 
-Each glue class keeps only its loss override (`_compute_loss` / `compute_loss`), its staleness rule
-(`up_is_off_policy`) and the advice its on-policy notice gives. Everything else lives here:
+- `UPConfigMixin`: the config fields `up_mode`, the rare clip's (`guards.GuardConfigMixin`, off by default) and the
+  collapse warning's, checked before the parent's own post-init (YAML `off` read as "off");
+- `UPTrainerMixin`: reading those fields, UP's `up/*` metrics (`losses.up_positive_token_sums`, `indicators`), the
+  notice that UP equals its parent in an on-policy configuration, the collapse warning (a callback that only logs,
+  `collapse_warning.CollapseWarningCallback`, unless `up_stop_on_collapse=True`), and the objective's name and paper
+  for TRL's own model card (`_name`, `_paper`, `_tag_names`);
+- `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness rule
+  and the hook that hands the parent's pi_theta to UP's anchor (only during UP's own loss call).
 
-- `UPConfigMixin`: the config fields `up_mode`, `skip_nonfinite_steps`, `max_consecutive_nonfinite_steps`, with
-  the rare clip's (`guards.GuardConfigMixin`, off by default) and the collapse warning's, checked before the parent's
-  own post-init (YAML `off` read as "off");
-- `UPTrainerMixin`: reading those fields, the non-finite step guard and its `up/nonfinite_skipped_steps` count,
-  the collapse warning (`collapse_warning.CollapseWarningCallback`, only logs unless told to stop),
-  the on-policy notice, logging the `up/*` metrics (`losses.up_positive_token_sums`, `indicators`), the citation and
-  the model card (`card.write_model_card`);
-- `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness
-  rule, the zero-step refusal, the hook that hands the parent's pi_theta to UP's anchor (only during UP's own loss
-  call), and the rollout batch saved with every checkpoint (`rollout_checkpoint`).
-
-(`up/unscorable_frac` is not here: `unscorable` counts it from the reward functions each glue class passes on.)
+Nothing else: the parent's callbacks, checkpoints, resume, optimizer loading, reward functions and warnings are
+left as they are. What up-trl offers beyond UP (the rollout batch in checkpoints, a resume that applies this run's
+optimizer settings, the non-finite step guard, file modes, the unscorable count, the run's card) is opt-in, in
+`up_trl.run.parts`; `up-trl train` attaches all of it.
 
 A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
 RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
 parent computes when `up_mode="off"`: the hook only records, and the extra metrics are computed without gradient.
-
-Nothing here overrides `log` or `save_model`: the `up/*` rates and `up/nonfinite_skipped_steps` (through the guard's
-callback) go into the parent's `_metrics`, which its own `log` reduces, held by behavioural tests in
-`tests/trl_pins.json` ('logs and card' behaviours); `create_model_card`, a public method replaced whole, is checked
-there by its signature (our override takes the parameters TRL's callers pass). The on-policy notice mirrors when
-TRL's generation computes pi_old, held by a test that runs a job and reads it ('off-policy notice' behaviours).
+Nothing here overrides `log`, `save_model` or `create_model_card`: the `up/*` rates go into the parent's `_metrics`,
+which its own `log` reduces, and TRL's card reads `_name`, `_paper` and `_tag_names`, held by behavioural tests in
+`tests/trl_pins.json` ('logs and card' behaviours). The on-policy notice mirrors when TRL's generation computes
+pi_old, held by a test that runs a job and reads it ('off-policy notice' behaviours).
 """
 
 from __future__ import annotations
 
 import contextlib
-import tempfile
-import textwrap
 from dataclasses import dataclass, field
 
 import torch
@@ -41,12 +36,7 @@ from transformers import TrainingArguments
 from ..objective.guards import GuardConfigMixin
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, up_positive_token_sums
-from ..quiet import ignore_trl_deprecated_calls
-from ..run.callbacks import NonFiniteGuardCallback, UsualFileModesCallback
-from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback, CollapseWarningConfigMixin
-from ..run.resume_settings import ResumeSettingsMixin
-from ..run.rollout_checkpoint import RolloutCheckpointMixin
-from ..versions import warn_if_untested_versions
+from ..run.names import UP_PAPER, objective_name, with_up
 
 logger = get_logger(__name__)
 
@@ -60,18 +50,6 @@ UP_METRICS = (
     "up/would_clip_frac",
     "up/positive_abs_log_ratio_mean",
 )
-UP_PAPER = {
-    "title": "UP: Unbounded Positive Asymmetric Optimization",
-    "id": "2607.06987",
-    # docstyle-ignore
-    "citation": textwrap.dedent("""\
-        @article{up2026,
-            title        = {{UP: Unbounded Positive Asymmetric Optimization}},
-            author       = {Fan, Chongyu and Liu, Pengfei and Huang, Jingjia and Liu, Sijia and Lin, Yi},
-            year         = 2026,
-            eprint       = {arXiv:2607.06987},
-        }"""),
-}
 
 
 def check_up_mode(up_mode: str) -> None:
@@ -90,25 +68,21 @@ def default_output_dir(model, suffix: str) -> str:
     return f"{str(name).rstrip('/').split('/')[-1]}{suffix}"
 
 
-@contextlib.contextmanager
-def reference_from_object(model, beta: float, peft_config=None):
-    """Around the parent's constructor: with `beta > 0` and a model *object* built in code, TRL builds its reference
-    model from `model.config._name_or_path`, which is empty there (it ended in an unclear OSError). The object is
-    saved to a temporary folder first (before any ZeRO-3 sharding) and the reference loaded from it: the reference
-    is the policy as passed. Nothing happens for a path, for beta 0, with PEFT (TRL disables the adapters instead),
-    or for an object that names where it was loaded from (TRL reads that name for the processor and vLLM too)."""
-    peft = peft_config is not None or getattr(model, "peft_config", None) is not None
-    if isinstance(model, str) or not beta or peft or model.config._name_or_path:
-        yield
-        return
-    original = model.config._name_or_path
-    with tempfile.TemporaryDirectory(prefix="up-trl-reference-") as folder:
-        model.save_pretrained(folder)
-        model.config._name_or_path = folder
-        try:
-            yield
-        finally:
-            model.config._name_or_path = original
+@dataclass
+class CollapseWarningConfigMixin:
+    """The collapse warning's config fields (`run.collapse_warning`), in every UP config through `UPConfigMixin`."""
+
+    up_collapse_warning: bool = field(
+        default=True,
+        metadata={
+            "help": "Watch the logged entropy and reward for an entropy runaway or a collapse and log one warning "
+            "line that says what to try (`collapse_warning.CollapseWarningCallback`; only logs)."
+        },
+    )
+    up_stop_on_collapse: bool = field(
+        default=False,
+        metadata={"help": "When the collapse warning fires, save a checkpoint and stop training."},
+    )
 
 
 @dataclass
@@ -126,12 +100,8 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             sampled keep pi_old, so the parent's clip. `None` keeps the paper's objective; docs/collapse.md measures
             it.
         up_collapse_warning (`bool`, *optional*, defaults to `True`):
-            The early warning (`collapse_warning.CollapseWarningConfigMixin`); `up_stop_on_collapse` (default
-            `False`) makes it save a checkpoint and stop.
-        skip_nonfinite_steps (`bool`, *optional*, defaults to `True`):
-            Skip and count optimizer steps with NaN/inf gradients (see `callbacks.NonFiniteGuardCallback`).
-        max_consecutive_nonfinite_steps (`int`, *optional*, defaults to `10`):
-            Consecutive skipped steps after which a checkpoint is saved and training stops.
+            The early warning (`CollapseWarningConfigMixin`): it only logs one line; with
+            `up_stop_on_collapse` (default `False`) it also saves a checkpoint and stops.
     """
 
     up_mode: str = field(
@@ -142,17 +112,6 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             "GRPO/DAPO/GSPO or RLOO).",
             "choices": list(UP_MODES),
         },
-    )
-    skip_nonfinite_steps: bool = field(
-        default=True,
-        metadata={
-            "help": "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
-            "inf, instead of writing NaN into the weights. Not active under DeepSpeed, whose engine owns the step."
-        },
-    )
-    max_consecutive_nonfinite_steps: int = field(
-        default=10,
-        metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
     )
     # TRL defaults `gradient_checkpointing=True`, a name transformers 5.23 deprecates in favour of
     # `activation_checkpointing`, so every TRL config warns once there, whatever the user set. Unset here;
@@ -188,22 +147,18 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         check_up_mode(self.up_mode)
 
 
-class UPTrainerMixin(ResumeSettingsMixin):
-    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override. A
-    resumed run trains with its own optimizer settings, not the checkpoint's (`run.resume_settings`).
+class UPTrainerMixin:
+    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
 
     In `__init__`: `self._read_up_args(args)` before the parent's constructor, `self._finish_up_init(why, advice)`
-    after it. In the loss: `self._log_up_metrics(...)`.
+    after it. In the loss: `self._log_up_metrics(...)`. TRL's own `create_model_card` writes the card, with UP's
+    name, paper and tag (`_name`, `_paper`, `_tag_names`), or the parent's under `up_mode="off"`.
     """
 
-    _paper = UP_PAPER
     up_parent_objective: str | None = None  # the parent's name in the card ("RLOO"); None: from GRPO's loss_type
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
     up_mode: str = "asymmetric"
     up_positive_min_prob: float | None = None
-    up_recipe: str | None = None  # set by `up-trl train`: named in the model card
-    up_dataset_name: str | None = None  # set by `up-trl train`: the card's data when push_to_hub does not pass it
-    _nonfinite_guard: NonFiniteGuardCallback | None = None
 
     up_is_off_policy: bool  # each glue class's staleness rule (a property)
 
@@ -219,16 +174,11 @@ class UPTrainerMixin(ResumeSettingsMixin):
             )
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
-        """After the parent's constructor: the non-finite step guard, the collapse warning (only logs unless
-        `up_stop_on_collapse`), then the on-policy notice."""
-        warn_if_untested_versions(main_process=self.is_world_process_zero())  # trl/transformers outside the pins
-        ignore_trl_deprecated_calls()  # TRL's own calls of names transformers 5 deprecates (`up_trl.quiet`)
-        if getattr(self.args, "skip_nonfinite_steps", True) and not self.is_deepspeed_enabled:
-            most = getattr(self.args, "max_consecutive_nonfinite_steps", 10)
-            self._nonfinite_guard = NonFiniteGuardCallback(most, record=self._record_nonfinite_steps)
-            self.add_callback(self._nonfinite_guard)
-        self.add_callback(UsualFileModesCallback())  # each checkpoint's weights readable as the files beside them
+        """After the parent's constructor: the collapse warning (only logs unless `up_stop_on_collapse`), then the
+        on-policy notice."""
         if getattr(self.args, "up_collapse_warning", True):
+            from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback
+
             stop = getattr(self.args, "up_stop_on_collapse", False)
             # the rare-token option only where it is not on already (the up_dapo / up_grpo recipes set it)
             to_try = UP_ADVICE if self.up_mode != "off" and self.up_positive_min_prob is None else ADVICE
@@ -258,29 +208,47 @@ class UPTrainerMixin(ResumeSettingsMixin):
         for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
 
-    def _record_nonfinite_steps(self, count: int) -> None:
-        """`up/nonfinite_skipped_steps` into the log the parent writes next: through `_metrics`, which it reduces
-        (one value a logging window: the count so far)."""
-        self._metrics["train"]["up/nonfinite_skipped_steps"].append(self._up_rate(count, 1))
-
     @staticmethod
     def _up_rate(num: float, den: float):
         """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN)."""
         return num / den if den > 0 else float("nan")
 
-    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        """Write the model card (`up_trl.run.card`): base model, data, objective, settings, final metrics and
-        citations."""
-        if self.is_world_process_zero():
-            from ..run.card import write_model_card
+    # TRL's `create_model_card` (and `push_to_hub`) read these three: under UP the card names the objective with its
+    # `up_*` settings and cites the UP paper; under `up_mode="off"` it is the parent's card.
+    @property
+    def _name(self) -> str:
+        parent = _parents_attribute(self, "_name")
+        if self.up_mode == "off":
+            return parent
+        if self.up_parent_objective is None:  # GRPO: the loss type names it (DAPO, GSPO at sequence level, ...)
+            name = objective_name(self.args.loss_type, self.args.importance_sampling_level, self.up_mode)
+        else:
+            name = with_up(self.up_parent_objective, self.up_mode)
+        settings = f"up_mode={self.up_mode}, up_positive_min_prob={self.up_positive_min_prob}"
+        return f"{name} ({settings})"
 
-            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+    @property
+    def _paper(self) -> dict:
+        return _parents_attribute(self, "_paper") if self.up_mode == "off" else UP_PAPER
+
+    @property
+    def _tag_names(self) -> list[str]:
+        tags = list(_parents_attribute(self, "_tag_names"))
+        return tags if getattr(self, "up_mode", "asymmetric") == "off" else [*tags, "up"]
 
 
-class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
+def _parents_attribute(trainer, name: str):
+    """The TRL parent's class attribute `name` (the first plain value in the MRO: the mixins define properties)."""
+    for cls in type(trainer).__mro__:
+        value = vars(cls).get(name)
+        if value is not None and not isinstance(value, property):
+            return value
+    raise AttributeError(name)
+
+
+class UPSyncTrainerMixin(UPTrainerMixin):
     """`UPTrainerMixin` plus what TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) share: one rollout batch is
-    generated, then trained on for steps_per_generation * num_iterations micro-steps (and saved with every
-    checkpoint, `rollout_checkpoint.RolloutCheckpointMixin`, so that a resumed run continues the same cycle)."""
+    generated, then trained on for steps_per_generation * num_iterations micro-steps."""
 
     @property
     def up_is_off_policy(self) -> bool:
@@ -294,25 +262,9 @@ class UPSyncTrainerMixin(RolloutCheckpointMixin, UPTrainerMixin):
         and the parent's alike.
         """
         generate_every = self.args.steps_per_generation * self.num_iterations
+        if generate_every < 1:  # no notice: TRL refuses a 0 when it builds its dataloader
+            return True
         return self.args.gradient_accumulation_steps % generate_every != 0
-
-    def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
-        self.add_rollout_checkpoint()  # the rollout batch in every checkpoint (`rollout_checkpoint`)
-        super()._finish_up_init(on_policy_reason, advice)
-
-    def _refuse_zero_step_setups(self) -> None:
-        """Fail before training where TRL would silently run zero steps (or fail later with an unclear error)."""
-        for name in ("num_iterations", "steps_per_generation"):
-            if getattr(self.args, name) < 1:
-                raise ValueError(f"{name}={getattr(self.args, name)} must be at least 1 (1 is the default).")
-        dataset, per_batch = self.train_dataset, self.args.generation_batch_size // self.num_generations
-        if hasattr(dataset, "__len__") and len(dataset) < per_batch:  # TRL's sampler drops a partial batch
-            raise ValueError(
-                f"train_dataset has {len(dataset)} prompt(s), but one generation batch takes {per_batch} "
-                f"(generation_batch_size={self.args.generation_batch_size} / num_generations={self.num_generations}"
-                "), so training would run zero steps. Use more prompts, or lower per_device_train_batch_size or "
-                "steps_per_generation."
-            )
 
     @contextlib.contextmanager
     def _parent_forward(self, anchor):

@@ -1,5 +1,6 @@
 """`up/unscorable_frac`: the share of completions no reward function gave a finite value, seen from the reward
-functions themselves, through TRL's public API (the `reward_funcs` a trainer takes), not a TRL internal.
+functions themselves, through TRL's public API (the `reward_funcs` a trainer takes), not a TRL internal. An opt-in
+part (`run.parts.record_unscorable(trainer)`; `up-trl train` attaches it): not UP, and not on by default.
 
 `record_scorable(reward_funcs)` wraps each plain callable in a recorder that notes, per call, which completions it
 gave a finite value (None, NaN and inf are not). The wrapper returns the function's own rewards, unchanged, so TRL's
@@ -14,9 +15,10 @@ GRPO and RLOO pass each reward function TRL's documented `log_metric` keyword; t
 through it, once per scored batch, and TRL averages it over ranks (each rank scores as many completions, so that is
 the fraction over all of them). The in-process async worker (`async_rollout.InProcessRolloutWorker`) reads the count
 after each group (`ScorableRecorder.take`) and puts it on its `metrics_queue`. TRL's own async worker (vLLM) scores
-in a spawned process that a count cannot come back from: it does not wrap and logs no `up/unscorable_frac`. GRPO and
-RLOO wrap the reward functions as TRL holds them after its constructor (model ids loaded, an `environment_factory`'s
-reward added), so every reward source is seen. A generator of rewards is read into a list (TRL gets its values); a
+in a spawned process that a count cannot come back from: it logs no `up/unscorable_frac`. For GRPO and RLOO,
+`record_unscorable` wraps the reward functions as TRL holds them after its constructor (model ids loaded, an
+`environment_factory`'s reward added), so every reward source is seen. A generator of rewards is read into a list
+(TRL gets its values); a
 reward object keeps its own state (the wrapper copies none of it); a wrapper given again is not wrapped twice.
 
 >>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])

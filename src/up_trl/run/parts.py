@@ -1,0 +1,108 @@
+"""The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, none on by default in the
+UP trainers. `up-trl train` attaches all of them (`with_parts`, `attach_parts`); in a script or a notebook, each is
+one line. They work on TRL's own trainers too, except where noted.
+
+Mixins (a callback cannot see the checkpoint folder a resume loads), one line each:
+
+    class MyTrainer(RolloutCheckpointMixin, ResumeSettingsMixin, UPGRPOTrainer): pass
+
+- `RolloutCheckpointMixin` (`rollout_checkpoint`): the rollout batch TRL buffers goes into every checkpoint and comes
+  back on resume, so a run resumed at any step, inside a rollout batch too, trains as the uninterrupted one
+  (GRPOTrainer and RLOOTrainer, not async GRPO);
+- `ResumeSettingsMixin` (`resume_settings`): a resumed run trains with this run's learning rate, weight decay and
+  Adam settings, not the checkpoint's (not under DeepSpeed);
+- `RunCardMixin` (here): the run's own model card (`card.write_model_card`: rewards, settings, plots) instead of
+  TRL's, on `create_model_card` and `push_to_hub`; it replaces TRL's public method whole, so its parameters are held
+  to TRL's ('run card' signature check in tests/trl_pins.json).
+
+Callbacks and wrappers, after the trainer is built:
+
+    trainer.add_callback(nonfinite_guard(trainer))      # skip and count optimizer steps with NaN/inf gradients
+    trainer.add_callback(UsualFileModesCallback())      # saved weights 0644, as every other file (transformers: 0600)
+    record_unscorable(trainer)                          # log up/unscorable_frac: completions no reward could score
+"""
+
+from __future__ import annotations
+
+from .callbacks import NonFiniteGuardCallback, UsualFileModesCallback
+from .resume_settings import ResumeSettingsMixin
+from .rollout_checkpoint import RolloutCheckpointMixin
+
+__all__ = [
+    "NonFiniteGuardCallback",
+    "ResumeSettingsMixin",
+    "RolloutCheckpointMixin",
+    "RunCardMixin",
+    "UsualFileModesCallback",
+    "attach_parts",
+    "nonfinite_guard",
+    "record_unscorable",
+    "with_parts",
+]
+
+
+class RunCardMixin:
+    """For `class X(RunCardMixin, UPGRPOTrainer)`: `create_model_card` (and so `push_to_hub`) writes the run's card
+    (`card.write_model_card`: base model, data, objective, settings, rewards at the first and last step, citations)
+    in place of TRL's."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not hasattr(self, "reward_func_names"):  # async GRPO scores in its worker: name them from the arguments
+            from trl.trainer.utils import get_callable_name
+
+            funcs = kwargs.get("reward_funcs", args[1] if len(args) > 1 else None)
+            funcs = funcs if isinstance(funcs, list) else [funcs] if funcs is not None else []
+            self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
+
+    def create_model_card(self, model_name=None, dataset_name=None, tags=None):
+        if self.is_world_process_zero():
+            from .card import write_model_card
+
+            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+
+
+def is_synchronous(trainer_cls: type) -> bool:
+    """Whether `trainer_cls` is TRL's GRPOTrainer or RLOOTrainer (or a subclass): one rollout batch, buffered and
+    reused, scored in this process."""
+    return any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in trainer_cls.__mro__)
+
+
+def with_parts(trainer_cls: type) -> type:
+    """`trainer_cls` with every mixin part: the run's card, the rollout batch in checkpoints (GRPO and RLOO) and this
+    run's optimizer settings on resume (GRPO and RLOO)."""
+    synchronous = is_synchronous(trainer_cls)
+    mixins = (RunCardMixin, RolloutCheckpointMixin, ResumeSettingsMixin) if synchronous else (RunCardMixin,)
+    return type(trainer_cls.__name__, (*mixins, trainer_cls), {"__module__": trainer_cls.__module__})
+
+
+def nonfinite_guard(trainer, max_consecutive: int = 10) -> NonFiniteGuardCallback | None:
+    """The non-finite step guard for `trainer`, its count logged as `up/nonfinite_skipped_steps` through the
+    trainer's `_metrics`; None under DeepSpeed, whose engine owns the optimizer step."""
+    if getattr(trainer, "is_deepspeed_enabled", False):
+        return None
+
+    def record(count: int) -> None:  # one value a logging window: the count so far (async GRPO's: a rate)
+        value = trainer._up_rate(count, 1) if hasattr(trainer, "_up_rate") else float(count)
+        trainer._metrics["train"]["up/nonfinite_skipped_steps"].append(value)
+
+    return NonFiniteGuardCallback(max_consecutive, record=record)
+
+
+def record_unscorable(trainer) -> None:
+    """Wrap `trainer.reward_funcs` as TRL holds them (models loaded, an environment's reward added) so that
+    `up/unscorable_frac` is logged (`unscorable.record_scorable`); the rewards are unchanged."""
+    from .unscorable import record_scorable
+
+    trainer.reward_funcs, _ = record_scorable(trainer.reward_funcs)
+
+
+def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_nonfinite_steps: int = 10) -> None:
+    """Every callback part on a built trainer (`up-trl train`): the non-finite step guard (unless
+    `skip_nonfinite_steps` is False), the usual file modes, and the unscorable count for GRPO and RLOO."""
+    guard = nonfinite_guard(trainer, max_consecutive_nonfinite_steps) if skip_nonfinite_steps else None
+    if guard is not None:
+        trainer.add_callback(guard)
+    trainer.add_callback(UsualFileModesCallback())
+    if is_synchronous(type(trainer)):  # async GRPO scores in TRL's worker process: no count comes back
+        record_unscorable(trainer)

@@ -1,0 +1,256 @@
+"""The drop-in changes only the objective: with default arguments a UP trainer and its TRL parent, built with the
+same arguments, have the same callbacks but UP's collapse warning (which only logs), the same reward functions, the
+same warnings filters, the same checkpoint files and TRL's own model card (naming UP); no setup the parent accepts is
+refused. What up-trl offers beyond UP is opt-in (`up_trl.run.parts`), one line each, and `up-trl train` attaches all
+of it. The import closure of each trainer module stays small enough to read (AST, like `test_import_graph`)."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import cpu_args, length_reward
+from test_import_graph import MODULES, imported_modules
+from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+from up_trl.run.collapse_warning import CollapseWarningCallback
+
+
+def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=length_reward, train=False, **overrides):
+    """(parent, UP trainer) on copies of the tiny model, the same arguments but UP's config class (RLOO: beta 0
+    unless set, as its reference would reload from a model built in code). `train`: each is trained as it is built,
+    so both start from the same seeded state."""
+    import copy
+
+    model, tokenizer = tiny
+    parent_cls, up_cls, parent_config, up_config = {
+        "grpo": (GRPOTrainer, UPGRPOTrainer, GRPOConfig, UPGRPOConfig),
+        "rloo": (RLOOTrainer, UPRLOOTrainer, RLOOConfig, UPRLOOConfig),
+    }[kind]
+    if kind == "rloo":
+        overrides.setdefault("beta", 0.0)
+    ups = {k: v for k, v in overrides.items() if k.startswith("up_")}  # UP's fields: the UP trainer's config only
+    shared = {k: v for k, v in overrides.items() if k not in ups}
+    trainers = []
+    for name, cls, config_cls, extra in (
+        ("parent", parent_cls, parent_config, {}),
+        ("up", up_cls, up_config, {"up_mode": up_mode, **ups}),
+    ):
+        settings = dict(steps_per_generation=2, **shared, **extra)
+        args = cpu_args(tmp_path / name, config_class=config_cls, **settings)
+        trainer = cls(
+            model=copy.deepcopy(model),
+            reward_funcs=reward,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+        )
+        if train:
+            trainer.train()
+        trainers.append(trainer)
+    return trainers
+
+
+def names(callbacks) -> list[str]:
+    return [type(c).__name__ for c in callbacks]
+
+
+@pytest.mark.parametrize("kind", ["grpo", "rloo"])
+def test_the_parents_callbacks_and_reward_functions_and_no_warnings_filter(tmp_path, tiny, prompts_dataset, kind):
+    filters = list(warnings.filters)
+    parent, up = pair(tmp_path, tiny, prompts_dataset, kind)
+    assert warnings.filters == filters  # no process-wide filter installed by either
+    ups = names(up.callback_handler.callbacks)
+    assert ups == names(parent.callback_handler.callbacks) + ["CollapseWarningCallback"]
+    assert up.reward_funcs == parent.reward_funcs == [length_reward]  # passed through as given, not wrapped
+    no_warning = pair(tmp_path / "quiet", tiny, prompts_dataset, kind, up_collapse_warning=False)[1]
+    assert names(no_warning.callback_handler.callbacks) == names(parent.callback_handler.callbacks)
+
+
+def test_the_collapse_warning_only_logs(tmp_path, tiny, prompts_dataset):
+    """What a UP trainer adds that acts during training: its collapse warning, which never changes `control` unless
+    `up_stop_on_collapse` is set (checked here on a run that triggers it)."""
+    callback = CollapseWarningCallback()
+    control = type("Control", (), {"should_training_stop": False, "should_save": False})()
+    state = type("State", (), {"global_step": 0, "is_world_process_zero": True})()
+    for step in range(1, 200):  # entropy climbing far above its start: the runaway rule fires
+        state.global_step = step
+        logs = {"entropy": 1.0 + step * 0.05, "reward": 0.5, "frac_reward_zero_std": 0.0}
+        callback.on_log(None, state, control, logs=logs)
+    assert callback.rule.fired and not control.should_training_stop and not control.should_save
+
+
+@pytest.mark.parametrize("kind", ["grpo", "rloo"])
+def test_checkpoints_hold_the_parents_files_and_off_trains_as_the_parent(tmp_path, tiny, prompts_dataset, kind):
+    parent, up = pair(
+        tmp_path, tiny, prompts_dataset, kind, "off", train=True, save_strategy="steps", save_steps=1, max_steps=2
+    )
+    for step in (1, 2):
+        parent_files = sorted(p.name for p in (tmp_path / "parent/out" / f"checkpoint-{step}").iterdir())
+        up_files = sorted(p.name for p in (tmp_path / "up/out" / f"checkpoint-{step}").iterdir())
+        assert up_files == parent_files and not any("rollout" in f for f in up_files)
+    for (name, a), b in zip(parent.model.named_parameters(), up.model.parameters()):
+        assert torch.equal(a, b), name  # up_mode="off" is the parent, bit for bit
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "up/out/checkpoint-2").iterdir()}
+    parent_modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "parent/out/checkpoint-2").iterdir()}
+    assert modes == parent_modes  # file modes left as transformers writes them
+
+
+def test_no_setup_the_parent_accepts_is_refused(tmp_path, tiny):
+    """A dataset smaller than one generation batch (TRL's sampler drops the partial batch): the parent builds, so
+    does UP; UP refuses only what UP cannot apply (`check_up_compatible`)."""
+    from datasets import Dataset
+
+    small = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
+    parent, up = pair(tmp_path, tiny, small)
+    assert len(up.train_dataset) == len(parent.train_dataset) == 1
+    with pytest.raises(ValueError, match="loss_type='cispo' is a different objective"):
+        UPGRPOConfig(output_dir=str(tmp_path), loss_type="cispo", use_cpu=True, report_to="none")
+
+
+@pytest.mark.parametrize("kind", ["grpo", "rloo"])
+def test_a_model_object_with_a_kl_behaves_as_in_the_parent(tmp_path, prompts_dataset, kind):
+    """beta > 0 with a model built in code: TRL reloads its reference from `config._name_or_path` (empty here) and
+    fails; the UP trainer fails the same way (nothing of its own in between)."""
+    from up_trl.data.models import tiny_model_and_tokenizer
+
+    errors = []
+    for index in range(2):
+        model, tokenizer = tiny_model_and_tokenizer(seed=0)
+        try:
+            pair(tmp_path / str(index), (model, tokenizer), prompts_dataset, kind, beta=0.05)
+        except Exception as error:  # noqa: BLE001 (whatever TRL raises, both raise it)
+            errors.append(type(error))
+    assert len(errors) == 2 and errors[0] is errors[1]
+
+
+def test_the_model_card_is_trls_naming_up(tmp_path, tiny, prompts_dataset):
+    parent, up = pair(tmp_path, tiny, prompts_dataset, loss_type="dapo", up_positive_min_prob=0.05)
+    up.create_model_card(dataset_name="toy")
+    card = (tmp_path / "up/out/README.md").read_text()
+    assert "UP-DAPO (up_mode=asymmetric, up_positive_min_prob=0.05)" in card
+    assert "2607.06987" in card and "Unbounded Positive" in card and "- up" in card
+    assert "generated_from_trainer" in card  # TRL's template (`trl.trainer.utils.generate_model_card`)
+    off_parent, off = pair(tmp_path / "off", tiny, prompts_dataset, up_mode="off", loss_type="dapo")
+    for trainer in (off_parent, off):
+        trainer.create_model_card(dataset_name="toy")
+    parent_card = (tmp_path / "off/parent/out/README.md").read_text()
+    assert (tmp_path / "off/up/out/README.md").read_text() == parent_card  # off: the parent's card
+
+
+def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, prompts_dataset):
+    from up_trl.run.parts import (
+        NonFiniteGuardCallback,
+        ResumeSettingsMixin,
+        RolloutCheckpointMixin,
+        RunCardMixin,
+        UsualFileModesCallback,
+        attach_parts,
+        nonfinite_guard,
+        record_unscorable,
+        with_parts,
+    )
+
+    class MyTrainer(RolloutCheckpointMixin, ResumeSettingsMixin, UPGRPOTrainer):
+        pass  # noqa: E701 (one line)
+
+    model, tokenizer = tiny
+    trainer = MyTrainer(
+        model=model,
+        reward_funcs=length_reward,
+        args=cpu_args(tmp_path, steps_per_generation=2),
+        train_dataset=prompts_dataset,
+        processing_class=tokenizer,
+    )
+    assert names(trainer.callback_handler.callbacks)[0] == "RolloutCheckpointCallback"
+    trainer.add_callback(nonfinite_guard(trainer))
+    trainer.add_callback(UsualFileModesCallback())
+    record_unscorable(trainer)
+    assert trainer.reward_funcs[0] is not length_reward and trainer.reward_funcs[0].__name__ == "length_reward"
+    callbacks = names(trainer.callback_handler.callbacks)
+    assert "NonFiniteGuardCallback" in callbacks and "UsualFileModesCallback" in callbacks
+    built = with_parts(UPGRPOTrainer)
+    assert built.__mro__[1:4] == (RunCardMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
+    assert built.__name__ == "UPGRPOTrainer" and issubclass(built, UPGRPOTrainer)
+    assert issubclass(NonFiniteGuardCallback, object) and callable(attach_parts)
+    import inspect
+
+    import up_trl.cli
+
+    source = inspect.getsource(up_trl.cli.train)
+    assert "with_parts(build)(" in source and "attach_parts(trainer," in source  # `up-trl train` attaches them all
+
+
+# --- the import closure a reader opens to follow a trainer -----------------------------------------------------------
+
+TRAINER_MODULES = [
+    "up_trl.trainers.grpo_trainer",
+    "up_trl.trainers.rloo_trainer",
+    "up_trl.trainers.async_grpo_trainer",
+]
+
+
+def module_level_imports(name: str) -> set[str]:
+    """The up_trl modules `name` imports at module level (not inside a function), package `__init__`s included."""
+    tree = ast.parse(MODULES[name].read_text())
+    top = ast.Module(
+        body=[n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        + [
+            n
+            for c in tree.body
+            if isinstance(c, ast.ClassDef)
+            for n in c.body
+            if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        ],
+        type_ignores=[],
+    )
+    return imported_modules(name, ast.unparse(top)) | packages_of(name)
+
+
+def all_imports(name: str) -> set[str]:
+    """Every up_trl module `name` imports, inside functions too, and those named by `importlib.import_module`."""
+    found = imported_modules(name) | packages_of(name)
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+                target = node.args[0].value.lstrip(".")
+                found |= {m for m in MODULES if m.endswith(target) and m.startswith("up_trl")}
+            else:  # an f-string: any module it could name
+                found |= {m for m in MODULES if m.startswith("up_trl.trainers.")}
+    return found - {name}
+
+
+def packages_of(name: str) -> set[str]:
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in MODULES}
+
+
+def closure(name: str, step) -> set[str]:
+    seen, todo = set(), [name]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += sorted(step(module) - seen)
+    return seen
+
+
+def lines(modules: set[str]) -> int:
+    return sum(len(Path(MODULES[m]).read_text().splitlines()) for m in modules)
+
+
+@pytest.mark.parametrize("module", TRAINER_MODULES)
+def test_a_trainers_import_closure_fits_a_reading(module):
+    at_import = closure(module, module_level_imports)
+    everything = closure(module, all_imports)
+    print(
+        f"{module}: {len(at_import)} modules / {lines(at_import)} lines at import, {len(everything)} / "
+        f"{lines(everything)} with imports inside functions"
+    )
+    assert lines(at_import) <= 1000, sorted(at_import)
+    assert lines(everything) <= 1500, sorted(everything)
+    assert "up_trl.run.card" not in everything and "up_trl.run.rollout_checkpoint" not in everything

@@ -254,3 +254,24 @@ def test_a_trainers_import_closure_fits_a_reading(module):
     assert lines(at_import) <= 1000, sorted(at_import)
     assert lines(everything) <= 1500, sorted(everything)
     assert "up_trl.run.card" not in everything and "up_trl.run.rollout_checkpoint" not in everything
+
+
+def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
+    """The parts fill TRL gaps, not UP's: on TRL's GRPOTrainer the checkpoint holds the rollout batch and the
+    non-finite and unscorable counts are logged; the run's card, which describes UP's settings, is left out."""
+    from up_trl.run.parts import RunCardMixin, attach_parts, with_parts
+    from up_trl.run.rollout_checkpoint import rollout_file
+
+    model, tokenizer = tiny
+    built = with_parts(GRPOTrainer)
+    assert RunCardMixin not in built.__mro__
+    args = cpu_args(tmp_path, config_class=GRPOConfig, steps_per_generation=2, save_strategy="steps", save_steps=1)
+    trainer = built(
+        model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer
+    )
+    attach_parts(trainer)
+    trainer.train()
+    assert Path(rollout_file(tmp_path / "out/checkpoint-1", 0)).is_file()
+    logged = [h for h in trainer.state.log_history if "loss" in h]
+    assert all(h["up/nonfinite_skipped_steps"] == 0 for h in logged)
+    assert [h["up/unscorable_frac"] for h in logged if "up/unscorable_frac" in h] == [0.0]

@@ -1,6 +1,6 @@
 """The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, none on by default in the
 UP trainers. `up-trl train` attaches all of them (`with_parts`, `attach_parts`); in a script or a notebook, each is
-one line. They work on TRL's own trainers too, except where noted.
+one line. They work on TRL's own trainers too, except the card (it describes UP's settings).
 
 Mixins (a callback cannot see the checkpoint folder a resume loads), one line each:
 
@@ -42,9 +42,9 @@ __all__ = [
 
 
 class RunCardMixin:
-    """For `class X(RunCardMixin, UPGRPOTrainer)`: `create_model_card` (and so `push_to_hub`) writes the run's card
-    (`card.write_model_card`: base model, data, objective, settings, rewards at the first and last step, citations)
-    in place of TRL's."""
+    """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer: the card reads its `up_*` settings):
+    `create_model_card` (and so `push_to_hub`) writes the run's card (`card.write_model_card`: base model, data,
+    objective, settings, rewards at the first and last step, citations) in place of TRL's."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -69,10 +69,10 @@ def is_synchronous(trainer_cls: type) -> bool:
 
 
 def with_parts(trainer_cls: type) -> type:
-    """`trainer_cls` with every mixin part: the run's card, the rollout batch in checkpoints (GRPO and RLOO) and this
-    run's optimizer settings on resume (GRPO and RLOO)."""
-    synchronous = is_synchronous(trainer_cls)
-    mixins = (RunCardMixin, RolloutCheckpointMixin, ResumeSettingsMixin) if synchronous else (RunCardMixin,)
+    """`trainer_cls` with every mixin part that applies: the run's card (UP trainers), the rollout batch in
+    checkpoints and this run's optimizer settings on resume (GRPO and RLOO, TRL's own too)."""
+    card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
+    mixins = (*card, RolloutCheckpointMixin, ResumeSettingsMixin) if is_synchronous(trainer_cls) else card
     return type(trainer_cls.__name__, (*mixins, trainer_cls), {"__module__": trainer_cls.__module__})
 
 

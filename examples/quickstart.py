@@ -47,7 +47,7 @@ start = time.perf_counter()
 trainer.train()
 seconds = time.perf_counter() - start
 trainer.save_model()  # the tiny model, in args.output_dir
-trainer.create_model_card()  # and its model card (README.md): objective, settings, final metrics
+trainer.create_model_card()  # and TRL's model card (README.md), naming the UP objective and its settings
 rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
 print(f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} in {args.max_steps} steps, {seconds / args.max_steps:.2f} s/step")
 print(f"model and model card in {args.output_dir}")

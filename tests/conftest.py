@@ -91,6 +91,15 @@ def build(trainer_class, parts: bool = False, **kwargs):
     return trainer
 
 
+def gradients(model, loss) -> list:
+    """The gradient of `loss` for each parameter of `model`, which is left with no gradient."""
+    model.zero_grad()
+    loss.backward()
+    grads = [p.grad.detach().clone() for p in model.parameters()]
+    model.zero_grad()
+    return grads
+
+
 def param_snapshots():
     """A callback that keeps a copy of the parameters after every optimizer step, by step."""
     from transformers import TrainerCallback

@@ -12,6 +12,7 @@ from conftest import (
     assert_loss_leaves_batch_unchanged,
     build,
     cpu_args,
+    gradients,
     length_reward,
     param_snapshots,
 )
@@ -119,14 +120,6 @@ def _closed_form(trainer, batch, up_mode, min_prob=None):
     return torch.where(routed, reinforce, clipped).mean()
 
 
-def _grads(model, loss):
-    model.zero_grad()
-    loss.backward()
-    grads = [p.grad.detach().clone() for p in model.parameters()]
-    model.zero_grad()
-    return grads
-
-
 def _configure(trainer, up_mode, min_prob=None):
     trainer.up_mode = up_mode
     trainer.up_positive_min_prob = min_prob
@@ -145,10 +138,10 @@ def test_rare_guard_loss_and_gradient_equal_closed_form(setup, up_mode):
     min_prob = _splitting_min_prob(batch)
     _configure(up, up_mode, min_prob=min_prob)
     actual_loss = up.compute_loss(up.model, batch)
-    actual = _grads(up.model, actual_loss)
+    actual = gradients(up.model, actual_loss)
     expected_loss = _closed_form(up, batch, up_mode, min_prob=min_prob)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-6, atol=1e-7)
-    for a, e in zip(actual, _grads(up.model, expected_loss)):
+    for a, e in zip(actual, gradients(up.model, expected_loss)):
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-7)
     _configure(up, up_mode)
     assert not torch.allclose(up.compute_loss(up.model, batch), actual_loss)  # the guard acted on this batch
@@ -159,9 +152,9 @@ def test_loss_and_gradient_equal_closed_form(setup, up_mode):
     up, _, batch = setup
     _configure(up, up_mode)
     actual_loss = up.compute_loss(up.model, batch)
-    actual = _grads(up.model, actual_loss)
+    actual = gradients(up.model, actual_loss)
     expected_loss = _closed_form(up, batch, up_mode)
-    expected = _grads(up.model, expected_loss)
+    expected = gradients(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-6, atol=1e-7)
     assert len(actual) == len(list(up.model.parameters())) and any(a.abs().max() > 0 for a in actual)
     for a, e in zip(actual, expected):
@@ -174,7 +167,7 @@ def test_up_mode_off_is_rloo_trainer_bit_for_bit(setup):
     up_loss = up.compute_loss(up.model, batch)
     parent_loss = parent.compute_loss(parent.model, batch)
     assert torch.equal(up_loss, parent_loss)
-    for a, e in zip(_grads(up.model, up_loss), _grads(parent.model, parent_loss)):
+    for a, e in zip(gradients(up.model, up_loss), gradients(parent.model, parent_loss)):
         assert torch.equal(a, e)
     for key in [k for k in parent._metrics["train"] if k.startswith("clip_ratio/")]:
         assert up._metrics["train"][key][-1] == parent._metrics["train"][key][-1], key
@@ -183,17 +176,17 @@ def test_up_mode_off_is_rloo_trainer_bit_for_bit(setup):
 def test_up_differs_from_rloo_off_policy_and_equals_it_on_policy(setup):
     up, _, batch = setup
     _configure(up, "asymmetric")
-    g_up = _grads(up.model, up.compute_loss(up.model, batch))
+    g_up = gradients(up.model, up.compute_loss(up.model, batch))
     _configure(up, "off")
-    g_off = _grads(up.model, up.compute_loss(up.model, batch))
+    g_off = gradients(up.model, up.compute_loss(up.model, batch))
     assert max((a - b).abs().max().item() for a, b in zip(g_up, g_off)) > 1e-4
     # On-policy: RLOO's old_logps are the current policy's (ratio exactly 1): the same gradient.
     with torch.no_grad():
         on_policy = {**batch, "old_logps": _sequence_logps(up, up.model, batch)}
     _configure(up, "asymmetric")
-    g_up = _grads(up.model, up.compute_loss(up.model, on_policy))
+    g_up = gradients(up.model, up.compute_loss(up.model, on_policy))
     _configure(up, "off")
-    g_off = _grads(up.model, up.compute_loss(up.model, on_policy))
+    g_off = gradients(up.model, up.compute_loss(up.model, on_policy))
     for a, e in zip(g_up, g_off):
         torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-7)
 

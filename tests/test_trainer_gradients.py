@@ -9,7 +9,7 @@ import copy
 
 import pytest
 import torch
-from conftest import assert_loss_leaves_batch_unchanged, cpu_args, length_reward
+from conftest import assert_loss_leaves_batch_unchanged, cpu_args, gradients, length_reward
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
@@ -172,14 +172,6 @@ def _closed_form(
     return total, policy.detach()
 
 
-def _grads(model, loss):
-    model.zero_grad()
-    loss.backward()
-    grads = [p.grad.detach().clone() for p in model.parameters()]
-    model.zero_grad()
-    return grads
-
-
 def _assert_grads_close(actual, expected):
     for a, e in zip(actual, expected):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-7)
@@ -194,9 +186,9 @@ def test_trainer_gradient_equals_closed_form(setup, loss_type, level, delta, up_
     cfg = dict(loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
     _configure(up, **cfg)
     actual_loss = up.compute_loss(up.model, batch)
-    actual = _grads(up.model, actual_loss)
+    actual = gradients(up.model, actual_loss)
     expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = _grads(up.model, expected_loss)
+    expected = gradients(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
     _assert_grads_close(actual, expected)
 
@@ -222,9 +214,9 @@ def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, leve
     _configure(up, **cfg)
     n_logged = len(up._metrics["train"]["policy_loss"])
     actual_loss = up.compute_loss(up.model, batch)
-    actual = _grads(up.model, actual_loss)
+    actual = gradients(up.model, actual_loss)
     expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = _grads(up.model, expected_loss)
+    expected = gradients(up.model, expected_loss)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
     _assert_grads_close(actual, expected)
     if cfg.get("entropy_coef"):  # TRL logs policy_loss (the loss before the bonus) only with the entropy bonus
@@ -244,7 +236,7 @@ def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode
     actual_loss = up.compute_loss(up.model, no_sampler)
     expected_loss, _ = _closed_form(up, no_sampler, sampling=False, **cfg)
     torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(_grads(up.model, actual_loss), _grads(up.model, expected_loss))
+    _assert_grads_close(gradients(up.model, actual_loss), gradients(up.model, expected_loss))
     # and the mask does drop a negative sequence here, so the check above tells the two readings apart
     with torch.no_grad():
         logps, _ = _forward(up, up.model, no_sampler)
@@ -264,7 +256,7 @@ def test_up_mode_off_is_grpo_trainer_bit_for_bit(setup, loss_type, level, extra)
     up_loss = up.compute_loss(up.model, batch)
     parent_loss = parent.compute_loss(parent.model, batch)
     assert torch.equal(up_loss, parent_loss)
-    for a, e in zip(_grads(up.model, up_loss), _grads(parent.model, parent_loss)):
+    for a, e in zip(gradients(up.model, up_loss), gradients(parent.model, parent_loss)):
         assert torch.equal(a, e)
 
 
@@ -273,16 +265,16 @@ def test_up_differs_from_parent_off_policy_and_equals_it_on_policy(setup, level)
     up, _, batch = setup
     # Off-policy (the stale batch): positive ratios outside the band make the gradients differ.
     _configure(up, loss_type="grpo", level=level, up_mode="asymmetric")
-    g_up = _grads(up.model, up.compute_loss(up.model, batch))
+    g_up = gradients(up.model, up.compute_loss(up.model, batch))
     _configure(up, loss_type="grpo", level=level, up_mode="off")
-    g_off = _grads(up.model, up.compute_loss(up.model, batch))
+    g_off = gradients(up.model, up.compute_loss(up.model, batch))
     assert max((a - b).abs().max().item() for a, b in zip(g_up, g_off)) > 1e-4
     # On-policy (no old log-probs: TRL uses the current ones): the same objective.
     on_policy = {k: v for k, v in batch.items() if k != "old_per_token_logps"}
     _configure(up, loss_type="grpo", level=level, up_mode="asymmetric")
-    g_up = _grads(up.model, up.compute_loss(up.model, on_policy))
+    g_up = gradients(up.model, up.compute_loss(up.model, on_policy))
     _configure(up, loss_type="grpo", level=level, up_mode="off")
-    g_off = _grads(up.model, up.compute_loss(up.model, on_policy))
+    g_off = gradients(up.model, up.compute_loss(up.model, on_policy))
     _assert_grads_close(g_up, g_off)
 
 
@@ -382,7 +374,7 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
     grads = {}
     for up_mode in ("asymmetric", "off"):
         _configure(up, loss_type=loss_type, level=level, up_mode=up_mode, vllm_is=True)
-        grads[up_mode] = _grads(up.model, up.compute_loss(up.model, aligned))
+        grads[up_mode] = gradients(up.model, up.compute_loss(up.model, aligned))
     assert max((a - b).abs().max().item() for a, b in zip(grads["asymmetric"], grads["off"])) == 0.0
 
 
@@ -395,15 +387,15 @@ def test_rare_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, leve
             current, _ = _forward(up, up.model, batch)
         batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
     _configure(up, loss_type="dapo", level=level)
-    plain = _grads(up.model, up.compute_loss(up.model, batch))
+    plain = gradients(up.model, up.compute_loss(up.model, batch))
     cfg = dict(loss_type="dapo", level=level, **EXTRAS["rare_guard"])
     _configure(up, **cfg)
     guarded_loss = up.compute_loss(up.model, batch)
-    guarded = _grads(up.model, guarded_loss)
+    guarded = gradients(up.model, guarded_loss)
     assert max((a - b).abs().max().item() for a, b in zip(plain, guarded)) > 1e-6
     expected_loss, _ = _closed_form(up, batch, **cfg)
     torch.testing.assert_close(guarded_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(guarded, _grads(up.model, expected_loss))
+    _assert_grads_close(guarded, gradients(up.model, expected_loss))
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])

@@ -13,6 +13,7 @@ import os
 
 import pytest
 import torch
+from conftest import gradients
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -172,14 +173,6 @@ def _closed_form(trainer, batch):
     return normalise(value), normalise(surrogate), r, adv, mask
 
 
-def _grads(model, loss):
-    model.zero_grad()
-    loss.backward()
-    grads = [p.grad.detach().clone() for p in model.parameters()]
-    model.zero_grad()
-    return grads
-
-
 CLOSED = {
     "up_dapo-token_truncate": dict(RECIPES["dapo"], vllm_importance_sampling_mode="token_truncate"),
     "up_gspo-sequence_mask": dict(RECIPES["gspo"], vllm_importance_sampling_mode="sequence_mask"),
@@ -228,9 +221,9 @@ def test_loss_and_gradient_on_a_vllm_batch_equal_the_closed_form(engine, tmp_pat
         assert len(negative) >= 2 and negative[0] < negative[-1]
         trainer.off_policy_mask_threshold = ((negative[0] + negative[-1]) / 2).item()
     actual_loss = trainer.compute_loss(trainer.model, batch)
-    actual = _grads(trainer.model, actual_loss)
+    actual = gradients(trainer.model, actual_loss)
     value, surrogate, r, adv, loss_mask = _closed_form(trainer, batch)
-    expected = _grads(trainer.model, surrogate)
+    expected = gradients(trainer.model, surrogate)
     # UP differs from its parent on this batch: A > 0 entries whose ratio is outside the clip band.
     band = (r < 1 - trainer.epsilon_low) | (r > 1 + trainer.epsilon_high)
     assert (band & (adv > 0) & (loss_mask.sum(1, keepdim=True) > 0)).any()

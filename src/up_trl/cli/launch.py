@@ -23,7 +23,7 @@ def split_launch_args(
     argv: list[str], job_flags: set[str], launch_flags: dict[str, bool]
 ) -> tuple[str, list[str], list[str]]:
     """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv; `launch_flags`:
-    each option of `accelerate launch` and whether it takes a value (`launch_flags`).
+    each option of `accelerate launch` and whether it takes a value (`accelerate_launch_flags`).
 
     >>> split_launch_args(["--accelerate_config", "zero3", "--num_processes", "8", "--multi_gpu", "--seed", "1"],
     ...                   {"--seed"}, {"--num_processes": True, "--multi_gpu": False})[1:]
@@ -70,13 +70,13 @@ def launch(argv: list[str]) -> int:
 
     launcher = launch_command_parser()
     job_flags = {option for option in make_parser(trainer)._option_string_actions if option.startswith("--")}
-    config, launch_args, job = split_launch_args(argv, job_flags | {"--config"}, launch_flags(launcher))
+    config, launch_args, job = split_launch_args(argv, job_flags | {"--config"}, accelerate_launch_flags(launcher))
     precheck_train_args(job)  # the job's usage errors here, before accelerate starts a process
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
 
 
-def launch_flags(launcher) -> dict[str, bool]:
+def accelerate_launch_flags(launcher) -> dict[str, bool]:
     """{each option of `accelerate launch` (its parser, `launcher`): whether it takes a value}."""
     return {option: action.nargs != 0 for action in launcher._actions for option in action.option_strings}
 

@@ -121,3 +121,28 @@ def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):
     assert "add --accelerate_config NAME" in capsys.readouterr().err
     assert main(["train", "--accelerate_config", "zero9"]) == 2
     assert "no packaged accelerate config of that name" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "job",
+    [["--leraning_rate", "1"], ["--learning_rate", "abc"], ["--top_p", "2"], ["--dataset_name", "missing.jsonl"]],
+)
+def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, capsys, tmp_path):
+    # The same one line as without --accelerate_config, and accelerate is never started.
+    import accelerate.commands.launch as launch_module
+
+    def refuse(args):
+        raise AssertionError("accelerate launch was called for a command line with a usage error")
+
+    def answer(argv):  # (exit status, stderr); a value argparse refuses exits, as `up-trl train` does
+        try:
+            code = main(argv)
+        except SystemExit as exit:
+            code = exit.code
+        return code, capsys.readouterr().err
+
+    monkeypatch.setattr(launch_module, "launch_command", refuse)
+    monkeypatch.chdir(tmp_path)
+    code, alone = answer(["train", *job])
+    assert code == 2 and alone.startswith(("up-trl train: error:", "usage: up-trl train")), alone
+    assert answer(["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", *job]) == (2, alone)

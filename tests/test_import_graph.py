@@ -4,7 +4,7 @@ Every module under src/up_trl is parsed with `ast`; every import it runs counts,
 (a deferred import hides a cycle from Python, not from a reader), relative ones resolved against the module's
 package. Imports under `if TYPE_CHECKING:` never run and do not count; nor do modules outside `up_trl`.
 
-Importing `up_trl.cli.options` first runs `up_trl/cli/__init__.py`: an import of `a.b.c` is an edge to `a.b.c` and to
+Importing `up_trl.cli.rules` first runs `up_trl/cli/__init__.py`: an import of `a.b.c` is an edge to `a.b.c` and to
 every package `__init__` on its path that is not the importer's own (`with_packages`). At package granularity
 (`package_graph`: each subpackage one node, each top-level module its own), the subpackages depend one way.
 """
@@ -168,10 +168,10 @@ def f():
 
 
 def test_an_import_runs_the_packages_on_its_path():
-    graph = {"up_trl.cli.options": set(), "up_trl.evaluation.evaluate": {"up_trl.cli.options"}}
-    assert with_packages(graph)["up_trl.evaluation.evaluate"] == {"up_trl.cli.options", "up_trl.cli"}  # not up_trl
+    graph = {"up_trl.cli.rules": set(), "up_trl.evaluation.evaluate": {"up_trl.cli.rules"}}
+    assert with_packages(graph)["up_trl.evaluation.evaluate"] == {"up_trl.cli.rules", "up_trl.cli"}  # not up_trl
     assert package_graph(graph) == {"up_trl.cli": set(), "up_trl.evaluation": {"up_trl.cli"}}
-    assert node("up_trl.cli") == node("up_trl.cli.options") == "up_trl.cli"
+    assert node("up_trl.cli") == node("up_trl.cli.rules") == "up_trl.cli"
     assert node("up_trl.file_modes") == "up_trl.file_modes" and node("up_trl") == "up_trl"
 
 

@@ -38,18 +38,8 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
 
 
 def print_help_all(trainer: str = "grpo") -> None:
-    """`up-trl train --help-all`: every option of TRL's parser over the trainer's config, printed by the stand-in
-    parser (`options`, no TRL import) once the options table is written, else by TRL's parser: the same text."""
-    from .options import stand_in_parser
-
-    check_trainer(trainer)
-    parser = stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN)
-    if parser is None:
-        from .write_options import remember
-
-        parser = make_parser(trainer)
-        remember()
-    parser.print_help()
+    """`up-trl train --help-all`: every option of TRL's parser over the trainer's config."""
+    make_parser(trainer).print_help()
 
 
 class TrainingCrashed(RuntimeError):
@@ -100,8 +90,7 @@ class _DropMessage:
 def train(argv: list[str] | None = None):
     """Run the main job; returns the trainer.
 
-    Bad input is a UsageError before any model loads (`cli.checks`); the first run after an install writes the
-    options table those checks read next time (`cli.options`). An exception in `trainer.train()` saves an
+    Bad input is a UsageError before any model loads (`cli.checks`). An exception in `trainer.train()` saves an
     emergency checkpoint when it can (`run.ending.save_after_crash`) and is raised again as a TrainingCrashed.
     """
     from accelerate import PartialState
@@ -136,12 +125,7 @@ def train(argv: list[str] | None = None):
     given = list(sys.argv[1:] if argv is None else argv)  # as typed: the resume command repeats it
     argv, recipe_file = recipe_argument(given)
     recipe = recipe_label(given, recipe_file)
-    try:
-        script_args, training_args, model_args = parse_train_args(argv)
-    finally:  # the real parser ran: write the options table on first use, so later usage errors answer at once
-        from .write_options import remember
-
-        remember()
+    script_args, training_args, model_args = parse_train_args(argv)
     _, trainer_cls = trainer_classes(script_args.trainer)
     is_async = script_args.trainer == "async_grpo"
     checked = check_inputs(script_args, training_args, model_args, recipe=recipe_file)
@@ -404,7 +388,7 @@ def train_command(rest: list[str]) -> int:
             from .launch import launch
 
             return launch(rest)
-        precheck_train_args(rest)  # a usage error before torch, TRL or transformers is imported
+        precheck_train_args(rest)  # every usage error before any model or data loads
         train(rest)
     except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
         print(f"up-trl train: error: {error}", file=sys.stderr)

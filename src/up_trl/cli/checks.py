@@ -83,11 +83,9 @@ def check_recipe_keys(parser, path: str) -> dict:
     return recipe
 
 
-def check_flags(
-    parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig", launch_flags=None
-) -> None:
-    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them).
-    `launch_flags`: the options of `accelerate launch` (None: asked of accelerate, which imports torch)."""
+def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
+    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them); a flag
+    of `accelerate launch` says to add `--accelerate_config`."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
     unknown = []
@@ -95,7 +93,7 @@ def check_flags(
         flag = arg.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
-    launcher = _accelerate_launch_flags() if launch_flags is None else launch_flags
+    launcher = _accelerate_launch_flags()
     launch_only = [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]
     if launch_only:
         raise UsageError(
@@ -137,22 +135,11 @@ def check_settings(settings: Settings) -> list[str]:
     return _check_saving(settings)
 
 
-def up_choices() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """(UP_MODES, CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES): from the written options when current (no torch import),
-    else from the modules that define them."""
-    from .options import current
-
-    options = current()
-    if options is not None:
-        return tuple(options["up_modes"]), tuple(options["clipped_loss_types"]), tuple(options["other_loss_types"])
-    from ..objective.losses import UP_MODES
-    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-
-    return tuple(UP_MODES), tuple(CLIPPED_LOSS_TYPES), tuple(OTHER_LOSS_TYPES)
-
-
 def _check_up(s: Settings) -> None:
-    up_modes, clipped, others = up_choices()
+    from ..objective.losses import UP_MODES as up_modes
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES as clipped
+    from ..trainers.grpo_config import OTHER_LOSS_TYPES as others
+
     up_mode = s["up_mode"]
     if up_mode is True:
         raise UsageError(

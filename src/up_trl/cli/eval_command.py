@@ -13,8 +13,9 @@ import json
 import sys
 from pathlib import Path
 
+from transformers.hf_argparser import string_to_bool  # `--flag true|false` as `up-trl train` reads it (no torch)
+
 from ..evaluation.evaluate import BENCHMARKS, benchmark_sets, check_benchmarks, evaluate, markdown_table
-from .options import string_to_bool  # transformers' own, copied: `up-trl eval --help` imports no torch
 
 # Defaults for options left unset. The offline default's task is scored the way it was trained (no system prompt,
 # 64 new tokens, temperature 1, no top-p: the recipe quickstart); other benchmarks ask for \boxed{}.

@@ -8,9 +8,9 @@ is `accelerate launch --config_file <up_trl/accelerate_configs/zero3.yaml> --num
 zero2, zero3, multi_node_zero3, zero3_cpu) or a file. The rule for the other flags: a flag `up-trl train` knows is
 the job's; a flag it does not know but `accelerate launch` does (`--num_processes`, `--num_machines`,
 `--machine_rank`, `--main_process_ip`, `--main_process_port`, `--gpu_ids`, ...) is accelerate's, with its value; any
-other flag is an error, as without `--accelerate_config`. The job's flags are checked as without it (the stand-in
-parser of `options`, the value rules, the files they name) before accelerate is imported: a usage error is one line,
-exit 2, and no process is launched.
+other flag is an error, as without `--accelerate_config`. The job's flags are checked as without it (TRL's parser,
+the value rules, the files they name) before accelerate launches anything: a usage error is one line, exit 2, and
+no process is launched.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def split_launch_args(
     argv: list[str], job_flags: set[str], launch_flags: dict[str, bool]
 ) -> tuple[str, list[str], list[str]]:
     """(the accelerate config file, accelerate's flags, the job's argv) from `up-trl train`'s argv; `launch_flags`:
-    each option of `accelerate launch` and whether it takes a value (the options table's `accelerate_launch`).
+    each option of `accelerate launch` and whether it takes a value (`accelerate_launch_flags`).
 
     >>> split_launch_args(["--accelerate_config", "zero3", "--num_processes", "8", "--multi_gpu", "--seed", "1"],
     ...                   {"--seed"}, {"--num_processes": True, "--multi_gpu": False})[1:]
@@ -64,32 +64,21 @@ def launch(argv: list[str]) -> int:
     resolved, recipe = recipe_argument(list(argv))
     trainer = trainer_argument(resolved, recipe)
     check_trainer(trainer)
-    job_parser, launch_flags = job_and_launch_parsers(trainer)
-    job_flags = {option for option in job_parser._option_string_actions if option.startswith("--")} | {"--config"}
-    config, launch_args, job = split_launch_args(argv, job_flags, launch_flags)
-    precheck_train_args(job)  # the job's usage errors here, before accelerate starts a process
-
     from accelerate.commands.launch import launch_command, launch_command_parser
 
+    from .parse import make_parser
+
     launcher = launch_command_parser()
+    job_flags = {option for option in make_parser(trainer)._option_string_actions if option.startswith("--")}
+    config, launch_args, job = split_launch_args(argv, job_flags | {"--config"}, accelerate_launch_flags(launcher))
+    precheck_train_args(job)  # the job's usage errors here, before accelerate starts a process
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
 
 
-def job_and_launch_parsers(trainer: str) -> tuple:
-    """(the job's parser, {each `accelerate launch` option: whether it takes a value}): from the options table when
-    it is written (no import), else from TRL's and accelerate's parsers."""
-    from .options import current, stand_in_parser
-
-    parser = stand_in_parser(trainer)
-    if parser is not None:
-        return parser, current()["accelerate_launch"]
-    from accelerate.commands.launch import launch_command_parser
-
-    from .parse import make_parser
-
-    actions = launch_command_parser()._actions
-    return make_parser(trainer), {option: action.nargs != 0 for action in actions for option in action.option_strings}
+def accelerate_launch_flags(launcher) -> dict[str, bool]:
+    """{each option of `accelerate launch` (its parser, `launcher`): whether it takes a value}."""
+    return {option: action.nargs != 0 for action in launcher._actions for option in action.option_strings}
 
 
 def check_launch_extras(argv: list[str]) -> None:

@@ -199,15 +199,14 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
     return argv, argv[index]
 
 
-def checked_train_args(argv: list[str], parser_for=None):
-    """Every check of the command line and the recipe (`cli.checks`), on the chosen trainer's parser; returns (that
-    parser, the argv to parse). `parser_for(trainer)` gives the parser: `make_parser` (TRL's), or the stand-in
-    `options.stand_in_parser`, which answers the same without importing TRL."""
+def checked_train_args(argv: list[str]):
+    """Every check of the command line and the recipe (`cli.checks`), on the chosen trainer's parser (TRL's,
+    `make_parser`); returns (that parser, the argv to parse)."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
     check_trainer(trainer)
-    parser = (parser_for or make_parser)(trainer)
-    check_flags(parser, argv, trainer, TRAINERS[trainer][1], getattr(parser, "launch_flags", None))
+    parser = make_parser(trainer)
+    check_flags(parser, argv, trainer, TRAINERS[trainer][1])
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
         recipe, where = check_recipe_keys(parser, recipe_file), f"recipe {recipe_file}"
@@ -229,17 +228,11 @@ def checked_train_args(argv: list[str], parser_for=None):
 
 
 def precheck_train_args(argv: list[str]) -> None:
-    """`checked_train_args` on the stand-in parser (`options`): a usage error before torch, TRL or transformers is
-    imported. Does nothing until the options table for the installed versions is written (the real parser checks
-    the same later)."""
+    """`checked_train_args`, then what the settings point at (rewards, data, extras, output folder, model), without
+    loading or creating anything: every usage error before any model or data loads (`train` checks again)."""
     from .checks import check_dataset_name, check_extras, check_output_folder, check_reward_names, parse_column_mapping
-    from .options import current, stand_in_parser
 
-    if current() is None:
-        return
-    parser, argv = checked_train_args(
-        list(argv), lambda trainer: stand_in_parser(trainer, prog="up-trl train", usage=USAGE_TRAIN)
-    )
+    parser, argv = checked_train_args(list(argv))
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
     check_dataset_name(values["dataset_name"], parse_column_mapping(values["column_mapping"]))  # the file read too

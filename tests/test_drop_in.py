@@ -275,3 +275,36 @@ def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
     logged = [h for h in trainer.state.log_history if "loss" in h]
     assert all(h["up/nonfinite_skipped_steps"] == 0 for h in logged)
     assert [h["up/unscorable_frac"] for h in logged if "up/unscorable_frac" in h] == [0.0]
+
+
+def test_each_part_is_safe_where_it_cannot_act():
+    """Async GRPO takes the resume settings but not the rollout batch (it buffers none: refused in one line); under
+    DeepSpeed the guard is a callback that does nothing (its engine owns the step), so the one line never breaks."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerCallback
+
+    from up_trl import UPAsyncGRPOTrainer
+    from up_trl.run.callbacks import NonFiniteGuardCallback
+    from up_trl.run.parts import ResumeSettingsMixin, RolloutCheckpointMixin, RunCardMixin, nonfinite_guard, with_parts
+
+    assert with_parts(UPAsyncGRPOTrainer).__mro__[1:3] == (RunCardMixin, ResumeSettingsMixin)
+    assert RolloutCheckpointMixin not in with_parts(UPAsyncGRPOTrainer).__mro__
+
+    class Wrong(RolloutCheckpointMixin, UPAsyncGRPOTrainer):
+        pass
+
+    with pytest.raises(TypeError, match="needs GRPOTrainer or RLOOTrainer"):
+        Wrong(model="unused")
+    under_deepspeed = nonfinite_guard(SimpleNamespace(is_deepspeed_enabled=True))
+    assert type(under_deepspeed) is TrainerCallback and not isinstance(under_deepspeed, NonFiniteGuardCallback)
+
+
+def test_off_accepts_any_loss_type_the_parent_builds_with():
+    """An unknown loss_type: TRL builds the trainer and fails at the first loss; `up_mode="off"` does the same, and
+    UP refuses it when the config is built (UP applies to the clipped surrogates only)."""
+    from up_trl.trainers.grpo_config import check_up_compatible
+
+    check_up_compatible("off", "not_a_loss")  # nothing refused: left to the parent
+    with pytest.raises(ValueError, match="Unknown loss_type='not_a_loss'"):
+        check_up_compatible("asymmetric", "not_a_loss")

@@ -308,7 +308,7 @@ def check_inputs(script_args, training_args, model_args, recipe: str | None = No
 
 def check_dataset_size(problems: int, training_args) -> None:
     """Fewer problems than one rollout batch takes: TRL's sampler would run zero steps (checked before the model
-    loads; `trainers.shared` refuses it again when the trainer is built)."""
+    loads; a trainer built from Python leaves it to TRL, as the parent does)."""
     generation_batch, group = getattr(training_args, "generation_batch_size", None), training_args.num_generations
     if generation_batch is None or problems >= generation_batch // group:
         return

@@ -164,8 +164,8 @@ class NonFiniteGuardCallback(TrainerCallback):
     step. Under DeepSpeed the engine owns the step, so this guard stands aside there.
 
     `record(count)`, when given, is called with the count so far at each step that logs (after the Trainer decided
-    to log, before it does): the UP trainers append it to the parent's `_metrics`, so that the log the parent writes
-    carries `up/nonfinite_skipped_steps`.
+    to log, before it does): `parts.nonfinite_guard` appends it to the trainer's `_metrics`, so that the log the parent
+    writes carries `up/nonfinite_skipped_steps`.
     """
 
     def __init__(self, max_consecutive: int = 10, record=None):

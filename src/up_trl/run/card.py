@@ -1,5 +1,6 @@
-"""The model card every UP trainer's `create_model_card` writes (and `push_to_hub` publishes): what the world sees
-of a run. One card for `UPGRPOTrainer`, `UPRLOOTrainer` and `UPAsyncGRPOTrainer` (`trainers.shared.UPTrainerMixin`).
+"""The run's model card, which the opt-in part `run.parts.RunCardMixin` writes on `create_model_card` (and
+`push_to_hub` publishes) in place of TRL's; `up-trl train` uses it. One card for `UPGRPOTrainer`, `UPRLOOTrainer` and
+`UPAsyncGRPOTrainer`.
 
 It says what was trained from (a Hub id is linked; a local folder or the offline SmolLM2 is named, never linked as
 "https://huggingface.co/None"), on what data (a Hub set is linked; the bundled generator and local files are not),

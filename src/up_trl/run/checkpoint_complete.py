@@ -1,9 +1,9 @@
 """Checkpoints that survive a kill: each one is marked complete last, and resume takes the newest complete one.
 
 A checkpoint is written piece by piece (the Trainer's `_save_checkpoint`: weights, optimizer, scheduler, RNG
-states, `trainer_state.json`; a UP trainer adds the rollout batch). A kill (SIGKILL, a lost node, a full disk) in
-the middle leaves a folder without some of them, or with one cut short; the HF Trainer would still take it as the
-latest and crash on resume. So:
+states, `trainer_state.json`; the part `RolloutCheckpointMixin` adds the rollout batch). A kill (SIGKILL, a lost
+node, a full disk) in the middle leaves a folder without some of them, or with one cut short; the HF Trainer would
+still take it as the latest and crash on resume. So:
 
 - `MarkCompleteCallback.on_save` (the Trainer's public hook, called after the whole save) writes
   `up_trl_checkpoint.json` last, atomically (a temporary file renamed): every file of the checkpoint with its size,

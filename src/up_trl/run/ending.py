@@ -77,7 +77,7 @@ def finite_weights(model) -> bool:
 
 def save_after_crash(trainer) -> tuple[str | None, str]:
     """After an exception in `trainer.train()`: an emergency checkpoint through the Trainer's own `_save_checkpoint`
-    (weights, optimizer, scheduler, RNG and trainer state, and whatever a UP trainer adds there), so that
+    (weights, optimizer, scheduler, RNG and trainer state, and the rollout batch where that part is attached), so that
     `--resume_from_checkpoint true` continues from it. The random states saved are those of the last step's end
     (`callbacks.StepEndRngCallback`, when the trainer has one), as a checkpoint saved then would hold them. Returns
     (its path or None, what was saved, in words).

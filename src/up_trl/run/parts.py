@@ -24,6 +24,8 @@ Callbacks and wrappers, after the trainer is built:
 
 from __future__ import annotations
 
+from transformers import TrainerCallback
+
 from .callbacks import NonFiniteGuardCallback, UsualFileModesCallback
 from .resume_settings import ResumeSettingsMixin
 from .rollout_checkpoint import RolloutCheckpointMixin
@@ -70,17 +72,18 @@ def is_synchronous(trainer_cls: type) -> bool:
 
 def with_parts(trainer_cls: type) -> type:
     """`trainer_cls` with every mixin part that applies: the run's card (UP trainers), the rollout batch in
-    checkpoints and this run's optimizer settings on resume (GRPO and RLOO, TRL's own too)."""
+    checkpoints (GRPO and RLOO, TRL's own too) and this run's optimizer settings on resume (every trainer)."""
     card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
-    mixins = (*card, RolloutCheckpointMixin, ResumeSettingsMixin) if is_synchronous(trainer_cls) else card
+    rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
+    mixins = (*card, *rollout, ResumeSettingsMixin)
     return type(trainer_cls.__name__, (*mixins, trainer_cls), {"__module__": trainer_cls.__module__})
 
 
-def nonfinite_guard(trainer, max_consecutive: int = 10) -> NonFiniteGuardCallback | None:
+def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
     """The non-finite step guard for `trainer`, its count logged as `up/nonfinite_skipped_steps` through the
-    trainer's `_metrics`; None under DeepSpeed, whose engine owns the optimizer step."""
+    trainer's `_metrics`; under DeepSpeed, whose engine owns the optimizer step, a callback that does nothing."""
     if getattr(trainer, "is_deepspeed_enabled", False):
-        return None
+        return TrainerCallback()
 
     def record(count: int) -> None:  # one value a logging window: the count so far (async GRPO's: a rate)
         value = trainer._up_rate(count, 1) if hasattr(trainer, "_up_rate") else float(count)
@@ -100,9 +103,8 @@ def record_unscorable(trainer) -> None:
 def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_nonfinite_steps: int = 10) -> None:
     """Every callback part on a built trainer (`up-trl train`): the non-finite step guard (unless
     `skip_nonfinite_steps` is False), the usual file modes, and the unscorable count for GRPO and RLOO."""
-    guard = nonfinite_guard(trainer, max_consecutive_nonfinite_steps) if skip_nonfinite_steps else None
-    if guard is not None:
-        trainer.add_callback(guard)
+    if skip_nonfinite_steps:
+        trainer.add_callback(nonfinite_guard(trainer, max_consecutive_nonfinite_steps))
     trainer.add_callback(UsualFileModesCallback())
     if is_synchronous(type(trainer)):  # async GRPO scores in TRL's worker process: no count comes back
         record_unscorable(trainer)

@@ -122,6 +122,11 @@ class RolloutCheckpointMixin:
     computes."""
 
     def __init__(self, *args, **kwargs):
+        if not any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in type(self).__mro__):
+            raise TypeError(
+                f"RolloutCheckpointMixin needs GRPOTrainer or RLOOTrainer (a buffered rollout batch); "
+                f"{type(self).__name__} has none: leave the mixin out."
+            )
         super().__init__(*args, **kwargs)
         self.add_rollout_checkpoint()
 

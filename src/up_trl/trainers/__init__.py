@@ -5,6 +5,8 @@
 - `rloo_config` / `rloo_trainer`: `UPRLOOConfig`, `UPRLOOTrainer`;
 - `async_grpo_config` / `async_grpo_trainer`: `UPAsyncGRPOConfig`, `UPAsyncGRPOTrainer` (TRL's experimental
   asynchronous GRPO: a CUDA GPU and a vLLM server);
-- `shared`: what the three share, written once (the config mixin, the anchor hook, `up/*` metrics, notices, the card);
-- `unscorable`: `up/unscorable_frac`, from the reward functions.
+- `shared`: what the three share, written once (the config mixin, the anchor hook, `up/*` metrics, notices, the
+  objective's name and paper for TRL's card).
+
+What goes beyond UP is opt-in, in `up_trl.run.parts`.
 """

@@ -19,10 +19,10 @@ OTHER_LOSS_TYPES: tuple[str, ...] = ("cispo", "sapo", "vespo")
 def check_up_compatible(up_mode: str, loss_type: str, delta: float | None = None) -> None:
     """Raise a ValueError that says what to set when UP cannot apply to this configuration."""
     check_up_mode(up_mode)
+    if up_mode == "off":  # the parent's objective: whatever the parent accepts
+        return
     if loss_type not in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES:  # TRL itself would only fail at the first step
         raise ValueError(f"Unknown loss_type={loss_type!r}: use one of {CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES}.")
-    if up_mode == "off":
-        return
     if loss_type not in CLIPPED_LOSS_TYPES:
         raise ValueError(
             f"loss_type={loss_type!r} is a different objective from the clipped surrogate UP modifies. "

@@ -153,6 +153,7 @@ def train(argv: list[str] | None = None):
                 dataset = load_math_dataset(
                     script_args.dataset_name,
                     script_args.dataset_train_split,
+                    config=script_args.dataset_config,
                     limit=script_args.dataset_limit,
                     seed=training_args.seed,
                     shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows

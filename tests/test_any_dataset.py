@@ -30,6 +30,21 @@ def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
     assert load_math_dataset(plain)[0] == {"prompt": "What is 1/2 of 1?", "solution": r"$\frac{1}{2}$"}
 
 
+def test_a_prompt_column_gets_a_system_turn_only_when_asked(tmp_path):
+    """`system_prompt` is for problem columns; `prompt_system_prompt` (`up-trl train --system_prompt`) is put first
+    in a `prompt` column's prompts that have no system turn of their own."""
+    own = [{"role": "system", "content": "Mine."}, {"role": "user", "content": "1 + 1?"}]
+    folder = hub_folder(tmp_path / "mixed", {"prompt": [CHAT[0], own], "solution": ["0", "2"]})
+    assert load_math_dataset(folder, system_prompt="S")["prompt"] == [CHAT[0], own]
+    rows = load_math_dataset(folder, prompt_system_prompt="S")
+    assert rows["prompt"] == [[{"role": "system", "content": "S"}, *CHAT[0]], own]
+    plain = hub_folder(tmp_path / "plain", {"prompt": ["1 + 1?"], "solution": ["2"]})
+    assert load_math_dataset(plain, prompt_system_prompt="S")[0]["prompt"] == [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "1 + 1?"},
+    ]
+
+
 def test_a_save_to_disk_folder_loads(tmp_path):
     rows = {"prompt": CHAT[:2], "solution": ["0", "2"]}
     datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "saved"))

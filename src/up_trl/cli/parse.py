@@ -49,8 +49,8 @@ class TrainScriptArguments:
         metadata={
             "help": "What datasets.load_dataset takes (a Hub id, a local folder, a data file) or a folder written by "
             "save_to_disk; or a short name from up_trl.data.DATASETS (offline: gsm8k, math, math500, minerva, "
-            "arithmetic). A `prompt` column (text or messages) is used as written, a `problem` one gets the system "
-            "prompt; the gold answer goes in `solution`."
+            "arithmetic). A `prompt` column (text or messages) is used as written, a `problem` one gets "
+            "--system_prompt; the gold answer is read into `solution`."
         },
     )
     dataset_config: str | None = field(
@@ -66,7 +66,10 @@ class TrainScriptArguments:
     )
     system_prompt: str | None = field(
         default=None,
-        metadata={"help": "System prompt (default asks for \\boxed{}); 'none' for no system turn."},
+        metadata={
+            "help": "System prompt (default asks for \\boxed{}); 'none' for no system turn. A dataset's `prompt` "
+            "column gets it only when set, and only where it has no system turn."
+        },
     )
     arithmetic_ops: list[str] = field(
         default_factory=lambda: ["mul1"],

@@ -146,6 +146,7 @@ def load_math_dataset(
     seed: int = 0,
     shuffle: bool = False,
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    prompt_system_prompt: str | None = None,
     column_mapping: Mapping[str, str] | None = None,
     levels: Sequence[int] | None = None,
     ops: Sequence[str] = ("mul1",),
@@ -165,6 +166,8 @@ def load_math_dataset(
         seed: seeds `shuffle` and the `arithmetic` generator.
         shuffle: shuffle with `seed` before `limit` (the MATH files are sorted by subject).
         system_prompt: the system message; `None` leaves it out.
+        prompt_system_prompt: a system message for the prompts of a `prompt` column, which are otherwise kept as
+            written (TRL's way); a prompt that has a system turn keeps its own.
         column_mapping: renames your columns, e.g. `{"question": "problem", "final": "answer"}`.
         levels: keep these MATH levels only, e.g. `(3, 4, 5)`; needs a `level` column.
         ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
@@ -206,7 +209,7 @@ def load_math_dataset(
         dataset = dataset.shuffle(seed=seed)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    return _to_prompts(dataset, spec, system_prompt)
+    return _to_prompts(dataset, spec, system_prompt, prompt_system_prompt)
 
 
 # ---- answers -------------------------------------------------------------------------------------------------------
@@ -251,7 +254,7 @@ def parse_level(level: Any) -> int | None:
 # ---- prompts -------------------------------------------------------------------------------------------------------
 
 
-def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) -> Dataset:
+def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
     problem_column = next((c for c in PROBLEM_COLUMNS if c in dataset.column_names), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in dataset.column_names), None)
     if problem_column is None or answer_column is None:
@@ -266,7 +269,9 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
         row = {
-            "prompt": problem if as_written else make_prompt(problem, system_prompt, num_images),
+            "prompt": _with_system(problem, prompt_system)
+            if as_written
+            else make_prompt(problem, system_prompt, num_images),
             "solution": gold_answer(example[answer_column]),
         }
         if "level" in example:
@@ -279,6 +284,15 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
     dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
     dataset = dataset.select_columns(["prompt", "solution", *keep])
     return dataset.filter(lambda solution: solution != "", input_columns="solution")
+
+
+def _with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
+    """A `prompt` column's prompt with a system turn first, when one is asked for and it has none."""
+    if isinstance(prompt, str) and system_prompt is not None:
+        return make_prompt(prompt, system_prompt)
+    if system_prompt is None or isinstance(prompt, str) or (prompt and prompt[0]["role"] == "system"):
+        return prompt
+    return [{"role": "system", "content": system_prompt}, *prompt]
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:

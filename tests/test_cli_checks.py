@@ -72,8 +72,10 @@ TRAIN_CASES = [
                  id="cispo_with_up"),
     pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: no such file",
                  id="missing_dataset_file"),
-    pytest.param(["--dataset_name", "gsm9k"], "--dataset_name gsm9k is not a dataset name (did you mean gsm8k?)",
-                 id="unknown_dataset_name"),
+    pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: no such folder or file (did you "
+                 "mean gsm8k?)", id="missing_dataset_folder"),
+    pytest.param(["--dataset_name", "{tmp}/qa.txt"], "--dataset_name {tmp}/qa.txt is a file of another kind: use a "
+                 ".jsonl/.json/.parquet/.csv file, or a folder", id="dataset_file_of_another_kind"),
     pytest.param(["--reward_funcs", "math_acuracy"], "--reward_funcs math_acuracy: no such reward (did you mean "
                  "math_accuracy?)", id="unknown_reward_name"),
     pytest.param(["--dataset_name", "{tmp}/qa.jsonl"],
@@ -98,6 +100,8 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
     (tmp / "mode.yaml").write_text("up_mode: asymetric\n")
     (tmp / "qa.jsonl").write_text('{"q": "What is 2 + 2?", "sol": "4"}\n' * 16)
     (tmp / "afile").write_text("")
+    (tmp / "qa.txt").write_text("What is 2 + 2?\n")
+    (tmp / "data" / "gsm8k").mkdir(parents=True)
     flags = [f.format(tmp=tmp) for f in flags]
     out = ["--output_dir", str(tmp / "out")] if "--output_dir" not in flags else []
     assert message.format(tmp=tmp) in one_line(capsys, [*TINY, *out, *flags])

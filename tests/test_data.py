@@ -299,10 +299,15 @@ def test_local_file_missing_columns(tmp_path):
         load_math_dataset(str(tmp_path / "absent.jsonl"))
 
 
-def test_unknown_name():
-    with pytest.raises(ValueError, match="Unknown dataset 'gsm9k'") as error:
+def test_unknown_name_is_a_hub_id(monkeypatch):
+    """A name outside DATASETS goes to load_dataset as a Hub id; offline it fails naming the closest short name and
+    the offline sets."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # as when the variable is set after import
+    monkeypatch.setattr(data, "load_dataset", never_called)
+    with pytest.raises(HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
         load_math_dataset("gsm9k")
-    assert all(name in str(error.value) for name in [*DATASETS, "arithmetic"]) and "file" in str(error.value)
+    assert all(name in str(error.value) for name in OFFLINE_DATASETS) and "HF_HUB_OFFLINE is set" in str(error.value)
 
 
 # ---- Hub sets ----------------------------------------------------------------------------------------------------

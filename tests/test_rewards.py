@@ -467,7 +467,7 @@ def test_registry_unknown_name_lists_known_names():
         get_reward_funcs(["accuracy"])
     message = str(info.value)
     assert "Unknown reward function 'accuracy'" in message
-    for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format"):
+    for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format", "accuracy_reward"):
         assert name in message
 
 

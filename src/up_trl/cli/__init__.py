@@ -153,10 +153,12 @@ def train(argv: list[str] | None = None):
                 dataset = load_math_dataset(
                     script_args.dataset_name,
                     script_args.dataset_train_split,
+                    config=script_args.dataset_config,
                     limit=script_args.dataset_limit,
                     seed=training_args.seed,
                     shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
                     system_prompt=system_prompt,
+                    prompt_system_prompt=system_prompt if script_args.system_prompt is not None else None,
                     column_mapping=checked["column_mapping"],
                     ops=script_args.arithmetic_ops,
                     few_shot=script_args.arithmetic_few_shot,

@@ -320,28 +320,32 @@ def check_dataset_size(problems: int, training_args) -> None:
 
 
 def check_reward_names(names: Iterable[str]) -> None:
-    """A name that is neither a registry name nor a dotted import path: the closest registry names."""
-    from ..rewards.registry import REWARD_FACTORIES, REWARD_FUNCS
+    """A name that is neither a registry name, TRL's, nor a dotted import path: the closest names."""
+    from ..rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS
 
-    known = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
+    ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
     for name in names:
-        if name not in known and "." not in name:
+        if name not in ours and name not in TRL_REWARD_FUNCS and "." not in name:
             raise UsageError(
-                f"--reward_funcs {name}: no such reward{closest_names(name, known)}; the names are "
-                f"{', '.join(known)}, or a dotted import path such as my_rewards.my_reward."
+                f"--reward_funcs {name}: no such reward{closest_names(name, [*ours, *TRL_REWARD_FUNCS])}; the names "
+                f"are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such as "
+                "my_rewards.my_reward."
             )
 
 
 def check_dataset_name(name: str, column_mapping: dict[str, str] | None = None) -> None:
     """A data file that does not exist (with the closest files beside it), that cannot be loaded as it is (empty,
-    unreadable, not its extension's format, no usable row: `data.files.check_data_file`), or a name that is no
-    dataset."""
+    unreadable, not its extension's format, no usable row: `data.files.check_data_file`), a file of another kind, or
+    a local path that does not exist. Anything else `load_dataset` takes (a folder, a Hub id) is loaded, or refused,
+    before the model loads."""
     from ..data import DATASETS, FILE_BUILDERS
+    from ..data.model_source import looks_like_path
 
     path = Path(os.path.expanduser(name))
+    files = "/".join(FILE_BUILDERS)
     if path.suffix.lower() in FILE_BUILDERS:
         if path.is_dir():
-            raise UsageError(f"--dataset_name {name} is a folder: name a {'/'.join(FILE_BUILDERS)} file.")
+            raise UsageError(f"--dataset_name {name} is a folder: name a {files} file.")
         if not path.is_file():
             siblings = [p.name for p in path.parent.glob(f"*{path.suffix}")] if path.parent.is_dir() else []
             raise UsageError(f"--dataset_name {name}: no such file{closest_names(path.name, siblings)}.")
@@ -351,17 +355,13 @@ def check_dataset_name(name: str, column_mapping: dict[str, str] | None = None) 
             check_data_file(path, column_mapping)
         except DataFileError as error:
             raise UsageError(f"--dataset_name {name}: {error}") from None
+    elif name.lower() in DATASETS:
         return
-    if name.lower() in DATASETS:
-        return
-    files = "/".join(FILE_BUILDERS)
-    what = (
-        "is a folder" if path.is_dir() else "is a file of another kind" if path.exists() else "is not a dataset name"
-    )
-    raise UsageError(
-        f"--dataset_name {name} {what}{closest_names(name.lower(), DATASETS)}: use one of {', '.join(DATASETS)} "
-        f"or a {files} file."
-    )
+    elif path.is_file():
+        raise UsageError(f"--dataset_name {name} is a file of another kind: use a {files} file, or a folder.")
+    elif not path.exists() and looks_like_path(name):
+        siblings = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
+        raise UsageError(f"--dataset_name {name}: no such folder or file{closest_names(path.name, siblings)}.")
 
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:

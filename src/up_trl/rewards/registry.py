@@ -34,6 +34,9 @@ REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
     "soft_overlong": make_soft_overlong_punishment,
 }
+# TRL's reward functions (`trl.rewards`) by their own names, as `trl grpo --reward_funcs` takes them; none is a name
+# above. (TRL's get_* factories need options: pass ours, e.g. soft_overlong, or a reward built in Python.)
+TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward")
 _ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name", "timeout_s"}
 _FACTORY_OPTIONS: dict[str, set[str]] = {
     "math_accuracy": _ACCURACY_OPTIONS,
@@ -62,11 +65,15 @@ def _import_reward(path: str) -> Callable:
 
 def _known() -> str:
     names = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
-    return f"Known names: {', '.join(names)}; or a dotted import path such as 'my_pkg.my_module.my_reward'."
+    return (
+        f"Known names: {', '.join(names)}; TRL's {', '.join(TRL_REWARD_FUNCS)}; or a dotted import path such as "
+        "'my_pkg.my_module.my_reward'."
+    )
 
 
 def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
-    """Reward functions for `GRPOTrainer(reward_funcs=...)` from registry names or dotted import paths.
+    """Reward functions for `GRPOTrainer(reward_funcs=...)` from registry names, TRL's names (`TRL_REWARD_FUNCS`,
+    TRL's own functions) or dotted import paths.
 
     `options` go to the factories that name them (`max_completion_length`, `soft_punish_cache` for
     "soft_overlong"; `item_timeout_s`, `num_workers`, ... for the accuracy rewards).
@@ -93,6 +100,8 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
                 funcs.append(REWARD_FUNCS[name])
         elif name in REWARD_FUNCS:
             funcs.append(REWARD_FUNCS[name])
+        elif name in TRL_REWARD_FUNCS:
+            funcs.append(_import_reward(f"trl.rewards.{name}"))
         elif "." in name:
             funcs.append(_import_reward(name))
         else:

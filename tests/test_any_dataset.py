@@ -1,0 +1,101 @@
+"""`--dataset_name` takes what `datasets.load_dataset` takes (a Hub id, a local folder, a data file) and a folder
+written by `save_to_disk`; `--reward_funcs` takes TRL's reward names. Everything is built locally: no Hub access."""
+
+import datasets
+import pytest
+from conftest import TINY, one_line, tiny_train_argv
+
+from up_trl.data import DataError, load_math_dataset
+
+CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
+
+
+def hub_folder(root, columns: dict) -> str:
+    """A folder laid out as a Hub dataset repo: its train split in data/train-00000-of-00001.parquet."""
+    (root / "data").mkdir(parents=True)
+    datasets.Dataset.from_dict(columns).to_parquet(str(root / "data" / "train-00000-of-00001.parquet"))
+    return str(root)
+
+
+def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
+    """A `prompt` column (conversational or plain) is kept as written, no system turn added; other columns stay for
+    the rewards; `solution` holds the gold answer."""
+    folder = hub_folder(
+        tmp_path / "chat", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)], "id": [*range(16)]}
+    )
+    rows = load_math_dataset(folder)
+    assert len(rows) == 16 and rows.column_names == ["prompt", "solution", "id"]
+    assert rows[3] == {"prompt": CHAT[3], "solution": "6", "id": 3}
+    plain = hub_folder(tmp_path / "plain", {"prompt": ["What is 1/2 of 1?"], "solution": [r"\frac{1}{2}"]})
+    assert load_math_dataset(plain)[0] == {"prompt": "What is 1/2 of 1?", "solution": r"$\frac{1}{2}$"}
+
+
+def test_a_prompt_column_gets_a_system_turn_only_when_asked(tmp_path):
+    """`system_prompt` is for problem columns; `prompt_system_prompt` (`up-trl train --system_prompt`) is put first
+    in a `prompt` column's prompts that have no system turn of their own."""
+    own = [{"role": "system", "content": "Mine."}, {"role": "user", "content": "1 + 1?"}]
+    folder = hub_folder(tmp_path / "mixed", {"prompt": [CHAT[0], own], "solution": ["0", "2"]})
+    assert load_math_dataset(folder, system_prompt="S")["prompt"] == [CHAT[0], own]
+    rows = load_math_dataset(folder, prompt_system_prompt="S")
+    assert rows["prompt"] == [[{"role": "system", "content": "S"}, *CHAT[0]], own]
+    plain = hub_folder(tmp_path / "plain", {"prompt": ["1 + 1?"], "solution": ["2"]})
+    assert load_math_dataset(plain, prompt_system_prompt="S")[0]["prompt"] == [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "1 + 1?"},
+    ]
+
+
+def test_a_save_to_disk_folder_loads(tmp_path):
+    rows = {"prompt": CHAT[:2], "solution": ["0", "2"]}
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "saved"))
+    assert load_math_dataset(str(tmp_path / "saved"))[1] == {"prompt": CHAT[1], "solution": "2"}
+    with pytest.raises(DataError, match=r"has splits \('train',\), not 'test'"):
+        load_math_dataset(str(tmp_path / "saved"), "test")
+    datasets.Dataset.from_dict(rows).save_to_disk(str(tmp_path / "one"))  # a Dataset, no splits
+    assert load_math_dataset(str(tmp_path / "one"))[0]["solution"] == "0"
+
+
+def test_other_column_names_with_a_column_mapping(tmp_path):
+    """A problem column gets the system prompt; a column mapped to `prompt` is kept as written."""
+    folder = hub_folder(tmp_path / "qa", {"question_text": ["What is 2 + 2?"], "gold": ["4"], "messages": CHAT[:1]})
+    with pytest.raises(DataError, match="Map yours with --column_mapping"):
+        load_math_dataset(folder)
+    rows = load_math_dataset(folder, column_mapping={"question_text": "problem", "gold": "answer"}, system_prompt="S")
+    assert rows[0] == {"prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": "What is 2 + 2?"}],
+                       "solution": "4"}  # fmt: skip
+    rows = load_math_dataset(folder, column_mapping={"messages": "prompt", "gold": "solution"}, system_prompt="S")
+    assert rows[0] == {"prompt": CHAT[0], "solution": "4", "question_text": "What is 2 + 2?"}
+
+
+def test_a_hub_id_not_in_the_cache_offline_is_one_line_before_any_model_loads(no_model_loads, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # as when set before Python starts
+    argv = [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", "someone/no-such-set"]
+    line = one_line(capsys, argv)
+    assert line.startswith("--dataset_name someone/no-such-set: Dataset 'someone/no-such-set' needs the Hugging Face")
+    assert "HF_HUB_OFFLINE is set: it is not in the local cache" in line
+
+
+def test_trl_reward_names_are_trls_functions():
+    import trl.rewards
+
+    from up_trl.cli.checks import check_reward_names
+    from up_trl.rewards import get_reward_funcs
+    from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS
+
+    assert get_reward_funcs(["accuracy_reward"]) == [trl.rewards.accuracy_reward]
+    assert set(TRL_REWARD_FUNCS) <= set(trl.rewards.__all__)
+    assert not set(TRL_REWARD_FUNCS) & (set(REWARD_FUNCS) | set(REWARD_FACTORIES))  # no name of ours changes meaning
+    check_reward_names(TRL_REWARD_FUNCS)
+
+
+def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path):
+    from up_trl.cli import train
+    from up_trl.data.models import save_tiny_model
+
+    folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)]})
+    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
+    run = train([*argv, "--dataset_name", folder, "--dataset_train_split", "train"])
+    assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
+    assert [f.__name__ for f in run.reward_funcs] == ["accuracy_reward"]
+    assert sorted(row["prompt"][0]["content"] for row in run.train_dataset) == sorted(c[0]["content"] for c in CHAT)

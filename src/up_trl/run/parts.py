@@ -28,7 +28,7 @@ from transformers import TrainerCallback
 
 from .callbacks import NonFiniteGuardCallback, UsualFileModesCallback
 from .resume_settings import ResumeSettingsMixin
-from .rollout_checkpoint import RolloutCheckpointMixin
+from .rollout_checkpoint import RolloutCheckpointMixin, is_synchronous
 
 __all__ = [
     "NonFiniteGuardCallback",
@@ -62,12 +62,6 @@ class RunCardMixin:
             from .card import write_model_card
 
             write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
-
-
-def is_synchronous(trainer_cls: type) -> bool:
-    """Whether `trainer_cls` is TRL's GRPOTrainer or RLOOTrainer (or a subclass): one rollout batch, buffered and
-    reused, scored in this process."""
-    return any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in trainer_cls.__mro__)
 
 
 def with_parts(trainer_cls: type) -> type:

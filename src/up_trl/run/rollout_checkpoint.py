@@ -115,6 +115,12 @@ class RolloutCheckpointCallback(TrainerCallback):
         return control
 
 
+def is_synchronous(trainer_cls: type) -> bool:
+    """Whether `trainer_cls` is TRL's GRPOTrainer or RLOOTrainer (or a subclass): one rollout batch, buffered and
+    reused, scored in this process."""
+    return any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in trainer_cls.__mro__)
+
+
 class RolloutCheckpointMixin:
     """For `class X(RolloutCheckpointMixin, GRPOTrainer): pass` (or RLOOTrainer, or a UP trainer): `_buffered_inputs`
     and `_step` go into every checkpoint (`RolloutCheckpointCallback`, put first among the callbacks after the
@@ -122,7 +128,7 @@ class RolloutCheckpointMixin:
     computes."""
 
     def __init__(self, *args, **kwargs):
-        if not any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in type(self).__mro__):
+        if not is_synchronous(type(self)):
             raise TypeError(
                 f"RolloutCheckpointMixin needs GRPOTrainer or RLOOTrainer (a buffered rollout batch); "
                 f"{type(self).__name__} has none: leave the mixin out."

@@ -25,7 +25,6 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     OFFLINE_DEFAULT,
     TRAINERS,
     USAGE_TRAIN,
-    TrainScriptArguments,
     check_trainer,
     make_parser,
     model_config_class,
@@ -35,6 +34,14 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
     trainer_argument,
     trainer_classes,
 )
+
+
+def __getattr__(name: str):  # `TrainScriptArguments` extends TRL's class: built on first use (`parse`)
+    if name == "TrainScriptArguments":
+        from .parse import train_script_arguments
+
+        return train_script_arguments()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def print_help_all(trainer: str = "grpo") -> None:
@@ -141,6 +148,8 @@ def train(argv: list[str] | None = None):
             reward_funcs = get_reward_funcs(
                 script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
             )
+            if script_args.reward_model_name_or_path:  # first, as `trl grpo` puts it: TRL loads it as a scorer
+                reward_funcs.insert(0, script_args.reward_model_name_or_path)
         except ValueError as error:  # a dotted path that does not import, a factory without its options
             raise UsageError(f"--reward_funcs: {error}") from None
         system_prompt = system_prompt_from_flag(script_args.system_prompt)
@@ -149,20 +158,29 @@ def train(argv: list[str] | None = None):
             state.print(f"up-trl: {note}", flush=True)
         out = training_args.output_dir
         with state.main_process_first():
+            options = dict(
+                config=script_args.dataset_config,
+                seed=training_args.seed,
+                system_prompt=system_prompt,
+                prompt_system_prompt=system_prompt if script_args.system_prompt is not None else None,
+                column_mapping=checked["column_mapping"],
+                ops=script_args.arithmetic_ops,
+                few_shot=script_args.arithmetic_few_shot,
+            )
             try:
                 dataset = load_math_dataset(
                     script_args.dataset_name,
                     script_args.dataset_train_split,
-                    config=script_args.dataset_config,
                     limit=script_args.dataset_limit,
-                    seed=training_args.seed,
                     shuffle=script_args.dataset_limit is not None,  # a limit takes a seeded sample, not the first rows
-                    system_prompt=system_prompt,
-                    prompt_system_prompt=system_prompt if script_args.system_prompt is not None else None,
-                    column_mapping=checked["column_mapping"],
-                    ops=script_args.arithmetic_ops,
-                    few_shot=script_args.arithmetic_few_shot,
+                    **options,
                 )
+                eval_dataset = None  # as `trl grpo`: the test split, evaluated when eval_strategy is not "no"
+                if training_args.eval_strategy != "no":
+                    if is_async:  # TRL's AsyncGRPOTrainer takes no eval_dataset
+                        raise UsageError("--eval_strategy: --trainer async_grpo does not evaluate; set it to no.")
+                    test_split = script_args.dataset_test_split
+                    eval_dataset = load_math_dataset(script_args.dataset_name, test_split, **options)
             except (DataError, HubUnavailableError) as error:
                 raise UsageError(f"--dataset_name {script_args.dataset_name}: {error}") from None
             check_dataset_size(len(dataset), training_args)
@@ -217,6 +235,7 @@ def train(argv: list[str] | None = None):
             reward_funcs=reward_funcs,
             args=training_args,
             train_dataset=dataset,
+            **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
             peft_config=get_peft_config(model_args),
             callbacks=callbacks,
         )

@@ -128,11 +128,24 @@ def check_settings(settings: Settings) -> list[str]:
     from .rules import check_ranges
 
     _check_up(settings)
+    _check_data(settings)
     if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
         raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
     check_ranges(settings, "train")
     _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
     return _check_saving(settings)
+
+
+def _check_data(s: Settings) -> None:
+    """`trl grpo`'s data options that `up-trl train` parses but does not run yet: one line each."""
+    if s["datasets"]:
+        where = "--datasets" if "datasets" in s.command_line else f"datasets (from the {s.where})"
+        raise UsageError(f"{where}: a mixture of datasets is not supported yet: use --dataset_name.")
+    if s["dataset_streaming"]:
+        raise UsageError(
+            f"{s.show('dataset_streaming')}: streaming is not supported yet: the dataset is loaded whole "
+            "(--dataset_limit keeps part of it)."
+        )
 
 
 def _check_up(s: Settings) -> None:

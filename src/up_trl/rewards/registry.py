@@ -35,8 +35,17 @@ REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "soft_overlong": make_soft_overlong_punishment,
 }
 # TRL's reward functions (`trl.rewards`) by their own names, as `trl grpo --reward_funcs` takes them; none is a name
-# above. (TRL's get_* factories need options: pass ours, e.g. soft_overlong, or a reward built in Python.)
-TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward")
+# above. `get_soft_overlong_punishment` is built as `trl grpo` builds it (`TRL_FIXED_OPTIONS`); ours, soft_overlong,
+# takes the run's max_completion_length instead.
+TRL_REWARD_FUNCS: tuple[str, ...] = (
+    "accuracy_reward",
+    "reasoning_accuracy_reward",
+    "think_format_reward",
+    "get_soft_overlong_punishment",
+)
+TRL_FIXED_OPTIONS: dict[str, dict[str, int]] = {
+    "get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256},  # trl/scripts/grpo.py
+}
 _ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name", "timeout_s"}
 _FACTORY_OPTIONS: dict[str, set[str]] = {
     "math_accuracy": _ACCURACY_OPTIONS,
@@ -100,6 +109,8 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
                 funcs.append(REWARD_FUNCS[name])
         elif name in REWARD_FUNCS:
             funcs.append(REWARD_FUNCS[name])
+        elif name in TRL_FIXED_OPTIONS:
+            funcs.append(_import_reward(f"trl.rewards.{name}")(**TRL_FIXED_OPTIONS[name]))
         elif name in TRL_REWARD_FUNCS:
             funcs.append(_import_reward(f"trl.rewards.{name}"))
         elif "." in name:

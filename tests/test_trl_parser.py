@@ -1,0 +1,202 @@
+"""`up-trl train` parses what `trl grpo` parses, with the same meaning: the same argv and the same YAML recipe,
+parsed by TRL's own parser (`trl.scripts.grpo.make_parser`) and by ours, give the same value for every field both
+have. The differences allowed are named here, each with its reason. Parsing only: nothing loads."""
+
+import dataclasses
+
+import pytest
+import yaml
+from conftest import one_line
+
+from up_trl.cli.parse import OFFLINE_DEFAULT, make_parser, parse_train_args
+
+# A `trl grpo` command line as TRL's docs write one (use_cpu and bf16 false: this also parses on a CPU-only machine,
+# where TRL's own GRPOConfig refuses bf16).
+DOCS_ARGV = [
+    "--model_name_or_path",
+    "Qwen/Qwen2-0.5B-Instruct",
+    "--dataset_name",
+    "trl-lib/DeepMath-103K",
+    "--dataset_config",
+    "default",
+    "--dataset_train_split",
+    "train",
+    "--reward_funcs",
+    "accuracy_reward",
+    "--learning_rate",
+    "1e-6",
+    "--per_device_train_batch_size",
+    "4",
+    "--num_generations",
+    "4",
+    "--max_completion_length",
+    "64",
+    "--use_cpu",
+    "true",
+    "--bf16",
+    "false",
+]
+
+
+def trl_grpo(argv):
+    """What `trl grpo ARGV` parses: (script args, GRPOConfig, ModelConfig, DatasetMixtureConfig)."""
+    from trl.scripts.grpo import make_parser as trl_make_parser
+
+    return trl_make_parser().parse_args_and_config(args=argv)
+
+
+def differences(theirs, ours) -> dict[str, tuple]:
+    """{field: (TRL's value, ours)} for each field of TRL's dataclass whose values differ."""
+    return {
+        f.name: (getattr(theirs, f.name), getattr(ours, f.name))
+        for f in dataclasses.fields(theirs)
+        if getattr(theirs, f.name) != getattr(ours, f.name)
+    }
+
+
+def compare(argv, allowed: dict[str, set[str]]):
+    """Parse `argv` both ways; every field of TRL's four dataclasses equal in ours but those in `allowed`."""
+    theirs = trl_grpo(list(argv))
+    ours = [*parse_train_args(list(argv)), make_parser("grpo").parse_args_and_config(args=list(argv))[3]]
+    for name, their, our in zip(("script", "config", "model", "mixture"), theirs, ours, strict=True):
+        found = differences(their, our)
+        assert set(found) <= allowed.get(name, set()), (
+            name,
+            {k: found[k] for k in set(found) - allowed.get(name, set())},
+        )
+    return theirs, ours
+
+
+def test_our_script_arguments_are_trls_with_ours_after_them():
+    from trl.scripts.grpo import GRPOScriptArguments
+
+    from up_trl.cli.parse import TrainScriptArguments
+
+    assert issubclass(TrainScriptArguments, GRPOScriptArguments)
+    theirs = {f.name: f for f in dataclasses.fields(GRPOScriptArguments)}
+    ours = {f.name: f for f in dataclasses.fields(TrainScriptArguments)}
+    assert list(ours)[: len(theirs)] == list(theirs)
+    # Our own defaults, each where TRL's would not run offline or would break our short names (the class says why).
+    own_defaults = {"dataset_name", "dataset_train_split", "reward_funcs"}
+    for name, field in theirs.items():
+        if name not in own_defaults:
+            assert ours[name] is field, name  # TRL's own field: name, type, default and help
+
+
+def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
+    argv = [*DOCS_ARGV, "--output_dir", str(tmp_path / "out")]
+    # Without --config, the offline default recipe (quickstart) supplies what the command line leaves out, where
+    # TRL has its own defaults (learning rate schedule, loss, steps, ...): its keys are the differences allowed.
+    # Two fields follow from them: generation_batch_size (per_device_train_batch_size x steps_per_generation) and
+    # gradient_checkpointing (transformers' old name for activation_checkpointing).
+    offline = set(OFFLINE_DEFAULT) | {"generation_batch_size", "gradient_checkpointing"}
+    (script, config, model, _), (our_script, our_config, our_model, _) = compare(
+        argv,
+        {"script": offline | {"dataset_test_split"}, "config": offline, "model": offline},
+    )
+    assert our_script.dataset_name == script.dataset_name == "trl-lib/DeepMath-103K"
+    assert our_script.dataset_config == "default" and our_script.reward_funcs == script.reward_funcs
+    assert our_config.learning_rate == config.learning_rate == 1e-6
+    assert our_model.model_name_or_path == model.model_name_or_path == "Qwen/Qwen2-0.5B-Instruct"
+
+
+def test_the_same_recipe_means_the_same_to_trl_grpo(tmp_path, monkeypatch):
+    """A recipe names everything it sets: no offline default then, and only UP's fields and ours may differ."""
+    recipe = {
+        "model_name_or_path": "Qwen/Qwen2-0.5B-Instruct",
+        "dataset_name": "trl-lib/DeepMath-103K",
+        "dataset_config": "default",
+        "dataset_train_split": "train",
+        "dataset_test_split": "validation",
+        "dataset_streaming": False,
+        "eval_strategy": "steps",
+        "eval_steps": 5,
+        "reward_funcs": ["accuracy_reward", "my_rewards.length_reward"],
+        "reward_model_name_or_path": "some/reward-model",
+        "ignore_bias_buffers": True,
+        "learning_rate": 1.0e-6,
+        "per_device_train_batch_size": 4,
+        "num_generations": 4,
+        "max_completion_length": 64,
+        "loss_type": "dapo",
+        "beta": 0.0,
+        "use_cpu": True,
+        "bf16": False,
+        "output_dir": str(tmp_path / "out"),
+        "env": {"UP_TRL_TEST_RECIPE_ENV": "set"},
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    monkeypatch.delenv("UP_TRL_TEST_RECIPE_ENV", raising=False)
+    (script, config, model, mixture), (ours, our_config, *_) = compare(["--config", str(path)], {})
+    import os
+
+    assert os.environ["UP_TRL_TEST_RECIPE_ENV"] == "set"  # the `env:` block, as TrlParser sets it
+    assert ours.reward_model_name_or_path == "some/reward-model" and ours.ignore_bias_buffers
+    assert ours.dataset_test_split == "validation" and our_config.eval_strategy == "steps"
+    assert our_config.up_mode == "asymmetric"  # UP's fields: ours only
+    # Flags override the recipe, for both alike.
+    compare(["--config", str(path), "--learning_rate", "2e-6", "--dataset_test_split", "test"], {})
+
+
+def test_defaults_differ_only_where_named(tmp_path):
+    """What a recipe leaves out takes TRL's default but for our three (`TrainScriptArguments` says why)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump({"use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "out")}))
+    (script, *_), (ours, *_) = compare(
+        ["--config", str(path)], {"script": {"dataset_name", "dataset_train_split", "reward_funcs"}}
+    )
+    assert (script.dataset_name, ours.dataset_name) == (None, "arithmetic")  # offline: generated in code
+    assert (script.dataset_train_split, ours.dataset_train_split) == ("train", None)  # train, or math500's test
+    assert (script.reward_funcs, ours.reward_funcs) == (None, ["math_accuracy"])
+
+
+def test_a_mixture_parses_as_trl_parses_it_and_is_refused_in_one_line(tmp_path, capsys):
+    mixture = {"datasets": [{"path": "trl-lib/DeepMath-103K", "split": "train"}], "test_split_size": 0.1}
+    path = tmp_path / "mix.yaml"
+    path.write_text(yaml.safe_dump({**mixture, "use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "o")}))
+    theirs = trl_grpo(["--config", str(path)])[3]
+    assert make_parser("grpo").parse_args_and_config(args=["--config", str(path)])[3] == theirs
+    assert theirs.datasets[0].path == "trl-lib/DeepMath-103K"
+    line = one_line(capsys, ["--config", str(path)])
+    assert "a mixture of datasets is not supported yet: use --dataset_name" in line
+
+
+def test_streaming_is_refused_in_one_line(tmp_path, capsys):
+    line = one_line(capsys, ["--dataset_streaming", "true", "--output_dir", str(tmp_path / "o")])
+    assert line.endswith(
+        "--dataset_streaming True: streaming is not supported yet: the dataset is loaded whole "
+        "(--dataset_limit keeps part of it)."
+    )
+
+
+@pytest.mark.parametrize(
+    "key, closest",
+    [("dataset_tset_split", "dataset_test_split"), ("reward_model_name_or_pth", "reward_model_name_or_path")],
+)
+def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
+    """TRL's script keys are known by name like ours: a misspelling stops in one line (the flag and the YAML
+    key checks themselves: tests/test_cli.py)."""
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({key: "x"}))
+    assert f"unknown key {key!r} (did you mean {closest}" in one_line(capsys, ["--config", str(path)])
+    assert f"unknown option --{key} (did you mean --{closest}" in one_line(capsys, [f"--{key}", "x"])
+
+
+def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tmp_path):
+    """`reward_model_name_or_path` scores first, as `trl grpo` puts it; with eval_strategy not "no" the
+    `dataset_test_split` is evaluated."""
+    from conftest import tiny_train_argv
+
+    from up_trl.cli import train
+    from up_trl.data.models import save_tiny_model
+
+    tiny = save_tiny_model(tmp_path / "tiny")
+    argv = tiny_train_argv(tiny, tmp_path / "out", reward="accuracy_reward", max_steps=1)
+    flags = ["--reward_model_name_or_path", tiny, "--eval_strategy", "steps", "--eval_steps", "1"]
+    run = train([*argv, *flags, "--per_device_eval_batch_size", "8"])
+    assert run.state.global_step == 1
+    assert run.reward_func_names[1] == "accuracy_reward" and type(run.reward_funcs[0]).__name__.endswith(
+        "ForSequenceClassification"
+    )
+    assert len(run.eval_dataset) > 0 and any("eval_loss" in h or "eval_reward" in h for h in run.state.log_history)

@@ -20,6 +20,8 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
     """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
     return [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         settings["model"],
         "--dataset_name",

@@ -63,7 +63,8 @@ def build_trainer(argv: list[str], output_dir: str):
     from up_trl.run.parts import attach_parts, with_parts
     from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
-    script_args, training_args, model_args = parse_train_args([*argv, "--output_dir", output_dir])
+    recipe = [] if "--config" in argv else ["--config", "quickstart"]  # what `up-trl train` runs with no model named
+    script_args, training_args, model_args = parse_train_args([*recipe, *argv, "--output_dir", output_dir])
     dataset = load_math_dataset(
         script_args.dataset_name,
         script_args.dataset_train_split,

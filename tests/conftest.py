@@ -136,11 +136,14 @@ def same_code_env() -> dict:
 
 def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
     """`up-trl train`'s flags for a short run of the tiny model in `out`: 2 optimizer steps per rollout batch (the
-    offline default's), 16 problems, no plot; `flags` come last (they win)."""
+    offline default's, from its recipe: a named model alone would take TRL's defaults), 16 problems, no plot; `flags`
+    come last (they win)."""
     import cli_rewards
 
     cli_rewards.reset()
     return [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         model,
         "--output_dir",
@@ -167,8 +170,8 @@ def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4
 
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
 
-TINY = ["--max_steps", "1", "--per_device_train_batch_size", "8", "--num_generations", "4",
-        "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
+TINY = ["--use_cpu", "true", "--bf16", "false", "--max_steps", "1", "--per_device_train_batch_size", "8",
+        "--num_generations", "4", "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
 
 
 class ModelLoaded(BaseException):

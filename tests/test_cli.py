@@ -11,7 +11,17 @@ import pytest
 import yaml
 from conftest import same_code_env
 
-from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, main, make_parser, parse_train_args, train
+from up_trl.cli import (
+    OFFLINE_DEFAULT,
+    TRAINERS,
+    UsageError,
+    main,
+    make_parser,
+    parse_train_args,
+    precheck_train_args,
+    train,
+    train_help,
+)
 from up_trl.cli.catalog import recipe_path
 from up_trl.objective.guards import SAFE_UP
 
@@ -166,6 +176,8 @@ def tiny_run(tmp_path_factory):
     out = root / "out"
     trainer = train(
         [
+            "--config",
+            "quickstart",
             "--model_name_or_path",
             model_dir,
             "--dataset_name",
@@ -225,9 +237,7 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     trainer, out = tiny_run
     card = (out / "README.md").read_text()  # tests/test_card.py checks the card case by case
     assert "fine-tuned with **UP-DAPO** on the bundled `arithmetic` task" in card
-    assert (
-        "| up_mode | asymmetric |" in card and "| recipe | quickstart (packaged recipe, the offline default) |" in card
-    )
+    assert "| up_mode | asymmetric |" in card and "| recipe | quickstart (packaged recipe) |" in card
     assert "Rewards: `math_accuracy_reward`, `length_reward`" in card
     assert "| off-policy (UP differs from its parent) | True |" in card
     assert "| up/capacity_up_mean |" in card and card.count("@article{up2026") == 1
@@ -264,6 +274,7 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, f
         [
             "--trainer",
             trainer,
+            *["--use_cpu", "true", "--bf16", "false", "--logging_steps", "1", "--save_strategy", "no"],
             "--model_name_or_path",
             save_tiny_model(root / "tiny"),
             "--dataset_name",
@@ -337,7 +348,15 @@ def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(
     from up_trl.data.models import save_tiny_model
 
     out = tmp_path / "out"
-    argv = ["--trainer", "async_grpo", "--model_name_or_path", save_tiny_model(tmp_path / "tiny"), "--output_dir"]
+    argv = [
+        "--trainer",
+        "async_grpo",
+        "--use_cpu",
+        "true",
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+    ]
     with pytest.raises(UsageError) as caught:
         train([*argv, str(out), "--dataset_name", "arithmetic", "--dataset_limit", "16"])
     message = str(caught.value)
@@ -413,6 +432,33 @@ def test_train_help_leads_with_what_a_user_sets():
     assert all(option in parser._option_string_actions for option in options if option not in launcher)
 
 
+# What the short help offers, as it words it: each must pass every check that runs before a model loads.
+HELP_OFFERS = [
+    ["--trainer", "rloo"],
+    *[["--up_mode", mode] for mode in ("asymmetric", "both", "off")],
+    *[["--loss_type", loss] for loss in ("dapo", "grpo", "dr_grpo", "bnpo", "luspo")],
+    *[["--up_mode", "off", "--loss_type", loss] for loss in ("cispo", "sapo", "vespo")],
+    ["--importance_sampling_level", "sequence"],
+    ["--reward_funcs", "math_accuracy", "dapo_math", "boxed_format", "think_format", "soft_overlong"],
+    *[["--dataset_name", name] for name in ("gsm8k", "math", "arithmetic")],
+    ["--arithmetic_ops", "mul1", "mul", "add", "sub", "--arithmetic_few_shot", "3"],
+    ["--system_prompt", "none"],
+    ["--max_steps", "-1"],
+]
+
+
+@pytest.mark.parametrize("argv", HELP_OFFERS, ids=" ".join)
+def test_help_offers_nothing_the_command_refuses(argv, tmp_path):
+    for value in argv[1::2]:
+        assert value.strip("-") in " ".join(train_help().split()), value  # the help names it
+    precheck_train_args([*argv, "--output_dir", str(tmp_path / "out")])  # no UsageError
+
+
+def test_help_does_not_offer_async_grpo_on_cpu():
+    text = " ".join(train_help().split())
+    assert "async_grpo (a CUDA GPU and a `trl vllm-serve` server)" in text and "in-process sampler" not in text
+
+
 def test_help_all_lists_every_option():
     out = run_cli("train", "--help-all")
     assert out.returncode == 0 and "--gradient_checkpointing" in out.stdout and "--up_mode" in out.stdout
@@ -434,6 +480,7 @@ USAGE_ERRORS = [
     ["train", "--trainer", "nope"],
     ["train", "--num_generations", "3"],
     ["train", "--config", "no_such_recipe"],
+    ["train", "--config", "quickstart", "--config=up_dapo"],
     ["train", "--reward_funcs", "no_such_reward"],
     ["train", "--dataset_name", "missing.jsonl"],
     ["train", "--model_name_or_path", "./no_such_folder"],

@@ -20,6 +20,8 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
 
     model = save_tiny_model(tmp_path / "tiny")
     argv = [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         model,
         "--output_dir",

@@ -88,6 +88,7 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
     )
     out = tmp_path / "out"
     flags = {
+        "config": "quickstart",  # its values for what is not set here (a named model alone takes TRL's defaults)
         "model_name_or_path": tiny,
         "dataset_name": str(data),
         # The registry's default reward (0 for a random model) plus a dense one, so every group has a spread.
@@ -137,6 +138,8 @@ def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
 
     tiny = tmp_path / "tiny"
     argv = [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         str(tiny) if tiny.exists() else save_tiny_model(tiny),
         "--output_dir",

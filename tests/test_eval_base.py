@@ -20,6 +20,8 @@ def run_folder(tmp_path_factory):
     base = save_tiny_model(root / "tiny-base")
     train(
         [
+            "--config",
+            "quickstart",
             "--model_name_or_path",
             base,
             "--output_dir",

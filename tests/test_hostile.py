@@ -519,6 +519,8 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     out = tmp_path / "out"
     train(
         [
+            "--config",
+            "quickstart",
             "--model_name_or_path",
             save_tiny_model(tmp_path / "tiny"),
             "--dataset_name",
@@ -826,6 +828,8 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
     here = Path(__file__).parent
     out = tmp_path / "out"
     argv = [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         save_tiny_model(tmp_path / "tiny"),
         "--output_dir",
@@ -974,6 +978,8 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
 
     out = tmp_path / "out"
     argv = [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         save_tiny_model(tmp_path / "tiny"),
         "--output_dir",
@@ -1023,6 +1029,8 @@ def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
 
     out = tmp_path / "out"
     argv = [
+        "--config",
+        "quickstart",
         "--model_name_or_path",
         save_tiny_model(tmp_path / "tiny"),
         "--output_dir",

@@ -927,3 +927,14 @@ def test_smollm2_real_replies_match_their_hand_labels():
     expected = [0.0 if r.get("known_false_negative") else float(r["label"]) for r in rows]
     assert out == expected
     assert sum(r["label"] for r in rows) == 5 and sum(bool(r.get("known_false_negative")) for r in rows) == 3
+
+
+def test_the_readme_plain_answer_scores_0_with_trls_accuracy_reward_and_1_with_ours():
+    # README, "A `trl grpo` command runs unchanged": TRL's reads only LaTeX, so a plain final answer scores 0.
+    from trl.rewards import accuracy_reward
+
+    from up_trl.rewards import math_accuracy_reward
+
+    plain = [[{"role": "assistant", "content": "The answer is 12."}]]
+    assert accuracy_reward(plain, solution=["12"]) == [0.0]
+    assert math_accuracy_reward(plain, solution=["12"]) == [1.0]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import one_line
 
-from up_trl.cli.parse import OFFLINE_DEFAULT, make_parser, parse_train_args
+from up_trl.cli.parse import make_parser, parse_train_args
 
 # A `trl grpo` command line as TRL's docs write one (use_cpu and bf16 false: this also parses on a CPU-only machine,
 # where TRL's own GRPOConfig refuses bf16).
@@ -85,15 +85,9 @@ def test_our_script_arguments_are_trls_with_ours_after_them():
 
 def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
     argv = [*DOCS_ARGV, "--output_dir", str(tmp_path / "out")]
-    # Without --config, the offline default recipe (quickstart) supplies what the command line leaves out, where
-    # TRL has its own defaults (learning rate schedule, loss, steps, ...): its keys are the differences allowed.
-    # Two fields follow from them: generation_batch_size (per_device_train_batch_size x steps_per_generation) and
-    # gradient_checkpointing (transformers' old name for activation_checkpointing).
-    offline = set(OFFLINE_DEFAULT) | {"generation_batch_size", "gradient_checkpointing"}
-    (script, config, model, _), (our_script, our_config, our_model, _) = compare(
-        argv,
-        {"script": offline | {"dataset_test_split"}, "config": offline, "model": offline},
-    )
+    # A named model and no --config: what the command line leaves out takes TRL's defaults (the offline default
+    # recipe fills in only when no model is named), so only UP's fields may differ.
+    (script, config, model, _), (our_script, our_config, our_model, _) = compare(argv, {})
     assert our_script.dataset_name == script.dataset_name == "trl-lib/DeepMath-103K"
     assert our_script.dataset_config == "default" and our_script.reward_funcs == script.reward_funcs
     assert our_config.learning_rate == config.learning_rate == 1e-6

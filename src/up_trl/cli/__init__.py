@@ -317,9 +317,13 @@ def recipe_label(argv: list[str], recipe_file: str | None) -> str:
     'up_dapo (packaged recipe)'
     >>> recipe_label([], None)
     'quickstart (packaged recipe, the offline default)'
+    >>> recipe_label(["--model_name_or_path", "Qwen/Qwen3-0.6B"], None)
+    "none (TRL's defaults)"
     """
     from .catalog import OFFLINE_DEFAULT_RECIPE, recipe_names
 
+    if recipe_file is None and "model_name_or_path" in flags_given(argv):
+        return "none (TRL's defaults)"
     if recipe_file is None:
         return f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
     typed = [

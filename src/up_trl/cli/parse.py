@@ -1,6 +1,7 @@
 """How `up-trl train`'s command line and recipe become the trainer's config: TRL's parser over the script
-arguments, the chosen trainer's UP config and TRL's ModelConfig, with the offline default when no recipe is given and
-the checks of `cli.checks` before TRL builds the config."""
+arguments, the chosen trainer's UP config and TRL's ModelConfig, and the checks of `cli.checks` before TRL builds the
+config. With neither a recipe (`--config`) nor `--model_name_or_path`, the offline default recipe (quickstart) gives
+the values the command line leaves out; with either, what is left out takes TRL's default, as with `trl grpo`."""
 
 from __future__ import annotations
 
@@ -223,6 +224,8 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
     argv = [part for arg in argv for part in (arg.split("=", 1) if arg.startswith("--config=") else [arg])]
     if "--config" not in argv:
         return argv, None
+    if argv.count("--config") > 1:  # TRL's parser would stop on the second as an unused argument
+        raise UsageError("--config is given twice: name one recipe (flags on the line override its values).")
     index = argv.index("--config") + 1
     if index == len(argv) or argv[index].startswith("--"):
         raise UsageError("--config needs a recipe: a packaged one by name (`up-trl recipes`) or a YAML file.")
@@ -248,6 +251,8 @@ def checked_train_args(argv: list[str]):
         if not isinstance(env, dict):
             raise UsageError(f"recipe {recipe_file}: `env` must be a mapping of variable names to values.")
         os.environ.update({key: str(value) for key, value in env.items()})  # as TrlParser does
+    elif "model_name_or_path" in flags_given(argv):  # a model and no recipe: TRL's defaults, as `trl grpo` has them
+        recipe, where = {}, "command line"
     else:  # the GRPO keys the chosen trainer's config lacks (RLOO: loss_type; async: beta, num_iterations, ...) drop
         known = {action.dest for action in parser._actions}
         recipe = {key: value for key, value in OFFLINE_DEFAULT.items() if key in known}

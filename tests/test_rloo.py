@@ -350,7 +350,7 @@ RECIPES = Path(recipe_path("up_rloo")).parent  # the packaged recipes
 def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():
     from trl import ModelConfig, TrlParser
 
-    from up_trl.cli import TrainScriptArguments
+    from up_trl.script_args import TrainScriptArguments
 
     up, base = (yaml.safe_load((RECIPES / name).read_text()) for name in ("up_rloo.yaml", "rloo.yaml"))
     assert {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)} == {"up_mode", "output_dir"}

@@ -70,7 +70,7 @@ def compare(argv, allowed: dict[str, set[str]]):
 def test_our_script_arguments_are_trls_with_ours_after_them():
     from trl.scripts.grpo import GRPOScriptArguments
 
-    from up_trl.cli.parse import TrainScriptArguments
+    from up_trl.script_args import TrainScriptArguments
 
     assert issubclass(TrainScriptArguments, GRPOScriptArguments)
     theirs = {f.name: f for f in dataclasses.fields(GRPOScriptArguments)}

@@ -36,14 +36,6 @@ from .parse import (  # noqa: F401 (the parsing API, importable from here as bef
 )
 
 
-def __getattr__(name: str):  # `TrainScriptArguments` extends TRL's class: built on first use (`parse`)
-    if name == "TrainScriptArguments":
-        from .parse import train_script_arguments
-
-        return train_script_arguments()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def print_help_all(trainer: str = "grpo") -> None:
     """`up-trl train --help-all`: every option of TRL's parser over the trainer's config."""
     make_parser(trainer).print_help()

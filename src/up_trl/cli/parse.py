@@ -5,11 +5,10 @@ the values the command line leaves out; with either, what is left out takes TRL'
 
 from __future__ import annotations
 
-import functools
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 from .checks import (
     RecipeNotFoundError,
@@ -23,135 +22,10 @@ from .checks import (
 )
 from .rules import check_choices
 
-# The offline default run (`up-trl train` with no --config): the packaged recipe `quickstart`, read once, its only
-# source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5 one-digit products, so most groups
-# of 8 have a non-zero reward spread (docs/benchmarks/index.md, "The offline default run").
+# The offline default run (`up-trl train` with neither --config nor --model_name_or_path): the packaged recipe
+# `quickstart`, read once, its only source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5
+# one-digit products, so most groups of 8 have a non-zero reward spread (docs/benchmarks, "The offline default run").
 OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
-
-
-# --trainer: (config module, config class, trainer module, trainer class), imported only when chosen.
-TRAINERS: dict[str, tuple[str, str, str, str]] = {
-    "grpo": ("trainers.grpo_config", "UPGRPOConfig", "trainers.grpo_trainer", "UPGRPOTrainer"),
-    "rloo": ("trainers.rloo_config", "UPRLOOConfig", "trainers.rloo_trainer", "UPRLOOTrainer"),
-    "async_grpo": (
-        "trainers.async_grpo_config",
-        "UPAsyncGRPOConfig",
-        "trainers.async_grpo_trainer",
-        "UPAsyncGRPOTrainer",
-    ),
-}
-
-
-@functools.cache
-def train_script_arguments() -> type:
-    """`TrainScriptArguments`, built on first use: it extends TRL's class, and importing `up_trl.cli` must not import
-    TRL (`up-trl train --help` prints at once)."""
-    from trl.scripts.grpo import GRPOScriptArguments
-
-    @dataclass
-    class TrainScriptArguments(GRPOScriptArguments):
-        """`trl grpo`'s script arguments (TRL's fields, names, types, defaults and help), and ours after them: what to
-        train on and how to score it (the model comes from `--model_name_or_path`).
-
-        Our defaults where TRL's differ: `dataset_name` (TRL: none, the data must be named) is `arithmetic`,
-        generated in code, so that `up-trl train` runs offline with nothing named; `dataset_train_split` (TRL:
-        `train`) is None, which is `train` for everything TRL loads and a short name's first split for ours (math500's
-        only split is `test`); `reward_funcs` (TRL: none, a run without a reward model has nothing to score) is
-        `math_accuracy`."""
-
-        dataset_name: str = field(
-            default="arithmetic",
-            metadata={
-                "help": "What datasets.load_dataset takes (a Hub id, a local folder, a data file) or a folder "
-                "written by save_to_disk; or a short name from up_trl.data.DATASETS (offline: gsm8k, math, math500, "
-                "minerva, arithmetic). A `prompt` column (text or messages) is used as written, a `problem` one gets "
-                "--system_prompt; the gold answer is read into `solution`."
-            },
-        )
-        dataset_train_split: str | None = field(
-            default=None, metadata={"help": "Split to train on (default: train; a short name's first split)."}
-        )
-        reward_funcs: list[str] = field(
-            default_factory=lambda: ["math_accuracy"],
-            metadata={
-                "help": "Reward names from up_trl.rewards.REWARD_FUNCS, TRL's (accuracy_reward, "
-                "reasoning_accuracy_reward, think_format_reward, get_soft_overlong_punishment), or dotted import "
-                "paths."
-            },
-        )
-        dataset_limit: int | None = field(default=None, metadata={"help": "Keep only this many training problems."})
-        column_mapping: str | None = field(
-            default=None,
-            metadata={"help": 'JSON mapping of your columns to problem/prompt/answer, e.g. {"question": "problem"}.'},
-        )
-        system_prompt: str | None = field(
-            default=None,
-            metadata={
-                "help": "System prompt (default asks for \\boxed{}); 'none' for no system turn. A dataset's `prompt` "
-                "column gets it only when set, and only where it has no system turn."
-            },
-        )
-        arithmetic_ops: list[str] = field(
-            default_factory=lambda: ["mul1"],
-            metadata={
-                "help": "`arithmetic` only: the problems to generate, any of mul1 (1-digit x 1-digit, the default), "
-                "mul (1-digit x 2-digit), add and sub (2-digit), e.g. --arithmetic_ops add sub."
-            },
-        )
-        arithmetic_few_shot: int = field(
-            default=0,
-            metadata={
-                "help": "`arithmetic` only: worked examples (earlier chat turns, "
-                "up_trl.data.arithmetic.ARITHMETIC_WORKED_EXAMPLES) before each problem, 0 to 3. With 2, SmolLM2-135M "
-                "gets about one 2-digit sum in five (one in 60 without)."
-            },
-        )
-        share_prompt_prefix: bool = field(
-            default=False,
-            metadata={
-                "help": "Opt-in CPU saving, not part of UP (grpo and rloo; up_trl.speedups.trainers): on CPU, in one "
-                "process, compute each distinct prompt of a batch once in the scoring forwards (the num_generations "
-                "completions of a prompt share it), instead of once per completion. Log-probs and gradients equal "
-                "TRL's to float rounding, not bit for bit."
-            },
-        )
-        plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})
-        skip_nonfinite_steps: bool = field(
-            default=True,
-            metadata={
-                "help": "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
-                "inf, instead of writing NaN into the weights (up_trl.run.parts.nonfinite_guard). Not active under "
-                "DeepSpeed, whose engine owns the step."
-            },
-        )
-        max_consecutive_nonfinite_steps: int = field(
-            default=10,
-            metadata={"help": "After this many skipped steps in a row, save a checkpoint and stop training."},
-        )
-        overwrite_output_dir: bool = field(
-            default=False,
-            metadata={
-                "help": "An --output_dir that holds a previous run is refused; with this flag that run's files "
-                "(model, metrics, card, checkpoints) are removed first (up_trl.run.folder)."
-            },
-        )
-        trainer: str = field(
-            default="grpo",
-            metadata={
-                "help": "grpo (UPGRPOTrainer), rloo (UPRLOOTrainer) or async_grpo (UPAsyncGRPOTrainer: a CUDA GPU "
-                "and a `trl vllm-serve` server). A recipe may name it with a `trainer:` key.",
-                "choices": list(TRAINERS),
-            },
-        )
-
-    TrainScriptArguments.__module__, TrainScriptArguments.__qualname__ = __name__, "TrainScriptArguments"
-    return TrainScriptArguments
-
-
-def __getattr__(name: str):  # `from up_trl.cli.parse import TrainScriptArguments` builds it (PEP 562)
-    if name == "TrainScriptArguments":
-        return train_script_arguments()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 USAGE_TRAIN = (
@@ -198,7 +72,9 @@ def make_parser(trainer: str = "grpo"):
 
     config_cls, _ = trainer_classes(trainer)
     model_cls = model_config_class(trainer)
-    dataclass_types = (train_script_arguments(), config_cls, model_cls, DatasetMixtureConfig)
+    from ..script_args import TrainScriptArguments
+
+    dataclass_types = (TrainScriptArguments, config_cls, model_cls, DatasetMixtureConfig)
     return TrlParser(dataclass_types, prog="up-trl train", usage=USAGE_TRAIN)
 
 

@@ -10,3 +10,16 @@
 
 What goes beyond UP is opt-in, in `up_trl.run.parts`.
 """
+
+# --trainer: (config module, config class, trainer module, trainer class), imported only when chosen
+# (`up-trl train --trainer NAME`; importing this package imports neither TRL nor torch).
+TRAINERS: dict[str, tuple[str, str, str, str]] = {
+    "grpo": ("trainers.grpo_config", "UPGRPOConfig", "trainers.grpo_trainer", "UPGRPOTrainer"),
+    "rloo": ("trainers.rloo_config", "UPRLOOConfig", "trainers.rloo_trainer", "UPRLOOTrainer"),
+    "async_grpo": (
+        "trainers.async_grpo_config",
+        "UPAsyncGRPOConfig",
+        "trainers.async_grpo_trainer",
+        "UPAsyncGRPOTrainer",
+    ),
+}

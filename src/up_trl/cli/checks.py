@@ -6,7 +6,7 @@ Three stages, in the order `cli.train` runs them:
 1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
    keys and options;
 2. the settings, before TRL's config is built from them (`check_settings`): the ranges TRL's config does not check
-   (`cli.rules`), then `--save_steps` with `--save_strategy no`;
+   (`cli.rules`), a `--loss_type` it does not know, `--save_steps` with `--save_strategy no`;
 3. what the settings point at (`check_inputs`): the reward names, the dataset (a data file opened and read:
    `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
    Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
@@ -129,6 +129,7 @@ def check_settings(settings: Settings) -> list[str]:
     if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
         raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
     check_ranges(settings, "train")
+    _check_loss_type(settings)
     return _check_saving(settings)
 
 
@@ -141,6 +142,19 @@ def _check_data(s: Settings) -> None:
         raise UsageError(
             f"{s.show('dataset_streaming')}: streaming is not supported yet: the dataset is loaded whole "
             "(--dataset_limit keeps part of it)."
+        )
+
+
+def _check_loss_type(s: Settings) -> None:
+    """A `--loss_type` TRL does not know: TRL's config takes any name and fails at the first loss, after the model
+    loads (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config refuses it only
+    under UP."""
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+
+    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
+    if "loss_type" in s and loss_type not in known:
+        raise UsageError(
+            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
         )
 
 

@@ -632,6 +632,7 @@ EVAL_RANGE_CASES = [
     pytest.param("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]", id="top_p_0"),
     pytest.param("seed", "-2", "--seed -2 is out of range", id="seed_neg"),
     pytest.param("temperature", "inf", "--temperature inf is not a finite number", id="temperature_inf"),
+    pytest.param("k", "0", "--k must be at least 1, got 0.", id="k_0"),  # evaluation.check_benchmarks's, no rule
 ]
 
 

@@ -172,6 +172,16 @@ def test_library_accepts_what_we_refuse(name):
     assert accepted, f"the library refuses every value our check {name} refuses, itself: {refused}"
 
 
+def test_what_trl_refuses_stops_an_accelerate_launch_before_it_starts(no_model_loads, capsys, monkeypatch):
+    """TRL's config is built before `accelerate launch` too: its refusal is one line, and no process starts."""
+    import accelerate.commands.launch as launch_module
+
+    monkeypatch.setattr(launch_module, "launch_command", lambda args: pytest.fail(f"launched {args}"))
+    launch = ["--accelerate_config", "multi_gpu", "--num_processes", "2"]
+    line = one_line(capsys, [*launch, *TINY, "--output_dir", str(no_model_loads / "out"), "--warmup_steps=-1"])
+    assert line == "Got warmup_steps = -1.0, Expected value warmup_steps >= 0"
+
+
 def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
     out = no_model_loads / "outputs" / "quickstart"
     (out / "metrics.jsonl").write_text('{"step": 1}\n')

@@ -11,8 +11,9 @@ Three stages, in the order `cli.train` runs them:
    `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
    Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
 
-What TRL's config refuses while it is built (a group of 1, a batch the group does not divide, UP's `up_mode` and
-`loss_type`) is its own message, made a UsageError by `cli.parse.build_configs`, before any model or data loads.
+What TRL's config refuses while it is built (`--warmup_steps -1`, a batch the group does not divide, UP's
+`up_mode` and `loss_type`) is its own message, made a UsageError by `cli.parse.build_configs`, before any model or
+data loads.
 """
 
 from __future__ import annotations

@@ -296,7 +296,7 @@ def precheck_train_args(argv: list[str]) -> None:
 
 def build_configs(parser, argv: list[str]):
     """(script args, training args, model args) as TRL's parser builds them; a ValueError TRL's config raises while
-    it is built (`--num_generations 1`, `--warmup_steps -1`, UP's `--loss_type cispo`) is a UsageError, one line."""
+    it is built (`--warmup_steps -1`, UP's `--delta 0.5` and `--loss_type cispo`) is a UsageError, one line."""
     try:
         script_args, training_args, model_args, _mixture = parser.parse_args_into_dataclasses(args=argv)
         return script_args, training_args, model_args  # a mixture (`datasets`) is refused in check_settings

@@ -2,13 +2,15 @@
 values the parser is about to build the config from: the command line, a recipe and the offline default alike).
 
 `up-trl train` keeps a rule only where TRL's config accepts a value outside it. `parse_train_args` builds TRL's
-config before any model or data loads and turns what the config refuses into one usage line (`--warmup_steps -1`,
-`--logging_steps 0`, `--num_generations 1`, a batch `--num_generations` does not divide; UP's `--delta`, `--up_mode`
-and `--loss_type`): a rule for those would only repeat it. For every rule in `TRAIN_RULES`, the test
+config before any model or data loads and turns what the config refuses into one usage line (`--warmup_steps -1`, a
+batch `--num_generations` does not divide; UP's `--delta` below 1, `--up_mode`, `--loss_type` under UP): a rule for
+those would only repeat it. For every rule in `TRAIN_RULES`, the test
 `tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` builds TRL's config from a value outside its
 range: without the rule that value would fail only after the model loads (a ZeroDivisionError, PEFT's check of `r`
 when it wraps the model, a sampling error) or train on silently. The day that test fails for a name, the library
-refuses the value itself: delete the rule. `up-trl eval` parses with argparse, which checks no range.
+refuses the value itself: delete the rule. Where TRL refuses part of a range (`--logging_steps 0`, not -1;
+`--num_generations 1`, not 0 nor async GRPO's 1), the rule is kept whole. `up-trl eval` parses with argparse, which
+checks no range.
 
 A rule is (name, range, why). The range is written as a reader would: `> 0`, `>= 1`, `[0, 1]`, `(0, 1]`, with the
 values a range leaves out but TRL gives a meaning (`max_steps -1`: train by epochs) as sentinels. Every float must
@@ -77,7 +79,7 @@ def parse_range(text: str) -> tuple[float, float, bool, bool]:
 _PROBABILITY = "a probability"
 # TRL's config builds from a value outside each of these: test_library_accepts_what_we_refuse[NAME] (see above).
 TRAIN_RULES: tuple[Rule, ...] = (
-    # How long to train, how often to log and save (TRL refuses --logging_steps 0 itself, not -1).
+    # How long to train, how often to log and save.
     Rule("max_steps", ">= 1", "optimizer steps to train; 0 would still run one",
          sentinels={-1: "TRL's default, train --num_train_epochs epochs instead"}),
     Rule("num_train_epochs", "> 0", "used when max_steps is -1"),
@@ -94,7 +96,7 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("max_grad_norm", ">= 0", "gradient clipping norm; 0 turns clipping off"),
     Rule("label_smoothing_factor", "[0, 1)", _PROBABILITY),
     Rule("gradient_accumulation_steps", ">= 1", "micro-batches per optimizer step"),
-    # Batch shape (TRL refuses --num_generations 1 and a batch it does not divide, not 0 nor async_grpo's 1).
+    # Batch shape (TRL refuses a batch --num_generations does not divide itself).
     Rule("num_generations", ">= 2", "a group per prompt: an advantage is a completion's reward against its group's"),
     Rule("per_device_train_batch_size", ">= 1", "completions per process per micro-batch"),
     Rule("per_device_eval_batch_size", ">= 1", "completions per process per evaluation batch"),

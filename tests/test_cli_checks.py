@@ -2,6 +2,8 @@
 loads and without a network call (each case used to end in a traceback, a ZeroDivisionError, a Hub error or 28 s of
 Hub retries)."""
 
+import functools
+import math
 import socket
 import subprocess
 import sys
@@ -53,23 +55,30 @@ TRAIN_CASES = [
                  id="one_word_typo_of_a_run_folder"),
     pytest.param(["--model_name_or_path", "someone/no-such-model"], "is a Hub id, not in the local Hub cache",
                  id="hub_id_offline"),
-    pytest.param(["--num_generations", "0"], "--num_generations 0: each prompt needs a group of at least 2",
-                 id="num_generations_0"),
-    pytest.param(["--num_generations", "-4"], "--num_generations -4: each prompt needs", id="num_generations_neg"),
+    pytest.param(["--num_generations", "0"], "--num_generations 0 is out of range: num_generations must be >= 2 (a "
+                 "group per prompt", id="num_generations_0"),
+    pytest.param(["--num_generations", "-4"], "--num_generations -4 is out of range", id="num_generations_neg"),
+    pytest.param(["--logging_steps", "0"], "--logging_steps 0 is out of range", id="logging_steps_0"),
+    pytest.param(["--up_mode", "off", "--loss_type", "dapoo"], "--loss_type dapoo is not one of grpo, bnpo, dr_grpo, "
+                 "dapo, luspo, cispo, sapo, vespo (did you mean dapo", id="unknown_loss_type"),
+    # What TRL's config refuses itself (cli.rules has no rule for it): its line, before any model loads.
     pytest.param(["--per_device_train_batch_size", "5", "--num_generations", "8", "--steps_per_generation", "2"],
-                 "generation_batch_size (10) must be divisible by num_generations (8): per_device_train_batch_size 5 "
-                 "x steps_per_generation 2 = 10 completions do not split into groups of 8; set "
-                 "--per_device_train_batch_size to a multiple of 4, or --num_generations to a divisor of 10",
-                 id="batch_not_divisible"),
+                 "generation_batch_size (10) must be divisible by num_generations (8).", id="batch_not_divisible"),
+    pytest.param(["--warmup_steps=-1"], "Got warmup_steps = -1.0, Expected value warmup_steps >= 0",
+                 id="warmup_steps_neg"),
+    pytest.param(["--delta", "0.5"], "delta=0.5 caps the ratio below 1, which cancels UP's gradient",
+                 id="delta_below_1"),
     pytest.param(["--config", "{tmp}/syntax.yaml"], "syntax.yaml is not valid YAML: while parsing a flow sequence at "
                  "line 2, column 18: expected ',' or ']', but got '<stream end>' at line 3, column 1.",
                  id="yaml_syntax"),
     pytest.param(["--config", "{tmp}/mode.yaml"],
-                 "up_mode asymetric (from the recipe {tmp}/mode.yaml) is not one of asymmetric, both, off (did you "
-                 "mean asymmetric?)", id="up_mode_misspelt_in_yaml"),
-    pytest.param(["--loss_type", "cispo"], "--loss_type cispo is a different objective from the clipped surrogate UP "
-                 "modifies: with UP use --loss_type grpo / bnpo / dr_grpo / dapo / luspo, or set --up_mode off",
-                 id="cispo_with_up"),
+                 "up_mode='asymetric' is not one of ('asymmetric', 'both', 'off'): set up_mode='asymmetric' (UP) or "
+                 "'off'.", id="up_mode_misspelt_in_yaml"),
+    pytest.param(["--config", "{tmp}/on.yaml"], "up_mode=True is not one of ('asymmetric', 'both', 'off') (YAML reads "
+                 "an unquoted on, yes or true as a boolean)", id="up_mode_on_in_yaml"),
+    pytest.param(["--loss_type", "cispo"], "loss_type='cispo' is a different objective from the clipped surrogate UP "
+                 "modifies. Use one of ('grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo') with up_mode='asymmetric', or set "
+                 "up_mode='off'", id="cispo_with_up"),
     pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: no such file",
                  id="missing_dataset_file"),
     pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: no such folder or file (did you "
@@ -98,6 +107,7 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
     tmp = no_model_loads
     (tmp / "syntax.yaml").write_text("up_mode: asymmetric\nnum_generations: [8\n")
     (tmp / "mode.yaml").write_text("up_mode: asymetric\n")
+    (tmp / "on.yaml").write_text("up_mode: on\n")
     (tmp / "qa.jsonl").write_text('{"q": "What is 2 + 2?", "sol": "4"}\n' * 16)
     (tmp / "afile").write_text("")
     (tmp / "qa.txt").write_text("What is 2 + 2?\n")
@@ -106,6 +116,70 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
     out = ["--output_dir", str(tmp / "out")] if "--output_dir" not in flags else []
     assert message.format(tmp=tmp) in one_line(capsys, [*TINY, *out, *flags])
     assert no_network == []  # no Hub request, so no Hub retries (they took 28 s)
+
+
+def _outside(rule) -> list[str]:
+    """Values outside a rule's range, as typed: below its lower bound (and on it, when open), above its upper one."""
+    from up_trl.cli.rules import parse_range
+
+    low, high, low_closed, high_closed = parse_range(rule.allowed)
+    values = [low - 1] + ([] if low_closed else [low])
+    values += [high + 1 if high_closed else high] if high < math.inf else []
+    return [f"{v:g}" if v != int(v) else str(int(v)) for v in values if v not in rule.sentinels]
+
+
+def _library_cases() -> dict[str, list[list[str]]]:
+    """{a check of ours: argv lists it refuses}: each train rule's values outside its range, and the other checks."""
+    from up_trl.cli.rules import rules_for
+
+    cases = {name: [[f"--{name}={value}"] for value in _outside(rule)] for name, rule in rules_for("train").items()}
+    cases["nonfinite"] = [["--learning_rate", "nan"], ["--epsilon_high", "inf"], ["--reward_weights", "nan"]]
+    cases["save_steps_with_save_strategy_no"] = [["--save_steps", "2", "--save_strategy", "no"]]
+    cases["loss_type"] = [["--up_mode", "off", "--loss_type", "nope"]]
+    return cases
+
+
+@functools.cache
+def _parser(trainer):
+    from up_trl.cli.parse import make_parser
+
+    return make_parser(trainer)
+
+
+@pytest.mark.parametrize("name", sorted(_library_cases()))
+def test_library_accepts_what_we_refuse(name):
+    """TRL's config (with transformers' TrainingArguments and TRL's ModelConfig, whose LoRA fields PEFT's LoraConfig
+    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`cli.rules`, and
+    `cli.checks._check_loss_type` and `_check_saving`): without the check it would fail only after the model loads,
+    or not at all. A ZeroDivisionError or OverflowError counts as accepted: a traceback, not a line the user can act
+    on. When this fails, the library refuses every such value itself, in one line before any model loads: delete our
+    check."""
+    accepted, refused = [], []
+    for trainer in ("grpo", "rloo", "async_grpo"):
+        parser = _parser(trainer)
+        known = {option for option in parser._option_string_actions}
+        for args in _library_cases()[name]:
+            if any(arg.split("=")[0] not in known for arg in args if arg.startswith("--")):
+                continue  # not this trainer's setting
+            try:
+                parser.parse_args_into_dataclasses(args=["--output_dir", "unused", "--use_cpu", "true", *args])
+            except ValueError as error:
+                refused.append(f"{trainer} {' '.join(args)}: {error}")
+                continue
+            except ArithmeticError:
+                pass
+            accepted.append(f"{trainer} {' '.join(args)}")
+    assert accepted, f"the library refuses every value our check {name} refuses, itself: {refused}"
+
+
+def test_what_trl_refuses_stops_an_accelerate_launch_before_it_starts(no_model_loads, capsys, monkeypatch):
+    """TRL's config is built before `accelerate launch` too: its refusal is one line, and no process starts."""
+    import accelerate.commands.launch as launch_module
+
+    monkeypatch.setattr(launch_module, "launch_command", lambda args: pytest.fail(f"launched {args}"))
+    launch = ["--accelerate_config", "multi_gpu", "--num_processes", "2"]
+    line = one_line(capsys, [*launch, *TINY, "--output_dir", str(no_model_loads / "out"), "--warmup_steps=-1"])
+    assert line == "Got warmup_steps = -1.0, Expected value warmup_steps >= 0"
 
 
 def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):

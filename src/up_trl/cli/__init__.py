@@ -7,9 +7,9 @@ up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # th
 up-trl recipes                                          # the packaged recipes, one line each
 
 The package: this module (the commands), `help_text` (what `--help` prints, at once), `parse` (flags and recipes,
-TRL's parser), `rules` (the one table of value ranges), `checks` (every input checked before any model loads),
-`launch` (through `accelerate launch`), `catalog` (recipes and accelerate configs found by name) and `eval_command`
-(`up-trl eval`'s options, defaults and checks).
+TRL's parser), `rules` (the value ranges TRL's config does not check), `checks` (every input checked before any
+model loads), `launch` (through `accelerate launch`), `catalog` (recipes and accelerate configs found by name) and
+`eval_command` (`up-trl eval`'s options, defaults and checks).
 """
 
 from __future__ import annotations

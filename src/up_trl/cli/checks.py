@@ -5,20 +5,20 @@ Three stages, in the order `cli.train` runs them:
 
 1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
    keys and options;
-2. the settings, before TRL's config is built from them (`check_settings`): every numeric setting in its range
-   (`cli.rules.RULES`, one table), then where TRL would raise a ZeroDivisionError or a traceback: group size,
-   batch divisibility, UP's own settings, `--save_steps`;
+2. the settings, before TRL's config is built from them (`check_settings`): the ranges TRL's config does not check
+   (`cli.rules`), a `--loss_type` it does not know, `--save_steps` with `--save_strategy no`;
 3. what the settings point at (`check_inputs`): the reward names, the dataset (a data file opened and read:
    `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
    Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
 
-A ValueError TRL's config still raises while it is built becomes a UsageError too (`cli.parse_train_args`).
+What TRL's config refuses while it is built (`--warmup_steps -1`, a batch the group does not divide, UP's
+`up_mode` and `loss_type`) is its own message, made a UsageError by `cli.parse.build_configs`, before any model or
+data loads.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -123,16 +123,14 @@ def flags_given(argv: Iterable[str]) -> set[str]:
 
 def check_settings(settings: Settings) -> list[str]:
     """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
-    `--save_steps` written alone adds `--save_strategy steps`, so that it saves). Every numeric setting is checked
-    against its range first (`cli.rules.RULES`)."""
+    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
     from .rules import check_ranges
 
-    _check_up(settings)
     _check_data(settings)
     if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
         raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
     check_ranges(settings, "train")
-    _check_batch(settings, int(os.environ.get("WORLD_SIZE", "1")))
+    _check_loss_type(settings)
     return _check_saving(settings)
 
 
@@ -148,33 +146,16 @@ def _check_data(s: Settings) -> None:
         )
 
 
-def _check_up(s: Settings) -> None:
-    from ..objective.losses import UP_MODES as up_modes
-    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES as clipped
-    from ..trainers.grpo_config import OTHER_LOSS_TYPES as others
+def _check_loss_type(s: Settings) -> None:
+    """A `--loss_type` TRL does not know: TRL's config takes any name and fails at the first loss, after the model
+    loads (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config refuses it only
+    under UP."""
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
-    up_mode = s["up_mode"]
-    if up_mode is True:
-        raise UsageError(
-            f"{s.show('up_mode')}: YAML reads an unquoted on/yes/true as a boolean: write up_mode: asymmetric."
-        )
-    up_mode = "off" if up_mode is False else up_mode  # YAML 1.1 reads an unquoted `off` as false
-    if up_mode not in up_modes:
-        raise UsageError(
-            f"{s.show('up_mode')} is not one of {', '.join(up_modes)}{closest_names(str(up_mode), up_modes)}."
-        )
-    if "loss_type" not in s:
-        return
-    loss_type = s["loss_type"]
-    if loss_type not in clipped + others:
-        known = clipped + others
+    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
+    if "loss_type" in s and loss_type not in known:
         raise UsageError(
             f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
-        )
-    if up_mode != "off" and loss_type not in clipped:
-        raise UsageError(
-            f"{s.show('loss_type')} is a different objective from the clipped surrogate UP modifies: with UP use "
-            f"--loss_type {' / '.join(clipped)}, or set --up_mode off to train {loss_type} unchanged."
         )
 
 
@@ -213,54 +194,10 @@ def vllm_cpu_build() -> str | None:
     return None
 
 
-def _check_batch(s: Settings, world_size: int) -> None:
-    """Group size and batch shape, as TRL's GRPOConfig derives them (`generation_batch_size`)."""
-    for name in (
-        "per_device_train_batch_size",
-        "gradient_accumulation_steps",
-        "num_iterations",
-        "steps_per_generation",
-        "max_completion_length",
-    ):
-        if s[name] is not None and s[name] < 1:
-            raise UsageError(f"{s.show(name)} must be at least 1.")
-    num_generations = s["num_generations"]
-    if num_generations is not None and num_generations < 2:
-        raise UsageError(
-            f"{s.show('num_generations')}: each prompt needs a group of at least 2 completions (an advantage is a "
-            "completion's reward against its group's): set --num_generations 2 or more (the offline default: 8)."
-        )
-    if num_generations is None or "steps_per_generation" not in s:
-        return  # async GRPO: no rollout batch of its own
-    batch, steps, generation_batch = (
-        s["per_device_train_batch_size"],
-        s["steps_per_generation"],
-        s["generation_batch_size"],
-    )
-    if steps is not None and generation_batch is not None:
-        return  # TRL's own error says to set only one
-    if generation_batch is not None:
-        how, multiple = f"generation_batch_size {generation_batch}", None
-    else:
-        steps = steps or s["gradient_accumulation_steps"]
-        generation_batch = batch * world_size * steps
-        processes = f" x {world_size} processes" if world_size > 1 else ""
-        how = f"per_device_train_batch_size {batch} x steps_per_generation {steps}{processes}"
-        multiple = num_generations // math.gcd(num_generations, world_size * steps)
-    if generation_batch % num_generations == 0:
-        return
-    divisors = [str(d) for d in range(2, generation_batch + 1) if generation_batch % d == 0][:4]
-    fix = f"set --per_device_train_batch_size to a multiple of {multiple}, or " if multiple else "set "
-    raise UsageError(
-        f"generation_batch_size ({generation_batch}) must be divisible by num_generations ({num_generations}): "
-        f"{how} = {generation_batch} completions do not split into groups of {num_generations}; {fix}"
-        f"--num_generations to a divisor of {generation_batch} ({', '.join(divisors) or 'none above 1'})."
-    )
-
-
 def _check_saving(s: Settings) -> list[str]:
     """`--save_steps N` alone saves every N steps: the recipe's (or offline default's) `save_strategy: no` would
-    otherwise win silently. Both written, contradicting each other: an error."""
+    otherwise win silently. Both written, contradicting each other: an error (TRL's config takes both and saves
+    nothing: tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
     if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
         return []
     if "save_strategy" in s.command_line:

@@ -148,6 +148,7 @@ def precheck_train_args(argv: list[str]) -> None:
     from .checks import check_dataset_name, check_extras, check_output_folder, check_reward_names, parse_column_mapping
 
     parser, argv = checked_train_args(list(argv))
+    build_configs(parser, argv)  # what TRL's config refuses itself, here too: before accelerate launches anything
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
     check_dataset_name(values["dataset_name"], parse_column_mapping(values["column_mapping"]))  # the file read too
@@ -174,12 +175,18 @@ def precheck_train_args(argv: list[str]) -> None:
                 raise UsageError(str(error)) from None
 
 
-def parse_train_args(argv: list[str]):
-    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and settings TRL
-    would fail on, are a UsageError before TRL's config is built (`cli.checks`)."""
-    parser, argv = checked_train_args(argv)
+def build_configs(parser, argv: list[str]):
+    """(script args, training args, model args) as TRL's parser builds them; a ValueError TRL's config raises while
+    it is built (`--warmup_steps -1`, UP's `--delta 0.5` and `--loss_type cispo`) is a UsageError, one line."""
     try:
         script_args, training_args, model_args, _mixture = parser.parse_args_into_dataclasses(args=argv)
         return script_args, training_args, model_args  # a mixture (`datasets`) is refused in check_settings
-    except ValueError as error:  # what TRL's config still refuses while it is built (e.g. auto_find_batch_size)
+    except ValueError as error:
         raise UsageError(" ".join(str(error).split())) from None
+
+
+def parse_train_args(argv: list[str]):
+    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and the ranges
+    TRL's config does not check, are a UsageError before TRL's config is built (`cli.checks`); what it refuses, while
+    it is built (`build_configs`)."""
+    return build_configs(*checked_train_args(argv))

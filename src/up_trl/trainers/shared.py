@@ -55,7 +55,10 @@ UP_METRICS = (
 def check_up_mode(up_mode: str) -> None:
     """Raise a ValueError that names the allowed values when `up_mode` is not one of `losses.UP_MODES`."""
     if up_mode not in UP_MODES:
-        raise ValueError(f"up_mode={up_mode!r} is not one of {UP_MODES}: set up_mode='asymmetric' (UP) or 'off'.")
+        yaml = " (YAML reads an unquoted on, yes or true as a boolean)" if up_mode is True else ""
+        raise ValueError(
+            f"up_mode={up_mode!r} is not one of {UP_MODES}{yaml}: set up_mode='asymmetric' (UP) or 'off'."
+        )
 
 
 def default_output_dir(model, suffix: str) -> str:

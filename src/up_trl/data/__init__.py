@@ -376,6 +376,8 @@ def _load_file(path: str, split: str) -> Dataset:
     try:
         return load_dataset(builder, data_files={split: str(file)}, split=split)
     except Exception as error:  # datasets' DatasetGenerationError, pyarrow's ArrowInvalid, ...: one line of its cause
+        if builder == "parquet" and _parquet_rows(file) == 0:  # datasets: "BatchSize must be greater than 0, got 0"
+            raise DataError("the Parquet file holds no rows: write one problem per row, with its answer.") from None
         causes = [error]
         while causes[-1].__cause__ is not None or causes[-1].__context__ is not None:
             causes.append(causes[-1].__cause__ or causes[-1].__context__)
@@ -383,6 +385,16 @@ def _load_file(path: str, split: str) -> Dataset:
         raise DataError(
             f"datasets cannot read it as {builder} ({why}): fix the file, or save it as its extension says."
         ) from error
+
+
+def _parquet_rows(file: Path) -> int | None:
+    """The rows a Parquet file's footer counts; None when it cannot be read [test_hostile parquet_no_rows]."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_metadata(file).num_rows
+    except Exception:
+        return None
 
 
 def _hub_offline_flag() -> str | None:

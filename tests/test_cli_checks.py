@@ -71,8 +71,8 @@ TRAIN_CASES = [
                  "modifies: with UP use --loss_type grpo / bnpo / dr_grpo / dapo / luspo, or set --up_mode off",
                  id="cispo_with_up"),
     # The data is loaded (datasets' load_dataset) before the model: its errors are the checks.
-    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: no such file.",
-                 id="missing_dataset_file"),
+    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: No data file at "
+                 "'{tmp}/nope.jsonl'.", id="missing_dataset_file"),
     pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: Couldn't find any data file at "
                  "{tmp}/data/gsm9k.", id="missing_dataset_folder"),
     pytest.param(["--dataset_name", "{tmp}/qa.txt"], "--dataset_name {tmp}/qa.txt: a file of another kind: use a "

@@ -1253,7 +1253,7 @@ DATA_FILE_CASES = [
         "column_mapping names ['question'], which are not in the data; found ['problem', 'answer'].",
         id="column_mapping_names_a_missing_column",
     ),
-    pytest.param("folder.jsonl/", None, [], "no such file (it is a folder).", id="a_folder"),
+    pytest.param("folder.jsonl/", None, [], "No data file at '{path}' (it is a folder).", id="a_folder"),
 ]
 
 
@@ -1265,7 +1265,7 @@ def test_a_data_file_that_cannot_be_loaded_is_one_line(no_model_loads, capsys, n
     else:
         path.write_bytes(content)
     line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path), *flags])
-    assert line.startswith(f"--dataset_name {path}") and message in line, line
+    assert line.startswith(f"--dataset_name {path}") and message.replace("{path}", str(path)) in line, line
 
 
 def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):

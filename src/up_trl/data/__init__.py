@@ -369,7 +369,7 @@ def _load_offline(spec: DatasetSpec, split: str) -> Dataset:
 def _load_file(path: str, split: str) -> Dataset:
     file = Path(os.path.expanduser(path))
     if not file.is_file():
-        raise DataFileNotFoundError(f"no such file{' (it is a folder)' if file.is_dir() else ''}.")
+        raise DataFileNotFoundError(f"No data file at {path!r}{' (it is a folder)' if file.is_dir() else ''}.")
     if file.stat().st_size == 0:  # datasets raises a bare StopIteration [test_hostile jsonl_empty]
         raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
     builder = FILE_BUILDERS[file.suffix.lower()]

@@ -44,7 +44,11 @@ def _latest(path: Path, flag: str) -> str:
 
 
 def check_model(
-    name_or_path: str, flag: str = "--model_name_or_path", *, revision: str | None = None, trust_remote_code=False
+    name_or_path: str,
+    flag: str = "--model_name_or_path",
+    *,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> str:
     """`name_or_path` as `from_pretrained` should get it (a user's `~` expanded), once transformers has read its
     config; else a ModelNotFoundError, one line naming `flag`, with transformers' own message."""
@@ -55,7 +59,9 @@ def check_model(
     if not path.exists():
         try:
             validate_repo_id(name_or_path)
-        except HFValidationError:  # transformers: "Repo id must be in the form ..." [test_cli_checks ./no/such]
+        except (
+            HFValidationError
+        ):  # transformers: "Repo id must be in the form ..." [test_cli_checks missing_model_folder]
             raise ModelNotFoundError(f"{flag} {name_or_path}: no such folder.") from None
     elif path.is_dir() and not (path / "config.json").is_file():
         if (path / "adapter_config.json").is_file():
@@ -79,7 +85,8 @@ def check_model(
         raise ModelNotFoundError(f"{flag} {name_or_path}:{where} {' '.join(str(error).split())}") from None
     if path.is_dir() and not model_weights(path):
         # from_pretrained's "Error no file named model.safetensors ..." comes inside the trainer, after
-        # --overwrite_output_dir removed the previous run [test_hostile no_weights_after_overwrite]
+        # --overwrite_output_dir removed the previous run
+        # [test_hostile.py::test_a_model_folder_without_weights_is_refused_before_an_overwrite]
         raise ModelNotFoundError(
             f"{flag} {path} holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a "
             f"sharded index): the save did not finish; {_latest(path, flag)}."

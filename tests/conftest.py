@@ -207,7 +207,7 @@ def one_line(capsys, argv, command="train", code=2) -> str:
         assert main(["train", *argv]) == code
     else:
         assert main(["eval", *argv]) == code
-    err = [line for line in capsys.readouterr().err.strip().splitlines() if "examples/s]" not in line]
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip() and "examples/s]" not in line]
     assert len(err) == 1 and err[0].startswith(f"up-trl {command}: error: "), err  # datasets' progress bars aside
     return err[0].split(": error: ", 1)[1]
 

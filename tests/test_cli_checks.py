@@ -44,16 +44,16 @@ NO_NETWORK = (
     "runpy.run_module('up_trl', run_name='__main__', alter_sys=True)\n"
 )
 
+HUB = "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached files."
 TRAIN_CASES = [
     pytest.param(["--model_name_or_path", "./no/such"], "--model_name_or_path ./no/such: no such folder.",
                  id="missing_model_folder"),
-    pytest.param(["--model_name_or_path", "outputs/quickstrat"],
-                 "--model_name_or_path outputs/quickstrat: no such folder (did you mean outputs/quickstart?).",
-                 id="typo_of_a_run_folder"),
-    pytest.param(["--model_name_or_path", "quickstrat"], "--model_name_or_path quickstrat: no such folder (did you "
-                 "mean outputs/quickstart?); for the Hub id, write it with its owner (owner/name).",
-                 id="one_word_typo_of_a_run_folder"),
-    pytest.param(["--model_name_or_path", "someone/no-such-model"], "is a Hub id, not in the local Hub cache",
+    # Transformers' own AutoConfig: a name that could be a Hub id is looked up there (offline: in the cache, at once).
+    pytest.param(["--model_name_or_path", "outputs/quickstrat"], "--model_name_or_path outputs/quickstrat: no such "
+                 f"local folder; as a Hub id: {HUB}", id="typo_of_a_run_folder"),
+    pytest.param(["--model_name_or_path", "quickstrat"], f"--model_name_or_path quickstrat: no such local folder; as "
+                 f"a Hub id: {HUB}", id="one_word_typo_of_a_run_folder"),
+    pytest.param(["--model_name_or_path", "someone/no-such-model"], f"no such local folder; as a Hub id: {HUB}",
                  id="hub_id_offline"),
     pytest.param(["--num_generations", "0"], "--num_generations 0 is out of range: num_generations must be >= 2 (a "
                  "group per prompt", id="num_generations_0"),
@@ -79,11 +79,12 @@ TRAIN_CASES = [
     pytest.param(["--loss_type", "cispo"], "loss_type='cispo' is a different objective from the clipped surrogate UP "
                  "modifies. Use one of ('grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo') with up_mode='asymmetric', or set "
                  "up_mode='off'", id="cispo_with_up"),
-    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: no such file",
-                 id="missing_dataset_file"),
-    pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: no such folder or file (did you "
-                 "mean gsm8k?)", id="missing_dataset_folder"),
-    pytest.param(["--dataset_name", "{tmp}/qa.txt"], "--dataset_name {tmp}/qa.txt is a file of another kind: use a "
+    # The data is loaded (datasets' load_dataset) before the model: its errors are the checks.
+    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: No data file at "
+                 "'{tmp}/nope.jsonl'.", id="missing_dataset_file"),
+    pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: Couldn't find any data file at "
+                 "{tmp}/data/gsm9k.", id="missing_dataset_folder"),
+    pytest.param(["--dataset_name", "{tmp}/qa.txt"], "--dataset_name {tmp}/qa.txt: a file of another kind: use a "
                  ".jsonl/.json/.parquet/.csv file, or a folder", id="dataset_file_of_another_kind"),
     pytest.param(["--reward_funcs", "math_acuracy"], "--reward_funcs math_acuracy: no such reward (did you mean "
                  "math_accuracy?)", id="unknown_reward_name"),
@@ -199,13 +200,13 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
         pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
         pytest.param(
             ["--model", "outputs/quickstrat"],
-            "no such folder (did you mean outputs/quickstart?)",
+            f"--model outputs/quickstrat: no such local folder; as a Hub id: {HUB}",
             id="typo_of_a_run_folder",
         ),
-        pytest.param(
+        pytest.param(  # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
             ["--model", "{tmp}/crashed"],
-            "--model {tmp}/crashed holds no final model (the run stopped "
-            "before saving one), only checkpoints: pass --model {tmp}/crashed/checkpoint-4 (its latest)",
+            "--model {tmp}/crashed holds no config.json (no model saved there): pass --model "
+            "{tmp}/crashed/checkpoint-4 (its latest checkpoint).",
             id="crashed_run_folder",
         ),
         pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),

@@ -7,9 +7,10 @@ Three stages, in the order `cli.train` runs them:
    keys and options;
 2. the settings, before TRL's config is built from them (`check_settings`): the ranges TRL's config does not check
    (`cli.rules`), a `--loss_type` it does not know, `--save_steps` with `--save_strategy no`;
-3. what the settings point at (`check_inputs`): the reward names, the dataset (a data file opened and read:
-   `data.files`), the model folder (its config.json and weights; its model_type once transformers is imported) or
-   Hub id, the output folder (`check_output_folder`, then created by its lock) and the checkpoint to resume from.
+3. what the settings point at (`check_inputs`): the reward names, the model (transformers' own `AutoConfig` reads
+   its config.json: `data.model_source.check_model`), the output folder (`check_output_folder`, then created by
+   its lock) and the checkpoint to resume from. The dataset is checked by loading it (`cli.train`), before the
+   model loads and before `--overwrite_output_dir` removes anything.
 
 What TRL's config refuses while it is built (`--warmup_steps -1`, a batch the group does not divide, UP's
 `up_mode` and `loss_type`) is its own message, made a UsageError by `cli.parse.build_configs`, before any model or
@@ -215,13 +216,12 @@ def check_inputs(script_args, training_args, model_args, recipe: str | None = No
     mapping, "notes": lines to print (the incomplete checkpoints a resume skipped), "lock": the output folder's
     `run_lock.RunLock`, taken before the folder is looked at (the main process's; release it when the run ends)}.
     `recipe`: the recipe file (`--config`), which an overwrite must not remove, like every other file the run reads."""
-    from ..data.model_source import ModelNotFoundError, check_model_type, locate_model
+    from ..data.model_source import ModelNotFoundError, check_model
     from ..run.folder import check_output_dir, files_the_run_reads, resolve_resume
     from ..run.lock import RunLock, lock_output_dir
 
     check_reward_names(script_args.reward_funcs)
     column_mapping = parse_column_mapping(script_args.column_mapping)
-    check_dataset_name(script_args.dataset_name, column_mapping)
     check_extras(
         getattr(training_args, "use_vllm", False), training_args.deepspeed, getattr(training_args, "vllm_mode", None)
     )
@@ -231,8 +231,11 @@ def check_inputs(script_args, training_args, model_args, recipe: str | None = No
     lock = RunLock(Path(out), None, created=False)
     try:
         if model is not None:
-            model = locate_model(model, "--model_name_or_path", near=[Path(out).parent, "outputs"])
-            check_model_type(model, "--model_name_or_path")  # transformers is imported by now
+            model = check_model(  # transformers' AutoConfig reads its config.json: before the output folder is touched
+                model,
+                revision=model_args.model_revision,
+                trust_remote_code=getattr(training_args, "trust_remote_code", False),
+            )
         if os.environ.get("RANK", "0") == "0":  # one process takes it (every process of a launch shares the folder)
             lock = lock_output_dir(out)
         notes: list[str] = []
@@ -281,37 +284,6 @@ def check_reward_names(names: Iterable[str]) -> None:
                 f"are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such as "
                 "my_rewards.my_reward."
             )
-
-
-def check_dataset_name(name: str, column_mapping: dict[str, str] | None = None) -> None:
-    """A data file that does not exist (with the closest files beside it), that cannot be loaded as it is (empty,
-    unreadable, not its extension's format, no usable row: `data.files.check_data_file`), a file of another kind, or
-    a local path that does not exist. Anything else `load_dataset` takes (a folder, a Hub id) is loaded, or refused,
-    before the model loads."""
-    from ..data import DATASETS, FILE_BUILDERS
-    from ..data.model_source import looks_like_path
-
-    path = Path(os.path.expanduser(name))
-    files = "/".join(FILE_BUILDERS)
-    if path.suffix.lower() in FILE_BUILDERS:
-        if path.is_dir():
-            raise UsageError(f"--dataset_name {name} is a folder: name a {files} file.")
-        if not path.is_file():
-            siblings = [p.name for p in path.parent.glob(f"*{path.suffix}")] if path.parent.is_dir() else []
-            raise UsageError(f"--dataset_name {name}: no such file{closest_names(path.name, siblings)}.")
-        from ..data.files import DataFileError, check_data_file
-
-        try:
-            check_data_file(path, column_mapping)
-        except DataFileError as error:
-            raise UsageError(f"--dataset_name {name}: {error}") from None
-    elif name.lower() in DATASETS:
-        return
-    elif path.is_file():
-        raise UsageError(f"--dataset_name {name} is a file of another kind: use a {files} file, or a folder.")
-    elif not path.exists() and looks_like_path(name):
-        siblings = [p.name for p in path.parent.iterdir()] if path.parent.is_dir() else []
-        raise UsageError(f"--dataset_name {name}: no such folder or file{closest_names(path.name, siblings)}.")
 
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:

@@ -125,11 +125,11 @@ def resolve_defaults(args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`up-trl eval`. Bad input (an unknown benchmark, a model folder that does not exist, holds no model or no
-    weights, or whose config transformers cannot read, an output folder that is a file or cannot be written, a
+    """`up-trl eval`. Bad input (an unknown benchmark, a model transformers' AutoConfig cannot read, a folder with no
+    weights, an output folder that is a file or cannot be written, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
-    from ..data.model_source import check_model_type, locate_model
+    from ..data.model_source import check_model
     from ..data.models import OfflineModelMissingError
     from ..evaluation.base import choose_base, score_base
     from ..extras import missing
@@ -145,8 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--backend vllm: {missing('vllm')}")
         notes = resolve_defaults(args)
         check_output_folder(args.output_dir)  # a file, or a place that cannot be written: before any model loads
-        args.model = locate_model(args.model, "--model", near=["outputs"])
-        check_model_type(args.model, "--model")
+        args.model = check_model(args.model, "--model")  # transformers' AutoConfig reads its config.json
         base, base_note = choose_base(args)
         sets = benchmark_sets(args.benchmarks, args, system_prompt_from_flag(args.system_prompt))
     except (ValueError, DataError, HubUnavailableError, OfflineModelMissingError) as error:  # incl. ModelNotFoundError

@@ -143,15 +143,16 @@ def checked_train_args(argv: list[str]):
 
 
 def precheck_train_args(argv: list[str]) -> None:
-    """`checked_train_args`, then what the settings point at (rewards, data, extras, output folder, model), without
-    loading or creating anything: every usage error before any model or data loads (`train` checks again)."""
-    from .checks import check_dataset_name, check_extras, check_output_folder, check_reward_names, parse_column_mapping
+    """`checked_train_args`, then what the settings point at (rewards, extras, output folder, model config), without
+    loading or creating anything: every usage error before any model loads (`train` checks again, and loads the
+    data before the model)."""
+    from .checks import check_extras, check_output_folder, check_reward_names, parse_column_mapping
 
     parser, argv = checked_train_args(list(argv))
     build_configs(parser, argv)  # what TRL's config refuses itself, here too: before accelerate launches anything
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
-    check_dataset_name(values["dataset_name"], parse_column_mapping(values["column_mapping"]))  # the file read too
+    parse_column_mapping(values["column_mapping"])
     check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))
     if values.get("output_dir"):
         check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
@@ -164,15 +165,15 @@ def precheck_train_args(argv: list[str]) -> None:
                 check_offline_model()
         except OfflineModelMissingError as error:
             raise UsageError(str(error)) from None
-    else:  # a folder that is missing or holds no model (a Hub id is looked up later, once)
-        from ..data.model_source import ModelNotFoundError, locate_model, looks_like_path
+    else:  # transformers' AutoConfig reads its config.json (`data.model_source.check_model`)
+        from ..data.model_source import ModelNotFoundError, check_model
 
-        near = [Path(values["output_dir"] or "outputs").parent, "outputs"]
-        if Path(os.path.expanduser(model)).exists() or looks_like_path(model, near):
-            try:
-                locate_model(model, "--model_name_or_path", near=near)
-            except ModelNotFoundError as error:
-                raise UsageError(str(error)) from None
+        try:
+            check_model(
+                model, revision=values.get("model_revision"), trust_remote_code=bool(values.get("trust_remote_code"))
+            )
+        except ModelNotFoundError as error:
+            raise UsageError(str(error)) from None
 
 
 def build_configs(parser, argv: list[str]):

@@ -1,9 +1,8 @@
 r"""Data and models: math prompts for GRPO (TRL conversational prompts plus a `solution` column with the gold
 answer), and the models a run starts from.
 
-The package: the loaders here; `files` (a local data file checked before it is loaded), `arithmetic` (generated
-problems), `prompts` (the system prompt and one prompt's messages), `models` (the offline SmolLM2 model, tiny models
-built in code), `model_source` (checking a `--model`).
+The package: the loaders here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
+messages), `models` (the offline SmolLM2 model, tiny models built in code), `model_source` (checking a `--model`).
 
 Every loader returns a `datasets.Dataset` with
 
@@ -281,9 +280,21 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
     keep = [c for c in METADATA_COLUMNS if c in dataset.column_names] + (["images"] if spec.images else [])
     if as_written:
         keep = [c for c in dataset.column_names if c not in ("prompt", "solution")]
-    dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
+    try:
+        dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
+    except UnicodeDecodeError as error:  # datasets loads such text, then fails here [test_hostile jsonl_not_utf8]
+        raise DataError(
+            f"the text is not UTF-8 (byte 0x{error.object[error.start]:02x}: {error.reason}): save it as UTF-8."
+        ) from None
     dataset = dataset.select_columns(["prompt", "solution", *keep])
-    return dataset.filter(lambda solution: solution != "", input_columns="solution")
+    rows = len(dataset)
+    dataset = dataset.filter(lambda solution: solution != "", input_columns="solution")
+    if rows and not len(dataset):  # else a training set of 0 problems [test_hostile jsonl_no_usable_row]
+        raise DataError(
+            f"none of its {rows} rows holds an answer (column {answer_column!r}): fill them in, or map another "
+            "column with --column_mapping."
+        )
+    return dataset
 
 
 def _with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
@@ -356,9 +367,34 @@ def _load_offline(spec: DatasetSpec, split: str) -> Dataset:
 
 
 def _load_file(path: str, split: str) -> Dataset:
-    if not Path(path).is_file():
-        raise DataFileNotFoundError(f"No data file at {path!r}.")
-    return load_dataset(FILE_BUILDERS[Path(path).suffix.lower()], data_files={split: path}, split=split)
+    file = Path(os.path.expanduser(path))
+    if not file.is_file():
+        raise DataFileNotFoundError(f"No data file at {path!r}{' (it is a folder)' if file.is_dir() else ''}.")
+    if file.stat().st_size == 0:  # datasets raises a bare StopIteration [test_hostile jsonl_empty]
+        raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
+    builder = FILE_BUILDERS[file.suffix.lower()]
+    try:
+        return load_dataset(builder, data_files={split: str(file)}, split=split)
+    except Exception as error:  # datasets' DatasetGenerationError, pyarrow's ArrowInvalid, ...: one line of its cause
+        if builder == "parquet" and _parquet_rows(file) == 0:  # datasets: "BatchSize must be greater than 0, got 0"
+            raise DataError("the Parquet file holds no rows: write one problem per row, with its answer.") from None
+        causes = [error]
+        while causes[-1].__cause__ is not None or causes[-1].__context__ is not None:
+            causes.append(causes[-1].__cause__ or causes[-1].__context__)
+        why = "; ".join(dict.fromkeys(f"{type(e).__name__}: {' '.join(str(e).split())}".strip(": ") for e in causes))
+        raise DataError(
+            f"datasets cannot read it as {builder} ({why}): fix the file, or save it as its extension says."
+        ) from error
+
+
+def _parquet_rows(file: Path) -> int | None:
+    """The rows a Parquet file's footer counts; None when it cannot be read [test_hostile parquet_no_rows]."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_metadata(file).num_rows
+    except Exception:
+        return None
 
 
 def _hub_offline_flag() -> str | None:
@@ -421,6 +457,8 @@ def _load_any(spec: DatasetSpec, split: str) -> Dataset:
         return dataset
     if not path.exists():
         return _load_hub(spec.source, spec, split)
+    if path.is_file():  # datasets: "Couldn't reach 'qa.txt' on the Hub" [test_cli_checks dataset_file_of_another_kind]
+        raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
     try:
         return load_dataset(str(path), spec.config, split=split)
     except (FileNotFoundError, ValueError) as error:

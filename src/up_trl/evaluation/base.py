@@ -65,27 +65,23 @@ def recorded_base_model(model: str) -> str | None:
 
 def loadable_base(base: str) -> tuple[str | None, str]:
     """(what `from_pretrained` should get for `base`, or None when it cannot load here; why not, in words)."""
-    from ..data.model_source import ModelNotFoundError, hub_model_available, locate_model
+    from ..data.model_source import ModelNotFoundError, check_model
     from ..run.card import SMOLLM2_HUB_ID
 
     path = Path(os.path.expanduser(base))
-    if path.exists():
-        try:
-            return locate_model(base, "--base_model"), ""
-        except ModelNotFoundError as error:
-            return None, str(error)
-    if base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-"):  # the offline default's base
-        from ..data.models import OfflineModelMissingError, smollm2_path
+    if not path.exists() and (base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-")):
+        from ..data.models import OfflineModelMissingError, smollm2_path  # the offline default's base
 
         try:
             return smollm2_path(), ""
         except OfflineModelMissingError:
             pass
-    if path.is_absolute() or base.startswith((".", "~")):
+    if not path.exists() and (path.is_absolute() or base.startswith((".", "~"))):
         return None, f"its folder {base} no longer exists"
-    if hub_model_available(base):
-        return base, ""
-    return None, f"{base} is not in the local Hub cache and the Hub cannot be reached"
+    try:
+        return check_model(base, "--base_model"), ""
+    except ModelNotFoundError as error:
+        return None, str(error)
 
 
 def model_identity(model: str) -> dict:
@@ -146,9 +142,9 @@ def choose_base(args) -> tuple[str | None, str]:
             return None, ""  # not a run folder: nothing to compare with
     base, why = loadable_base(wanted)
     if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
-        from ..data.model_source import locate_model
+        from ..data.model_source import check_model
 
-        base = locate_model(wanted, "--base_model", near=["outputs"])  # raises its one-line ModelNotFoundError
+        base = check_model(wanted, "--base_model")  # raises its one-line ModelNotFoundError
     if base is None:
         return None, f"base model: not scored ({why}); showing {args.model} only"
     same = Path(base).exists() and Path(args.model).exists() and Path(base).resolve() == Path(args.model).resolve()

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data.model_source import checkpoints_in
+from transformers.trainer_utils import get_last_checkpoint
+
 from .folder import forget_run_record, resume_command, write_run_record
 
 
@@ -200,7 +201,7 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     guard = guards[0] if guards else None  # the part `run.parts.nonfinite_guard`, where attached
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
-    if path is not None or checkpoints_in(out):
+    if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
         line += f". Resume with: {resume_command(argv)}"
     return line
 

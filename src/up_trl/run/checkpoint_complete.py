@@ -215,14 +215,6 @@ def rotate_complete(
     return deleted
 
 
-def _wait_for_everyone() -> None:
-    """A barrier across the processes of the run (`on_save` runs on every one of them)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
 class MarkCompleteCallback(TrainerCallback):
     """Marks each checkpoint complete once the Trainer has saved all of it (`on_save` comes after the whole
     `_save_checkpoint`, a UP trainer's rollout batch included): each process marks its own files, the main process
@@ -261,7 +253,9 @@ class MarkCompleteCallback(TrainerCallback):
             self._write_args(args, folder)
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
-            _wait_for_everyone()
+            from accelerate import PartialState
+
+            PartialState().wait_for_everyone()
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             best = getattr(state, "best_model_checkpoint", None)
             rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)

@@ -100,6 +100,8 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
             "another --output_dir."
         ) from None
     except OSError as error:
+        if made:  # the lock file in a folder this run created is its own
+            path.unlink(missing_ok=True)
         remove_made(made)
         raise ValueError(
             f"--output_dir {output_dir} cannot be locked ({error.strerror or error}): name a folder you can write "

@@ -57,7 +57,8 @@ Checkpoints killed mid-save (`checkpoint_complete`)
   -> resume takes the newest complete one and names those it skipped; a real SIGKILL at each piece [slow].
 One run per folder (`run_lock`)
 - runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
-  the other is refused naming the pid; a stale lock is taken over and said so.
+  the other is refused naming the pid; a stale lock is taken over and said so; a file system without file locks is
+  refused in one line.
 Files the user names (loaded by `datasets` / read by transformers' `AutoConfig`, `data.model_source`, `cli.checks`)
 - data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
   are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
@@ -951,6 +952,27 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
         if child is not None and child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads, capsys, monkeypatch):
+    """`flock` failing with ENOSYS (some FUSE mounts): one line, and the folders the run created are removed."""
+    import errno
+
+    fcntl = pytest.importorskip("fcntl")
+    flock = fcntl.flock
+
+    def no_flock(fd, operation):
+        if operation & fcntl.LOCK_EX:
+            raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+        return flock(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock)
+    out = no_model_loads / "new" / "out"
+    assert one_line(capsys, [*TINY, "--output_dir", str(out)]) == (
+        f"--output_dir {out} cannot be locked ({os.strerror(errno.ENOSYS)}): name a folder you can write to, on a "
+        "file system with file locks."
+    )
+    assert not (no_model_loads / "new").exists()
 
 
 def main_train(argv):

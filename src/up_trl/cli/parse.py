@@ -6,7 +6,6 @@ the values the command line leaves out; with either, what is left out takes TRL'
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path

@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -105,14 +104,13 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
 
 
 def _whole_safetensors(path: Path) -> bool:
-    """Whether a .safetensors file is as long as its header says (a cut-off write is shorter)."""
+    """Whether a .safetensors file is as long as its header says (safetensors refuses a cut-off write)."""
+    from safetensors import SafetensorError, safe_open
+
     try:
-        with open(path, "rb") as f:
-            (length,) = struct.unpack("<Q", f.read(8))
-            header = json.loads(f.read(length))
-        end = max((t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"), default=0)
-        return path.stat().st_size == 8 + length + end
-    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        with safe_open(path, "numpy"):
+            return True
+    except (OSError, SafetensorError):
         return False
 
 
@@ -217,14 +215,6 @@ def rotate_complete(
     return deleted
 
 
-def _wait_for_everyone() -> None:
-    """A barrier across the processes of the run (`on_save` runs on every one of them)."""
-    import torch.distributed as dist
-
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
 class MarkCompleteCallback(TrainerCallback):
     """Marks each checkpoint complete once the Trainer has saved all of it (`on_save` comes after the whole
     `_save_checkpoint`, a UP trainer's rollout batch included): each process marks its own files, the main process
@@ -263,7 +253,9 @@ class MarkCompleteCallback(TrainerCallback):
             self._write_args(args, folder)
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
-            _wait_for_everyone()
+            from accelerate import PartialState
+
+            PartialState().wait_for_everyone()
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             best = getattr(state, "best_model_checkpoint", None)
             rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)

@@ -19,11 +19,13 @@ import os
 import shlex
 import shutil
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data.model_source import checkpoints_in
+from transformers.trainer_utils import get_last_checkpoint
+
 from .folder import forget_run_record, resume_command, write_run_record
 
 
@@ -126,10 +128,7 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
     OSError or, where the writer reports it otherwise (torch's zip writer raises a RuntimeError on a full disk), a
     cause the output folder `out` shows (`save_failure_cause`). Anything else raised while saving (a callback's bug,
     a gather error) is a crash with its traceback."""
-    tb, names = error.__traceback__, set()
-    while tb is not None:
-        names.add(tb.tb_frame.f_code.co_name)
-        tb = tb.tb_next
+    names = {frame.f_code.co_name for frame, _ in traceback.walk_tb(error.__traceback__)}
     if not (isinstance(error, Exception) and names & set(SAVING)):
         return False
     return isinstance(error, OSError) or (out is not None and save_failure_cause(error, Path(out))[1] is not None)
@@ -200,7 +199,7 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     guard = guards[0] if guards else None  # the part `run.parts.nonfinite_guard`, where attached
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
-    if path is not None or checkpoints_in(out):
+    if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
         line += f". Resume with: {resume_command(argv)}"
     return line
 

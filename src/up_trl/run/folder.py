@@ -151,6 +151,8 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
     into `notes`); `false`/`none`/unset is no resume; anything else is a checkpoint folder, which must exist and be
     complete.
     """
+    from transformers.trainer_utils import get_last_checkpoint
+
     from .checkpoint_complete import checkpoint_problem, describe_skipped, newest_complete, read_mark
 
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
@@ -179,11 +181,11 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
         raise ValueError(
             f"--resume_from_checkpoint {value}: no such folder (pass a checkpoint-<step> folder, or true)."
         )
-    if not (path / "trainer_state.json").is_file() and checkpoints_in(path):
-        latest = checkpoints_in(path)
+    latest = get_last_checkpoint(path)  # transformers': the checkpoint-<step> folder of the highest step, or None
+    if not (path / "trainer_state.json").is_file() and latest is not None:
         raise ValueError(
             f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
-            f"checkpoint is {latest[-1]})."
+            f"checkpoint is {latest})."
         )
     siblings = checkpoints_in(path.parent) if path.parent.is_dir() else []
     problem = checkpoint_problem(path, marks_expected=any(read_mark(c) is not None for c in siblings))

@@ -1,11 +1,16 @@
 """One run per output folder: `up-trl train` locks its `--output_dir` before it looks at what is in it.
 
-The lock is an `fcntl.flock` on `<output_dir>/.up_trl.lock`, which holds the pid of the run that has it. The
-kernel lets one process hold it at a time (two runs started at the same instant: one gets it, the other is refused)
-and drops it when that process dies, however it dies: a lock file left by a dead process is stale by construction,
-and the pid it names is checked to say so. A second run into a locked folder is refused in one line naming the
-first run's pid. Released (the file removed, and the folders too that the run created, parents included, when it
-left nothing in them) when the run ends, or when taking it fails.
+The lock is `filelock.FileLock` on `<output_dir>/.up_trl.lock` (an OS lock: `flock` on POSIX), which holds the pid of
+the run that has it. One process holds it at a time (of runs started at the same instant, one gets it, the others
+are refused), and the operating system drops it when that process dies, however it dies: no lock outlives its run. A
+second run into a locked folder is refused in one line naming the first run's pid; a lock file a dead run left (a run
+that ends removes it) is taken over, and its pid said. Released (the file removed, and the folders too that the run
+created, parents included, when it left nothing in them) when the run ends, or when taking it fails.
+
+Not filelock's `SoftFileLock` (the lock is the file's existence): a killed run's file would lock the folder until
+removed by hand. On NFS the OS lock is the server's (Linux clients map `flock` to NFS byte-range locks, released with
+the process, or when a dead client's lease expires); a file system without locks (some FUSE mounts) is refused in one
+line. Only the main process of a launch takes it (`cli.checks.check_inputs`): the others share its folder.
 """
 
 from __future__ import annotations
@@ -17,41 +22,38 @@ from pathlib import Path
 LOCK_FILE = ".up_trl.lock"
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid is running (on this machine)."""
+def _read_pid(path: Path) -> int | None:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        text = os.pread(fd, 64, 0).decode(errors="replace").split()
-        return int(text[0]) if text else None
-    except (OSError, ValueError):
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 
-class RunLock:
-    """The lock a run holds on its output folder; `release()` when the run ends. `stale_pid`: the pid of a dead run
-    whose lock file this one took over (None when there was none)."""
+def _write_pid(fd: int) -> None:
+    """filelock's `on_acquired`: the pid into the lock file, once this process holds it."""
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{os.getpid()}\n".encode())
 
-    def __init__(self, folder: Path, fd: int | None, created: bool, stale_pid: int | None = None, made=()):
-        self.folder, self.fd, self.created, self.stale_pid = folder, fd, created, stale_pid
+
+class RunLock:
+    """The lock a run holds on its output folder (`lock`: a `filelock.FileLock`, None for a process that takes none);
+    `release()` when the run ends. `stale_pid`: the pid of a dead run whose lock file this one took over, or None."""
+
+    def __init__(self, folder: Path, lock=None, created: bool = False, stale_pid: int | None = None, made=()):
+        self.folder, self.lock, self.stale_pid = folder, lock, stale_pid
         self.made = list(made) or ([folder] if created else [])  # the folders it created, deepest first
 
     def release(self) -> None:
-        if self.fd is None:
+        if self.lock is None:
             return
-        try:
-            (self.folder / LOCK_FILE).unlink(missing_ok=True)  # while still held: a waiting run then re-creates it
+        try:  # while still held: a run waiting on the old file sees it unlinked and takes a new one (filelock)
+            (self.folder / LOCK_FILE).unlink(missing_ok=True)
+        except OSError:  # the folder was made read-only: the file stays, unlocked
+            pass
         finally:
-            os.close(self.fd)
-            self.fd = None
+            self.lock.release()
+            self.lock = None
         remove_made(self.made)
 
 
@@ -65,18 +67,14 @@ def remove_made(folders: list[Path]) -> None:
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
-    """Take the lock on `output_dir` (created if missing), or a ValueError: the folder is a file, cannot be created
-    or written, or another running process holds it (its pid named)."""
-    try:
-        import fcntl
-    except ImportError:  # not POSIX: no lock
-        return RunLock(Path(output_dir), None, created=False)
+    """Take the lock on `output_dir` (created if missing), or a ValueError: the folder is a file, cannot be created,
+    written or locked, or another running process holds it (its pid named)."""
+    from filelock import FileLock, Timeout
 
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"--output_dir {output_dir} is a file: name a folder (it is created if missing).")
-    created = not folder.exists()
-    made = [p for p in [folder, *folder.parents] if not p.exists()] if created else []  # deepest first
+    made = [p for p in [folder, *folder.parents] if not p.exists()]  # deepest first
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -85,38 +83,28 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
             f"--output_dir {output_dir} cannot be created ({error.strerror}): name a folder you can write to."
         ) from None
     path = folder / LOCK_FILE
-    while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as error:
-            remove_made(made)
-            raise ValueError(
-                f"--output_dir {output_dir} cannot be written ({error.strerror}): name a folder you can write to."
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            pid = _read_pid(fd)
-            for _ in range(20):  # a run that took the lock this instant writes its pid right after
-                if pid is not None:
-                    break
-                time.sleep(0.05)
-                pid = _read_pid(fd)
-            os.close(fd)
-            who = f"pid {pid}" if pid is not None else "a process that has not written its pid yet"
-            raise ValueError(
-                f"--output_dir {output_dir} is in use by another run ({who}): wait for it to end, stop it, or pass "
-                "another --output_dir."
-            ) from None
-        try:  # the file may have been released and removed between our open and our lock: lock the one there now
-            same = os.fstat(fd).st_ino == os.stat(path).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
-    previous = _read_pid(fd)
-    stale = previous if previous is not None and previous != os.getpid() and not pid_alive(previous) else None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return RunLock(folder, fd, created, stale, made)
+    left = _read_pid(path)  # a pid left there: by a run that died holding the lock, or by the one holding it now
+    lock = FileLock(path, timeout=0, on_acquired=_write_pid)
+    try:
+        lock.acquire()
+    except Timeout:
+        pid = _read_pid(path)
+        for _ in range(20):  # a run that took the lock this instant writes its pid right after
+            if pid is not None:
+                break
+            time.sleep(0.05)
+            pid = _read_pid(path)
+        who = f"pid {pid}" if pid is not None else "a process that has not written its pid yet"
+        raise ValueError(
+            f"--output_dir {output_dir} is in use by another run ({who}): wait for it to end, stop it, or pass "
+            "another --output_dir."
+        ) from None
+    except OSError as error:
+        if made:  # the lock file in a folder this run created is its own
+            path.unlink(missing_ok=True)
+        remove_made(made)
+        raise ValueError(
+            f"--output_dir {output_dir} cannot be locked ({error.strerror or error}): name a folder you can write "
+            "to, on a file system with file locks."
+        ) from None
+    return RunLock(folder, lock, stale_pid=left if left not in (None, os.getpid()) else None, made=made)

@@ -145,12 +145,14 @@ def precheck_train_args(argv: list[str]) -> None:
     """`checked_train_args`, then what the settings point at (rewards, extras, output folder, model config), without
     loading or creating anything: every usage error before any model loads (`train` checks again, and loads the
     data before the model)."""
+    from ..data import missing_data_file
     from .checks import check_extras, check_output_folder, check_reward_names, parse_column_mapping
 
     parser, argv = checked_train_args(list(argv))
-    build_configs(parser, argv)  # what TRL's config refuses itself, here too: before accelerate launches anything
     values = vars(parser.parse_known_args(argv)[0])
     check_reward_names(values["reward_funcs"])
+    if (missing := missing_data_file(values["dataset_name"])) is not None:  # before accelerate launches anything
+        raise UsageError(f"--dataset_name {values['dataset_name']}: {missing}")
     parse_column_mapping(values["column_mapping"])
     check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))
     if values.get("output_dir"):
@@ -173,6 +175,7 @@ def precheck_train_args(argv: list[str]) -> None:
             )
         except ModelNotFoundError as error:
             raise UsageError(str(error)) from None
+    build_configs(parser, argv)  # what TRL's config refuses itself, here too: before accelerate launches anything
 
 
 def build_configs(parser, argv: list[str]):

@@ -366,10 +366,19 @@ def _load_offline(spec: DatasetSpec, split: str) -> Dataset:
     return load_dataset("json", data_files=str(path), split="train")
 
 
+def missing_data_file(name_or_path: str) -> str | None:
+    """What is wrong when `name_or_path` names a data file (by its suffix) that is not there, else None: checked
+    before `accelerate launch` starts any process, and again by the loader."""
+    file = Path(os.path.expanduser(name_or_path))
+    if file.suffix.lower() not in FILE_BUILDERS or file.is_file():
+        return None
+    return f"No data file at {name_or_path!r}{' (it is a folder)' if file.is_dir() else ''}."
+
+
 def _load_file(path: str, split: str) -> Dataset:
     file = Path(os.path.expanduser(path))
-    if not file.is_file():
-        raise DataFileNotFoundError(f"No data file at {path!r}{' (it is a folder)' if file.is_dir() else ''}.")
+    if (missing := missing_data_file(path)) is not None:
+        raise DataFileNotFoundError(missing)
     if file.stat().st_size == 0:  # datasets raises a bare StopIteration [test_hostile jsonl_empty]
         raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
     builder = FILE_BUILDERS[file.suffix.lower()]

@@ -1345,14 +1345,19 @@ def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, cont
 # (what the folder holds: file name -> bytes; the line's end after "FLAG bad"), for train and for eval. Transformers'
 # AutoConfig reads the config (its words after the flag); our own line only for a folder without weights, which
 # from_pretrained refuses inside the trainer, after --overwrite_output_dir removed the previous run
-# [test_a_model_folder_without_weights_is_refused_before_an_overwrite].
+# [test_a_model_folder_without_weights_is_refused_before_an_overwrite], and for a config.json that is JSON but not
+# an object, a TypeError naming no file in transformers 5.17 (the oldest stack).
 QWEN2, WEIGHTS = b'{"model_type": "qwen2"}', b"\x00" * 8
 NOT_JSON = ": It looks like the config file at 'bad/config.json' is not a valid JSON file."
 NO_TYPE = ": Unrecognized model in bad. Should have a `model_type` key in its config.json."
 MODEL_FOLDER_CASES = [
     pytest.param({"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS}, NOT_JSON, id="config_cut"),
     pytest.param({"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS}, NOT_JSON, id="config_binary"),
-    pytest.param({"config.json": b"[1]", "model.safetensors": WEIGHTS}, NO_TYPE, id="config_not_object"),
+    pytest.param(
+        {"config.json": b"[1]", "model.safetensors": WEIGHTS},
+        ": its config.json is not a JSON object: save the model again.",
+        id="config_not_object",
+    ),
     pytest.param(
         {"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
         ": The checkpoint you are trying to load has model type `qwen9` but Transformers does not recognize this "

@@ -43,6 +43,16 @@ def _latest(path: Path, flag: str) -> str:
     return f"pass {flag} {checkpoints[-1]} (its latest checkpoint)" if checkpoints else "save the model again"
 
 
+def _is_json_object(file: Path) -> bool:
+    """False only for a config.json that is valid JSON but not an object; invalid JSON is transformers' to say."""
+    import json
+
+    try:
+        return isinstance(json.loads(file.read_bytes()), dict)
+    except ValueError:  # not JSON, or not text: transformers names the file
+        return True
+
+
 def check_model(
     name_or_path: str,
     flag: str = "--model_name_or_path",
@@ -69,6 +79,12 @@ def check_model(
         # transformers: "Unrecognized model in X. Should have a `model_type` key in its config.json", of a folder
         # that has none [test_cli_checks crashed_run_folder]
         raise ModelNotFoundError(f"{flag} {path} holds no config.json (no model saved there): {_latest(path, flag)}.")
+    elif path.is_dir() and not _is_json_object(path / "config.json"):
+        # transformers 5.17 raises "TypeError: list indices must be integers or slices, not str" of a config.json
+        # that is JSON but not an object, with no file named [test_hostile.py config_not_object, oldest stack]
+        raise ModelNotFoundError(
+            f"{flag} {name_or_path}: its config.json is not a JSON object: {_latest(path, flag)}."
+        )
     source = str(path) if path.exists() else name_or_path
     from transformers import AutoConfig
 

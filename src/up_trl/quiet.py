@@ -18,3 +18,26 @@ TRL_DEPRECATED_CALLS = (
 def ignore_trl_deprecated_calls() -> None:
     """Ignore the FutureWarnings `TRL_DEPRECATED_CALLS` matches (raised for TRL's calls; by text, so for any)."""
     warnings.filterwarnings("ignore", message=TRL_DEPRECATED_CALLS, category=FutureWarning)
+
+
+def silence_unactionable_warnings(deepspeed: bool) -> None:
+    """Hide, by their exact text, two messages every CPU run of `up-trl train` and `up-trl eval` printed that a user
+    cannot act on: `TRL_DEPRECATED_CALLS`, and DeepSpeed's `Setting accelerator to CPU ...`, logged when accelerate
+    imports deepspeed only to probe for its engine class (`accelerate.utils.other.extract_model_from_parallel`);
+    kept when DeepSpeed was asked for."""
+    import logging
+
+    ignore_trl_deprecated_calls()
+    logger = logging.getLogger("DeepSpeed")
+    if not deepspeed and not any(isinstance(f, _DropMessage) for f in logger.filters):  # once per process
+        logger.addFilter(_DropMessage("Setting accelerator to CPU."))
+
+
+class _DropMessage:
+    """A logging filter that drops the records whose message starts with `text` (and only those)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def filter(self, record) -> bool:
+        return not str(record.msg).startswith(self.text)

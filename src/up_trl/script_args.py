@@ -4,6 +4,7 @@ UP config, TRL's ModelConfig and DatasetMixtureConfig in TRL's parser. Importing
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from trl.scripts.grpo import GRPOScriptArguments
@@ -106,3 +107,22 @@ class TrainScriptArguments(GRPOScriptArguments):
             "choices": list(TRAINERS),
         },
     )
+
+    def __post_init__(self):
+        parse_column_mapping(self.column_mapping)  # its JSON, read before anything loads
+
+
+def parse_column_mapping(text: str | None) -> dict[str, str] | None:
+    """`--column_mapping`'s JSON as a dict of column names, or a ValueError saying how to write it."""
+    if not text:
+        return None
+    try:
+        mapping = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"--column_mapping {text!r} is not JSON ({error}): write it like "
+            '\'{"question": "problem", "solution": "answer"}\' (double quotes inside single quotes).'
+        ) from None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
+        raise ValueError(f'--column_mapping {text!r} must map column names to names, like \'{{"q": "problem"}}\'.')
+    return mapping

@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     from ..data.models import OfflineModelMissingError
     from ..evaluation.base import choose_base, score_base
     from ..extras import missing
-    from .checks import Settings, check_output_folder, flags_given
+    from ..run.preflight import check_output_folder
+    from .checks import Settings, flags_given
     from .rules import check_ranges
 
     args = make_parser().parse_args(argv)

@@ -59,7 +59,7 @@ def split_launch_args(
 def launch(argv: list[str]) -> int:
     """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
     check_launch_extras(argv)
-    from .parse import check_trainer, precheck_train_args, recipe_argument, trainer_argument
+    from .parse import check_train_args, check_trainer, recipe_argument, trainer_argument
 
     resolved, recipe = recipe_argument(list(argv))
     trainer = trainer_argument(resolved, recipe)
@@ -71,7 +71,7 @@ def launch(argv: list[str]) -> int:
     launcher = launch_command_parser()
     job_flags = {option for option in make_parser(trainer)._option_string_actions if option.startswith("--")}
     config, launch_args, job = split_launch_args(argv, job_flags | {"--config"}, accelerate_launch_flags(launcher))
-    precheck_train_args(job)  # the job's usage errors here, before accelerate starts a process
+    check_train_args(job)  # the job's usage errors here, before accelerate starts a process
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
 

@@ -141,41 +141,87 @@ def checked_train_args(argv: list[str]):
     return parser, argv + check_settings(settings)
 
 
-def precheck_train_args(argv: list[str]) -> None:
-    """`checked_train_args`, then what the settings point at (rewards, extras, output folder, model config), without
-    loading or creating anything: every usage error before any model loads (`train` checks again, and loads the
-    data before the model)."""
+def check_train_args(argv: list[str]):
+    """`checked_train_args`, then what the settings point at (rewards, a data file, extras, output folder, model
+    config), without loading or creating anything, then TRL's config: every usage error before any model or data
+    loads, and before `accelerate launch` starts a process. Returns the `run.job.TrainJob`."""
     from ..data import missing_data_file
-    from .checks import check_extras, check_output_folder, check_reward_names, parse_column_mapping
+    from ..extras import check_extras
+    from ..rewards.registry import check_reward_names
+    from ..run.job import TrainJob
+    from ..run.preflight import check_output_folder
+    from ..script_args import parse_column_mapping
 
-    parser, argv = checked_train_args(list(argv))
+    given = list(argv)  # as typed: the resume command repeats it
+    parser, argv = checked_train_args(given)
     values = vars(parser.parse_known_args(argv)[0])
-    check_reward_names(values["reward_funcs"])
-    if (missing := missing_data_file(values["dataset_name"])) is not None:  # before accelerate launches anything
+    try:
+        check_reward_names(values["reward_funcs"])
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if (missing := missing_data_file(values["dataset_name"])) is not None:
         raise UsageError(f"--dataset_name {values['dataset_name']}: {missing}")
-    parse_column_mapping(values["column_mapping"])
     check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))
     if values.get("output_dir"):
         check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
     model = values.get("model_name_or_path")
-    if model is None:  # the offline default: its wheel and `gguf` installed (the extra `offline`)
-        from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
+    from ..data.model_source import ModelNotFoundError, check_model
+    from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
 
-        try:
-            if smollm2_cached() is None:
-                check_offline_model()
-        except OfflineModelMissingError as error:
-            raise UsageError(str(error)) from None
-    else:  # transformers' AutoConfig reads its config.json (`data.model_source.check_model`)
-        from ..data.model_source import ModelNotFoundError, check_model
-
-        try:
-            check_model(
+    try:
+        if model is None and smollm2_cached() is None:  # the offline default: the wheel and `gguf` (extra `offline`)
+            check_offline_model()
+        elif model is not None:  # transformers' AutoConfig reads its config.json
+            model = check_model(
                 model, revision=values.get("model_revision"), trust_remote_code=bool(values.get("trust_remote_code"))
             )
-        except ModelNotFoundError as error:
-            raise UsageError(str(error)) from None
-    build_configs(parser, argv)  # what TRL's config refuses itself, here too: before accelerate launches anything
+    except (ModelNotFoundError, OfflineModelMissingError) as error:
+        raise UsageError(str(error)) from None
+    script_args, training_args, model_args = build_configs(parser, argv)  # what TRL's config refuses itself
+    recipe_file, trainer_cls = recipe_argument(given)[1], trainer_classes(script_args.trainer)[1]
+    build = None
+    if script_args.share_prompt_prefix:  # the opt-in CPU saving: the same trainer, each prompt computed once
+        from ..speedups.trainers import SHARED_PROMPT_TRAINERS
+
+        build = SHARED_PROMPT_TRAINERS[trainer_cls]
+    return TrainJob(
+        script_args,
+        training_args,
+        model_args,
+        model=model,
+        trainer_cls=trainer_cls,
+        recipe_file=recipe_file,
+        recipe=recipe_label(given, recipe_file),
+        given=given,
+        flags=flags_given(argv),
+        column_mapping=parse_column_mapping(script_args.column_mapping),
+        build=build,
+    )
+
+
+def recipe_label(argv: list[str], recipe_file: str | None) -> str:
+    """How the model card names the recipe: a packaged one by its name, a file by its path, none as the default.
+
+    >>> recipe_label(["--config", "up_dapo"], "/site-packages/up_trl/recipes/up_dapo.yaml")
+    'up_dapo (packaged recipe)'
+    >>> recipe_label([], None)
+    'quickstart (packaged recipe, the offline default)'
+    >>> recipe_label(["--model_name_or_path", "Qwen/Qwen3-0.6B"], None)
+    "none (TRL's defaults)"
+    """
+    from .catalog import recipe_names
+
+    if recipe_file is None and "model_name_or_path" in flags_given(argv):
+        return "none (TRL's defaults)"
+    if recipe_file is None:
+        return f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
+    typed = [
+        arg.split("=", 1)[1] if arg.startswith("--config=") else argv[i + 1]
+        for i, arg in enumerate(argv)
+        if arg.startswith("--config=") or arg == "--config"
+    ][0]
+    name = typed.removesuffix(".yaml")
+    return f"{name} (packaged recipe)" if not os.path.exists(typed) and name in recipe_names() else typed
 
 
 def build_configs(parser, argv: list[str]):

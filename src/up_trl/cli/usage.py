@@ -7,9 +7,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-
-class UsageError(ValueError):
-    """A mistake on the command line or in a recipe: `main` prints it as one line and exits 2, like argparse."""
+from ..errors import UsageError
 
 
 class RecipeNotFoundError(UsageError, FileNotFoundError):

@@ -121,3 +121,19 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
     if unused:
         logger.warning("get_reward_funcs: options %s are used by none of %s.", unused, list(names))
     return funcs
+
+
+def check_reward_names(names: Sequence[str]) -> None:
+    """A ValueError, one line with the closest names, for a name that is neither ours, TRL's, nor a dotted import
+    path: before anything is imported or loaded."""
+    import difflib
+
+    ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
+    for name in names:
+        if name not in ours and name not in TRL_REWARD_FUNCS and "." not in name:
+            close = ", ".join(difflib.get_close_matches(name, [*ours, *TRL_REWARD_FUNCS], n=3))
+            raise ValueError(
+                f"--reward_funcs {name}: no such reward{f' (did you mean {close}?)' if close else ''}; "
+                f"the names are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such "
+                "as my_rewards.my_reward."
+            )

@@ -10,7 +10,7 @@ created, parents included, when it left nothing in them) when the run ends, or w
 Not filelock's `SoftFileLock` (the lock is the file's existence): a killed run's file would lock the folder until
 removed by hand. On NFS the OS lock is the server's (Linux clients map `flock` to NFS byte-range locks, released with
 the process, or when a dead client's lease expires); a file system without locks (some FUSE mounts) is refused in one
-line. Only the main process of a launch takes it (`cli.checks.check_inputs`): the others share its folder.
+line. Only the main process of a launch takes it (`run.preflight.prepare_run`): the others share its folder.
 """
 
 from __future__ import annotations

@@ -1,0 +1,254 @@
+"""The main job `up-trl train` runs once its input is checked (`cli.parse.check_train_args`): the run folder held
+(`preflight.prepare_run`), the data and rewards loaded before the model, every opt-in part attached (`run.parts`),
+training, the final save, the run record, plot and card, and a one-line summary. A crash in `trainer.train()` saves
+an emergency checkpoint when it can (`run.ending`) and is raised again as a `TrainingCrashed`."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+
+
+@dataclass
+class TrainJob:
+    """What `up-trl train` was asked: TRL's three configs as its parser built them, the model as `from_pretrained`
+    gets it (None: the offline default), the trainer class, the recipe file and how the card names it, the command
+    line as typed (a resume command repeats it) and the flags on it, and `--column_mapping` read."""
+
+    script_args: object
+    training_args: object
+    model_args: object
+    model: str | None
+    trainer_cls: type
+    recipe_file: str | None
+    recipe: str
+    given: list[str]
+    flags: set[str]
+    column_mapping: dict[str, str] | None = None
+    build: type | None = None  # the class built, when not `trainer_cls` (`--share_prompt_prefix`: the same, faster)
+
+
+class TrainingCrashed(RuntimeError):
+    """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
+    original exception is its `__cause__`. `cli.main` prints both and exits 1; a failed save (`run.ending.failed_save`:
+    a full disk, a folder made read-only or removed) only the line, which says all there is."""
+
+    def __init__(self, message: str, output_dir: str | None = None):
+        super().__init__(message)
+        self.output_dir = output_dir  # where a failed save would have written (`run.ending.failed_save`)
+
+    @property
+    def show_cause(self) -> bool:
+        from .ending import failed_save
+
+        return self.__cause__ is not None and not failed_save(self.__cause__, self.output_dir)
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
+def load_data(job: TrainJob, is_async: bool):
+    """(train set, eval set or None) as `trl grpo` takes them: the eval set is the test split, loaded only when
+    `eval_strategy` is not "no". A dataset that does not load is a UsageError naming `--dataset_name`."""
+    from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
+
+    s, args = job.script_args, job.training_args
+    system_prompt = system_prompt_from_flag(s.system_prompt)
+    options = dict(
+        config=s.dataset_config,
+        seed=args.seed,
+        system_prompt=system_prompt,
+        prompt_system_prompt=system_prompt if s.system_prompt is not None else None,
+        column_mapping=job.column_mapping,
+        ops=s.arithmetic_ops,
+        few_shot=s.arithmetic_few_shot,
+    )
+    try:
+        # a limit takes a seeded sample, not the first rows
+        dataset = load_math_dataset(
+            s.dataset_name,
+            s.dataset_train_split,
+            limit=s.dataset_limit,
+            shuffle=s.dataset_limit is not None,
+            **options,
+        )
+        eval_dataset = None
+        if args.eval_strategy != "no":
+            if is_async:  # TRL's AsyncGRPOTrainer takes no eval_dataset
+                raise UsageError("--eval_strategy: --trainer async_grpo does not evaluate; set it to no.")
+            eval_dataset = load_math_dataset(s.dataset_name, s.dataset_test_split, **options)
+    except (DataError, HubUnavailableError) as error:
+        raise UsageError(f"--dataset_name {s.dataset_name}: {error}") from None
+    return dataset, eval_dataset
+
+
+def run_job(job: TrainJob):
+    """Train; returns the trainer. The output folder is this run's until it ends (its lock)."""
+    from accelerate import PartialState
+    from transformers.trainer_callback import ProgressCallback
+    from trl import get_peft_config
+
+    from ..data.models import OfflineModelMissingError, smollm2_path
+    from ..file_modes import usual_file_modes
+    from ..quiet import silence_unactionable_warnings
+    from ..rewards import get_reward_funcs
+    from ..versions import warn_if_untested_versions
+    from .callbacks import (
+        FirstRolloutProgressCallback,
+        GracefulStopCallback,
+        JsonlMetricsCallback,
+        RunRecordCallback,
+        SteadyEtaProgressCallback,
+        StepEndRngCallback,
+    )
+    from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
+    from .ending import after_crash, leave_process_group, stop_reason
+    from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
+    from .parts import attach_parts, with_parts
+    from .plots import plot_metrics
+    from .preflight import check_async_grpo, check_dataset_size, prepare_run
+
+    script_args, training_args, model_args = job.script_args, job.training_args, job.model_args
+    trainer_cls, given, out = job.trainer_cls, job.given, training_args.output_dir
+    is_async = script_args.trainer == "async_grpo"
+    deepspeed = bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED")
+    warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
+    # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
+    silence_unactionable_warnings(deepspeed)
+    prepared = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
+    try:
+        # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
+        reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
+        try:
+            reward_funcs = get_reward_funcs(
+                script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
+            )
+            if script_args.reward_model_name_or_path:  # first, as `trl grpo` puts it: TRL loads it as a scorer
+                reward_funcs.insert(0, script_args.reward_model_name_or_path)
+        except ValueError as error:  # a dotted path that does not import, a factory without its options
+            raise UsageError(f"--reward_funcs: {error}") from None
+        state = PartialState()
+        for note in prepared.notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
+            state.print(f"up-trl: {note}", flush=True)
+        with state.main_process_first():
+            dataset, eval_dataset = load_data(job, is_async)
+            check_dataset_size(len(dataset), training_args)
+            try:
+                model = job.model or smollm2_path()
+            except OfflineModelMissingError as error:
+                raise UsageError(str(error)) from None
+        if is_async:  # its GPU and vLLM server, before the previous run is removed or the model loads
+            check_async_grpo(training_args, model)
+        if "save_steps" in job.flags and "save_strategy" not in job.flags:
+            every = f"{training_args.save_steps:g} steps"
+            state.print(f"up-trl: a checkpoint every {every} (--save_steps sets save_strategy steps)")
+        if prepared.remove:
+            if state.is_main_process:
+                remove_run_files(prepared.remove)
+            state.print(
+                f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
+                f"({describe_run_files(prepared.remove)})"
+            )
+            state.wait_for_everyone()
+
+        model_init_kwargs = {"revision": model_args.model_revision}
+        if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
+            model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
+        training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
+        if prepared.resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+            changes, refusal = resume_differences(prepared.resume, run_settings(training_args), deepspeed)
+            if refusal is not None:
+                raise UsageError(refusal)
+            for line in changes:
+                state.print(f"up-trl: {line}")
+        metrics_path = Path(out) / "metrics.jsonl"
+        state.print(f"up-trl: loading {model} ...", flush=True)
+        graceful = GracefulStopCallback()
+        record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
+        callbacks = [
+            RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes (`run.folder`)
+            JsonlMetricsCallback(metrics_path),
+            graceful,
+            FirstRolloutProgressCallback(),
+            StepEndRngCallback(),
+            MarkCompleteCallback(),  # each checkpoint marked complete last (`checkpoint_complete`)
+        ]
+        build = job.build or trainer_cls
+        trainer = with_parts(build)(  # every opt-in part (`run.parts`): the run's card, the rollout batch, resume
+            model=model,
+            reward_funcs=reward_funcs,
+            args=training_args,
+            train_dataset=dataset,
+            **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
+            peft_config=get_peft_config(model_args),
+            callbacks=callbacks,
+        )
+        attach_parts(trainer, script_args.skip_nonfinite_steps, script_args.max_consecutive_nonfinite_steps)
+        if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
+            trainer.add_callback(SteadyEtaProgressCallback())
+        # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
+        trainer.up_recipe, trainer.up_dataset_name = job.recipe, script_args.dataset_name
+        trainer.up_arithmetic_ops, trainer.up_arithmetic_few_shot = (
+            script_args.arithmetic_ops,
+            script_args.arithmetic_few_shot,
+        )
+        loss = f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else ""
+        state.print(
+            f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} {loss}model={model} "
+            f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
+        )
+
+        start = time.perf_counter()
+        try:
+            trainer.train(resume_from_checkpoint=prepared.resume)
+        except Exception as error:
+            raise TrainingCrashed(after_crash(trainer, error, given, record), out) from error
+        finally:
+            graceful.restore()
+        seconds = time.perf_counter() - start
+        try:
+            saved_since = time.time() - 1.0  # file systems keep mtimes coarser than time.time()
+            trainer.save_model(out)
+            if trainer.args.should_save:  # the weights the usual file mode (transformers writes them 0600)
+                usual_file_modes(out, since=saved_since)
+        except Exception as error:  # a full disk, a folder made read-only or removed: one line (`run.ending`)
+            raise TrainingCrashed(after_crash(trainer, error, given, record, final=True), out) from error
+
+        step, max_steps = trainer.state.global_step, trainer.state.max_steps
+        reason = stop_reason(trainer.callback_handler.callbacks) if step < max_steps else None
+        if reason is not None:  # the model card says so too
+            trainer.up_stop = {"step": step, "max_steps": max_steps, "reason": reason, "resume": resume_command(given)}
+        if trainer.is_world_process_zero():
+            rewards = [h["reward"] for h in trainer.state.log_history if h.get("reward") is not None]
+            summary = (
+                f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
+            )
+            if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
+                title = f"up_mode={trainer.up_mode}, {script_args.dataset_name}"
+                summary += f"; plot {plot_metrics(metrics_path, Path(out) / 'metrics.png', title=title)}"
+        trainer.create_model_card(dataset_name=script_args.dataset_name)
+        if trainer.is_world_process_zero():  # last: it lists every file the run wrote, the card included
+            status = "finished" if reason is None else "interrupted"
+            write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
+            files = f"model, metrics.jsonl, model card (README.md) in {out}"
+            if reason is None:
+                print(f"up-trl: done in {seconds / 60:.1f} min, {step} steps: {summary}; {files}", flush=True)
+            else:
+                print(
+                    f"up-trl: interrupted ({reason}) at step {step} of {max_steps} after {seconds / 60:.1f} min: "
+                    f"{summary}; checkpoint-{step}, {files}. Resume with: {trainer.up_stop['resume']}",
+                    flush=True,
+                )
+        if training_args.push_to_hub:
+            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+            if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
+                refresh_run_record(out)
+        leave_process_group(state)  # last, on every process: none exits while another is mid-collective
+        return trainer
+    finally:
+        prepared.lock.release()

@@ -193,7 +193,7 @@ def check_train_args(argv: list[str]):
         recipe_file=recipe_file,
         recipe=recipe_label(given, recipe_file),
         given=given,
-        flags=flags_given(argv),
+        flags=flags_given(given),  # as typed (the checks add --save_strategy steps to a lone --save_steps)
         column_mapping=parse_column_mapping(script_args.column_mapping),
         build=build,
     )

@@ -1271,7 +1271,7 @@ DATA_FILE_CASES = [
         "qa.jsonl",
         QA,
         ["--column_mapping", '{"question": "problem"}'],
-        "column_mapping names ['question'], which are not in the data; found ['problem', 'answer'].",
+        "Original column names {'question'} not in the dataset. Current columns in the dataset: ['problem', 'answer']",
         id="column_mapping_names_a_missing_column",
     ),
     pytest.param("folder.jsonl/", None, [], "No data file at '{path}' (it is a folder).", id="a_folder"),

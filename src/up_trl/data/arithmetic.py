@@ -16,7 +16,15 @@ from datasets import Dataset
 
 from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
-ARITHMETIC_OPS: tuple[str, ...] = ("mul", "mul1", "add", "sub")
+# The operand ranges of each op: `mul` is 1-digit x 2-digit, `mul1` the times table (1-digit x 1-digit, which
+# SmolLM2-135M gets right about one time in five), `add` and `sub` 2-digit.
+OPERANDS: dict[str, tuple[range, range]] = {
+    "mul": (range(2, 10), range(10, 100)),
+    "mul1": (range(2, 10), range(2, 10)),
+    "add": (range(10, 100), range(10, 100)),
+    "sub": (range(10, 100), range(10, 100)),
+}
+ARITHMETIC_OPS: tuple[str, ...] = tuple(OPERANDS)
 ARITHMETIC_DEFAULT_SIZE = 1000
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 
@@ -30,31 +38,17 @@ ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
 )
 
 
-def _arithmetic_operands(op: str) -> tuple[range, range]:
-    """The operand ranges of `op`: `mul` is 1-digit x 2-digit, `mul1` 1-digit x 1-digit, `add` and `sub` 2-digit."""
-    if op == "mul":
-        return range(2, 10), range(10, 100)
-    if op == "mul1":  # the times table: SmolLM2-135M is right about one time in five
-        return range(2, 10), range(2, 10)
-    if op in ("add", "sub"):
-        return range(10, 100), range(10, 100)
-    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
-
-
 def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
     """The problem text and answer for operands `a`, `b` (`sub` puts the larger first: never negative).
 
     >>> arithmetic_problem("sub", 12, 30)
     ('What is 30 - 12?', 18)
     """
-    if op in ("mul", "mul1"):
-        return f"What is {a} x {b}?", a * b
-    if op == "add":
-        return f"What is {a} + {b}?", a + b
+    check_arithmetic_ops([op])
     if op == "sub":
         a, b = max(a, b), min(a, b)
-        return f"What is {a} - {b}?", a - b
-    raise DataError(f"Unknown arithmetic op {op!r}; use any of {ARITHMETIC_OPS}.")
+    symbol = {"add": "+", "sub": "-"}.get(op, "x")
+    return f"What is {a} {symbol} {b}?", {"+": a + b, "-": a - b, "x": a * b}[symbol]
 
 
 def arithmetic_split(op: str, a: int, b: int) -> str:
@@ -72,7 +66,8 @@ def arithmetic_split(op: str, a: int, b: int) -> str:
 
 def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
     """Every distinct operand pair `(a, b)` of `op` in `split`, in a fixed order."""
-    first, second = _arithmetic_operands(op)
+    check_arithmetic_ops([op])
+    first, second = OPERANDS[op]
     pairs = [(a, b) for a in first for b in second if not (op == "sub" and a < b)]  # sub: one order per pair
     return [(a, b) for a, b in pairs if arithmetic_split(op, a, b) == split]
 
@@ -134,11 +129,8 @@ def arithmetic_dataset(
         chosen = [(op, a, b) for op, pairs in pools.items() for a, b in pairs]
         rng.shuffle(chosen)
         chosen = chosen[:size]
-    else:
-        chosen = []
-        for _ in range(size):
-            op = rng.choice(list(ops))
-            chosen.append((op, *rng.choice(pools[op])))
+    else:  # with replacement: an op, then one of its problems, `size` times
+        chosen = [(op, *rng.choice(pools[op])) for op in (rng.choice(list(ops)) for _ in range(size))]
     rows = []
     for op, a, b in chosen:
         problem, answer = arithmetic_problem(op, a, b)

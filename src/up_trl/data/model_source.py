@@ -67,11 +67,9 @@ def check_model(
 
     path = Path(os.path.expanduser(name_or_path))
     if not path.exists():
-        try:
+        try:  # transformers: "Repo id must be in the form ..." [test_cli_checks missing_model_folder]
             validate_repo_id(name_or_path)
-        except (
-            HFValidationError
-        ):  # transformers: "Repo id must be in the form ..." [test_cli_checks missing_model_folder]
+        except HFValidationError:
             raise ModelNotFoundError(f"{flag} {name_or_path}: no such folder.") from None
     elif path.is_dir() and not (path / "config.json").is_file():
         if (path / "adapter_config.json").is_file():

@@ -74,10 +74,7 @@ def tiny_model(
         bos_token_id=None,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(dtype or torch.float32)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    return model
+    return Qwen2ForCausalLM(config).to(dtype or torch.float32)  # its generation config takes pad and eos from `config`
 
 
 def tiny_model_and_tokenizer(**kwargs) -> tuple[Qwen2ForCausalLM, PreTrainedTokenizerFast]:

@@ -1,7 +1,7 @@
 """The conversational prompt every math dataset becomes, and the error raised when data cannot become one.
 
 `up_trl.data` (the loaders) and `up_trl.data.arithmetic` (the generated set) both build on it; `up_trl.data` re-exports
-all three names. A prompt is TRL's conversational format, a system turn (unless `system_prompt=None`) and the problem:
+its names. A prompt is TRL's conversational format, a system turn (unless `system_prompt=None`) and the problem:
 
     >>> make_prompt("What is 7 x 8?", system_prompt=None)
     [{'role': 'user', 'content': 'What is 7 x 8?'}]
@@ -27,3 +27,25 @@ def make_prompt(problem: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
         user = {"role": "user", "content": [{"type": "image"}] * num_images + [{"type": "text", "text": problem}]}
         system = {"role": "system", "content": [{"type": "text", "text": system_prompt}]}
     return [system, user] if system_prompt is not None else [user]
+
+
+def system_prompt_from_flag(value: str | None) -> str | None:
+    """The system prompt a command-line flag asks for: unset means DEFAULT_SYSTEM_PROMPT, "none" no system turn.
+
+    >>> system_prompt_from_flag(None) == DEFAULT_SYSTEM_PROMPT
+    True
+    >>> system_prompt_from_flag(" None "), system_prompt_from_flag("Be brief.")
+    (None, 'Be brief.')
+    """
+    value = value or DEFAULT_SYSTEM_PROMPT
+    return None if value.strip().lower() == "none" else value
+
+
+def with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
+    """A prompt as written (TRL's `prompt` column: text or messages) with a system turn first, when one is asked for
+    and it has none."""
+    if system_prompt is None or (not isinstance(prompt, str) and prompt and prompt[0]["role"] == "system"):
+        return prompt
+    if isinstance(prompt, str):
+        return make_prompt(prompt, system_prompt)
+    return [{"role": "system", "content": system_prompt}, *prompt]

@@ -100,19 +100,10 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
-    from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
-    from .rollout_checkpoint import RolloutCheckpointCallback
-
     path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
-    callbacks = trainer.callback_handler.callbacks
-    rollout = [c for c in callbacks if isinstance(c, RolloutCheckpointCallback)]
-    marking = [c for c in callbacks if isinstance(c, MarkCompleteCallback)]
-    try:
+    try:  # the Trainer's own save, then its `on_save` event: the rollout batch, the completion mark last
         trainer._save_checkpoint(trainer.model, trial=None)
-        for callback in rollout + marking:  # the mark last: a kill before it leaves a checkpoint resume skips
-            callback.on_save(trainer.args, trainer.state, trainer.control)
-        if not marking:
-            mark_complete(path, run_settings(trainer.args))
+        trainer.callback_handler.on_save(trainer.args, trainer.state, trainer.control)
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"

@@ -278,16 +278,15 @@ def resume_differences(
     holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))
     for key in changed:
         if key in ROLLOUT_SHAPE and holds_batch:
-            return [], (
-                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
-                f"that saved {name}, whose buffered rollout batch has that shape: set {key} back to {saved[key]}, "
-                "or start afresh in another --output_dir."
-            )
-        if key in OPTIMIZER_SETTINGS and deepspeed:
-            return [], (
-                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
-                f"that saved {name}, and under DeepSpeed the engine restores the optimizer as saved, so {key} "
-                f"{settings[key]} would not apply: set {key} back to {saved[key]}, or resume without DeepSpeed."
-            )
+            why, way = "whose buffered rollout batch has that shape", "start afresh in another --output_dir"
+        elif key in OPTIMIZER_SETTINGS and deepspeed:
+            why = f"and under DeepSpeed the engine restores the optimizer as saved, so {key} {settings[key]} "
+            why, way = why + "would not apply", "resume without DeepSpeed"
+        else:
+            continue
+        return [], (
+            f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
+            f"that saved {name}, {why}: set {key} back to {saved[key]}, or {way}."
+        )
     notes = [f"resuming {name} with {key} {settings[key]} (the run that saved it had {saved[key]})" for key in changed]
     return notes, None

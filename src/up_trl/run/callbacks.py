@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
@@ -44,10 +46,7 @@ class JsonlMetricsCallback(TrainerCallback):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = {"step": state.global_step, "time": round(time.time(), 3)}
-        for key, value in logs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                value = None
-            record[key] = value
+        record |= {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in logs.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
 
@@ -130,20 +129,12 @@ class StepEndRngCallback(TrainerCallback):
     states: dict | None = None
 
     def on_step_end(self, args, state, control, **kwargs):
-        import random
-
-        import numpy as np
-
         self.states = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()}
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             self.states["cuda"] = torch.cuda.get_rng_state_all()
 
     def restore(self) -> bool:
         """Put the states of the last step's end back; False when no step has ended."""
-        import random
-
-        import numpy as np
-
         if self.states is None:
             return False
         random.setstate(self.states["python"])

@@ -1,19 +1,20 @@
 """Trainer callbacks for the main job: metrics as JSON lines, the run record, a graceful stop on SIGTERM / Ctrl-C,
-the non-finite step guard, the saved weights' file mode, and signs of life (the first rollout batch's progress, an
-ETA from whole rollout cycles)."""
+the non-finite step guard, the saved weights' file mode, and signs of life (what the first step is busy with, an
+ETA that leaves it out)."""
 
 from __future__ import annotations
 
 import json
 import math
+import random
 import signal
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
-from transformers.generation.streamers import BaseStreamer
 from transformers.trainer_callback import ProgressCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
@@ -45,10 +46,7 @@ class JsonlMetricsCallback(TrainerCallback):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         record = {"step": state.global_step, "time": round(time.time(), 3)}
-        for key, value in logs.items():
-            if isinstance(value, float) and not math.isfinite(value):
-                value = None
-            record[key] = value
+        record |= {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in logs.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
 
@@ -131,20 +129,12 @@ class StepEndRngCallback(TrainerCallback):
     states: dict | None = None
 
     def on_step_end(self, args, state, control, **kwargs):
-        import random
-
-        import numpy as np
-
         self.states = {"python": random.getstate(), "numpy": np.random.get_state(), "cpu": torch.get_rng_state()}
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             self.states["cuda"] = torch.cuda.get_rng_state_all()
 
     def restore(self) -> bool:
         """Put the states of the last step's end back; False when no step has ended."""
-        import random
-
-        import numpy as np
-
         if self.states is None:
             return False
         random.setstate(self.states["python"])
@@ -216,56 +206,31 @@ class UsualFileModesCallback(TrainerCallback):
         return control
 
 
-def rollout_cycle(
-    steps_per_generation: int | None = 1, num_iterations: int = 1, gradient_accumulation_steps: int = 1
-) -> int:
-    """Optimizer steps after which the pattern of generating and reusing steps repeats.
-
-    A rollout batch feeds steps_per_generation * num_iterations micro-steps and an optimizer step takes
-    gradient_accumulation_steps of them, so the pattern repeats every
-    lcm(spg * ni, ga) / ga = spg * ni / gcd(spg * ni, ga) optimizer steps (one rollout batch when ga divides it).
-    The offline default (spg=2, ni=1, ga=1): 2, the first of which generates.
-
-    >>> rollout_cycle(2, 1, 1), rollout_cycle(4, 1, 4), rollout_cycle(2, 2, 1), rollout_cycle(3, 1, 2)
-    (2, 1, 4, 3)
-    """
-    micro_steps = (steps_per_generation or gradient_accumulation_steps) * num_iterations
-    return micro_steps // math.gcd(micro_steps, gradient_accumulation_steps)
-
-
 class SteadyEtaBar(tqdm):
-    """A tqdm bar whose rate and ETA come from whole rollout cycles, leaving out the first.
+    """A tqdm bar whose rate and ETA leave out the first update: the first step holds the one-time work (warm-up, a
+    cold machine) and the first rollout batch, so counting it would promise an hours-long run for a minutes-long one.
+    "?" until a second update, then the mean rate since the first: (n - n_first) / (t - t_first)."""
 
-    Steps are not alike: the first of each rollout cycle (`rollout_cycle`) generates (25 s on the offline default) and
-    the others reuse its batch (10 s), and the first cycle also holds one-time work (warm-up, a cold machine). So the
-    bar marks the end of every cycle (a step n with n % cycle == 0) and times whole cycles between the first mark
-    and the latest: rate = (n_last - n_first) / (t_last - t_first), ETA = (total - n) / rate; "?" until a second
-    mark. With cycle=1 this is every step after the first. Marks are taken in `update`, before the bar redraws.
-    """
-
-    cycle: int = 1
-    marks: tuple[tuple[int, float], ...] = ()  # (n, time) at the first and the latest cycle end
+    first: tuple[float, float] | None = None  # (n, time) after the first update
 
     def update(self, n: float = 1):
-        if (self.n + n) % self.cycle == 0:
-            mark = (self.n + n, self._time())
-            self.marks = (self.marks[0], mark) if self.marks else (mark,)
-        return super().update(n)
+        shown = super().update(n)
+        if self.first is None:
+            self.first = (self.n, self._time())
+        return shown
 
     @property
     def format_dict(self):
         d = super().format_dict
-        d["rate"] = None
-        if len(self.marks) == 2:
-            (n1, t1), (n2, t2) = self.marks
-            d["rate"] = (n2 - n1) / (t2 - t1) if n2 > n1 and t2 > t1 else None
+        n1, t1 = self.first or (self.n, math.inf)
+        d["rate"] = (self.n - n1) / (self._time() - t1) if self.n > n1 and self._time() > t1 else None
         if d["rate"] is None:
-            d["initial"] = self.n  # tqdm's fallback rate (n - initial) / elapsed would count the first cycle: none
+            d["initial"] = self.n  # tqdm's fallback rate (n - initial) / elapsed would count the first step: none
         return d
 
 
 class SteadyEtaProgressCallback(ProgressCallback):
-    """transformers' progress bar with an ETA from whole rollout cycles after the first (see `SteadyEtaBar`).
+    """transformers' progress bar, with an ETA that leaves out the first step (`SteadyEtaBar`).
 
     Replace the default one with `trainer.remove_callback(ProgressCallback); trainer.add_callback(...)`.
     """
@@ -273,88 +238,24 @@ class SteadyEtaProgressCallback(ProgressCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:  # the parent's, with our bar
             self.training_bar = SteadyEtaBar(total=state.max_steps, dynamic_ncols=True, smoothing=0)
-            self.training_bar.cycle = rollout_cycle(
-                getattr(args, "steps_per_generation", None),
-                getattr(args, "num_iterations", 1),
-                args.gradient_accumulation_steps,
-            )
         self.current_step = 0
 
 
-class RolloutProgress(BaseStreamer):
-    """A generation streamer that prints, every `interval` seconds, how far a rollout batch has got.
-
-    `generate` calls `put` once with the prompts, then once per decoding step with one new token per completion.
-    """
-
-    def __init__(self, num_completions: int, max_new_tokens: int | None, interval: float = 10.0, write=tqdm.write):
-        self.num_completions, self.max_new_tokens, self.interval, self.write = (
-            num_completions,
-            max_new_tokens,
-            interval,
-            write,
-        )
-        self.tokens = -1  # the first put is the prompts
-        self.start = self.last = time.perf_counter()
-
-    def put(self, value) -> None:
-        self.tokens += 1
-        now = time.perf_counter()
-        if self.tokens > 0 and now - self.last >= self.interval:
-            self.last = now
-            rate = self.tokens * self.num_completions / (now - self.start)
-            of = f" of up to {self.max_new_tokens}" if self.max_new_tokens else ""
-            self.write(
-                f"up-trl: first rollout batch: token {self.tokens}{of} for {self.num_completions} completions "
-                f"({rate:.0f} tokens/s)"
-            )
-
-    def end(self) -> None:
-        pass
-
-
 class FirstRolloutProgressCallback(TrainerCallback):
-    """Says what the first optimizer step is busy with: generating the first rollout batch (with transformers'
-    `generate`; vLLM prints its own progress), with tokens/s every `interval` seconds, and how long it took."""
+    """Says, on the main process of a fresh run, what the first optimizer step is busy with (the first rollout batch
+    and the one-time warm-up, so it is the slowest) and how long it took."""
 
-    def __init__(self, interval: float = 10.0):
-        self.interval = interval
-        self._model = None
+    start: float | None = None
 
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
-        if not state.is_world_process_zero or model is None or getattr(args, "use_vllm", False):
-            return
-        self._model, callback = model, self
-        original = model.generate
-
-        def generate(*gen_args, **gen_kwargs):
-            callback.restore()  # only the first rollout batch is reported
-            if gen_kwargs.get("streamer") is not None:
-                return original(*gen_args, **gen_kwargs)
-            input_ids = gen_kwargs.get("input_ids", gen_args[0] if gen_args else None)
-            num = int(input_ids.shape[0]) if input_ids is not None else 0
-            config = gen_kwargs.get("generation_config") or getattr(model, "generation_config", None)
-            max_new = getattr(config, "max_new_tokens", None)
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == 0 and state.is_world_process_zero and self.start is None:
+            size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
             tqdm.write(
-                f"up-trl: generating the first rollout batch: {num} completions of up to {max_new} tokens "
-                "(this process's share; the first step also warms up, so it is the slowest)"
+                f"up-trl: generating the first rollout batch: {size} completions of up to {length} tokens "
+                "(the first step also warms up, so it is the slowest)"
             )
-            start = time.perf_counter()
-            streamer = RolloutProgress(num, max_new, interval=callback.interval)
-            out = original(*gen_args, streamer=streamer, **gen_kwargs)
-            seconds = time.perf_counter() - start
-            tqdm.write(
-                f"up-trl: first rollout batch done in {seconds:.1f} s "
-                f"({streamer.tokens * num / max(seconds, 1e-9):.0f} tokens/s); now scoring and updating"
-            )
-            return out
+            self.start = time.perf_counter()
 
-        model.generate = generate
-
-    def restore(self) -> None:
-        if self._model is not None and "generate" in vars(self._model):
-            del self._model.generate  # back to the class's method
-        self._model = None
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.restore()
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.start is not None and state.global_step == 1:
+            tqdm.write(f"up-trl: first step done in {time.perf_counter() - self.start:.1f} s")

@@ -1,28 +1,11 @@
 """Checkpoints that survive a kill: each one is marked complete last, and resume takes the newest complete one.
 
-A checkpoint is written piece by piece (the Trainer's `_save_checkpoint`: weights, optimizer, scheduler, RNG
-states, `trainer_state.json`; the part `RolloutCheckpointMixin` adds the rollout batch). A kill (SIGKILL, a lost
-node, a full disk) in the middle leaves a folder without some of them, or with one cut short; the HF Trainer would
-still take it as the latest and crash on resume. So:
-
-- `MarkCompleteCallback.on_save` (the Trainer's public hook, called after the whole save) writes
-  `up_trl_checkpoint.json` last, atomically (a temporary file renamed): every file of the checkpoint with its size,
-  the number of processes, and the run's settings (what a resume compares against, `resume_differences`). With
-  several processes each one marks the files it wrote itself (`RANK_FILE`: its RNG state, its rollout batch, its
-  ZeRO or FSDP shard) in `up_trl_checkpoint-rank<N>.json`, once its own save is done; the main process's mark lists
-  the rest. The emergency checkpoint after a crash is marked the same way (`run.ending.save_after_crash`).
-- `checkpoint_problem` says why a folder is not a complete checkpoint: no mark while its run marks them, the mark
-  of one of the processes it records missing, a file a mark lists missing or of another size. A folder without a
-  mark from a run that marks none (written by a
-  plain Trainer or an older up-trl) is judged by its pieces: `trainer_state.json` must parse, the weights must be
-  there, and every `.safetensors`, `.pt`, `.pth` and `.bin` file must be whole (its header's sizes, or its zip
-  directory).
-- `newest_complete` is what `--resume_from_checkpoint true` resumes: the newest complete `checkpoint-<step>`, and
-  the incomplete ones it skipped, each with why (`run.folder.resolve_resume` says them in one line).
-- `save_total_limit`: transformers deletes old checkpoints inside the save, before the mark, so that a kill there
-  could leave no complete checkpoint. `MarkCompleteCallback` takes the limit over for the run (the Trainer sees
-  `save_total_limit=None` between `on_train_begin` and `on_train_end`) and deletes old checkpoints only after the
-  new one is complete (`rotate_complete`: the same count, the best checkpoint kept as transformers keeps it).
+A checkpoint is written piece by piece (the Trainer's `_save_checkpoint`, then the rollout batch); a kill in the
+middle leaves a folder the HF Trainer would still take as the latest, and crash on resume. `MarkCompleteCallback`
+marks each one from the Trainer's `on_save` hook (`mark_complete`: every process its own files), `checkpoint_problem`
+says why a folder is not complete, `newest_complete` is what `--resume_from_checkpoint true` resumes, and with
+`save_total_limit` old checkpoints go only once the new one is complete (`rotate_complete`). The rules, and the tests
+that hold them: docs/reliability.md, "Checkpoints that survive a kill".
 """
 
 from __future__ import annotations
@@ -35,7 +18,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from transformers import TrainerCallback
+import torch
+from transformers import TrainerCallback, TrainerState
 
 from ..data.model_source import checkpoints_in
 
@@ -120,8 +104,8 @@ def _broken_piece(folder: Path) -> str | None:
     if not state.is_file():
         return "no trainer_state.json"
     try:
-        json.loads(state.read_text())
-    except (OSError, ValueError):
+        TrainerState.load_from_json(str(state))
+    except (OSError, ValueError, TypeError):
         return "trainer_state.json cut short"
     if not any((folder / name).is_file() for name in WEIGHT_FILES) and not any(folder.glob("global_step*")):
         return "no weights"
@@ -179,10 +163,6 @@ def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
     return ", ".join(f"{path.name} ({why})" for path, why in skipped)
 
 
-def _step(checkpoint: Path) -> int:
-    return int(checkpoint.name.split("-")[-1])
-
-
 def rotate_complete(
     output_dir: str | os.PathLike, limit: int | None, best: str | None = None, saved: str | os.PathLike | None = None
 ) -> list[Path]:
@@ -196,17 +176,15 @@ def rotate_complete(
     checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
     if not limit or limit <= 0 or len(checkpoints) <= limit:
         return []
-    problems = {c: checkpoint_problem(c) for c in checkpoints}
-    complete = [c for c in checkpoints if problems[c] is None]
+    complete = [c for c in checkpoints if checkpoint_problem(c) is None]
     if not complete:
         return []
-    newest = complete[-1]
-    counted = [c for c in checkpoints if _step(c) <= _step(newest)]
-    protected = {newest} | {c for c in counted if best is not None and c.resolve() == Path(best).resolve()}
-    protected |= {c for c in counted if saved is not None and c.resolve() == Path(saved).resolve()}
+    counted = checkpoints[: checkpoints.index(complete[-1]) + 1]
+    kept = {Path(p).resolve() for p in (best, saved) if p is not None}
+    protected = {complete[-1]} | {c for c in counted if c.resolve() in kept}
     keep = max(limit, len(protected))
     deleted = []
-    for checkpoint in sorted(counted, key=lambda c: problems[c] is None):  # incomplete ones first, oldest first
+    for checkpoint in sorted(counted, key=lambda c: c in complete):  # incomplete ones first, oldest first
         if len(counted) - len(deleted) <= keep:
             break
         if checkpoint not in protected:
@@ -249,8 +227,12 @@ class MarkCompleteCallback(TrainerCallback):
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None
         if state.is_world_process_zero and self.save_total_limit is not None:
-            settings["save_total_limit"] = self.save_total_limit
-            self._write_args(args, folder)
+            settings["save_total_limit"] = args.save_total_limit = self.save_total_limit
+            try:  # the checkpoint's `training_args.bin` with the run's limit, not the None lent the Trainer
+                if (folder / "training_args.bin").is_file():
+                    torch.save(args, folder / "training_args.bin")
+            finally:
+                args.save_total_limit = None
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
             from accelerate import PartialState
@@ -260,19 +242,6 @@ class MarkCompleteCallback(TrainerCallback):
             best = getattr(state, "best_model_checkpoint", None)
             rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)
         return control
-
-    def _write_args(self, args, folder: Path) -> None:
-        """The checkpoint's `training_args.bin` with the run's `save_total_limit`, not the None lent the Trainer."""
-        path = folder / "training_args.bin"
-        if not path.is_file():
-            return
-        import torch
-
-        args.save_total_limit = self.save_total_limit
-        try:
-            torch.save(args, path)
-        finally:
-            args.save_total_limit = None
 
     def on_train_end(self, args, state, control, **kwargs):
         limit = self.save_total_limit
@@ -309,16 +278,15 @@ def resume_differences(
     holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))
     for key in changed:
         if key in ROLLOUT_SHAPE and holds_batch:
-            return [], (
-                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
-                f"that saved {name}, whose buffered rollout batch has that shape: set {key} back to {saved[key]}, "
-                "or start afresh in another --output_dir."
-            )
-        if key in OPTIMIZER_SETTINGS and deepspeed:
-            return [], (
-                f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
-                f"that saved {name}, and under DeepSpeed the engine restores the optimizer as saved, so {key} "
-                f"{settings[key]} would not apply: set {key} back to {saved[key]}, or resume without DeepSpeed."
-            )
+            why, way = "whose buffered rollout batch has that shape", "start afresh in another --output_dir"
+        elif key in OPTIMIZER_SETTINGS and deepspeed:
+            why = f"and under DeepSpeed the engine restores the optimizer as saved, so {key} {settings[key]} "
+            why, way = why + "would not apply", "resume without DeepSpeed"
+        else:
+            continue
+        return [], (
+            f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
+            f"that saved {name}, {why}: set {key} back to {saved[key]}, or {way}."
+        )
     notes = [f"resuming {name} with {key} {settings[key]} (the run that saved it had {saved[key]})" for key in changed]
     return notes, None

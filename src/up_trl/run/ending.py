@@ -1,14 +1,7 @@
-"""How a run ends: the processes of a multi-process run leave together and exit cleanly; a run that does not finish
-says why it stopped early, and a crash what it saved.
-
-- Every process of a multi-process run waits for the others and leaves the process group (`leave_process_group`),
-  then ends without the interpreter's final teardown, after running its exit handlers (`exit_launched_process`).
-
-- A run that stops early (Ctrl-C, SIGTERM, too many non-finite steps, the collapse warning told to stop) says so,
-  in its last line and its card, with the command that resumes it (`stop_reason`).
-- One that crashes saves an emergency checkpoint of its weights (when they are finite) in the Trainer's checkpoint
-  layout, marked complete like any other, so the same command resumes it (`save_after_crash`), and ends with one
-  line: where it stopped, what was saved, how to resume (`after_crash`, `crash_message`).
+"""How a run ends: the processes of a multi-process run leave together and exit cleanly (`leave_process_group`,
+`exit_launched_process`); a run that stops early says why, with the command that resumes it (`stop_reason`); one
+that crashes saves an emergency checkpoint and ends with one line (`after_crash`). docs/reliability.md says each rule
+and the tests that hold it.
 """
 
 from __future__ import annotations
@@ -70,13 +63,6 @@ def exit_launched_process(code: int):
     os._exit(code)
 
 
-def finite_weights(model) -> bool:
-    """Whether every parameter of `model` is finite (no NaN or inf)."""
-    import torch
-
-    return all(bool(torch.isfinite(p).all()) for p in model.parameters())
-
-
 def save_after_crash(trainer) -> tuple[str | None, str]:
     """After an exception in `trainer.train()`: an emergency checkpoint through the Trainer's own `_save_checkpoint`
     (weights, optimizer, scheduler, RNG and trainer state, and the rollout batch where that part is attached), so that
@@ -92,7 +78,9 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
         return None, "nothing to save: no optimizer step had finished"
     if trainer.accelerator.num_processes > 1:
         return None, f"no emergency checkpoint with {trainer.accelerator.num_processes} processes"
-    if not finite_weights(trainer.model):
+    import torch
+
+    if not all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters()):
         what = f"the weights after step {step} are not finite (NaN or inf: lower --learning_rate)"
         return None, f"no emergency checkpoint: {what}"
     from .callbacks import StepEndRngCallback
@@ -100,19 +88,10 @@ def save_after_crash(trainer) -> tuple[str | None, str]:
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
-    from .checkpoint_complete import MarkCompleteCallback, mark_complete, run_settings
-    from .rollout_checkpoint import RolloutCheckpointCallback
-
     path = Path(trainer.args.output_dir) / f"checkpoint-{step}"
-    callbacks = trainer.callback_handler.callbacks
-    rollout = [c for c in callbacks if isinstance(c, RolloutCheckpointCallback)]
-    marking = [c for c in callbacks if isinstance(c, MarkCompleteCallback)]
-    try:
+    try:  # the Trainer's own save, then its `on_save` event: the rollout batch, the completion mark last
         trainer._save_checkpoint(trainer.model, trial=None)
-        for callback in rollout + marking:  # the mark last: a kill before it leaves a checkpoint resume skips
-            callback.on_save(trainer.args, trainer.state, trainer.control)
-        if not marking:
-            mark_complete(path, run_settings(trainer.args))
+        trainer.callback_handler.on_save(trainer.args, trainer.state, trainer.control)
     except Exception as error:  # the crash may have left the trainer unable to save: say so, keep the first error
         return None, f"the emergency checkpoint failed too ({type(error).__name__}: {error})"
     return str(path), f"emergency checkpoint of the weights after step {step} in {path}"

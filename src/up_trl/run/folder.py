@@ -36,6 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ..data.model_source import checkpoints_in
+from .checkpoint_complete import (
+    COMPLETE_MARK,
+    WEIGHT_FILES,
+    checkpoint_problem,
+    describe_skipped,
+    newest_complete,
+    read_mark,
+)
 
 RUN_RECORD = "up_trl_run.json"
 # What `up-trl train` writes at the top of its output folder (the one list): transformers' `save_model` (weights,
@@ -50,10 +58,9 @@ RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "mode
 # What a run numbers, as whole-name regular expressions: a checkpoint, a weight shard (not `checkpoint-6.keep/`,
 # `model-final.safetensors` or any other name a run never writes).
 RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
-WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 # The listed files a user may edit (the model card, configs, tokenizer files, the metrics) are hashed in the record,
 # so that one changed after the run wrote it is seen as the user's; weights and checkpoints go by name, as before.
-NOT_HASHED, HASH_LIMIT = (*WEIGHTS, "training_args.bin", RUN_RECORD), 16 * 2**20
+NOT_HASHED, HASH_LIMIT = (*WEIGHT_FILES, "training_args.bin", RUN_RECORD), 16 * 2**20
 
 
 def is_model_card(path: Path) -> bool:
@@ -87,7 +94,7 @@ def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
         return True
     if (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md"):
         return True
-    return any((c / "up_trl_checkpoint.json").is_file() for c in checkpoints_in(folder))
+    return any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
 
 
 def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
@@ -125,7 +132,7 @@ def foreign_files(output_dir: str | os.PathLike, owned: Sequence[Path]) -> list[
 def describe_run_files(files: Sequence[Path]) -> str:
     """What `previous_run_files` found, in a user's words: 'model, metrics.jsonl, model card, 2 checkpoints'."""
     names = {p.name for p in files}
-    parts = ["model"] if names & {*WEIGHTS, "config.json"} or any(n.startswith("model-") for n in names) else []
+    parts = ["model"] if names & {*WEIGHT_FILES, "config.json"} or any(n.startswith("model-") for n in names) else []
     parts += [n for n in ("metrics.jsonl", "metrics.png") if n in names]
     parts += ["model card"] if "README.md" in names else []
     checkpoints = sum(n.startswith("checkpoint-") for n in names)
@@ -152,8 +159,6 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
     complete.
     """
     from transformers.trainer_utils import get_last_checkpoint
-
-    from .checkpoint_complete import checkpoint_problem, describe_skipped, newest_complete, read_mark
 
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
         return None
@@ -370,12 +375,7 @@ def forget_run_record(output_dir: str | os.PathLike) -> None:
 
 def read_run_record(folder: str | os.PathLike) -> dict | None:
     """The run record in `folder` (for a `checkpoint-<step>` folder: its run's), or None."""
-    for candidate in run_and_parent(folder):
-        try:
-            return json.loads((candidate / RUN_RECORD).read_text())
-        except (OSError, ValueError):
-            continue
-    return None
+    return next(filter(None, map(_record_here, run_and_parent(folder))), None)
 
 
 def run_and_parent(folder: str | os.PathLike) -> list[Path]:

@@ -134,16 +134,6 @@ class RolloutCheckpointMixin:
                 f"{type(self).__name__} has none: leave the mixin out."
             )
         super().__init__(*args, **kwargs)
-        self.add_rollout_checkpoint()
-
-    @property
-    def rollout_keys_for_beta(self) -> tuple[str, ...]:
-        """Keys the parent's loss reads from a buffered batch when beta > 0 (GRPO: the reference log-probs, computed
-        when the batch was generated; RLOO folds the KL into the rewards); a batch saved with beta = 0 lacks them."""
-        return ("ref_per_token_logps",) if any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__) else ()
-
-    def add_rollout_checkpoint(self) -> None:
-        """Put the rollout batch's callback first, before any callback that marks or uploads the checkpoint."""
         self.callback_handler.callbacks.insert(0, RolloutCheckpointCallback(self))
 
     def _load_optimizer_and_scheduler(self, checkpoint):
@@ -165,7 +155,10 @@ class RolloutCheckpointMixin:
             sampler = state["sampler_state"]
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
-        missing = [k for k in self.rollout_keys_for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
+        # What GRPO's loss reads from a batch when beta > 0 (RLOO folds the KL into the rewards): computed when the
+        # batch was generated, so a batch saved with beta = 0 lacks it.
+        for_beta = ("ref_per_token_logps",) if any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__) else ()
+        missing = [k for k in for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
         if missing:  # resumed with beta > 0 from a run that had none
             self._buffered_inputs = None  # TRL generates a new batch at the next step, with the reference's log-probs
             logger.warning(

@@ -93,17 +93,13 @@ class ScorableRecorder:
 
 def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) -> Callable:
     """`reward_func`, noting what it returns in `recorder`; async stays async, the name and signature are kept."""
-
-    def note(rewards, kwargs):
-        completions = kwargs.get("completions")
-        recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
-
     reward_func = getattr(reward_func, RECORDED, reward_func)  # a previous UP trainer's wrapper: wrap its function
 
     def noted(rewards, kwargs):
         if isinstance(rewards, Iterator):  # a generator, map(...): read once here, so TRL gets the values as a list
             rewards = list(rewards)
-        note(rewards, kwargs)
+        completions = kwargs.get("completions")
+        recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
         return rewards
 
     if is_async_callable(reward_func):

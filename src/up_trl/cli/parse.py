@@ -1,11 +1,12 @@
-"""How `up-trl train`'s command line and recipe become the trainer's config: TRL's parser over the script
-arguments, the chosen trainer's UP config and TRL's ModelConfig, and the checks of `cli.checks` before TRL builds the
-config. With neither a recipe (`--config`) nor `--model_name_or_path`, the offline default recipe (quickstart) gives
-the values the command line leaves out; with either, what is left out takes TRL's default, as with `trl grpo`."""
+"""How `up-trl train`'s command line and recipe become a checked `run.job.TrainJob`: TRL's parser over what `trl grpo`
+parses (UP's config in GRPOConfig's place), the checks of `checks`, what the settings point at, then TRL's config.
+With neither a recipe (`--config`) nor `--model_name_or_path`, the offline default recipe (quickstart) gives the
+values the command line leaves out; with either, what is left out takes TRL's default, as with `trl grpo`."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
@@ -111,9 +112,9 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
     return argv, argv[index]
 
 
-def checked_train_args(argv: list[str]):
-    """Every check of the command line and the recipe (`cli.checks`), on the chosen trainer's parser (TRL's,
-    `make_parser`); returns (that parser, the argv to parse)."""
+def read_settings(argv: list[str]):
+    """Every check of the command line and the recipe (`cli.checks`) on the chosen trainer's parser (TRL's,
+    `make_parser`); returns (that parser, the argv to parse, the values it parses, the recipe file or None)."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
     check_trainer(trainer)
@@ -138,26 +139,24 @@ def checked_train_args(argv: list[str]):
     values = vars(parser.parse_known_args(argv)[0])
     settings = Settings(values, flags_given(argv), recipe, where)
     check_choices(settings, parser)
-    return parser, argv + check_settings(settings)
+    return parser, argv + check_settings(settings), values, recipe_file
 
 
-def check_train_args(argv: list[str]):
-    """`checked_train_args`, then what the settings point at (rewards, a data file, extras, output folder, model
-    config), without loading or creating anything, then TRL's config: every usage error before any model or data
-    loads, and before `accelerate launch` starts a process. Returns the `run.job.TrainJob`."""
+def check_targets(values: dict) -> str | None:
+    """What the settings point at, without loading or creating anything: the reward names, `--column_mapping`, a
+    data file, the extras a setting needs, the output folder, the model (transformers' AutoConfig reads its
+    config.json). Returns the model as `from_pretrained` gets it (None: the offline default)."""
     from ..data import missing_data_file
+    from ..data.model_source import ModelNotFoundError, check_model
+    from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
     from ..extras import check_extras
     from ..rewards.registry import check_reward_names
-    from ..run.job import TrainJob
     from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
-    given = list(argv)  # as typed: the resume command repeats it
-    parser, argv = checked_train_args(given)
-    values = vars(parser.parse_known_args(argv)[0])
     try:
         check_reward_names(values["reward_funcs"])
-        parse_column_mapping(values["column_mapping"])  # its JSON (TrainScriptArguments reads it again)
+        parse_column_mapping(values["column_mapping"])
     except ValueError as error:
         raise UsageError(str(error)) from None
     if (missing := missing_data_file(values["dataset_name"])) is not None:
@@ -166,27 +165,37 @@ def check_train_args(argv: list[str]):
     if values.get("output_dir"):
         check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
     model = values.get("model_name_or_path")
-    from ..data.model_source import ModelNotFoundError, check_model
-    from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
-
     try:
         if model is None and smollm2_cached() is None:  # the offline default: the wheel and `gguf` (extra `offline`)
             check_offline_model()
-        elif model is not None:  # transformers' AutoConfig reads its config.json
-            model = check_model(
-                model, revision=values.get("model_revision"), trust_remote_code=bool(values.get("trust_remote_code"))
-            )
+        elif model is not None:
+            revision, remote = values.get("model_revision"), bool(values.get("trust_remote_code"))
+            model = check_model(model, revision=revision, trust_remote_code=remote)
     except (ModelNotFoundError, OfflineModelMissingError) as error:
         raise UsageError(str(error)) from None
+    return model
+
+
+def check_train_args(argv: list[str]):
+    """`read_settings`, `check_targets`, then TRL's config (`build_configs`): every usage error before any model or
+    data loads, and before `accelerate launch` starts a process. Returns the `run.job.TrainJob`."""
+    from ..run.job import TrainJob
+    from ..run.preflight import check_output_folder
+    from ..script_args import parse_column_mapping
+
+    given = list(argv)  # as typed: the resume command repeats it
+    parser, argv, values, recipe_file = read_settings(given)
+    model = check_targets(values)
     script_args, training_args, model_args = build_configs(parser, argv)  # what TRL's config refuses itself
     if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
         check_output_folder(training_args.output_dir)
-    recipe_file, trainer_cls = recipe_argument(given)[1], trainer_classes(script_args.trainer)[1]
+    trainer_cls = trainer_classes(script_args.trainer)[1]
     build = None
     if script_args.share_prompt_prefix:  # the opt-in CPU saving: the same trainer, each prompt computed once
         from ..speedups.trainers import SHARED_PROMPT_TRAINERS
 
         build = SHARED_PROMPT_TRAINERS[trainer_cls]
+    flags = flags_given(given)  # as typed (the checks add --save_strategy steps to a lone --save_steps)
     return TrainJob(
         script_args,
         training_args,
@@ -194,37 +203,27 @@ def check_train_args(argv: list[str]):
         model=model,
         trainer_cls=trainer_cls,
         recipe_file=recipe_file,
-        recipe=recipe_label(given, recipe_file),
+        recipe=recipe_label(recipe_file, flags),
         given=given,
-        flags=flags_given(given),  # as typed (the checks add --save_strategy steps to a lone --save_steps)
+        flags=flags,
         column_mapping=parse_column_mapping(script_args.column_mapping),
         build=build,
     )
 
 
-def recipe_label(argv: list[str], recipe_file: str | None) -> str:
+def recipe_label(recipe_file: str | None, flags: set[str]) -> str:
     """How the model card names the recipe: a packaged one by its name, a file by its path, none as the default.
 
-    >>> recipe_label(["--config", "up_dapo"], "/site-packages/up_trl/recipes/up_dapo.yaml")
-    'up_dapo (packaged recipe)'
-    >>> recipe_label([], None)
-    'quickstart (packaged recipe, the offline default)'
-    >>> recipe_label(["--model_name_or_path", "Qwen/Qwen3-0.6B"], None)
+    >>> recipe_label(recipe_path("up_dapo"), {"config"}), recipe_label(None, set())
+    ('up_dapo (packaged recipe)', 'quickstart (packaged recipe, the offline default)')
+    >>> recipe_label(None, {"model_name_or_path"})
     "none (TRL's defaults)"
     """
-    from .catalog import recipe_names
-
-    if recipe_file is None and "model_name_or_path" in flags_given(argv):
-        return "none (TRL's defaults)"
     if recipe_file is None:
-        return f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
-    typed = [
-        arg.split("=", 1)[1] if arg.startswith("--config=") else argv[i + 1]
-        for i, arg in enumerate(argv)
-        if arg.startswith("--config=") or arg == "--config"
-    ][0]
-    name = typed.removesuffix(".yaml")
-    return f"{name} (packaged recipe)" if not os.path.exists(typed) and name in recipe_names() else typed
+        default = f"{OFFLINE_DEFAULT_RECIPE} (packaged recipe, the offline default)"
+        return "none (TRL's defaults)" if "model_name_or_path" in flags else default
+    packaged = Path(recipe_file).parent.resolve() == Path(recipe_path(OFFLINE_DEFAULT_RECIPE)).parent.resolve()
+    return f"{Path(recipe_file).stem} (packaged recipe)" if packaged else recipe_file
 
 
 def build_configs(parser, argv: list[str]):
@@ -238,7 +237,7 @@ def build_configs(parser, argv: list[str]):
 
 
 def parse_train_args(argv: list[str]):
-    """Parse like `trl grpo`: `--config recipe.yaml`, then flags override. Unknown keys and flags, and the ranges
-    TRL's config does not check, are a UsageError before TRL's config is built (`cli.checks`); what it refuses, while
-    it is built (`build_configs`)."""
-    return build_configs(*checked_train_args(argv))
+    """(script args, training args, model args), parsed like `trl grpo` (`--config recipe.yaml`, then flags
+    override) after the checks of `read_settings`; nothing the settings point at is looked at (`check_targets`)."""
+    parser, argv, _, _ = read_settings(argv)
+    return build_configs(parser, argv)

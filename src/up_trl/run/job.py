@@ -29,6 +29,7 @@ class TrainJob:
     given: list[str]
     flags: set[str]
     column_mapping: dict[str, str] | None = None
+    mixture: object = None  # TRL's DatasetMixtureConfig (a recipe's `datasets:`), loaded by TRL's `get_dataset`
     build: type | None = None  # the class built, when not `trainer_cls` (`--share_prompt_prefix`: the same, faster)
 
 
@@ -53,8 +54,10 @@ def _env_true(name: str) -> bool:
 
 
 def load_data(job: TrainJob, is_async: bool):
-    """(train set, eval set or None) as `trl grpo` takes them: the eval set is the test split, loaded only when
-    `eval_strategy` is not "no". A dataset that does not load is a UsageError naming `--dataset_name`."""
+    """(train set, eval set or None) as `trl grpo` takes them: `--dataset_name` (streamed with
+    `--dataset_streaming`), or a recipe's `datasets:` mixture through TRL's `get_dataset`, which wins over it as in
+    `trl grpo`; the eval set is the test split, loaded only when `eval_strategy` is not "no". A dataset that does not
+    load is a UsageError naming what to change."""
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
 
     s, args = job.script_args, job.training_args
@@ -68,22 +71,33 @@ def load_data(job: TrainJob, is_async: bool):
         ops=s.arithmetic_ops,
         few_shot=s.arithmetic_few_shot,
     )
+    source, where = s.dataset_name, f"--dataset_name {s.dataset_name}"
+    if job.mixture is not None and job.mixture.datasets:
+        from trl import get_dataset
+
+        where = f"datasets ({', '.join(config.path for config in job.mixture.datasets)})"
+        try:
+            source = get_dataset(job.mixture)
+        except (FileNotFoundError, ValueError, ConnectionError) as error:
+            raise UsageError(f"{where}: {' '.join(str(error).split())}") from None
+
+    def load(split, **extra):
+        if isinstance(source, str):
+            return load_math_dataset(source, split, streaming=s.dataset_streaming, **options, **extra)
+        if (split or "train") not in source:
+            raise DataError(f"the mixture has splits {tuple(source)}, not {split!r} (test_split_size adds test).")
+        return load_math_dataset(source[split or "train"], **options, **extra)
+
     try:
         # a limit takes a seeded sample, not the first rows
-        dataset = load_math_dataset(
-            s.dataset_name,
-            s.dataset_train_split,
-            limit=s.dataset_limit,
-            shuffle=s.dataset_limit is not None,
-            **options,
-        )
+        dataset = load(s.dataset_train_split, limit=s.dataset_limit, shuffle=s.dataset_limit is not None)
         eval_dataset = None
         if args.eval_strategy != "no":
             if is_async:  # TRL's AsyncGRPOTrainer takes no eval_dataset
                 raise UsageError("--eval_strategy: --trainer async_grpo does not evaluate; set it to no.")
-            eval_dataset = load_math_dataset(s.dataset_name, s.dataset_test_split, **options)
+            eval_dataset = load(s.dataset_test_split)
     except (DataError, HubUnavailableError) as error:
-        raise UsageError(f"--dataset_name {s.dataset_name}: {error}") from None
+        raise UsageError(f"{where}: {error}") from None
     return dataset, eval_dataset
 
 
@@ -116,6 +130,8 @@ def run_job(job: TrainJob):
     script_args, training_args, model_args = job.script_args, job.training_args, job.model_args
     trainer_cls, given, out = job.trainer_cls, job.given, training_args.output_dir
     is_async = script_args.trainer == "async_grpo"
+    mixture = job.mixture.datasets if job.mixture is not None else None  # a recipe's `datasets:` names the data
+    dataset_name = ", ".join(config.path for config in mixture) if mixture else script_args.dataset_name
     deepspeed = bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED")
     warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
@@ -137,7 +153,7 @@ def run_job(job: TrainJob):
             state.print(f"up-trl: {note}", flush=True)
         with state.main_process_first():
             dataset, eval_dataset = load_data(job, is_async)
-            check_dataset_size(len(dataset), training_args)
+            check_dataset_size(dataset, training_args)
             try:
                 model = job.model or smollm2_path()
             except OfflineModelMissingError as error:
@@ -169,7 +185,7 @@ def run_job(job: TrainJob):
         metrics_path = Path(out) / "metrics.jsonl"
         state.print(f"up-trl: loading {model} ...", flush=True)
         graceful = GracefulStopCallback()
-        record = {"base_model": model, "dataset_name": script_args.dataset_name, "trainer": trainer_cls.__name__}
+        record = {"base_model": model, "dataset_name": dataset_name, "trainer": trainer_cls.__name__}
         callbacks = [
             RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes (`run.folder`)
             JsonlMetricsCallback(metrics_path),
@@ -192,15 +208,16 @@ def run_job(job: TrainJob):
         if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
             trainer.add_callback(SteadyEtaProgressCallback())
         # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
-        trainer.up_recipe, trainer.up_dataset_name = job.recipe, script_args.dataset_name
+        trainer.up_recipe, trainer.up_dataset_name = job.recipe, dataset_name
         trainer.up_arithmetic_ops, trainer.up_arithmetic_few_shot = (
             script_args.arithmetic_ops,
             script_args.arithmetic_few_shot,
         )
         loss = f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else ""
+        problems = getattr(dataset, "num_rows", None) or "streamed"  # a stream has no length
         state.print(
             f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} {loss}model={model} "
-            f"dataset={script_args.dataset_name} ({len(dataset)} problems) -> {out}"
+            f"dataset={dataset_name} ({problems} problems) -> {out}"
         )
 
         start = time.perf_counter()
@@ -229,9 +246,9 @@ def run_job(job: TrainJob):
                 f"reward {rewards[0]:.3f} -> {rewards[-1]:.3f} (first -> last step)" if rewards else "no reward logged"
             )
             if script_args.plot and metrics_path.exists():  # before the card, which shows the plot when it exists
-                title = f"up_mode={trainer.up_mode}, {script_args.dataset_name}"
+                title = f"up_mode={trainer.up_mode}, {dataset_name}"
                 summary += f"; plot {plot_metrics(metrics_path, Path(out) / 'metrics.png', title=title)}"
-        trainer.create_model_card(dataset_name=script_args.dataset_name)
+        trainer.create_model_card(dataset_name=dataset_name)
         if trainer.is_world_process_zero():  # last: it lists every file the run wrote, the card included
             status = "finished" if reason is None else "interrupted"
             write_run_record(out, **record, status=status, global_step=step, max_steps=max_steps)
@@ -245,7 +262,7 @@ def run_job(job: TrainJob):
                     flush=True,
                 )
         if training_args.push_to_hub:
-            trainer.push_to_hub(dataset_name=script_args.dataset_name)
+            trainer.push_to_hub(dataset_name=dataset_name)
             if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
                 refresh_run_record(out)
         leave_process_group(state)  # last, on every process: none exits while another is mid-collective

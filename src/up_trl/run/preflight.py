@@ -92,11 +92,12 @@ def prepare_run(script_args, training_args, model: str | None, recipe: str | Non
     return PreparedRun(lock, resume, remove, notes)
 
 
-def check_dataset_size(problems: int, training_args) -> None:
+def check_dataset_size(dataset, training_args) -> None:
     """Fewer problems than one rollout batch takes: TRL's sampler would run zero steps (checked before the model
-    loads; a trainer built from Python leaves it to TRL, as the parent does)."""
+    loads; a trainer built from Python leaves it to TRL, as the parent does). A stream has no size to check."""
     generation_batch, group = getattr(training_args, "generation_batch_size", None), training_args.num_generations
-    if generation_batch is None or problems >= generation_batch // group:
+    problems = getattr(dataset, "num_rows", None)  # None for a stream (an IterableDataset)
+    if generation_batch is None or problems is None or problems >= generation_batch // group:
         return
     raise UsageError(
         f"the training set has {problems} problem(s), but one rollout batch takes {generation_batch // group} "

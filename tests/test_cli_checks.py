@@ -71,7 +71,7 @@ TRAIN_CASES = [
     pytest.param(["--logging_steps", "0"], "--logging_steps 0 is out of range", id="logging_steps_0"),
     pytest.param(["--up_mode", "off", "--loss_type", "dapoo"], "--loss_type dapoo is not one of grpo, bnpo, dr_grpo, "
                  "dapo, luspo, cispo, sapo, vespo (did you mean dapo", id="unknown_loss_type"),
-    # What TRL's config refuses itself (cli.rules has no rule for it): its line, before any model loads.
+    # What TRL's config refuses itself (checks.ranges has no rule for it): its line, before any model loads.
     pytest.param(["--per_device_train_batch_size", "5", "--num_generations", "8", "--steps_per_generation", "2"],
                  "generation_batch_size (10) must be divisible by num_generations (8).", id="batch_not_divisible"),
     pytest.param(["--warmup_steps=-1"], lambda: trl_words("--warmup_steps=-1"), id="warmup_steps_neg"),
@@ -131,7 +131,7 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
 
 def _outside(rule) -> list[str]:
     """Values outside a rule's range, as typed: below its lower bound (and on it, when open), above its upper one."""
-    from up_trl.cli.rules import parse_range
+    from up_trl.checks.ranges import parse_range
 
     low, high, low_closed, high_closed = parse_range(rule.allowed)
     values = [low - 1] + ([] if low_closed else [low])
@@ -141,7 +141,7 @@ def _outside(rule) -> list[str]:
 
 def _library_cases() -> dict[str, list[list[str]]]:
     """{a check of ours: argv lists it refuses}: each train rule's values outside its range, and the other checks."""
-    from up_trl.cli.rules import rules_for
+    from up_trl.checks.ranges import rules_for
 
     cases = {name: [[f"--{name}={value}"] for value in _outside(rule)] for name, rule in rules_for("train").items()}
     cases["nonfinite"] = [["--learning_rate", "nan"], ["--epsilon_high", "inf"], ["--reward_weights", "nan"]]
@@ -161,8 +161,8 @@ def _parser(trainer):
 @pytest.mark.parametrize("name", sorted(_library_cases()))
 def test_library_accepts_what_we_refuse(name):
     """TRL's config (with transformers' TrainingArguments and TRL's ModelConfig, whose LoRA fields PEFT's LoraConfig
-    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`cli.rules`, and
-    `cli.checks._check_loss_type` and `_check_saving`): without the check it would fail only after the model loads,
+    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`checks.ranges`, and
+    `checks.settings._check_loss_type` and `_check_saving`): without the check it would fail only after the model loads,
     or not at all. A ZeroDivisionError or OverflowError counts as accepted: a traceback, not a line the user can act
     on. When this fails, the library refuses every such value itself, in one line before any model loads: delete our
     check."""

@@ -46,7 +46,7 @@ Main job (`up-trl train`)
   line, exit 2, before any model loads [tests/test_cli_checks.py].
 - a reward that raises mid-run, diverging weights (lr 1e30) -> an emergency checkpoint of finite weights, the
   metrics kept, one line saying where and how to resume, exit 1 [tests/test_run_folder.py].
-Ranges (`cli.rules`: only those TRL's config does not check itself)
+Ranges (`checks.ranges`: only those TRL's config does not check itself)
 - each reported out-of-range value of `up-trl train` / `up-trl eval`, a recipe's value and choice -> one line, exit
   2, before any model loads [TRAIN_RANGE_CASES, EVAL_RANGE_CASES]; every rule just past its bound
   [test_every_rule_...]; TRL's config accepts a value outside each rule
@@ -59,7 +59,7 @@ One run per folder (`run_lock`)
 - runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
   the other is refused naming the pid; a stale lock is taken over and said so; a file system without file locks is
   refused in one line.
-Files the user names (loaded by `datasets` / read by transformers' `AutoConfig`, `data.model_source`, `cli.checks`)
+Files the user names (loaded by `datasets` / read by transformers' `AutoConfig`, `data.model_source`, `checks.names`)
 - data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
   are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
   weights [MODEL_FOLDER_CASES]; output folders that cannot be made [OUTPUT_FOLDER_CASES] -> one line (the library's
@@ -557,7 +557,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     assert (out / "metrics.png").exists()
 
 
-# --- Ranges: the ones TRL's config does not check (`cli.rules`) ------------------------------------------------------
+# --- Ranges: the ones TRL's config does not check (`checks.ranges`) ------------------------------------------------------
 
 # The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
 # the model had loaded). The rule's range and why are in the line.
@@ -646,7 +646,7 @@ def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, val
 
 def _outside_and_inside(rule):
     """(a value just outside the rule's range, values inside it: each bound it includes, and one between)."""
-    from up_trl.cli.rules import parse_range
+    from up_trl.checks.ranges import parse_range
 
     low, high, low_closed, high_closed = parse_range(rule.allowed)
     outside = low - 1 if low_closed else low
@@ -660,8 +660,8 @@ def _outside_and_inside(rule):
 def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command):
     """The table checked by itself: for each rule, the value just past its lower bound fails with the rule's range in
     the line, and its closed bounds, a value between and its sentinels pass."""
-    from up_trl.cli.checks import Settings, UsageError
-    from up_trl.cli.rules import check_ranges, rules_for
+    from up_trl.checks import Settings, UsageError
+    from up_trl.checks.ranges import check_ranges, rules_for
 
     for name, rule in rules_for(command).items():
         outside, inside = _outside_and_inside(rule)

@@ -5,7 +5,7 @@ up-trl train --config up_dapo                           # a packaged recipe by n
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
 
 This module holds the commands; `parse` turns a command line into a checked `run.job.TrainJob` (TRL's parser, the
-checks of `checks` and `rules`), `launch` goes through `accelerate launch`, `catalog` finds the packaged recipes and
+checks of `up_trl.checks`), `launch` goes through `accelerate launch`, `catalog` finds the packaged recipes and
 accelerate configs, `help_text` prints at once, `eval_command` is `up-trl eval`. The job itself: `up_trl.run.job`.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ..checks import UsageError
 from ..run.job import TrainingCrashed
-from .checks import UsageError
 from .help_text import USAGE, train_help
 from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
 

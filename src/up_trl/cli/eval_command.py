@@ -20,14 +20,15 @@ def main(argv: list[str] | None = None) -> int:
     """`up-trl eval`. Bad input (an unknown benchmark, a model transformers' AutoConfig cannot read, a folder with no
     weights, an output folder that is a file or cannot be written, a
     benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
+    from ..checks import Settings
+    from ..checks.names import flags_given
+    from ..checks.ranges import check_ranges
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
     from ..data.model_source import check_model
     from ..data.models import OfflineModelMissingError
     from ..evaluation.base import choose_base, score_base
     from ..extras import missing
     from ..run.preflight import check_output_folder
-    from .checks import Settings, flags_given
-    from .rules import check_ranges
 
     args = parse_eval_args(list(sys.argv[1:] if argv is None else argv))
     try:

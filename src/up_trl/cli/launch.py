@@ -8,8 +8,9 @@ one line, exit 2, and no process is launched.
 
 from __future__ import annotations
 
+from ..checks import UsageError
+from ..checks.names import accelerate_launch_flags, check_flags
 from .catalog import CatalogError, accelerate_config_path
-from .checks import UsageError, accelerate_launch_flags, check_flags
 
 
 def launch(argv: list[str]) -> int:

@@ -1,5 +1,5 @@
 """How `up-trl train`'s command line and recipe become a checked `run.job.TrainJob`: TRL's parser over what `trl grpo`
-parses (UP's config in GRPOConfig's place), the checks of `checks`, what the settings point at, then TRL's config.
+parses (UP's config in GRPOConfig's place), `up_trl.checks`, what the settings point at, then TRL's config.
 With neither a recipe (`--config`) nor `--model_name_or_path`, the offline default recipe (quickstart) gives the
 values the command line leaves out; with either, what is left out takes TRL's default, as with `trl grpo`."""
 
@@ -8,19 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..checks import RecipeNotFoundError, Settings, UsageError
+from ..checks.names import check_flags, check_recipe_keys, flags_given, read_recipe
+from ..checks.settings import check_choices, check_settings
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
-from .checks import (
-    RecipeNotFoundError,
-    Settings,
-    UsageError,
-    check_flags,
-    check_recipe_keys,
-    check_settings,
-    flags_given,
-    read_recipe,
-)
-from .rules import check_choices
 
 # The offline default run (`up-trl train` with neither --config nor --model_name_or_path): the packaged recipe
 # `quickstart`, read once, its only source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5
@@ -113,7 +105,7 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
 
 
 def read_settings(argv: list[str]):
-    """Every check of the command line and the recipe (`cli.checks`) on the chosen trainer's parser (TRL's,
+    """Every check of the command line and the recipe (`up_trl.checks`) on the chosen trainer's parser (TRL's,
     `make_parser`); returns (that parser, the argv to parse, the values it parses, the recipe file or None)."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)

@@ -5,7 +5,7 @@ to build the config from (command line, recipe and offline default alike).
 `tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` builds TRL's config from such a value, which
 would otherwise fail only after the model loads (a ZeroDivisionError, PEFT's check of `r`, a sampling error) or train
 on silently; the day it fails for a name, delete the rule. What TRL's config refuses while it is built
-(`--warmup_steps -1`, UP's `--delta 0.5`) is its own line (`parse.build_configs`). Every float must also be finite
+(`--warmup_steps -1`, UP's `--delta 0.5`) is its own line (`cli.parse.build_configs`). Every float must also be finite
 (TRL's config takes NaN and inf: the same test, `[nonfinite]`). A failure is one line naming the flag or recipe key:
 
     --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept).
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .usage import Settings, UsageError
+from . import Settings, UsageError
 
 SEED_MAX = 2**32 - 1  # numpy's seeds (transformers' set_seed seeds numpy too)
 
@@ -154,17 +154,3 @@ def check_ranges(settings: Settings, command: str = "train") -> None:
                 raise UsageError(f"{settings.show(name)} is not a finite number: {name} {wanted}.")
             if rule is not None and not rule.admits(value):
                 raise UsageError(f"{settings.show(name)} is out of range: {name} {rule.describe()}.")
-
-
-def check_choices(settings: Settings, parser) -> None:
-    """A recipe's value for a setting with choices (argparse checks only the command line's)."""
-    for action in parser._actions:
-        if not action.choices or action.dest not in settings.recipe or action.dest in settings.command_line:
-            continue
-        value = settings.recipe[action.dest]
-        if action.dest == "up_mode" or value is None:  # YAML's off is false: the UP config reads it, refuses the rest
-            continue
-        spelled = getattr(value, "value", value)
-        if str(spelled) not in [str(getattr(c, "value", c)) for c in action.choices]:
-            known = [str(getattr(c, "value", c)) for c in action.choices]
-            raise UsageError(f"{settings.show(action.dest)} is not one of {', '.join(known)}.")

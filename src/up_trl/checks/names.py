@@ -1,16 +1,13 @@
-"""The checks of the command line and the recipe, each failing as a `UsageError` (one line saying what was wrong and
-what to set, exit status 2), in the order `parse.read_settings` runs them: the recipe and flags as written (YAML
-syntax, misspelt keys and options, named with the closest real ones), then the settings before TRL's config is built
-(`check_settings`: `rules`' ranges, a `--loss_type` TRL does not know, `--save_steps` with `--save_strategy no`).
-What the settings point at is `parse.check_targets`; what TRL's config refuses, `parse.build_configs`.
-"""
+"""What the user wrote, checked as written before anything else: the recipe's YAML (one line for a syntax error,
+with its line and column), and misspelt recipe keys and flags, named with the closest real ones (TRL's parser only
+lists them, and `trl grpo` ignores a stray recipe key)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from .usage import RecipeNotFoundError, Settings, UsageError, closest_names  # noqa: F401 (this module's API)
+from . import RecipeNotFoundError, UsageError, closest_names
 
 
 def read_recipe(path: str) -> dict:
@@ -105,53 +102,3 @@ def accelerate_launch_flags() -> set[str]:
 def flags_given(argv: Iterable[str]) -> set[str]:
     """The option names written on the command line: `--save_steps 2` and `--save_steps=2` give 'save_steps'."""
     return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
-
-
-def check_settings(settings: Settings) -> list[str]:
-    """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
-    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
-    from .rules import check_ranges
-
-    _check_data(settings)
-    if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
-        raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
-    check_ranges(settings, "train")
-    _check_loss_type(settings)
-    return _check_saving(settings)
-
-
-def _check_data(s: Settings) -> None:
-    """A stream (`--dataset_streaming`, or a mixture's `streaming`) has no length: training needs `--max_steps`
-    (transformers' Trainer refuses it only in `train()`, after the model loads:
-    tests/test_cli_checks.py::test_library_accepts_what_we_refuse[streaming_without_max_steps])."""
-    streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])
-    if streaming and (s["max_steps"] is None or s["max_steps"] <= 0):
-        name = "dataset_streaming" if s["dataset_streaming"] else "streaming"
-        raise UsageError(f"{s.show(name)}: a stream has no length: set --max_steps, the optimizer steps to train.")
-
-
-def _check_loss_type(s: Settings) -> None:
-    """A `--loss_type` TRL does not know: TRL's config takes any name and fails at the first loss, after the model
-    loads (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config refuses it only
-    under UP."""
-    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-
-    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
-    if "loss_type" in s and loss_type not in known:
-        raise UsageError(
-            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
-        )
-
-
-def _check_saving(s: Settings) -> list[str]:
-    """`--save_steps N` alone saves every N steps: the recipe's (or offline default's) `save_strategy: no` would
-    otherwise win silently. Both written, contradicting each other: an error (TRL's config takes both and saves
-    nothing: tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
-    if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
-        return []
-    if "save_strategy" in s.command_line:
-        raise UsageError(
-            f"--save_steps {s['save_steps']:g} with --save_strategy no saves nothing: drop --save_strategy no, or "
-            "set it to steps."
-        )
-    return ["--save_strategy", "steps"]

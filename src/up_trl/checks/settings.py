@@ -1,0 +1,70 @@
+"""The settings checked before TRL's config is built from them (`check_settings`): `ranges`, a recipe value outside a
+setting's choices, a `--loss_type` TRL does not know, `--save_steps` with `--save_strategy no`, a stream without
+`--max_steps`. Each kept check names the test that shows the library accepting what it refuses."""
+
+from __future__ import annotations
+
+from . import Settings, UsageError, closest_names
+from .ranges import check_ranges
+
+
+def check_settings(settings: Settings) -> list[str]:
+    """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
+    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
+    _check_data(settings)
+    if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
+        raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
+    check_ranges(settings, "train")
+    _check_loss_type(settings)
+    return _check_saving(settings)
+
+
+def _check_data(s: Settings) -> None:
+    """A stream (`--dataset_streaming`, or a mixture's `streaming`) has no length: training needs `--max_steps`
+    (transformers' Trainer refuses it only in `train()`, after the model loads:
+    tests/test_cli_checks.py::test_library_accepts_what_we_refuse[streaming_without_max_steps])."""
+    streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])
+    if streaming and (s["max_steps"] is None or s["max_steps"] <= 0):
+        name = "dataset_streaming" if s["dataset_streaming"] else "streaming"
+        raise UsageError(f"{s.show(name)}: a stream has no length: set --max_steps, the optimizer steps to train.")
+
+
+def _check_loss_type(s: Settings) -> None:
+    """A `--loss_type` TRL does not know: TRL's config takes any name and fails at the first loss, after the model
+    loads (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config refuses it only
+    under UP."""
+    from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
+
+    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
+    if "loss_type" in s and loss_type not in known:
+        raise UsageError(
+            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
+        )
+
+
+def _check_saving(s: Settings) -> list[str]:
+    """`--save_steps N` alone saves every N steps: the recipe's (or offline default's) `save_strategy: no` would
+    otherwise win silently. Both written, contradicting each other: an error (TRL's config takes both and saves
+    nothing: tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
+    if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
+        return []
+    if "save_strategy" in s.command_line:
+        raise UsageError(
+            f"--save_steps {s['save_steps']:g} with --save_strategy no saves nothing: drop --save_strategy no, or "
+            "set it to steps."
+        )
+    return ["--save_strategy", "steps"]
+
+
+def check_choices(settings: Settings, parser) -> None:
+    """A recipe's value for a setting with choices (argparse checks only the command line's)."""
+    for action in parser._actions:
+        if not action.choices or action.dest not in settings.recipe or action.dest in settings.command_line:
+            continue
+        value = settings.recipe[action.dest]
+        if action.dest == "up_mode" or value is None:  # YAML's off is false: the UP config reads it, refuses the rest
+            continue
+        spelled = getattr(value, "value", value)
+        if str(spelled) not in [str(getattr(c, "value", c)) for c in action.choices]:
+            known = [str(getattr(c, "value", c)) for c in action.choices]
+            raise UsageError(f"{settings.show(action.dest)} is not one of {', '.join(known)}.")

@@ -1,7 +1,5 @@
-"""The conversational prompt every math dataset becomes, and the error raised when data cannot become one.
-
-`up_trl.data` (the loaders) and `up_trl.data.arithmetic` (the generated set) both build on it; `up_trl.data` re-exports
-its names. A prompt is TRL's conversational format, a system turn (unless `system_prompt=None`) and the problem:
+"""The conversational prompt every math dataset becomes (a system turn unless `system_prompt=None`, then the
+problem), and the error raised when data cannot become one. `up_trl.data` re-exports these names.
 
     >>> make_prompt("What is 7 x 8?", system_prompt=None)
     [{'role': 'user', 'content': 'What is 7 x 8?'}]

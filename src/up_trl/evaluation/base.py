@@ -1,14 +1,10 @@
 """`up-trl eval`'s baseline: the model a run was trained from, scored beside it on the same problems with the same
-settings, so the table shows whether training helped. Scored once: the result is cached under the up-trl cache dir
-(`models.default_cache_dir()/eval-base/`), keyed by the base model (its folder, with the size and time of its files)
-and every setting that changes a score.
+settings, once: cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that
+changes a score.
 
-Which base (`--base_model`): `auto` (the default) is the one the evaluated run folder names, in its run record
-(`up_trl_run.json`, written by `up-trl train`) or else its model card's `base_model`; a checkpoint folder is its
-run's. `none` skips it. Anything else is a model folder or Hub id. The base must load here: a local folder, the
-offline SmolLM2 (named on the card by its Hub id), or a Hub id in the local Hub cache or with the Hub reachable.
-When the run's own base cannot load, one line says so and only the evaluated model is shown; a `--base_model` named
-on the command line that cannot load is an error (exit 2), like a missing `--model`.
+`--base_model auto` (the default) is the base the evaluated run folder names (its run record, else its card), `none`
+skips it, anything else is a model folder or Hub id. When the run's own base cannot load here, one line says so and
+only the evaluated model is shown; a `--base_model` named that cannot load is an error (exit 2), like `--model`.
 """
 
 from __future__ import annotations
@@ -39,27 +35,23 @@ SCORE_SETTINGS = (
 
 
 def recorded_base_model(model: str) -> str | None:
-    """The model the run in folder `model` was trained from (for a checkpoint folder: its run's), or None when
-    `model` is no run folder: the run record's `base_model`, else the card's front-matter `base_model`."""
+    """The model the run in folder `model` (or a checkpoint's run) was trained from, or None when `model` is no run
+    folder: the run record's `base_model`, else the card's (`huggingface_hub.repocard.metadata_load`)."""
+    import yaml
+    from huggingface_hub.repocard import metadata_load
+
     from ..run.folder import read_run_record, run_and_parent
 
     record = read_run_record(model)
     if record and record.get("base_model"):
         return str(record["base_model"])
     for folder in run_and_parent(model):
-        card = folder / "README.md"
-        if not card.is_file():
+        try:  # a card that is missing, not text, or whose front matter is no YAML mapping names no base
+            front = metadata_load(folder / "README.md") or {}
+        except (OSError, ValueError, yaml.YAMLError):
             continue
-        import yaml
-
-        text = card.read_text(errors="replace")
-        if text.startswith("---"):
-            try:
-                front = yaml.safe_load(text.split("---", 2)[1]) or {}
-            except yaml.YAMLError:
-                continue
-            if isinstance(front, dict) and front.get("base_model"):
-                return str(front["base_model"])
+        if front.get("base_model"):
+            return str(front["base_model"])
     return None
 
 
@@ -85,8 +77,8 @@ def loadable_base(base: str) -> tuple[str | None, str]:
 
 
 def model_identity(model: str) -> dict:
-    """What names a model's weights in the cache key: a folder by its absolute path and its files' sizes and times
-    (so a changed model is scored again), a Hub id by itself."""
+    """A model in the cache key: a folder by its absolute path and its files' sizes and times (a changed model is
+    scored again), a Hub id by itself."""
     path = Path(model)
     if not path.is_dir():
         return {"hub_id": model}

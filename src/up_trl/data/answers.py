@@ -12,9 +12,7 @@ from typing import Any
 
 from ..rewards.extraction import last_boxed
 
-extract_boxed = last_boxed
-r"""`up_trl.rewards.last_boxed` under its old name here, the same function: the one `\boxed` parser, with which the
-scorer reads replies and `gold_answer` (with `bare=True`) reads gold answers."""
+extract_boxed = last_boxed  # its old name here: the one \boxed parser, for replies and (bare=True) gold answers
 
 
 def gold_answer(value: Any) -> str:

@@ -27,9 +27,8 @@ ARITHMETIC_OPS: tuple[str, ...] = tuple(OPERANDS)
 ARITHMETIC_DEFAULT_SIZE = 1000
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 
-# Worked examples that `few_shot=n` puts before every problem as earlier chat turns, written in the reply format the
-# reward reads ("The answer is N."). Each lies outside its own op's operand ranges (`3 + 5` is no two-digit sum,
-# `12 x 11` no `mul1` or `mul` product, in either order), so none is a problem of any split.
+# Worked examples (`few_shot`), in the reply format the reward reads; each lies outside its op's operand ranges (in
+# either order), so none is a problem of any split.
 ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
     ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),

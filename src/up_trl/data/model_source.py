@@ -94,9 +94,8 @@ def check_model(
         where = "" if path.exists() else " no such local folder; as a Hub id:"
         raise ModelNotFoundError(f"{flag} {name_or_path}:{where} {' '.join(str(error).split())}") from None
     if path.is_dir() and not model_weights(path):
-        # from_pretrained's "Error no file named model.safetensors ..." comes inside the trainer, after
-        # --overwrite_output_dir removed the previous run
-        # [test_hostile.py::test_a_model_folder_without_weights_is_refused_before_an_overwrite]
+        # from_pretrained's "no file named model.safetensors" comes after --overwrite_output_dir removed the previous
+        # run [test_hostile a_model_folder_without_weights_is_refused_before_an_overwrite]
         raise ModelNotFoundError(
             f"{flag} {path} holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a "
             f"sharded index): the save did not finish; {_latest(path, flag)}."

@@ -13,25 +13,11 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
-# The eval settings a score depends on (everything but where the report goes and whether samples are kept).
-SCORE_SETTINGS = (
-    "benchmarks",
-    "k",
-    "limit",
-    "temperature",
-    "top_p",
-    "max_new_tokens",
-    "system_prompt",
-    "seed",
-    "arithmetic_ops",
-    "arithmetic_few_shot",
-    "backend",
-    "dtype",
-    "batch_size",
-    "share_prompt_prefix",
-)
+# The eval options no score depends on (where the report goes, whether samples are kept); every other one does.
+NOT_SCORED = ("model", "output_dir", "save_samples", "base_model")
 
 
 def recorded_base_model(model: str) -> str | None:
@@ -87,7 +73,7 @@ def model_identity(model: str) -> dict:
 
 
 def cache_path(model: str, args) -> tuple[Path, dict]:
-    """(the cache file for `model` scored with `args`'s settings, the key it is stored under)."""
+    """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ..data.models import default_cache_dir
@@ -97,7 +83,7 @@ def cache_path(model: str, args) -> tuple[Path, dict]:
     except PackageNotFoundError:
         scorer = "unknown"
     key = {"model": model_identity(model), "up-trl": scorer}
-    key |= {name: getattr(args, name, None) for name in SCORE_SETTINGS}
+    key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return default_cache_dir() / "eval-base" / f"{digest}.json", key
 

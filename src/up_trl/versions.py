@@ -25,8 +25,7 @@ OPTIONAL = ("deepspeed", "gguf")  # the extras that change what trains (`deepspe
 
 
 def declared_ranges() -> dict[str, str]:
-    """name -> the range up-trl's metadata declares, for its dependencies and the extras in `OPTIONAL` (empty when
-    up-trl is not installed, e.g. imported from a source tree)."""
+    """name -> the range up-trl's metadata declares, for its dependencies and `OPTIONAL` ({} when not installed)."""
     try:
         lines = requires("up-trl") or []
     except PackageNotFoundError:
@@ -88,8 +87,7 @@ def untested_versions_message(installed: Mapping[str, str] | None = None) -> str
 
 
 def warn_if_untested_versions(main_process: bool = True) -> str | None:
-    """At `up-trl train`'s start (or a script's): log the warning once (on the main process only), and return it
-    (None when all tested)."""
+    """Log the warning once (on the main process only) and return it, None when all is tested: at a run's start."""
     message = untested_versions_message()
     if message is not None and main_process:
         logger.warning_once(message)

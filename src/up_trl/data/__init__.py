@@ -232,8 +232,7 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
-    """The columns found and a `column_mapping` for the missing ones (the spare columns when as many, else
-    placeholders).
+    """The columns found and a `column_mapping` for the missing ones (the spare columns, else placeholders).
 
     >>> columns_message(["q", "sol"], None, None).split("(in Python: ")[1]
     'column_mapping={"q": "problem", "sol": "answer"}).'

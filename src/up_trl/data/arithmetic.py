@@ -105,9 +105,8 @@ def arithmetic_dataset(
     shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul` 720 / 172, `add` 8,100 /
     2,124, `sub` 4,095 / 1,001). `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` after the system turn.
 
-    The offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens, temperature 1) is right on about one
-    `mul1` product in five, most groups of 8 mixing right and wrong answers, the signal GRPO learns from; with two
-    worked examples, on one 2-digit sum in five (1.6% without): docs/benchmarks/index.md, "Learning signal".
+    The offline model (SmolLM2-135M-Instruct) is right on about one `mul1` product in five, the mixed groups GRPO
+    learns from; with two worked examples, on one 2-digit sum in five: docs/benchmarks/index.md, "Learning signal".
     """
     if split not in ("train", "test"):
         raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")

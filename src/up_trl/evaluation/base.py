@@ -1,10 +1,9 @@
-"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it on the same problems with the same
-settings, once: cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that
-changes a score.
+"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it with the same problems and settings,
+once (cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that scores).
 
-`--base_model auto` (the default) is the base the evaluated run folder names (its run record, else its card), `none`
-skips it, anything else is a model folder or Hub id. When the run's own base cannot load here, one line says so and
-only the evaluated model is shown; a `--base_model` named that cannot load is an error (exit 2), like `--model`.
+`--base_model auto` (the default) is the base the evaluated run folder names, `none` skips it, anything else is a
+model folder or Hub id. A run's own base that cannot load here is left out with one line saying why; a `--base_model`
+named that cannot load is an error (exit 2), like `--model`.
 """
 
 from __future__ import annotations
@@ -89,8 +88,7 @@ def cache_path(model: str, args) -> tuple[Path, dict]:
 
 
 def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
-    """(the base model's report, whether it came from the cache): scored with `evaluate(base, benchmarks, args)`
-    the first time, read back after."""
+    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once."""
     path, key = cache_path(base, args)
     try:
         cached = json.loads(path.read_text())

@@ -98,8 +98,7 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
 
 
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
-    """Generate k samples per problem on each benchmark (`sets`: `benchmark_sets`, when loaded already) and score
-    them; returns the JSON-able report."""
+    """The JSON-able report: k samples per problem of each benchmark (`sets`, default `benchmark_sets`), scored."""
     import torch
 
     from ..data import system_prompt_from_flag
@@ -153,8 +152,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
 
 def markdown_table(report: dict) -> str:
-    """The report as markdown: one row per benchmark, or, with a base model (`evaluation.base`), three: the
-    evaluated model, the base and the change."""
+    """The report as markdown: a row per benchmark, or three with a base model: evaluated, base and the change."""
     from .base import comparison_rows
 
     names = list(report["benchmarks"])

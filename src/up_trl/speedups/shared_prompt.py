@@ -9,11 +9,9 @@ completion, so they are computed once per distinct prompt and shared:
     share     row b takes the keys/values of its prompt          -> (B rows)  [an index: gradients add up per prompt]
     continue  token P-1 and the completion, with that cache      -> hidden states P-1 .. P+C-1, as in the full forward
 
-The continuation sees the same positions and mask as the full row, so the log-probs are the full forward's up to
-float rounding (not bit for bit); token P-1 is re-run per row because its hidden state predicts the first completion
-token. Each call falls back to the full rows where sharing would change the result or cannot work (see
-`shareable_cache`, `SharedPromptTrainerMixin.shares_prompts`, `shared_prompt_generate`). No TRL import: the mixin
-overrides one TRL method by name (pinned in `tests/test_trl_pins.py` for UP's own hook).
+With the full row's positions and mask, the log-probs are the full forward's up to float rounding; token P-1 is
+re-run per row, its hidden state predicting the first completion token. A call falls back to the full rows where
+sharing would change the result or cannot work. No TRL import: the mixin overrides one TRL method by name.
 """
 
 from __future__ import annotations
@@ -44,9 +42,8 @@ def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tup
 
 
 def has_active_dropout(model) -> bool:
-    """True when a module in training mode would drop anything: a dropout module of p > 0, or a rate it applies
-    itself (`attention_dropout`, `attn_pdrop`, ...) above 0. Read from the modules, not the config: TRL's
-    `disable_dropout=True` zeroes the modules only."""
+    """True when a module in training mode has a dropout of p > 0, or a rate it applies itself (`attn_pdrop`, ...):
+    read from the modules, not the config, whose dropouts TRL's `disable_dropout=True` leaves as they are."""
     for module in model.modules():
         if not module.training:
             continue
@@ -74,9 +71,8 @@ def shareable_cache(model) -> DynamicCache | None:
 def shared_prompt_cache(
     model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, position_ids: torch.Tensor | None = None
 ) -> DynamicCache | None:
-    """Tokens 0 .. P-2 of each distinct prompt prefilled once, then shared by index so that row b holds its own
-    prompt's keys and values; None where no prompt is shared, `shareable_cache` says no, or the prefill left the
-    cache short (a model that ignores it)."""
+    """Tokens 0 .. P-2 of each distinct prompt prefilled once, then shared by index (row b: its prompt's keys and
+    values); None where no prompt is shared, `shareable_cache` says no, or the model ignored the cache."""
     first, inverse = distinct_prompts(prompt_ids, prompt_mask)
     cache = shareable_cache(model) if len(first) < len(inverse) else None
     if cache is None:

@@ -15,8 +15,7 @@ from datasets import Dataset
 
 from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
-# The operand ranges of each op: `mul` is 1-digit x 2-digit, `mul1` the times table (1-digit x 1-digit, which
-# SmolLM2-135M gets right about one time in five), `add` and `sub` 2-digit.
+# The operand ranges of each op: `mul1` is the times table, `mul` 1-digit x 2-digit, `add` and `sub` 2-digit.
 OPERANDS: dict[str, tuple[range, range]] = {
     "mul": (range(2, 10), range(10, 100)),
     "mul1": (range(2, 10), range(2, 10)),

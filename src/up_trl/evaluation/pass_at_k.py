@@ -79,10 +79,9 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
     representatives: list[list[int]] = [[] for _ in groups]
     timeouts = 0
     for position in range(max((len(g) for g in groups), default=0)):
+        active = [(p, g) for p, g in enumerate(groups) if position < len(g) and g[position] is not None]
         tasks, where = [], []
-        for p, group in enumerate(groups):
-            if position >= len(group) or group[position] is None:
-                continue
+        for p, group in active:
             answer = group[position]
             if any(group[rep][0] == answer[0] for rep in representatives[p]):
                 continue  # identical to a representative: joins it without a comparison
@@ -93,9 +92,7 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
         for (p, rep, position), outcome in zip(where, outcomes):
             tables[p][(rep, position)] = outcome == CORRECT
             timeouts += outcome == TIMEOUT
-        for p, group in enumerate(groups):
-            if position >= len(group) or group[position] is None:
-                continue
+        for p, group in active:
             reps = representatives[p]
             if not any(group[rep][0] == group[position][0] or tables[p].get((rep, position)) for rep in reps):
                 reps.append(position)

@@ -45,12 +45,10 @@ def has_active_dropout(model) -> bool:
     """True when a module in training mode has a dropout of p > 0, or a rate it applies itself (`attn_pdrop`, ...):
     read from the modules, not the config, whose dropouts TRL's `disable_dropout=True` leaves as they are."""
     for module in model.modules():
-        if not module.training:
-            continue
-        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
-            return True
-        rates = (v for k, v in vars(module).items() if ("dropout" in k or "pdrop" in k) and isinstance(v, float))
-        if any(rate > 0 for rate in rates):
+        rates = [v for k, v in vars(module).items() if ("dropout" in k or "pdrop" in k) and isinstance(v, float)]
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            rates.append(module.p)
+        if module.training and any(rate > 0 for rate in rates):
             return True
     return False
 

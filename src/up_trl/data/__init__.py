@@ -36,8 +36,7 @@ from .prompts import make_prompt as make_prompt
 from .prompts import system_prompt_from_flag as system_prompt_from_flag
 from .prompts import with_system
 
-# Columns read as the problem and as the gold answer, first match wins ("solution" may be a worked solution whose
-# last \boxed{} holds the answer). A `prompt` (TRL's column) is kept as written, not built from a problem.
+# Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question", "prompt")
 ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Metadata kept when present; TRL passes every extra column to the reward functions.

@@ -11,8 +11,7 @@ DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer w
 
 
 class DataError(ValueError):
-    """Data that cannot be read as math prompts as asked (an unknown name, split, column or option): the message
-    says what to change. `up-trl train` prints it as one line (exit 2)."""
+    """Data that cannot be read as math prompts as asked: the message says what to change (one line, exit 2)."""
 
 
 def make_prompt(problem: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, num_images: int = 0) -> list[dict]:

@@ -166,11 +166,8 @@ def markdown_table(report: dict) -> str:
         + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
         + (f", worked examples: {report['arithmetic_few_shot']}." if report.get("arithmetic_few_shot") else "."),
         "",
-        "| benchmark |"
-        + (" model |" if base else "")
-        + " problems | "
-        + " | ".join(keys)
-        + " | left out: gold unparseable | left out: timeout |",
+        f"| benchmark |{' model |' if base else ''} problems | {' | '.join(keys)} | left out: gold unparseable | "
+        "left out: timeout |",
         "|---|---|" + ("---|" if base else "") + "---|" * (len(keys) + 2),
         *comparison_rows(report, keys),
         "",

@@ -91,9 +91,8 @@ def shared_prompt_cache(
 
 
 class SharedPromptForward:
-    """Stands in for `model` in TRL's `_get_per_token_logps_and_entropies` (`fused_lm_head=True`, rows `[prompt |
-    completion]`, the last `logits_to_keep` the completion): the same output, each distinct prompt computed once.
-    With other inputs (images), a one-token prompt or no shared prompt, it calls the model as TRL would."""
+    """`model` in TRL's `_get_per_token_logps_and_entropies`, each distinct prompt computed once; with other inputs
+    (images), a one-token prompt or no shared prompt, it calls the model as TRL would."""
 
     def __init__(self, model, logits_to_keep: int):
         self.model = model

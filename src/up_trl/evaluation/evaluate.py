@@ -26,20 +26,18 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "amc23": ("amc23", "test"),
     "olympiadbench": ("olympiadbench", "test"),
 }
-OFFLINE_BENCHMARKS = ("gsm8k", "math500", "minerva", "arithmetic")
 
 
 def check_benchmarks(
     benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
 ) -> None:
+    from ..data import OFFLINE_DATASETS
     from ..data.arithmetic import check_arithmetic_ops, worked_example_turns
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
-        raise ValueError(
-            f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
-            f"(offline: {', '.join(OFFLINE_BENCHMARKS)})."
-        )
+        offline = ", ".join(b for b, (name, _) in BENCHMARKS.items() if name in OFFLINE_DATASETS)
+        raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} (offline: {offline}).")
     check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
     worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
     if arithmetic_few_shot and "arithmetic" not in benchmarks:

@@ -99,16 +99,14 @@ def arithmetic_dataset(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     few_shot: int = 0,
 ) -> Dataset:
-    """Generated problems, the same for the same `(size, ops, seed, split)`. `split="train"`: `size` problems drawn
-    with replacement from the train problems (like epochs); `split="test"`: the distinct held-out problems of `ops`,
-    shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul` 720 / 172, `add` 8,100 /
-    2,124, `sub` 4,095 / 1,001). `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` after the system turn.
+    """Generated problems, the same for the same `(size, ops, seed, split)` (`load_math_dataset` checks the split).
+    "train": `size` problems drawn with replacement from the train problems (like epochs); "test": the distinct
+    held-out problems of `ops`, shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul`
+    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first.
 
     The offline model (SmolLM2-135M-Instruct) is right on about one `mul1` product in five, the mixed groups GRPO
     learns from; with two worked examples, on one 2-digit sum in five: docs/benchmarks/index.md, "Learning signal".
     """
-    if split not in ("train", "test"):
-        raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op
     shots = worked_example_turns(few_shot)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED

@@ -109,13 +109,9 @@ def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dic
 
 def choose_base(args) -> tuple[str | None, str]:
     """(the base model to score beside `args.model`, or None; a note to print saying which, or why none)."""
-    wanted = args.base_model
-    if wanted == "none":
-        return None, ""
-    if wanted == "auto":
-        wanted = recorded_base_model(args.model)
-        if wanted is None:
-            return None, ""  # not a run folder: nothing to compare with
+    wanted = recorded_base_model(args.model) if args.base_model == "auto" else args.base_model
+    if wanted is None or args.base_model == "none":
+        return None, ""  # none asked for, or `auto` of no run folder: nothing to compare with
     base, why = loadable_base(wanted)
     if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
         from ..data.model_source import check_model

@@ -1,10 +1,8 @@
 """up-trl: UP (Unbounded Positive Asymmetric Optimization, arXiv 2607.06987) for Hugging Face TRL.
 
-Where UP lives: `up_trl.objective` (the equations and the guards, pure tensor functions) and `up_trl.trainers` (one
-glue class per TRL parent, its config beside it: `grpo_*`, `rloo_*`, `async_grpo_*`, and what they share, `shared`).
-Around them: `cli`, `evaluation`, `data` (datasets, prompts, models), `rewards` and `run` (what a run writes and
-watches: checkpoints, callbacks, card, plots). docs/maintaining.md has the map.
-Names are imported on first use (PEP 562), so `up-trl train --help` does not pay for torch and TRL's trainer.
+UP lives in `up_trl.objective` (the equations and guards) and `up_trl.trainers` (one glue class per TRL parent);
+docs/maintaining.md maps the rest. Names are imported on first use (PEP 562), so `up-trl train --help` does not pay
+for torch and TRL's trainer.
 """
 
 from __future__ import annotations

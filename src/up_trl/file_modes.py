@@ -1,7 +1,5 @@
-"""Saved files get the usual mode: transformers 5.24 writes `model.safetensors` through a private temporary file
-(mode 0600) and renames it, so a saved model was readable by its owner only, unlike every other file beside it.
-`usual_file_modes(folder)` gives the files up-trl saved the mode a plain `open()` would have (0o666 & ~umask: 0644
-under the default umask 022)."""
+"""Saved weights get the mode a plain `open()` gives: transformers 5.24 writes `model.safetensors` through a private
+temporary file (0600) and renames it, so a saved model was readable by its owner only."""
 
 from __future__ import annotations
 
@@ -20,9 +18,8 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
 def usual_file_modes(folder: str | os.PathLike, since: float | None = None) -> None:
-    """Give the weight files under `folder` written private (no group or other bit, as a temporary file is)
-    `default_file_mode()`; with `since` (a `time.time()`), only those modified since then, the ones a save just
-    wrote (a private weight file of the user's beside them stays private). Any other file is left as it is."""
+    """Give the private weight files under `folder` (no group or other bit) `default_file_mode()`; with `since` (a
+    `time.time()`), only those a save just wrote: a private weight file of the user's stays private."""
     mode = default_file_mode()
     for path in Path(folder).rglob("*"):
         if path.suffix in WEIGHT_SUFFIXES and path.is_file() and not path.is_symlink():

@@ -1,6 +1,5 @@
-"""`up-trl train`'s script arguments: `trl grpo`'s (`GRPOScriptArguments`: TRL's fields, names, types, defaults and
-help) and ours after them, as open-r1's `configs.py` extends TRL's. `up_trl.cli.parse` puts them beside the trainer's
-UP config, TRL's ModelConfig and DatasetMixtureConfig in TRL's parser. Importing this imports TRL."""
+"""`up-trl train`'s script arguments: `trl grpo`'s and ours after them, as open-r1's `configs.py` extends TRL's
+(`up_trl.cli.parse` puts them in TRL's parser). Importing this imports TRL."""
 
 from __future__ import annotations
 
@@ -14,14 +13,9 @@ from .trainers import TRAINERS
 
 @dataclass
 class TrainScriptArguments(GRPOScriptArguments):
-    """`trl grpo`'s script arguments (TRL's fields, names, types, defaults and help), and ours after them: what to
-    train on and how to score it (the model comes from `--model_name_or_path`).
-
-    Our defaults where TRL's differ: `dataset_name` (TRL: none, the data must be named) is `arithmetic`,
-    generated in code, so that `up-trl train` runs offline with nothing named; `dataset_train_split` (TRL:
-    `train`) is None, which is `train` for everything TRL loads and a short name's first split for ours (math500's
-    only split is `test`); `reward_funcs` (TRL: none, a run without a reward model has nothing to score) is
-    `math_accuracy`."""
+    """`trl grpo`'s script arguments, and ours after them. Our defaults where TRL's differ: `dataset_name` is
+    `arithmetic` (runs offline with nothing named), `dataset_train_split` None (a short name's first split: math500
+    has only `test`), `reward_funcs` `math_accuracy` (TRL's none has nothing to score)."""
 
     dataset_name: str = field(
         default="arithmetic",

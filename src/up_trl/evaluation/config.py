@@ -8,8 +8,7 @@ from pathlib import Path
 
 from .evaluate import BENCHMARKS
 
-# Defaults for options left unset. The offline default's task is scored the way it was trained (no system prompt,
-# 64 new tokens, temperature 1, no top-p: the recipe quickstart); other benchmarks ask for \boxed{}.
+# Defaults for options left unset: the offline default's task as trained (recipe quickstart), others ask for \boxed{}.
 OFFLINE_TASK_DEFAULTS = {"system_prompt": "none", "max_new_tokens": 64, "temperature": 1.0, "top_p": 1.0}
 BENCHMARK_DEFAULTS = {"system_prompt": None, "max_new_tokens": 512, "temperature": 0.6, "top_p": 0.95}
 DEFAULT_MODEL_DIR = "outputs/quickstart"  # where `up-trl train` (the offline default) leaves its model

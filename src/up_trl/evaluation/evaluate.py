@@ -1,13 +1,9 @@
 """What `up-trl eval` runs: score a model on math benchmarks with k samples per problem: avg@k, pass@k, maj@k.
 
 Generation uses vLLM when it is installed (`--backend auto`), else batched transformers generation; answers are
-scored by `rewards.MathAccuracyReward` (math-verify in worker processes, each item with its own time bound).
-Problems whose gold answer does not parse, or with a sample whose scoring timed out, are left out of every score
-and counted (`excluded` in eval.json). maj@k groups answers by mathematical equivalence, not by spelling
-(`pass_at_k`, the estimators). With `--temperature 0` (greedy) every problem has one sample: k is 1.
-
-The command itself (its options, their defaults and checks, writing eval.json and eval.md) is
-`up_trl.cli.eval_command`: nothing here imports the CLI.
+scored by `rewards.MathAccuracyReward`. Problems whose gold answer does not parse, or with a sample whose scoring
+timed out, are left out of every score and counted (`excluded` in eval.json). maj@k groups answers by mathematical
+equivalence (`pass_at_k`). The command itself is `up_trl.cli.eval_command`: nothing here imports the CLI.
 """
 
 from __future__ import annotations
@@ -30,20 +26,18 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "amc23": ("amc23", "test"),
     "olympiadbench": ("olympiadbench", "test"),
 }
-OFFLINE_BENCHMARKS = ("gsm8k", "math500", "minerva", "arithmetic")
 
 
 def check_benchmarks(
     benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
 ) -> None:
+    from ..data import OFFLINE_DATASETS
     from ..data.arithmetic import check_arithmetic_ops, worked_example_turns
 
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
     if unknown:
-        raise ValueError(
-            f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} "
-            f"(offline: {', '.join(OFFLINE_BENCHMARKS)})."
-        )
+        offline = ", ".join(b for b, (name, _) in BENCHMARKS.items() if name in OFFLINE_DATASETS)
+        raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} (offline: {offline}).")
     check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
     worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
     if arithmetic_few_shot and "arithmetic" not in benchmarks:
@@ -56,9 +50,8 @@ def check_benchmarks(
 
 
 def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=None) -> tuple[dict, list[dict]]:
-    """Score k samples per problem: the summary row (scores over the problems that could be scored, and what was
-    left out) and one row per problem. A problem is left out when its gold answer does not parse, or when scoring
-    any of its samples timed out: counted, never scored as wrong."""
+    """Score k samples per problem: the summary row (scores over the problems scored, and what was left out) and
+    one row per problem; a left-out problem is counted, never scored as wrong."""
     from ..rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
 
     reward = reward or make_math_accuracy_reward()
@@ -69,16 +62,13 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     groups = [answers[i : i + k] for i in range(0, len(flat), k)]
     sames, equivalence_timeouts = equivalence_tables(groups, lambda tasks: verify_many(tasks))
     ks = default_ks(k)
-    rows, excluded = [], {"gold_unparseable": 0, "timeout": 0}
+    left_out = {GOLD_UNPARSEABLE: "gold_unparseable", TIMEOUT: "timeout"}  # a problem's first reason counts
+    rows, excluded = [], dict.fromkeys(left_out.values(), 0)
     for p, group in enumerate(groups):
-        problem_outcomes = outcomes[p * k : (p + 1) * k]
-        if GOLD_UNPARSEABLE in problem_outcomes:
-            excluded["gold_unparseable"] += 1
-            rows.append({"excluded": "gold_unparseable"})
-            continue
-        if TIMEOUT in problem_outcomes:
-            excluded["timeout"] += 1
-            rows.append({"excluded": "timeout"})
+        why = next((left_out[o] for o in left_out if o in outcomes[p * k : (p + 1) * k]), None)
+        if why is not None:
+            excluded[why] += 1
+            rows.append({"excluded": why})
             continue
         answers = [a[0] if a else None for a in group]
         rows.append(score_problem(answers, correct[p * k : (p + 1) * k], ks, sames[p]))
@@ -106,8 +96,7 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
 
 
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
-    """Generate k samples per problem on each benchmark and score them; returns the JSON-able report. `sets`: the
-    benchmarks' problems when loaded already (`benchmark_sets`)."""
+    """The JSON-able report: k samples per problem of each benchmark (`sets`, default `benchmark_sets`), scored."""
     import torch
 
     from ..data import system_prompt_from_flag
@@ -161,8 +150,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
 
 def markdown_table(report: dict) -> str:
-    """The report as markdown: one row per benchmark, or, with a base model scored beside the evaluated one
-    (`report["base"]`, `evaluation.base`), three: the evaluated model, the base and the change."""
+    """The report as markdown: a row per benchmark, or three with a base model: evaluated, base and the change."""
     from .base import comparison_rows
 
     names = list(report["benchmarks"])
@@ -176,11 +164,8 @@ def markdown_table(report: dict) -> str:
         + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
         + (f", worked examples: {report['arithmetic_few_shot']}." if report.get("arithmetic_few_shot") else "."),
         "",
-        "| benchmark |"
-        + (" model |" if base else "")
-        + " problems | "
-        + " | ".join(keys)
-        + " | left out: gold unparseable | left out: timeout |",
+        f"| benchmark |{' model |' if base else ''} problems | {' | '.join(keys)} | left out: gold unparseable | "
+        "left out: timeout |",
         "|---|---|" + ("---|" if base else "") + "---|" * (len(keys) + 2),
         *comparison_rows(report, keys),
         "",

@@ -11,16 +11,14 @@ def transformers_generator(model_path, args):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.dtype]
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=dtype).to(device).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, args.dtype)).to(device).eval()
     return lambda prompts, k: _generate_transformers(model, tokenizer, prompts, k, args, device)
 
 
 def _generate_transformers(model, tokenizer, prompts, k, args, device):
-    """k samples of each prompt with `generate`. On CPU with `share_prompt_prefix` (the default), the k copies of a
-    prompt are laid out as `num_return_sequences` would lay them out and each prompt is prefilled once
-    (`shared_prompt.shared_prompt_generate`): the same samples, from logits equal to float rounding."""
+    """k samples of each prompt with `generate`; on CPU with `share_prompt_prefix`, each prompt prefilled once for
+    its k rows, laid out as `num_return_sequences` lays them (`shared_prompt_generate`: the same samples)."""
     import copy
 
     from tqdm.auto import tqdm

@@ -1,6 +1,5 @@
-"""The estimators of `up-trl eval`: pass@k (unbiased, from n samples with c correct), maj@k (the largest cluster of
-mathematically equal answers), and the equivalence tables maj@k reads. Pure functions of the scored samples.
-"""
+"""The estimators of `up-trl eval`: pass@k (unbiased), maj@k (the largest cluster of mathematically equal
+answers), and the equivalence tables maj@k reads. Pure functions of the scored samples."""
 
 from __future__ import annotations
 
@@ -22,12 +21,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]) -> int | None:
-    """maj@k's winner: the index of the representative answer of the largest group of equivalent answers.
+    """maj@k's winner: the index of the representative (first member) of the largest group of equivalent answers.
 
-    Groups form greedily in sample order: an answer identical to a group's representative (its first member)
-    joins that group; else it joins the first group whose representative it is equivalent to,
-    `same(representative_index, index)`; else it starts a new group. The largest group wins; a tie goes to the
-    group that formed first. No answer (None) never votes. Returns None when no sample has an answer.
+    Groups form greedily in sample order: an answer joins the group whose representative it is identical to, else
+    the first one it is equivalent to (`same(representative_index, index)`), else starts one. A tie goes to the
+    earliest group; None never votes; no answer at all gives None.
 
     >>> majority_cluster(["1/2", "0.5", "3", "3", None], lambda i, j: {"1/2", "0.5"} == {["1/2", "0.5", "3", "3"][i],
     ...                  ["1/2", "0.5", "3", "3"][j]})
@@ -71,24 +69,19 @@ def score_problem(
 
 
 def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Callable) -> tuple[list[Callable], int]:
-    """For each problem's extracted answers `(answer, kind)`, a `same(i, j)` telling whether answer j is
-    mathematically equivalent to answer i (math-verify, with i as the reference), and the number of comparisons
-    that timed out (counted as "not equivalent").
-
-    Only what the greedy grouping of `majority_cluster` asks is verified: answer j against the representatives
-    formed before it, in rounds, each round one call of `verify` (a list of `(pred, pred_kind, gold, gold_kind)`
-    tasks -> outcomes) over every problem at once.
-    """
+    """For each problem's extracted answers `(answer, kind)`, a `same(i, j)`: answer j is equivalent to answer i
+    (math-verify, i as the reference); and the count of comparisons that timed out ("not equivalent"). Only what
+    `majority_cluster` asks is verified: j against the representatives before it, in rounds, each one `verify` call
+    (`(pred, pred_kind, gold, gold_kind)` tasks -> outcomes) over every problem."""
     from ..rewards import CORRECT, TIMEOUT
 
     tables: list[dict[tuple[int, int], bool]] = [{} for _ in groups]
     representatives: list[list[int]] = [[] for _ in groups]
     timeouts = 0
     for position in range(max((len(g) for g in groups), default=0)):
+        active = [(p, g) for p, g in enumerate(groups) if position < len(g) and g[position] is not None]
         tasks, where = [], []
-        for p, group in enumerate(groups):
-            if position >= len(group) or group[position] is None:
-                continue
+        for p, group in active:
             answer = group[position]
             if any(group[rep][0] == answer[0] for rep in representatives[p]):
                 continue  # identical to a representative: joins it without a comparison
@@ -99,9 +92,7 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
         for (p, rep, position), outcome in zip(where, outcomes):
             tables[p][(rep, position)] = outcome == CORRECT
             timeouts += outcome == TIMEOUT
-        for p, group in enumerate(groups):
-            if position >= len(group) or group[position] is None:
-                continue
+        for p, group in active:
             reps = representatives[p]
             if not any(group[rep][0] == group[position][0] or tables[p].get((rep, position)) for rep in reps):
                 reps.append(position)

@@ -1,29 +1,17 @@
 """Each distinct prompt of a batch computed once: an opt-in CPU saving (`speedups.trainers`; `up-trl train
---share_prompt_prefix true`), not part of UP and outside the UP trainers: they never run this module.
+--share_prompt_prefix true`), not part of UP: the UP trainers never run this module.
 
 GRPO and RLOO score `num_generations` completions of every prompt, and TRL's forward runs the whole
-`[prompt | completion]` row for each of them, so a prompt of P tokens is computed once per completion (in the
-old-log-prob pass, the policy forward and its backward). In a causal model the prompt's keys and values do not
-depend on the completion, so they can be computed once per distinct prompt and shared:
+`[prompt | completion]` row for each. In a causal model the prompt's keys and values do not depend on the
+completion, so they are computed once per distinct prompt and shared:
 
     prefill   the U distinct prompts, tokens 0 .. P-2            -> keys/values (U rows)
     share     row b takes the keys/values of its prompt          -> (B rows)  [an index: gradients add up per prompt]
     continue  token P-1 and the completion, with that cache      -> hidden states P-1 .. P+C-1, as in the full forward
 
-The continuation sees the same positions (0 .. P+C-1, TRL's forward passes no position ids) and the same mask as the
-full row, so the log-probs are the full forward's up to float rounding (not bit for bit), and the gradient is the
-same sum. Token P-1 is re-run per row because its hidden state predicts the first completion token.
-
-Where it applies (`SharedPromptTrainerMixin`, in `speedups.trainers`' classes): the forwards of TRL's
-`_get_per_token_logps_and_entropies`, on CPU, in one process whose model is not wrapped for data parallelism, and
-not where activation checkpointing recomputes layers in the backward (it would drop the cache). Training's
-generation keeps TRL's path; `up-trl eval`, which owns its generation loop, prefills each prompt once there too
-(`shared_prompt_generate`). Each call falls back to the
-full rows where sharing would change the result or cannot work: cache layers other than plain or sliding-window
-attention (linear-attention and hybrid models), MoE router logits (their balancing loss would see the wrong
-positions), active dropout (one mask per prompt instead of one per row), and generation settings that bring their
-own cache or layout. No TRL import here: the mixin overrides one TRL method by name (pinned in
-`tests/test_trl_pins.py` for UP's own hook).
+With the full row's positions and mask, the log-probs are the full forward's up to float rounding; token P-1 is
+re-run per row, its hidden state predicting the first completion token. A call falls back to the full rows where
+sharing would change the result or cannot work. No TRL import: the mixin overrides one TRL method by name.
 """
 
 from __future__ import annotations
@@ -54,26 +42,21 @@ def distinct_prompts(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tup
 
 
 def has_active_dropout(model) -> bool:
-    """True when a forward of `model` would drop anything: a module in training mode with a dropout module of p > 0
-    (`torch.nn.Dropout` and its kin) or a dropout probability it applies itself (`attention_dropout`, `attn_pdrop`,
-    ...) above 0. Read from the modules, not the config: TRL's `disable_dropout=True` zeroes the modules only, and a
-    config may name dropouts the model never runs. TRL generates and scores in training mode."""
+    """True when a module in training mode has a dropout of p > 0, or a rate it applies itself (`attn_pdrop`, ...):
+    read from the modules, not the config, whose dropouts TRL's `disable_dropout=True` leaves as they are."""
     for module in model.modules():
-        if not module.training:
-            continue
-        if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
-            return True
-        rates = (v for k, v in vars(module).items() if ("dropout" in k or "pdrop" in k) and isinstance(v, float))
-        if any(rate > 0 for rate in rates):
+        rates = [v for k, v in vars(module).items() if ("dropout" in k or "pdrop" in k) and isinstance(v, float)]
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            rates.append(module.p)
+        if module.training and any(rate > 0 for rate in rates):
             return True
     return False
 
 
 def shareable_cache(model) -> DynamicCache | None:
-    """An empty `DynamicCache` for `model` when every layer is plain or sliding-window attention (keys and values
-    per position, which rows can share by index); None for linear-attention and hybrid layers, for models that keep
-    a recurrent state instead of this cache, when the model returns MoE router logits, whose balancing loss would be
-    computed over the shortened rows, and under active dropout (one mask per prompt would replace one per row)."""
+    """An empty `DynamicCache` for `model` when every layer is plain or sliding-window attention (rows can share it
+    by index); None for linear-attention, hybrid and recurrent models, MoE router logits (their balancing loss would
+    see the shortened rows) and active dropout (one mask per prompt would replace one per row)."""
     if getattr(model.config.get_text_config(), "output_router_logits", False) or has_active_dropout(model):
         return None
     if not getattr(model, "_supports_default_dynamic_cache", lambda: True)():  # RWKV, xLSTM: a state of their own
@@ -86,10 +69,8 @@ def shareable_cache(model) -> DynamicCache | None:
 def shared_prompt_cache(
     model, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, position_ids: torch.Tensor | None = None
 ) -> DynamicCache | None:
-    """Tokens 0 .. P-2 of each distinct prompt of the batch prefilled once (`position_ids`, when given, for those
-    tokens' positions), then shared by index so that row b holds its own prompt's keys and values; None, with
-    nothing else to undo, where no prompt is shared, `shareable_cache` says no, or the prefill left the cache short
-    (a model that ignores it)."""
+    """Tokens 0 .. P-2 of each distinct prompt prefilled once, then shared by index (row b: its prompt's keys and
+    values); None where no prompt is shared, `shareable_cache` says no, or the model ignored the cache."""
     first, inverse = distinct_prompts(prompt_ids, prompt_mask)
     cache = shareable_cache(model) if len(first) < len(inverse) else None
     if cache is None:
@@ -110,11 +91,8 @@ def shared_prompt_cache(
 
 
 class SharedPromptForward:
-    """Stands in for `model` in TRL's `_get_per_token_logps_and_entropies`: called as the model is there,
-    `model(input_ids=..., attention_mask=..., labels=..., fused_lm_head=True)` with rows `[prompt | completion]` whose
-    last `logits_to_keep` positions are the completion, it returns the same fused-head output (log-probs, entropy
-    for the completion positions), computing each distinct prompt once. With other inputs (images, MoE router
-    logits), a prompt of one token, or no prompt shared by two rows, it calls the model as TRL would."""
+    """`model` in TRL's `_get_per_token_logps_and_entropies`, each distinct prompt computed once; with other inputs
+    (images), a one-token prompt or no shared prompt, it calls the model as TRL would."""
 
     def __init__(self, model, logits_to_keep: int):
         self.model = model
@@ -143,14 +121,11 @@ class SharedPromptForward:
 
 class SharedPromptTrainerMixin:
     """For `class X(SharedPromptTrainerMixin, UPGRPOTrainer)` (or any GRPOTrainer, RLOOTrainer): the forwards of
-    `_get_per_token_logps_and_entropies` get a `SharedPromptForward` in place of the model where it applies
-    (`shares_prompts`); otherwise the parent's method runs untouched. `speedups.trainers` has the two such classes
-    `up-trl train --share_prompt_prefix true` uses; the UP trainers themselves never share."""
+    `_get_per_token_logps_and_entropies` get a `SharedPromptForward` where `shares_prompts`, else run untouched."""
 
     def shares_prompts(self, model, device: torch.device) -> bool:
-        """Sharing applies to this forward: on CPU, in one process (DDP, FSDP and DeepSpeed expect one forward per
-        backward), and not where checkpointed layers recompute in the backward (activation checkpointing on,
-        training mode, gradients on: they would drop the cache)."""
+        """On CPU, in one process (DDP, FSDP and DeepSpeed expect one forward per backward), and not where
+        checkpointed layers recompute in the backward (they would drop the cache)."""
         if not (
             device.type == "cpu"
             and self.accelerator.num_processes == 1
@@ -182,14 +157,10 @@ def _generation_setting(config, model, name: str):
 def shared_prompt_generate(
     generate, model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
 ):
-    """`generate(input_ids=..., attention_mask=..., **kwargs)` (the model's own `generate`; `up-trl eval` calls this
-    from its own generation loop) with each distinct prompt's
-    tokens 0 .. P-2 prefilled once into a cache that the rows then share; `generate` itself runs from token P-1 on.
-    It makes the same random draws as before, from logits equal to float rounding, so the completions match unless
-    a draw falls within rounding of a boundary between two tokens. The prefill takes the position ids `generate`
-    gives a left-padded prompt (the mask's running count). Anything else (no mask, a cache chosen by the config or
-    the model's generation config, no cache, beams, several returns per prompt, extra model inputs, or what
-    `shared_prompt_cache` turns down) goes to `generate` unchanged."""
+    """`generate(input_ids=..., attention_mask=..., **kwargs)` (`up-trl eval`'s loop) with each distinct prompt's
+    tokens 0 .. P-2 prefilled once into a cache the rows share: the same random draws, from logits equal to float
+    rounding. Anything else (no mask, a cache the config chooses, no cache, beams, several returns per prompt, extra
+    model inputs, or what `shared_prompt_cache` turns down) goes to `generate` unchanged."""
     config = kwargs.get("generation_config")
     plain = (
         attention_mask is not None

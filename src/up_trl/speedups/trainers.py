@@ -1,10 +1,8 @@
 """The UP trainers with each distinct prompt computed once (`shared_prompt`): an opt-in CPU saving, not UP.
 
-`SharedPromptUPGRPOTrainer` and `SharedPromptUPRLOOTrainer` take exactly the arguments of `UPGRPOTrainer` and
-`UPRLOOTrainer` and train the same objective; their scoring forwards compute each distinct prompt once, on CPU in one
-process (1.23x a step on the offline default, docs/benchmarks "CPU speed"), equal to TRL's computation up to float
-rounding, not bit for bit. `up-trl train --share_prompt_prefix true` (the offline default's recipe) uses them. Being
-separate classes, they keep the saving out of the UP trainers' own method resolution order.
+`SharedPromptUPGRPOTrainer` and `SharedPromptUPRLOOTrainer` take exactly the UP trainers' arguments and train the
+same objective, equal to TRL's computation up to float rounding (1.23x a step on the offline default, docs/benchmarks
+"CPU speed"). Separate classes keep the saving out of the UP trainers' method resolution order.
 """
 
 from __future__ import annotations

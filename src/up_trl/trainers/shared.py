@@ -1,27 +1,15 @@
-"""What the three UP trainers (`UPGRPOTrainer`, `UPRLOOTrainer`, `UPAsyncGRPOTrainer`) share, written once: UP's
-config fields and what a UP trainer adds to its parent by default, which only concerns UP.
+"""What the three UP trainers share, written once: UP's config fields and what a UP trainer adds to its parent.
 
-- `UPConfigMixin`: the config fields `up_mode`, the rare clip's (`guards.GuardConfigMixin`, off by default) and the
-  collapse warning's, checked before the parent's own post-init (YAML `off` read as "off");
-- `UPTrainerMixin`: reading those fields, UP's `up/*` metrics (`losses.up_positive_token_sums`, `indicators`), the
-  notice that UP equals its parent in an on-policy configuration, the collapse warning (a callback that only logs,
-  `collapse_warning.CollapseWarningCallback`, unless `up_stop_on_collapse=True`), and the objective's name and paper
-  for TRL's own model card (`_name`, `_paper`, `_tag_names`);
-- `UPSyncTrainerMixin`: what GRPO and RLOO (same sampler, same generate-then-reuse batches) add: their staleness rule
-  and the hook that hands the parent's pi_theta to UP's anchor (only during UP's own loss call).
+- `UPConfigMixin`: `up_mode`, the rare clip's field (`guards.GuardConfigMixin`) and the collapse warning's, checked
+  before the parent's own post-init (YAML `off` read as "off");
+- `UPTrainerMixin`: reading them, the `up/*` metrics, the on-policy notice, the collapse warning (only logs unless
+  `up_stop_on_collapse=True`) and the objective's name and paper for TRL's own card (`_name`, `_paper`, `_tag_names`);
+- `UPSyncTrainerMixin`: GRPO's and RLOO's staleness rule and the hook that hands the parent's pi_theta to UP's anchor.
 
-Nothing else: the parent's callbacks, checkpoints, resume, optimizer loading, reward functions and warnings are
-left as they are. What up-trl offers beyond UP (the rollout batch in checkpoints, a resume that applies this run's
-optimizer settings, the non-finite step guard, file modes, the unscorable count, the run's card) is opt-in, in
-`up_trl.run.parts`; `up-trl train` attaches all of it.
-
-A glue class lists the mixin first, so its names win over the parent's: `class UPRLOOTrainer(UPSyncTrainerMixin,
-RLOOTrainer)`; configs likewise: `class UPRLOOConfig(UPConfigMixin, RLOOConfig)`. Nothing here changes what the
-parent computes when `up_mode="off"`: the hook only records, and the extra metrics are computed without gradient.
-Nothing here overrides `log`, `save_model` or `create_model_card`: the `up/*` rates go into the parent's `_metrics`,
-which its own `log` reduces, and TRL's card reads `_name`, `_paper` and `_tag_names`, held by behavioural tests in
-`tests/trl_pins.json` ('logs and card' behaviours). The on-policy notice mirrors when TRL's generation computes
-pi_old, held by a test that runs a job and reads it ('off-policy notice' behaviours).
+A glue class lists the mixin first: `class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer)`. Under `up_mode="off"`
+nothing here changes what the parent computes. Nothing overrides `log`, `save_model` or `create_model_card`
+('logs and card' behaviours in `tests/trl_pins.json`), and the on-policy notice mirrors when TRL computes pi_old
+('off-policy notice' behaviours). What goes beyond UP is opt-in, in `up_trl.run.parts`.
 """
 
 from __future__ import annotations
@@ -116,10 +104,8 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             "choices": list(UP_MODES),
         },
     )
-    # TRL defaults `gradient_checkpointing=True`, a name transformers 5.23 deprecates in favour of
-    # `activation_checkpointing`, so every TRL config warns once there, whatever the user set. Unset here;
-    # __post_init__ keeps TRL's default (checkpointing on). Both names work on every supported transformers: before
-    # 5.23, `activation_checkpointing` is this field, which sets the only name transformers reads there.
+    # TRL's `gradient_checkpointing=True` default warns on transformers >= 5.23 (renamed `activation_checkpointing`):
+    # unset here, __post_init__ keeps TRL's default; both names work on every supported transformers.
     gradient_checkpointing: bool | None = field(
         default=None,
         metadata={"help": "Deprecated alias of --activation_checkpointing (default: on, as in TRL)."},
@@ -151,12 +137,9 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
 
 
 class UPTrainerMixin:
-    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override.
-
-    In `__init__`: `self._read_up_args(args)` before the parent's constructor, `self._finish_up_init(why, advice)`
-    after it. In the loss: `self._log_up_metrics(...)`. TRL's own `create_model_card` writes the card, with UP's
-    name, paper and tag (`_name`, `_paper`, `_tag_names`), or the parent's under `up_mode="off"`.
-    """
+    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override, calls
+    `_read_up_args(args)` before the parent's constructor, `_finish_up_init(why, advice)` after it and
+    `_log_up_metrics(...)` in its loss."""
 
     up_parent_objective: str | None = None  # the parent's name in the card ("RLOO"); None: from GRPO's loss_type
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
@@ -195,10 +178,9 @@ class UPTrainerMixin:
 
     @torch.no_grad()
     def _log_up_metrics(self, logps, old_logps, advantages, mask, log_ratio, mode: str) -> None:
-        """Log `UP_METRICS` and the leading indicators (`indicators.INDICATOR_METRICS`) of one loss call, summed over
-        ranks, whatever up_mode is (so that a UP run and its parent are comparable). Entries are GRPO's tokens
-        ((B, T), `log_ratio` per token or (B, 1) per sequence), or RLOO's completions or async GRPO's packed tokens
-        (1-D, `mask` all ones); `old_logps` are the real pi_old, never the anchored ones."""
+        """Log `UP_METRICS` and `indicators.INDICATOR_METRICS` of one loss call, summed over ranks, whatever up_mode
+        is. Entries are GRPO's tokens ((B, T)) or RLOO's completions / async GRPO's packed tokens (1-D, `mask` all
+        ones); `old_logps` are the real pi_old, never the anchored ones."""
         sums = up_positive_token_sums(
             logps, old_logps, advantages, mask, epsilon_high=self.epsilon_high, log_ratio=log_ratio
         )
@@ -216,8 +198,7 @@ class UPTrainerMixin:
         """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN)."""
         return num / den if den > 0 else float("nan")
 
-    # TRL's `create_model_card` (and `push_to_hub`) read these three: under UP the card names the objective with its
-    # `up_*` settings and cites the UP paper; under `up_mode="off"` it is the parent's card.
+    # TRL's `create_model_card` reads these three: UP's name, settings and paper, or the parent's under "off".
     @property
     def _name(self) -> str:
         parent = _parents_attribute(self, "_name")
@@ -255,15 +236,9 @@ class UPSyncTrainerMixin(UPTrainerMixin):
 
     @property
     def up_is_off_policy(self) -> bool:
-        """True when some optimizer steps train on a batch sampled by older weights, so that the old log-probs
-        (GRPO's `old_per_token_logps`, RLOO's `old_logps`) are stale: TRL's condition
-        `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`. The only case where UP
-        differs from its parent.
-
-        vLLM does not change this: with aligned steps TRL recomputes the old log-probs with the current weights
-        (ratio 1), and its importance-sampling correction for the sampler/trainer mismatch multiplies UP's branch
-        and the parent's alike.
-        """
+        """True when some optimizer steps train on a batch sampled by older weights (TRL's condition
+        `gradient_accumulation_steps % (steps_per_generation * num_iterations) != 0`): the only case where UP differs
+        from its parent. vLLM does not change this (TRL then recomputes pi_old with the current weights)."""
         generate_every = self.args.steps_per_generation * self.num_iterations
         if generate_every < 1:  # no notice: TRL refuses a 0 when it builds its dataloader
             return True
@@ -271,10 +246,8 @@ class UPSyncTrainerMixin(UPTrainerMixin):
 
     @contextlib.contextmanager
     def _parent_forward(self, anchor):
-        """Around the parent's `_compute_loss` in UP's own: the parent's policy forward
-        (`_get_per_token_logps_and_entropies`) hands its per-token log-probs to `anchor`, which anchors pi_old in the
-        batch the parent reads next (`objective.anchored_old_logps`). Set on the instance only while this runs, so
-        every other call of the method (the old-log-prob pass, a test calling it on a mock) is untouched."""
+        """While the parent's `_compute_loss` runs, its policy forward hands its per-token log-probs to `anchor`
+        (which anchors pi_old in the batch); set on the instance only meanwhile: other forward calls are untouched."""
         self.__dict__["_up_anchor"] = anchor
         try:
             yield

@@ -1,34 +1,20 @@
 """UPAsyncGRPOTrainer: TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`) with UP's objective.
 
-Where async GRPO is off-policy: a background worker samples from a vLLM copy of the policy that is refreshed every
-`weight_sync_steps` optimizer steps, and a sample may be trained up to `max_staleness` policy versions later. So
-pi_old (`old_log_probs`, the sampler's log-probabilities) differs from pi_theta on every step, and the clip
-withholds probability capacity from positive tokens all the time, not only when a batch is reused.
+Async GRPO is off-policy on every step: a vLLM copy of the policy, synced every `weight_sync_steps`, samples, and a
+sample may be trained up to `max_staleness` versions later, so pi_old (`old_log_probs`) differs from pi_theta.
 
-Why this one override is not the substitution GRPO and RLOO use (pi_old := sg(pi_theta) on the routed entries): the
-parent's `compute_loss` (TRL 1.16, one ~130-line method with the forward inline) copies `old_log_probs` out of the
-batch *before* its forward, so no hook can anchor it to pi_theta. It reads the advantages from the packed batch it is
-handed (`inputs["advantages"][selected]`), forwards `model(...)` once, then
+The parent's `compute_loss` copies `old_log_probs` out of the batch *before* its forward, so no hook can anchor it
+as under GRPO and RLOO. It computes, over the trained tokens (N: those of the micro-batch over all ranks),
 
     L_parent = sum_t -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t) / max(1, N / world) / GA  (+ MoE aux)
 
-over the M trained tokens of the row (N: trained tokens of the micro-batch over all ranks). So, with no line of it
-copied:
-
-1. the parent computes everything (forward, loss, aux loss, metrics, timing) on a copy of the batch whose routed
-   advantages are zeroed, so its clipped term vanishes exactly there (value 0, gradient 0);
-2. a forward hook on the model records the per-position log-probabilities of that same forward (no second forward);
-3. UP adds sum_{routed t} -A_t * exp(logp_t - sg(logp_t)) through the same normalisation
-   (`losses.packed_token_sum_loss`), and logs the `up/*` metrics as (numerator, denominator) rates.
-
-The two terms touch disjoint tokens, so loss and gradient are exact; `tests/test_async_grpo.py` checks both against
-a closed form, checks `up_mode="off"` against the parent bit for bit, and pins the lines of `compute_loss` this
-relies on. As under GRPO and RLOO, the parent's `clip_ratio/*` count only what was clipped: routed tokens never are;
-`up/would_clip_frac` says how many positive tokens the clip would have stopped.
-
-As TRL's, it needs a CUDA GPU (its packed forward runs a flash-attention-3 kernel) and a `trl vllm-serve` server
-to sample from; the tests train it on CPU with stand-ins of their own (`tests/async_rollout.py`). Its `compute_loss`
-is pinned whole in `tests/trl_pins.json` ('objective' pins).
+So, with no line of it copied: (1) the parent runs whole on a copy of the batch whose routed advantages are zeroed
+(its clipped term vanishes there, value and gradient); (2) a forward hook records that forward's log-probs; (3) UP
+adds sum_{routed t} -A_t * exp(logp_t - sg(logp_t)) through the same normalisation (`packed_token_sum_loss`). The
+two terms touch disjoint tokens, so loss and gradient are exact (`tests/test_async_grpo.py`); `compute_loss` is
+pinned in `tests/trl_pins.json` ('objective' pins). The parent's `clip_ratio/*` never count routed tokens;
+`up/would_clip_frac` does. As TRL's, it needs a CUDA GPU and a `trl vllm-serve` server (the tests use CPU stand-ins,
+`tests/async_rollout.py`).
 """
 
 from __future__ import annotations

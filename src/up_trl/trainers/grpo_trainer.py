@@ -1,18 +1,15 @@
 """UPGRPOTrainer: TRL's GRPOTrainer with UP's asymmetric objective, and nothing else changed.
 
-UP in one substitution: on the entries it routes (A > 0, minus the rare clip's), pi_old := sg(pi_theta). TRL's
-`_compute_loss` reads `old_per_token_logps` only after its policy forward, and uses it only through
-log r = log pi_theta - log pi_old, so with the anchored pi_old its own code computes UP:
+UP in one substitution: on the routed entries (A > 0, minus the rare clip's), pi_old := sg(pi_theta). TRL's
+`_compute_loss` reads `old_per_token_logps` only after its policy forward and only through log r, so its own code
+(masks, vLLM correction, KL, normalisation, entropy bonus, aux loss, metrics) computes UP, nothing copied:
 
     routed:     r = pi_theta / sg(pi_theta) = r~   value 1, inside every clip band, gradient A * grad log pi_theta
     elsewhere:  r = pi_theta / pi_old              the parent's clipped objective, unchanged
 
-through the parent's own masks (off-policy, entropy), vLLM importance-sampling correction, KL, normalisation,
-entropy bonus, MoE auxiliary loss and metrics: nothing of the parent is copied or derived a second time. The parent's
-forward hands pi_theta to the anchor (`shared.UPSyncTrainerMixin._parent_forward`), on a copy of the batch (TRL
-reuses a buffered batch when num_iterations > 1). With `up_mode="off"` nothing is anchored: the parent's loss bit
-for bit (`tests/test_off_is_parent.py`). The TRL methods this relies on are pinned whole in `tests/trl_pins.json`
-('objective' pins).
+The anchor (`shared.UPSyncTrainerMixin._parent_forward`) writes to a copy of the batch (TRL reuses a buffered one).
+`up_mode="off"` is the parent bit for bit (`tests/test_off_is_parent.py`); TRL's methods are pinned whole in
+`tests/trl_pins.json` ('objective' pins).
 """
 
 from __future__ import annotations
@@ -31,11 +28,10 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     """A drop-in replacement for `trl.GRPOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly GRPOTrainer's arguments; `args` may be a `UPGRPOConfig` (for `up_mode`) or a plain
-    `GRPOConfig` (then `up_mode="asymmetric"`). What changes from the parent: the objective (`_compute_loss`), UP's
-    `up/*` metrics, a notice when the configuration is on-policy (then UP equals its parent), UP's collapse warning
-    (a callback that only logs one line, `up_collapse_warning`; it stops only with `up_stop_on_collapse=True`) and
-    the model card's name and paper (TRL's card). Callbacks, checkpoints, resume, reward functions and warnings are
-    the parent's; `up_trl.run.parts` has the opt-in extras `up-trl train` uses.
+    `GRPOConfig` (then `up_mode="asymmetric"`). It changes the objective (`_compute_loss`) and adds the `up/*`
+    metrics, a notice when the configuration is on-policy (UP then equals its parent), the collapse warning (only
+    logs unless `up_stop_on_collapse=True`) and UP's name and paper in TRL's card. All else is the parent's;
+    `up_trl.run.parts` has the opt-in extras `up-trl train` uses.
 
     Example:
     ```python

@@ -4,14 +4,12 @@ RLOO's ratio is on the *summed* completion log-probability, one per sequence, cl
 
     L = mean_i( -min(r_i * A_i, clip(r_i, 1 - eps_low, 1 + eps_high) * A_i) ),   r_i = exp(logp_i - old_logp_i)
 
-UP anchors `old_logps` to sg(logp_i) on the sequences it routes (A > 0 for "asymmetric", every one for "both",
-minus the rare clip's), so the parent's own loss computes there
+As `UPGRPOTrainer` does for GRPO, UP anchors `old_logps` to sg(logp_i) on the routed sequences (summing the
+forward's per-token log-probs with the parent's own line), so the parent's own loss computes there
 
     L_i = -A_i * exp(logp_i - sg(logp_i))    (value -A_i, gradient -A_i * grad logp_i, never clipped)
 
-as `UPGRPOTrainer` does for GRPO: the parent's forward hands its per-token log-probabilities to the anchor, which
-sums them with the parent's own line before the parent reads `old_logps`. The RLOOTrainer methods this relies on
-are pinned whole in `tests/trl_pins.json` ('objective' pins).
+The RLOOTrainer methods this relies on are pinned whole in `tests/trl_pins.json` ('objective' pins).
 """
 
 from __future__ import annotations
@@ -70,9 +68,8 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
         return loss
 
     def _routes(self, inputs):
-        """The sequences whose old_logps are anchored (None under "off"); the rare clip (`up_positive_min_prob`) at
-        RLOO's level keeps a completion whose geometric-mean token probability at sampling time, exp(old_logp /
-        length), is below the bound on RLOO's clip."""
+        """The sequences whose old_logps are anchored (None under "off"), minus the rare clip's: completions whose
+        geometric-mean token probability at sampling time, exp(old_logp / length), is below the bound."""
         if self.up_mode == "off":
             return None
         routes = up_routes(inputs["advantages"], self.up_mode)

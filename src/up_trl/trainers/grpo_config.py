@@ -45,9 +45,8 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     Under `up_mode="asymmetric"`, tokens (or sequences, with `importance_sampling_level="sequence"`) with a positive
     advantage are never clipped; the others keep the parent's clipped objective (`epsilon`, `epsilon_high`,
     `delta`). So `epsilon_high` acts only on the rare clip's entries and through the dual clip: for A < 0 TRL's loss is
-    |A| * clip(r, 1 - epsilon, max(delta, 1 + epsilon_high)), so `epsilon_high` changes anything only when
-    `delta` < 1 + `epsilon_high` (then it replaces `delta` as the cap on r). With `delta` unset or
-    `delta` >= 1 + `epsilon_high` (the paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no token.
+    |A| * clip(r, 1 - epsilon, max(delta, 1 + epsilon_high)), so with `delta` unset or >= 1 + `epsilon_high` (the
+    paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no negative token.
     """
 
     def check_up_applies(self) -> None:

@@ -1,11 +1,9 @@
-"""The rare clip, UP's one optional guard (ours, off by default, not in the paper): its config field and its pure
-tensor functions.
+"""The rare clip, UP's one optional guard (ours, off by default, not in the paper): its config field and tensors.
 
     up_positive_min_prob    routed entries with pi_old < it keep pi_old, so the parent's clip    (`rare_mask`)
 
-The collapse study (docs/collapse.md) found rare tokens of positive completions behind UP's entropy runaway, and this
-guard removed it. Four other guards of UP's positive branch were measured there and left the API (the log-ratio
-bound, the capacity share, a KL to pi_old, an entropy fallback); docs/collapse.md names the last commit that had them.
+Rare tokens of positive completions drove UP's entropy runaway, and this guard removed it (docs/collapse.md, which
+also names the last commit with the four other guards measured there).
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ import torch
 from .ratios import ImportanceSamplingLevel, log_importance_weights
 
 # "UP + safe", the collapse study's recommendation for DAPO and GRPO (docs/collapse.md, PRE-REGISTRATION 3): the rare
-# clip alone, UP's own setting. The KL to the reference (TRL's beta) was tested part by part there too: it met the
-# goal less often and is not part of it; a recipe's beta is its parent's.
+# clip alone; a recipe's beta (KL to the reference) stays its parent's.
 SAFE_UP = {"up_positive_min_prob": 0.05}
 
 GUARD_FIELDS = ("up_positive_min_prob",)
@@ -27,8 +24,7 @@ GUARD_FIELDS = ("up_positive_min_prob",)
 
 @dataclass
 class GuardConfigMixin:
-    """The rare clip's field in every UP config (`trainers.shared.UPConfigMixin` extends it); `check_guards`
-    validates it."""
+    """The rare clip's field in every UP config (`trainers.shared.UPConfigMixin` extends it)."""
 
     up_positive_min_prob: float | None = field(
         default=None,
@@ -67,9 +63,8 @@ def rare_mask(
     importance_sampling_level: ImportanceSamplingLevel = "token",
 ) -> torch.Tensor:
     """The rare clip: True where the entry was rare when sampled, pi_old < `min_prob` (sequence level: the
-    geometric-mean token probability, (B, 1)). Such entries keep pi_old, hence the parent's clipped objective, even
-    when routed (A > 0 under "asymmetric"; under "both" rare negative entries too), so only tokens that were already
-    likely get UP's unclipped branch.
+    geometric-mean token probability, (B, 1)). Such entries keep pi_old, hence the parent's clip, even when routed
+    (under "both", rare negative entries too): only tokens already likely get UP's unclipped branch.
 
     >>> rare_mask(torch.log(torch.tensor([[0.01, 0.2]])), torch.ones(1, 2), 0.05)
     tensor([[ True, False]])

@@ -19,8 +19,6 @@ from .ratios import ImportanceSamplingLevel, log_importance_weights
 # clip alone; a recipe's beta (KL to the reference) stays its parent's.
 SAFE_UP = {"up_positive_min_prob": 0.05}
 
-GUARD_FIELDS = ("up_positive_min_prob",)
-
 
 @dataclass
 class GuardConfigMixin:

@@ -12,9 +12,8 @@ of GRPO / DAPO / GSPO on the sign of the advantage A:
 At sequence level (GSPO) both ratios are geometric means over the completion:
     r  = exp(mean_t(log pi_theta - log pi_old)),   r~ = exp(mean_t(log pi_theta - sg(log pi_theta))).
 
-Shapes follow TRL: `per_token_logps`, `old_per_token_logps`, `mask` are (B, T); `advantages` is (B,) or
-(B, T). Token level returns (B, T); sequence level returns (B, 1) for (B,) advantages (TRL broadcasts it
-against the mask when it aggregates).
+Shapes follow TRL: log-probs and `mask` are (B, T), `advantages` (B,) or (B, T); token level returns (B, T),
+sequence level (B, 1) (TRL broadcasts it against the mask when it aggregates).
 """
 
 from __future__ import annotations
@@ -23,8 +22,7 @@ from typing import Literal
 
 import torch
 
-# The ratios come from `ratios`, re-exported here, where the trainers import the equations from; the reference losses
-# written from the paper (`up_per_token_loss`, `clipped_surrogate_loss`) are in `reference`.
+# Re-exported: the trainers import the equations from here.
 from .ratios import anchored_old_logps as anchored_old_logps
 from .ratios import log_importance_weights as log_importance_weights
 from .ratios import self_anchored_ratio as self_anchored_ratio
@@ -108,15 +106,13 @@ def up_positive_token_sums(
     epsilon_high: float,
     log_ratio: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Token-level sums behind the `up/*` metrics (no gradient), in this order:
+    """Token-level sums behind the `up/*` metrics (no gradient), over positive-advantage tokens (A > 0, mask = 1):
 
         [#positive, #valid, sum Cap_clipped, sum Cap_up, sum 1{r > 1 + eps_high}, sum |log r_t|]
 
-    the sums over positive-advantage tokens (A > 0, mask = 1). Divide the first by the second for
-    `up/positive_token_frac`, the others by the first for `up/capacity_clipped_mean`, `up/capacity_up_mean`,
-    `up/would_clip_frac`, `up/positive_abs_log_ratio_mean`. `advantages` broadcasts
-    against the log-probs. `log_ratio` is the log ratio the clip sees, r = exp(log_ratio): per token by
-    default; at sequence level GSPO's (B, 1) masked mean (`log_importance_weights`). |log r_t| is always per token.
+    The first over the second is `up/positive_token_frac`; the others over the first `up/capacity_clipped_mean`,
+    `up/capacity_up_mean`, `up/would_clip_frac`, `up/positive_abs_log_ratio_mean`. `advantages` broadcasts against
+    the log-probs; `log_ratio` is the log r the clip sees (per token by default, GSPO's (B, 1) at sequence level).
 
     >>> logp = torch.log(torch.tensor([0.5, 0.5, 0.2])); old = torch.log(torch.tensor([0.25, 0.5, 0.2]))
     >>> up_positive_token_sums(logp, old, torch.tensor([1.0, 1.0, -1.0]), torch.ones(3), epsilon_high=0.2)

@@ -3,9 +3,8 @@
     r  = pi_theta / pi_old       (the parent's importance ratio; `log_importance_weights` gives log r)
     r~ = pi_theta / sg(pi_theta) (UP's self-anchored ratio: value 1, gradient grad log pi_theta)
 
-`anchored_old_logps` is UP as the trainers apply it: pi_old := sg(pi_theta) on the routed entries, so that the
-parent's own loss, reading the anchored pi_old, computes r~ there and r elsewhere. At sequence level (GSPO) both
-ratios are geometric means over the completion: exp of the masked mean of the log-ratio.
+`anchored_old_logps` is UP as the trainers apply it: pi_old := sg(pi_theta) on the routed entries, so the parent's
+own loss computes r~ there and r elsewhere. At sequence level (GSPO) both are exp of the masked mean log-ratio.
 """
 
 from __future__ import annotations
@@ -45,9 +44,8 @@ def anchored_old_logps(old_logps: torch.Tensor, logps: torch.Tensor, routes: tor
     """pi_old with UP's anchor: sg(log pi_theta) on the routed entries, log pi_old elsewhere (`routes` broadcasts
     against both: (B, 1) routes a whole sequence, (B, T) single tokens, (B,) RLOO's summed log-probabilities).
 
-    Any loss built on log r = log pi_theta - anchored then has r = r~ on the routed entries (value exactly 1,
-    gradient grad log pi_theta, inside every clip band) and the usual r elsewhere: UP is the parent's loss with this
-    pi_old. No gradient reaches pi_old.
+    A loss built on log r = log pi_theta - anchored then has r = r~ on the routed entries (value 1, inside every clip
+    band) and the usual r elsewhere: UP is the parent's loss with this pi_old. No gradient reaches pi_old.
 
     >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True); old = torch.tensor([[-1.0, -1.0]])
     >>> anchored = anchored_old_logps(old, logp, torch.tensor([[True, False]]))
@@ -62,10 +60,8 @@ def self_anchored_ratio(
     mask: torch.Tensor,
     importance_sampling_level: ImportanceSamplingLevel = "token",
 ) -> torch.Tensor:
-    """UP's positive-branch ratio r~ = pi_theta / sg(pi_theta) (paper, Sec. 3).
-
-    Its value is exactly 1 and its gradient is grad log pi_theta (token level) or
-    mean_t grad log pi_theta (sequence level), so -A * r~ has the REINFORCE gradient -A * grad log pi_theta.
+    """UP's positive-branch ratio r~ = pi_theta / sg(pi_theta) (paper, Sec. 3): value 1, gradient grad log pi_theta
+    (sequence level: its mean over t), so -A * r~ has the REINFORCE gradient -A * grad log pi_theta.
 
     >>> logp = torch.tensor([[-0.5, -3.0]], requires_grad=True)
     >>> self_anchored_ratio(logp, torch.ones(1, 2))

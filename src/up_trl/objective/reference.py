@@ -24,13 +24,11 @@ def clipped_surrogate_loss(
 
         L = -min(min(r, delta) * A, clip(r, 1 - eps_low, 1 + eps_high) * A)
 
-    `delta` (TRL's two-sided clipping, the dual clip) only bites for A < 0: for A > 0 the clip already caps r at
-    1 + eps_high < delta. For A < 0 the loss is |A| * max(min(r, delta), clip(r, 1 - eps_low, 1 + eps_high)), i.e.
+    `delta` (TRL's dual clip) only bites for A < 0 (for A > 0 the clip already caps r at 1 + eps_high < delta):
 
         A < 0:   L = |A| * clip(r, 1 - eps_low, max(delta, 1 + eps_high))         (delta = inf when None)
 
-    so eps_high acts on negative tokens only when delta < 1 + eps_high (it then replaces delta as the cap).
-    Under UP (positive tokens unclipped) that is the only place eps_high still acts.
+    so eps_high acts on negative tokens only when delta < 1 + eps_high: under UP, the only place it still acts.
 
     >>> clipped_surrogate_loss(torch.tensor([[1.5, 0.5]]), torch.tensor([1.0]), epsilon_low=0.2, epsilon_high=0.2)
     tensor([[-1.2000, -0.5000]])
@@ -55,15 +53,13 @@ def up_per_token_loss(
     up_mode: UpMode = "asymmetric",
     positive_min_prob: float | None = None,
 ) -> torch.Tensor:
-    """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1): the reference the trainers'
-    closed-form tests and the docs use (the trainers themselves run the parent's loss on `anchored_old_logps`).
+    """The unnormalised UP loss to minimise, per token (B, T) or per sequence (B, 1), the trainers' reference.
 
         L = -A * r~                                                 where routed (A > 0 for "asymmetric")
         L = -min(min(r, delta) * A, clip(r, 1-eps_low, 1+eps_high) * A)   elsewhere
 
     `positive_min_prob` (the rare clip, ours) keeps the clipped loss on routed entries that were rare when sampled
-    (:func:`up_trl.objective.guards.rare_mask`). No gradient ever reaches `old_per_token_logps` through the routed
-    branch, and none reaches it at all when it is detached (as TRL stores it).
+    (:func:`up_trl.objective.guards.rare_mask`). No gradient reaches `old_per_token_logps` through the routed branch.
 
     >>> logp = torch.log(torch.tensor([[0.5, 0.5]])); old = torch.log(torch.tensor([[0.25, 0.25]]))
     >>> up_per_token_loss(logp, old, torch.tensor([1.0]), torch.ones(1, 2), epsilon_low=0.2, epsilon_high=0.2)

@@ -1,8 +1,7 @@
 """Leading indicators of a collapse, from tensors the loss already holds (pure functions, no gradient, no TRL).
 
-Two failures look alike in the logs at the end (entropy high, reward gone) and differ before (docs/collapse.md):
-an entropy runaway driven by rare tokens of positive completions, and a shock of the negative branch that leaves a
-dead state (no right answer in a rollout batch, every advantage 0). Each UP trainer logs, per loss call:
+Two failures that end alike (entropy high, reward gone) differ before (docs/collapse.md): an entropy runaway from rare
+tokens of positive completions, and a negative-branch shock leaving every advantage 0. Each UP trainer logs, per call:
 
     up/logp_adv_cov                     Cov(log pi_theta, A) over the batch's tokens (Cui et al., arXiv 2505.22617:
                                         the entropy falls when it is positive and rises when it is negative)
@@ -33,12 +32,12 @@ def leading_indicator_sums(
     *,
     epsilon_low: float,
 ) -> torch.Tensor:
-    """Sums behind `INDICATOR_METRICS`, additive over ranks and micro-batches, in this order:
+    """Sums behind `INDICATOR_METRICS` over the tokens with mask = 1, additive over ranks and micro-batches:
 
         [n, sum log p, sum A, sum A log p, #(A > 0), #(A < 0), sum log r over clipped negatives, #clipped negatives]
 
-    over the tokens with mask = 1 (`indicator_values` turns them into the metrics). `advantages` and `log_ratio`
-    broadcast against the log-probs ((B,) or (B, T) layouts alike; a sequence's log r counts on each of its tokens).
+    `advantages` and `log_ratio` broadcast against the log-probs ((B,) or (B, T) alike); `indicator_rates` turns the
+    sums into the metrics.
 
     >>> logp = torch.log(torch.tensor([0.5, 0.25, 0.5])); log_r = torch.tensor([0.0, -0.5, 0.1])
     >>> leading_indicator_sums(logp, torch.tensor([1.0, -1.0, -1.0]), torch.ones(3), log_r, epsilon_low=0.2)

@@ -14,8 +14,6 @@ class UPRLOOConfig(UPConfigMixin, RLOOConfig):
     r"""RLOOConfig for `UPRLOOTrainer`. Every RLOOConfig argument keeps its meaning and its default; the UP fields
     are `trainers.shared.UPConfigMixin`'s.
 
-    Under `up_mode="asymmetric"`, sequences with a positive advantage use the self-anchored ratio exp(logp - sg(logp))
-    on the summed completion log-probability, never clipped; the others keep RLOO's clipped objective (`epsilon`,
-    `epsilon_high`). `up_positive_min_prob` keeps a completion that was rare when sampled (its geometric-mean token
-    probability) on RLOO's clip. RLOO has one objective (no `loss_type`): only `up_mode` itself can be wrong.
+    UP acts per sequence, on RLOO's summed completion log-probability; `up_positive_min_prob` reads a completion's
+    geometric-mean token probability. RLOO has one objective (no `loss_type`): only `up_mode` itself can be wrong.
     """

@@ -27,8 +27,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     """A drop-in replacement for `trl.RLOOTrainer` that trains with UP (arXiv 2607.06987).
 
     Takes exactly RLOOTrainer's arguments; `args` may be a `UPRLOOConfig` (for `up_mode`) or a plain
-    `RLOOConfig` (then `up_mode="asymmetric"`). It changes what `UPGRPOTrainer` changes, nothing else: the objective,
-    the `up/*` metrics, the on-policy notice, the collapse warning (only logs) and the card's name and paper.
+    `RLOOConfig` (then `up_mode="asymmetric"`). It changes what `UPGRPOTrainer` changes, nothing else.
 
     Example:
     ```python

@@ -87,9 +87,8 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
             parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
             ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
         up_positive_min_prob (`float` or `None`, *optional*, defaults to `None`):
-            The rare clip (ours, not the paper's; `guards.GuardConfigMixin`): routed entries that were rare when
-            sampled keep pi_old, so the parent's clip. `None` keeps the paper's objective; docs/collapse.md measures
-            it.
+            The rare clip (ours, not the paper's; `guards.GuardConfigMixin`): routed entries rare when sampled keep
+            pi_old, so the parent's clip. `None` keeps the paper's objective; docs/collapse.md measures it.
         up_collapse_warning (`bool`, *optional*, defaults to `True`):
             The early warning (`CollapseWarningConfigMixin`): it only logs one line; with
             `up_stop_on_collapse` (default `False`) it also saves a checkpoint and stops.

@@ -56,8 +56,7 @@ def probability_capacity(
         clipped:  Cap = max(0, min(1, (1 + eps_high) * pi_old) - pi_theta)
         up:       Cap = 1 - pi_theta
 
-    A rare correct token (pi_old = 0.01, eps_high = 0.2) can gain at most 0.002 under the clip, and up
-    to 0.99 under UP:
+    A rare correct token (pi_old = 0.01, eps_high = 0.2) may gain at most 0.002 under the clip, 0.99 under UP:
 
     >>> old = torch.log(torch.tensor([0.01])); logp = old.clone()
     >>> probability_capacity(logp, old, epsilon_high=0.2)
@@ -86,8 +85,7 @@ def packed_token_sum_loss(
 
         L = sum_t L_t / max(1, global_n_tokens / num_processes) / gradient_accumulation_steps
 
-    `global_n_tokens` counts the trained tokens of the whole micro-batch over all ranks (DDP then averages over
-    ranks, so the result is a token mean over the micro-batch).
+    `global_n_tokens`: the micro-batch's trained tokens over all ranks (DDP averages over ranks: a token mean).
 
     >>> packed_token_sum_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(6.0), num_processes=2,
     ...                       gradient_accumulation_steps=2)

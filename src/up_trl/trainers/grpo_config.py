@@ -11,7 +11,6 @@ from .shared import UPConfigMixin, check_up_mode
 # Loss types whose objective is the clipped surrogate UP splits; the others are different objectives.
 CLIPPED_LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
 
-
 # TRL 1.16's other objectives: UP does not apply to them (trainable with up_mode="off").
 OTHER_LOSS_TYPES: tuple[str, ...] = ("cispo", "sapo", "vespo")
 

@@ -1,10 +1,9 @@
 """UPAsyncGRPOTrainer: TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`) with UP's objective.
 
-Async GRPO is off-policy on every step: a vLLM copy of the policy, synced every `weight_sync_steps`, samples, and a
-sample may be trained up to `max_staleness` versions later, so pi_old (`old_log_probs`) differs from pi_theta.
-
-The parent's `compute_loss` copies `old_log_probs` out of the batch *before* its forward, so no hook can anchor it
-as under GRPO and RLOO. It computes, over the trained tokens (N: those of the micro-batch over all ranks),
+Async GRPO samples from a vLLM copy synced every `weight_sync_steps` and trains a sample up to `max_staleness`
+versions later, so pi_old (`old_log_probs`) differs from pi_theta on every step. The parent's `compute_loss` copies
+`old_log_probs` out of the batch *before* its forward, so no hook can anchor it as under GRPO and RLOO. It computes,
+over the trained tokens (N: those of the micro-batch over all ranks),
 
     L_parent = sum_t -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t) / max(1, N / world) / GA  (+ MoE aux)
 
@@ -57,8 +56,7 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
 
     @property
     def up_is_off_policy(self) -> bool:
-        """False only when every trained sample comes from the current weights: max_staleness=0 (older samples are
-        dropped) and a weight sync after every optimizer step."""
+        """False only when every trained sample comes from the current weights (max_staleness=0, synced every step)."""
         return self.args.max_staleness > 0 or self.args.weight_sync_steps > 1
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):

@@ -83,9 +83,8 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
     Args:
         up_mode (`str`, *optional*, defaults to `"asymmetric"`):
             `"asymmetric"` is UP: tokens (or sequences, where the parent's ratio is per sequence) with a positive
-            advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the
-            parent's clipped objective. `"both"` uses the self-anchored ratio for every sign (the paper's REINFORCE
-            ablation). `"off"` is exactly the parent objective, for A/B runs with one flag.
+            advantage use the self-anchored ratio pi_theta/sg(pi_theta), never clipped; the others keep the parent's
+            clipped objective. `"both"`: every sign (the paper's REINFORCE ablation). `"off"`: exactly the parent's.
         up_positive_min_prob (`float` or `None`, *optional*, defaults to `None`):
             The rare clip (ours, not the paper's; `guards.GuardConfigMixin`): routed entries rare when sampled keep
             pi_old, so the parent's clip. `None` keeps the paper's objective; docs/collapse.md measures it.
@@ -159,8 +158,7 @@ class UPTrainerMixin:
             )
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
-        """After the parent's constructor: the collapse warning (only logs unless `up_stop_on_collapse`), then the
-        on-policy notice."""
+        """After the parent's constructor: the collapse warning callback, then the on-policy notice."""
         if getattr(self.args, "up_collapse_warning", True):
             from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback
 

@@ -161,11 +161,10 @@ def _parser(trainer):
 @pytest.mark.parametrize("name", sorted(_library_cases()))
 def test_library_accepts_what_we_refuse(name):
     """TRL's config (with transformers' TrainingArguments and TRL's ModelConfig, whose LoRA fields PEFT's LoraConfig
-    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`checks.ranges`, and
-    `checks.settings._check_loss_type` and `_check_saving`): without the check it would fail only after the model loads,
-    or not at all. A ZeroDivisionError or OverflowError counts as accepted: a traceback, not a line the user can act
-    on. When this fails, the library refuses every such value itself, in one line before any model loads: delete our
-    check."""
+    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`checks.ranges`, and the
+    checks of `checks.settings`): without the check it would fail only after the model loads, or not at all. A
+    ZeroDivisionError or OverflowError counts as accepted: a traceback, not a line the user can act on. When this
+    fails, the library refuses every such value itself, in one line before any model loads: delete our check."""
     accepted, refused = [], []
     for trainer in ("grpo", "rloo", "async_grpo"):
         parser = _parser(trainer)

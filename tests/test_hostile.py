@@ -557,7 +557,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     assert (out / "metrics.png").exists()
 
 
-# --- Ranges: the ones TRL's config does not check (`checks.ranges`) ------------------------------------------------------
+# --- Ranges: the ones TRL's config does not check (`checks.ranges`) --------------------------------------------------
 
 # The cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
 # the model had loaded). The rule's range and why are in the line.

@@ -1,7 +1,5 @@
-"""The main job `up-trl train` runs once its input is checked (`cli.parse.check_train_args`): the run folder held
-(`preflight.prepare_run`), the data and rewards loaded before the model, every opt-in part attached (`run.parts`),
-training, the final save, the run record, plot and card, and a one-line summary. A crash in `trainer.train()` saves
-an emergency checkpoint when it can (`run.ending`) and is raised again as a `TrainingCrashed`."""
+"""The main job `up-trl train` runs once its input is checked: the run folder held, the data and rewards loaded before
+the model, every opt-in part attached, training, the final save, record, plot and card; a crash: `TrainingCrashed`."""
 
 from __future__ import annotations
 
@@ -15,9 +13,8 @@ from ..errors import UsageError
 
 @dataclass
 class TrainJob:
-    """What `up-trl train` was asked: TRL's three configs as its parser built them, the model as `from_pretrained`
-    gets it (None: the offline default), the trainer class, the recipe file and how the card names it, the command
-    line as typed (a resume command repeats it) and the flags on it, and `--column_mapping` read."""
+    """What `up-trl train` was asked: TRL's three configs, the model (None: the offline default), the trainer class,
+    the recipe file and its name for the card, the command line as typed and its flags, `--column_mapping` read."""
 
     script_args: object
     training_args: object
@@ -33,9 +30,8 @@ class TrainJob:
 
 
 class TrainingCrashed(RuntimeError):
-    """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
-    original exception is its `__cause__`. `cli.main` prints both and exits 1; a failed save (`run.ending.failed_save`:
-    a full disk, a folder made read-only or removed) only the line, which says all there is."""
+    """`trainer.train()` raised: the message is the one line saying what was saved and how to resume, the exception
+    its `__cause__`, shown unless a save failed (`run.ending.failed_save`: the line says all there is)."""
 
     def __init__(self, message: str, output_dir: str | None = None):
         super().__init__(message)
@@ -53,8 +49,7 @@ def _env_true(name: str) -> bool:
 
 
 def load_data(job: TrainJob, is_async: bool):
-    """(train set, eval set or None) as `trl grpo` takes them: the eval set is the test split, loaded only when
-    `eval_strategy` is not "no". A dataset that does not load is a UsageError naming `--dataset_name`."""
+    """(train set, eval set or None: the test split, unless `eval_strategy` is "no"), or a UsageError."""
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
 
     s, args = job.script_args, job.training_args

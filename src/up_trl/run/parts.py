@@ -44,9 +44,8 @@ __all__ = [
 
 
 class RunCardMixin:
-    """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer: the card reads its `up_*` settings):
-    `create_model_card` (and so `push_to_hub`) writes TRL's card, then adds what only the run knows
-    (`card.write_model_card`: the data, the objective's settings, the rewards, an interrupted run's resume command)."""
+    """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer): `create_model_card` (and so `push_to_hub`) writes
+    TRL's card, then adds what only the run knows (`card.write_model_card`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -64,8 +63,8 @@ class RunCardMixin:
 
 
 def with_parts(trainer_cls: type) -> type:
-    """`trainer_cls` with every mixin part that applies: the run's card (UP trainers), the rollout batch in
-    checkpoints (GRPO and RLOO, TRL's own too) and this run's optimizer settings on resume (every trainer)."""
+    """`trainer_cls` with every mixin part that applies: the card (UP trainers), the rollout batch (GRPO and RLOO),
+    this run's optimizer settings on resume (all)."""
     card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
     rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
     mixins = (*card, *rollout, ResumeSettingsMixin)
@@ -73,8 +72,8 @@ def with_parts(trainer_cls: type) -> type:
 
 
 def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
-    """The non-finite step guard for `trainer`, its count logged as `up/nonfinite_skipped_steps` through the
-    trainer's `_metrics`; under DeepSpeed, whose engine owns the optimizer step, a callback that does nothing."""
+    """The non-finite step guard, its count logged as `up/nonfinite_skipped_steps`; under DeepSpeed, whose engine owns
+    the optimizer step, a callback that does nothing."""
     if getattr(trainer, "is_deepspeed_enabled", False):
         return TrainerCallback()
 
@@ -86,16 +85,15 @@ def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
 
 
 def record_unscorable(trainer) -> None:
-    """Wrap `trainer.reward_funcs` as TRL holds them (models loaded, an environment's reward added) so that
-    `up/unscorable_frac` is logged (`unscorable.record_scorable`); the rewards are unchanged."""
+    """Wrap `trainer.reward_funcs` as TRL holds them (every reward source) to log `up/unscorable_frac`, unchanged."""
     from .unscorable import record_scorable
 
     trainer.reward_funcs, _ = record_scorable(trainer.reward_funcs)
 
 
 def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_nonfinite_steps: int = 10) -> None:
-    """Every callback part on a built trainer (`up-trl train`): the non-finite step guard (unless
-    `skip_nonfinite_steps` is False), the usual file modes, and the unscorable count for GRPO and RLOO."""
+    """Every callback part on a built trainer: the non-finite step guard (with `skip_nonfinite_steps`), the usual file
+    modes, and the unscorable count for GRPO and RLOO."""
     if skip_nonfinite_steps:
         trainer.add_callback(nonfinite_guard(trainer, max_consecutive_nonfinite_steps))
     trainer.add_callback(UsualFileModesCallback())

@@ -55,8 +55,7 @@ def _record_step(line: str) -> float:
 
 
 class RunRecordCallback(TrainerCallback):
-    """Keeps the run record (`run.folder.write_run_record`) on the main process: written when training begins,
-    claiming the names the run may write, and at each save with the files written so far."""
+    """Writes the run record (`run.folder`) when training begins (claiming what it may write) and at each save."""
 
     def __init__(self, fields: dict):
         self.fields = fields
@@ -75,8 +74,7 @@ class RunRecordCallback(TrainerCallback):
 
 
 class GracefulStopCallback(TrainerCallback):
-    """The first SIGTERM or Ctrl-C asks the Trainer to save a checkpoint after the current step and stop; a second
-    one stops at once."""
+    """The first SIGTERM or Ctrl-C saves a checkpoint after the current step and stops; a second stops at once."""
 
     def __init__(self, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
         self.stop_requested: int | None = None
@@ -115,8 +113,7 @@ class GracefulStopCallback(TrainerCallback):
 
 
 class StepEndRngCallback(TrainerCallback):
-    """Keeps the random states of the last optimizer step's end, which the emergency checkpoint puts back first (a
-    crash mid-step has drawn more since), so that a resume draws what the uninterrupted run would have."""
+    """The random states of the last step's end, for the emergency checkpoint (a crash mid-step has drawn more)."""
 
     states: dict | None = None
 
@@ -138,9 +135,8 @@ class StepEndRngCallback(TrainerCallback):
 
 
 class NonFiniteGuardCallback(TrainerCallback):
-    """Skips and counts an optimizer step whose gradients are not finite; after `max_consecutive` in a row, saves a
-    checkpoint and stops. Exact: every `.grad` is dropped, and torch optimizers leave parameters without one
-    untouched. `record(count)`, when given, gets the count at each step that logs (`parts.nonfinite_guard`)."""
+    """Skips (drops every `.grad`: torch optimizers then leave the parameters alone) and counts a non-finite step;
+    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
 
     def __init__(self, max_consecutive: int = 10, record=None):
         self.max_consecutive = max_consecutive
@@ -190,8 +186,7 @@ class UsualFileModesCallback(TrainerCallback):
 
 
 class SteadyEtaBar(tqdm):
-    """A tqdm bar whose rate and ETA leave out the first update (the one-time warm-up and first rollout batch): "?"
-    until a second update, then (n - n_first) / (t - t_first)."""
+    """A tqdm bar whose rate and ETA leave out the first update (warm-up and the first rollout batch)."""
 
     first: tuple[float, float] | None = None  # (n, time) after the first update
 

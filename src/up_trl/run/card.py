@@ -158,8 +158,7 @@ def _insert(text: str, before: str, block: str) -> str:
 
 
 def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_name=None, tags=None) -> Path | None:
-    """TRL's card (`trl_create_model_card`) for this run's base model, Hub set and objective tag, then what only the
-    run knows added to `<output_dir>/README.md` (main process); its path."""
+    """TRL's card (`trl_create_model_card`), then what only the run knows added to `<output_dir>/README.md`."""
     from huggingface_hub import ModelCard
 
     args, ops = trainer.args, getattr(trainer, "up_arithmetic_ops", None) or ("mul1",)

@@ -53,8 +53,7 @@ def mark_name(rank: int = 0) -> str:
 def mark_complete(
     folder: str | os.PathLike, settings: dict[str, Any] | None = None, rank: int = 0, world_size: int = 1
 ) -> Path:
-    """Write process `rank`'s completion mark in `folder`: its files (`file_rank`) and their sizes, and for process 0
-    `settings`; renamed into place, so that a kill leaves no mark or a whole one."""
+    """Write process `rank`'s mark in `folder` (its files' sizes) renamed in: a kill leaves none or a whole one."""
     folder = Path(folder)
     files = {
         str(p.relative_to(folder)): p.stat().st_size
@@ -112,8 +111,7 @@ def _broken_piece(folder: Path) -> str | None:
 
 
 def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -> str | None:
-    """Why `folder` is not a complete checkpoint, in a few words, or None. `marks_expected`: its run marks checkpoints,
-    so a missing mark means an interrupted save."""
+    """Why `folder` is not a complete checkpoint, or None (`marks_expected`: a missing mark is an interrupted save)."""
     folder = Path(folder)
     if not folder.is_dir() or not any(folder.iterdir()):
         return "empty"
@@ -157,9 +155,8 @@ def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
 def rotate_complete(
     output_dir: str | os.PathLike, limit: int | None, best: str | None = None, saved: str | os.PathLike | None = None
 ) -> list[Path]:
-    """Delete old checkpoints as transformers' `rotate_checkpoints` does (keep `limit`, never the best nor `saved`,
-    which after a resume can be older than the abandoned ones), counting from the newest complete one: anything newer
-    is left alone, and incomplete ones go first. Returns those deleted."""
+    """Delete old checkpoints as transformers' `rotate_checkpoints` does (never the best nor `saved`), counting from
+    the newest complete one (anything newer left alone, incomplete ones first); returns those deleted."""
     checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
     if not limit or limit <= 0 or len(checkpoints) <= limit:
         return []
@@ -181,9 +178,8 @@ def rotate_complete(
 
 
 class MarkCompleteCallback(TrainerCallback):
-    """Marks each checkpoint complete on `on_save` (after the whole `_save_checkpoint`), each process its own files.
-    Old checkpoints go here, after the mark (`rotate_complete`): the Trainer sees `save_total_limit=None` until
-    `on_train_end` (`restore`), and each checkpoint's `training_args.bin` and mark keep the run's limit."""
+    """Marks each checkpoint complete on `on_save`, each process its own files; old checkpoints go only after the mark
+    (`rotate_complete`): the Trainer sees `save_total_limit=None` until `on_train_end` (`restore`)."""
 
     save_total_limit: int | None = None  # the run's, while this callback holds it
 
@@ -252,8 +248,7 @@ OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2
 def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
-    """(a line per setting changed since `checkpoint` was saved, a refusal or None): refused, a change of the shape
-    of its rollout batch or, under `deepspeed`, of an optimizer setting the engine restores as saved."""
+    """(a line per setting changed since `checkpoint`, a refusal or None: its batch's shape, or DeepSpeed's)."""
     mark = read_mark(checkpoint)
     saved = (mark or {}).get("settings") or {}
     name = Path(checkpoint).name

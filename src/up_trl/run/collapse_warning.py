@@ -99,8 +99,7 @@ class CollapseRule:
         return step - self._since[kind] >= self.patience_steps
 
     def _lost(self, r: float, r0: float) -> bool:
-        """Whether reward `r` has lost half of its starting level `r0`, at a scale of at least `reward_scale` (a reward
-        that starts at or below 0 has no level to halve)."""
+        """Whether `r` lost half of its starting level `r0`, at least `reward_scale` (a level <= 0 has no half)."""
         return r <= r0 - self.reward_drop * max(r0, self.reward_scale)
 
     def _dead_state(self) -> str | None:
@@ -162,8 +161,7 @@ class CollapseRule:
 
 
 class CollapseWarningCallback(TrainerCallback):
-    """Warns once, early, when `CollapseRule` (the module docstring) fires; with `stop_on_collapse=True` it then saves
-    a checkpoint and stops. `advice`: what to try; `stop_flag`: the setting named for stopping; the rest: the rule."""
+    """Warns once when `CollapseRule` fires (with `stop_on_collapse`, saves and stops); other keywords: the rule's."""
 
     def __init__(
         self,

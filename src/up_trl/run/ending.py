@@ -21,8 +21,7 @@ from .folder import forget_run_record, resume_command, write_run_record
 
 
 def leave_process_group(state) -> None:
-    """The last step of a multi-process run, on every process: accelerate's `PartialState.wait_for_everyone` (the
-    main process writes the card and record), then `destroy_process_group`."""
+    """The last step of a launch, on every process: accelerate's `wait_for_everyone`, then `destroy_process_group`."""
     if state.num_processes > 1:
         state.wait_for_everyone()
         state.destroy_process_group()
@@ -34,9 +33,8 @@ def launched_with_others() -> bool:
 
 
 def exit_launched_process(code: int):
-    """End a process of a launch with `code`: threads joined and exit handlers run, as at any exit, but without the
-    interpreter's teardown, during which gloo's late threads abort the process with SIGABRT after a complete run
-    (they take the GIL to free a finished collective's tensors; no PyTorch fix: pytorch/pytorch#190489)."""
+    """Exit with `code` as usual but without the interpreter's teardown, in which gloo's late threads abort the process
+    (SIGABRT after a complete run; no PyTorch fix: pytorch/pytorch#190489)."""
     import atexit
     import threading
 
@@ -52,8 +50,7 @@ def exit_launched_process(code: int):
 
 
 def save_after_crash(trainer) -> tuple[str | None, str]:
-    """After `trainer.train()` raised: (path or None, what was saved, in words) of an emergency checkpoint through the
-    Trainer's own `_save_checkpoint` and `on_save`, with the random states of the last step's end. None before a
+    """(path or None, what, in words) of an emergency checkpoint by the Trainer's `_save_checkpoint`; none before a
     step, with non-finite weights, or with several processes (saving needs every one, and the crashed one is gone)."""
     step = trainer.state.global_step
     if step == 0:
@@ -94,8 +91,7 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
 
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
-    """(the cause in words, its errno or None): the OSError's, else what `out` shows (full, read-only, gone), else
-    the error itself."""
+    """(the cause in words, its errno or None): the OSError's, else what `out` shows, else the error itself."""
     import errno
 
     if isinstance(error, OSError) and error.errno is not None:
@@ -115,8 +111,7 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
 
 
 def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
-    """The one line a run whose save failed ends with: what it was writing (`final`: the model after training), the
-    newest complete checkpoint, and the command to run once the cause is fixed."""
+    """The one line a failed save ends with: what it wrote, the newest complete checkpoint and the command to rerun."""
     import errno
 
     from .checkpoint_complete import checkpoint_problem, newest_complete
@@ -163,8 +158,7 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
 
 
 def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
-    """When `trainer.train()` (or with `final`, the save after it) raised: close the progress bar, mark the run crashed
-    for its card, save the emergency checkpoint, write the run record; returns the one line to end with."""
+    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, the last line."""
     step, max_steps = trainer.state.global_step, trainer.state.max_steps
     trainer.up_stop = {
         "crashed": True,

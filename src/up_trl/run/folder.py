@@ -1,11 +1,6 @@
-"""A run's output folder: what a previous run left there, overwriting or resuming it. The rules, and the tests that
-hold them: docs/reliability.md, "What a run writes, and what `--overwrite_output_dir` removes".
-
-Each run keeps a run record, `up_trl_run.json`: what it wrote at the top of the folder (`files`, `patterns`; while it
-runs, `writing`: the names it may still write), a hash of each small file (one changed since is the user's), how it
-ended and what it trained from. A file a run would write over that no record lists is refused, with or without
-`--overwrite_output_dir`, which removes only a previous run's files and never one this run reads. A folder of an
-up-trl from before records listed files counts as one run of all its `RUN_FILES` and `RUN_GLOBS`.
+"""A run's output folder: what a previous run left there (its run record, `up_trl_run.json`), overwriting or resuming
+it. The rules, and the tests that hold them: docs/reliability.md, "What a run writes, and what
+`--overwrite_output_dir` removes".
 """
 
 from __future__ import annotations
@@ -217,8 +212,7 @@ def check_output_dir(
 
 
 def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
-    """{flag: a path this run reads}, for `--overwrite_output_dir` to leave alone: the data, the recipe and each
-    reward module's file (found without importing it)."""
+    """{flag: a path this run reads}, for `--overwrite_output_dir` to leave alone (reward modules found unimported)."""
     import importlib.util
 
     reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
@@ -262,12 +256,10 @@ def resume_command(argv: Sequence[str]) -> str:
             skip = False
             continue
         flag = arg.split("=", 1)[0]
-        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):
+        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):  # and its value, when it has one
             nxt = argv[i + 1] if i + 1 < len(argv) else "--"
-            takes_value = "=" not in arg and not nxt.startswith("--")
-            if flag == "--overwrite_output_dir":
-                takes_value = takes_value and nxt.lower() in ("true", "false", "yes", "no", "1", "0")
-            skip = takes_value
+            boolean = flag == "--resume_from_checkpoint" or nxt.lower() in ("true", "false", "yes", "no", "1", "0")
+            skip = "=" not in arg and not nxt.startswith("--") and boolean
             continue
         kept.append(arg)
     return shlex.join(["up-trl", "train", *kept, "--resume_from_checkpoint", "true"])
@@ -301,8 +293,7 @@ def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
 
 
 def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
-    """The listed files changed since the run wrote them (a user's edit); [] without hashes or for a run that did not
-    end (its last record may predate its last writes)."""
+    """The listed files changed since written (a user's edit); [] for a run that did not end (an older record)."""
     folder = Path(output_dir)
     record = _record_here(folder) if folder.is_dir() else None
     if record is None or "writing" in record or not isinstance(record.get("hashes"), dict):

@@ -30,8 +30,7 @@ class TrainJob:
 
 
 class TrainingCrashed(RuntimeError):
-    """`trainer.train()` raised: the message is the one line saying what was saved and how to resume, the exception
-    its `__cause__`, shown unless a save failed (`run.ending.failed_save`: the line says all there is)."""
+    """`trainer.train()` raised: the one line says what was saved; the exception, shown unless a save failed."""
 
     def __init__(self, message: str, output_dir: str | None = None):
         super().__init__(message)

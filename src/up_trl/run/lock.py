@@ -27,8 +27,7 @@ def _write_pid(fd: int) -> None:
 
 
 class RunLock:
-    """The lock a run holds on its folder (`lock`: None for a process that takes none); `release()` when the run ends.
-    `stale_pid`: the pid of a dead run whose lock file this one took over, or None."""
+    """The lock a run holds on its folder (None for a process that takes none), and the dead run's `stale_pid`."""
 
     def __init__(self, folder: Path, lock=None, stale_pid: int | None = None, made=()):
         self.folder, self.lock, self.stale_pid, self.made = folder, lock, stale_pid, list(made)  # made: deepest first
@@ -56,8 +55,7 @@ def remove_made(folders: list[Path]) -> None:
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
-    """Take the lock on `output_dir` (created if missing), or a ValueError: a file, not creatable or lockable, or
-    held by another running process (its pid named)."""
+    """Take the lock on `output_dir` (created if missing), or a one-line ValueError (another run's pid named)."""
     from filelock import FileLock, Timeout
 
     folder = Path(output_dir)

@@ -1,19 +1,15 @@
-"""The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, none on by default in the
-UP trainers. `up-trl train` attaches all of them (`with_parts`, `attach_parts`); in a script or a notebook, each is
-one line. They work on TRL's own trainers too, except the card (it describes UP's settings).
+"""The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, off by default in the UP
+trainers, on TRL's own trainers too (but the card). `up-trl train` attaches all (`with_parts`, `attach_parts`).
 
 Mixins (a callback cannot see the checkpoint folder a resume loads), one line each:
 
     class MyTrainer(RolloutCheckpointMixin, ResumeSettingsMixin, UPGRPOTrainer): pass
 
-- `RolloutCheckpointMixin` (`rollout_checkpoint`): the rollout batch TRL buffers goes into every checkpoint and comes
-  back on resume, so a run resumed at any step, inside a rollout batch too, trains as the uninterrupted one
-  (GRPOTrainer and RLOOTrainer, not async GRPO);
-- `ResumeSettingsMixin` (`resume_settings`): a resumed run trains with this run's learning rate, weight decay and
-  Adam settings, not the checkpoint's (not under DeepSpeed);
-- `RunCardMixin` (here): TRL's model card plus the run's (`card.write_model_card`: settings, rewards, results, the
-  plot), on `create_model_card` and `push_to_hub`; its override takes TRL's parameters and adds to the card TRL's
-  writes ('run card' signature check and behaviour in tests/trl_pins.json).
+- `RolloutCheckpointMixin`: TRL's buffered rollout batch in every checkpoint, so that a resume inside a rollout batch
+  trains as the uninterrupted run (GRPOTrainer and RLOOTrainer, not async GRPO);
+- `ResumeSettingsMixin`: a resumed run trains with its own optimizer settings, not the checkpoint's;
+- `RunCardMixin`: TRL's model card plus the run's (`card.write_model_card`), on `create_model_card` and `push_to_hub`
+  ('run card' signature check and behaviour in tests/trl_pins.json).
 
 Callbacks and wrappers, after the trainer is built:
 
@@ -63,8 +59,7 @@ class RunCardMixin:
 
 
 def with_parts(trainer_cls: type) -> type:
-    """`trainer_cls` with every mixin part that applies: the card (UP trainers), the rollout batch (GRPO and RLOO),
-    this run's optimizer settings on resume (all)."""
+    """`trainer_cls` with every mixin part that applies (the card to UP trainers, the rollout batch to GRPO, RLOO)."""
     card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
     rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
     mixins = (*card, *rollout, ResumeSettingsMixin)
@@ -72,8 +67,7 @@ def with_parts(trainer_cls: type) -> type:
 
 
 def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
-    """The non-finite step guard, its count logged as `up/nonfinite_skipped_steps`; under DeepSpeed, whose engine owns
-    the optimizer step, a callback that does nothing."""
+    """The non-finite step guard (a no-op under DeepSpeed, whose engine owns the step), logging its count."""
     if getattr(trainer, "is_deepspeed_enabled", False):
         return TrainerCallback()
 
@@ -92,8 +86,7 @@ def record_unscorable(trainer) -> None:
 
 
 def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_nonfinite_steps: int = 10) -> None:
-    """Every callback part on a built trainer: the non-finite step guard (with `skip_nonfinite_steps`), the usual file
-    modes, and the unscorable count for GRPO and RLOO."""
+    """Every callback part on a built trainer: the non-finite guard, the file modes, the unscorable count."""
     if skip_nonfinite_steps:
         trainer.add_callback(nonfinite_guard(trainer, max_consecutive_nonfinite_steps))
     trainer.add_callback(UsualFileModesCallback())

@@ -13,8 +13,7 @@ from ..errors import UsageError
 
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
-    """Refuse, without creating anything, an output folder that cannot be made or written: a file, under a file, a
-    name too long for its file system, or in a place that is not writable."""
+    """Refuse, creating nothing, an output folder that cannot be made or written (a file, a long name, read-only)."""
 
     def mode(path: Path) -> int | None:  # None: nothing there (or a name too long to look up)
         try:
@@ -53,8 +52,7 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
 
 @dataclass
 class PreparedRun:
-    """The output folder, held: its `lock` (release it when the run ends), the checkpoint to `resume` from, the
-    previous run's files to `remove` first (`--overwrite_output_dir`), and `notes` to print."""
+    """The output folder, held: its `lock`, the checkpoint to `resume`, the files to `remove`, `notes` to print."""
 
     lock: object
     resume: str | None = None
@@ -99,8 +97,7 @@ def check_dataset_size(problems: int, training_args) -> None:
 
 
 def check_async_grpo(args, model: str) -> None:
-    """Refuse `--trainer async_grpo` without a CUDA GPU or a vLLM server at `vllm_server_base_url`, waited for as TRL
-    waits (`vllm_server_timeout`)."""
+    """Refuse `--trainer async_grpo` without a CUDA GPU or a vLLM server (waited for as TRL waits)."""
     import urllib.request
 
     import torch

@@ -1,11 +1,6 @@
-"""A resumed run trains with its own learning rate, weight decay and Adam settings, not the checkpoint's.
-
-transformers restores the optimizer's hyperparameters and the scheduler's base rates with its state, so a resume
-with a lower `--learning_rate` (the collapse warning's advice) trained at the old one. `ResumeSettingsMixin` keeps
-the loaded moments and step counts but gives the groups this run's hyperparameters and the scheduler its base rates,
-the current rate scaled with them. Not under DeepSpeed (`checkpoint_complete.resume_differences` refuses a change
-there). Held by behavioural tests listed in `tests/trl_pins.json` ('rollout checkpoint' behaviours: a changed
-learning rate applied on resume).
+"""A resumed run trains with its own learning rate, weight decay and Adam settings: transformers restores the
+checkpoint's with the optimizer state, so a resume with a lower `--learning_rate` trained at the old one. Held by
+behavioural tests listed in `tests/trl_pins.json` ('rollout checkpoint' behaviours: a changed learning rate applied).
 """
 
 from __future__ import annotations

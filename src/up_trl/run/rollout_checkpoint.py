@@ -1,15 +1,8 @@
-"""The rollout batch in every checkpoint, so that a resumed run continues the uninterrupted one.
+"""The rollout batch in every checkpoint: TRL's GRPOTrainer and RLOOTrainer do not save their buffered batch
+(`_buffered_inputs`, `_step`), so a run resumed inside a rollout cycle generated a new one and ended elsewhere.
 
-TRL's GRPOTrainer and RLOOTrainer buffer a rollout batch (`_buffered_inputs`) and train on its slices for
-`steps_per_generation * num_iterations` micro-steps (`_step`); neither is in a checkpoint, so a run resumed inside a
-cycle generates a new batch and ends with other weights. `RolloutCheckpointCallback` saves both, one file per
-process, on `on_save` (before the completeness mark); the mixin loads them in `_load_optimizer_and_scheduler`, as TRL
-restores its adaptive-entropy state. A checkpoint saved inside an accumulation window (an emergency one) stores the
-window's first micro-step, so that the resumed run redoes the window whose gradients were lost.
-
-It relies on TRL's `_prepare_inputs` and `_load_optimizer_and_scheduler`, held by the behavioural tests listed in
-`tests/trl_pins.json` ('rollout checkpoint' behaviours: killed and resumed inside a cycle, the final weights equal
-the uninterrupted run's).
+Relies on TRL's `_prepare_inputs` and `_load_optimizer_and_scheduler`, held by the behavioural tests listed in
+`tests/trl_pins.json` ('rollout checkpoint' behaviours: resumed inside a cycle, the final weights are the same).
 """
 
 from __future__ import annotations
@@ -51,9 +44,8 @@ def sampler_generator(dataloader) -> torch.Generator | None:
 
 
 class RolloutCheckpointCallback(TrainerCallback):
-    """Writes this process's share of `trainer`'s rollout batch and its `_step` into each checkpoint, with the prompt
-    sampler's random states (the Trainer restores the global ones, not the sampler's: a resume in epoch e > 0 drew
-    epoch 0's order again). First among the callbacks, so that the completeness mark lists the file."""
+    """Saves this process's rollout batch, `_step` and the prompt sampler's random states (the Trainer restores only
+    the global ones) in each checkpoint; first among the callbacks, so that the completeness mark lists the file."""
 
     def __init__(self, trainer):
         self.trainer = trainer
@@ -84,7 +76,7 @@ class RolloutCheckpointCallback(TrainerCallback):
         return control
 
     def rollout_step(self) -> int:
-        """`_step` to resume from: the current one at a window's end, the window's first inside a window."""
+        """`_step` to resume from: inside an accumulation window (an emergency save), the window's first."""
         window_step, first_micro_step = self.window
         return first_micro_step if window_step == self.trainer.state.global_step else self.trainer._step
 
@@ -106,8 +98,7 @@ def is_synchronous(trainer_cls: type) -> bool:
 
 
 class RolloutCheckpointMixin:
-    """For `class X(RolloutCheckpointMixin, GRPOTrainer): pass` (or RLOOTrainer, or a UP trainer): the rollout batch
-    goes into every checkpoint (`RolloutCheckpointCallback`) and comes back on resume; nothing else changes."""
+    """For `class X(RolloutCheckpointMixin, GRPOTrainer)` (or RLOO): the rollout batch saved, and loaded on resume."""
 
     def __init__(self, *args, **kwargs):
         if not is_synchronous(type(self)):

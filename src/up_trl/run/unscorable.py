@@ -1,11 +1,6 @@
-"""`up/unscorable_frac`: the share of completions no reward function gave a finite value, seen through TRL's public
-`reward_funcs`. An opt-in part (`run.parts.record_unscorable`).
-
-`record_scorable` wraps each plain callable so that it notes which completions it gave a finite value, returning
-its rewards unchanged, with its name, signature and async-ness (TRL's `get_callable_name`, `is_async_callable`). A
-completion is scorable when one function gave it a finite value, or when any reward is a model (always a number).
-GRPO and RLOO log the fraction through TRL's `log_metric` keyword (averaged over ranks); the in-process async worker
-reads it with `ScorableRecorder.take`; TRL's vLLM async worker scores in another process and logs none.
+"""`up/unscorable_frac`: the share of completions no reward function gave a finite value (none when a reward is a
+model), from wrappers that return the rewards unchanged, logged through TRL's `log_metric` keyword (the in-process
+async worker reads `ScorableRecorder.take`; TRL's vLLM worker scores in another process and logs none).
 
 >>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])
 >>> funcs[0](completions=["a", "b", "c"])
@@ -28,14 +23,8 @@ METRIC = "up/unscorable_frac"
 RECORDED = "__up_trl_recorded__"  # a wrapper's attribute holding the reward function it wraps
 
 
-def _is_model(reward_func: Any) -> bool:
-    """A reward TRL scores with a model: a model id (loaded by TRL) or an `nn.Module`."""
-    return isinstance(reward_func, (str, torch.nn.Module))
-
-
 class ScorableRecorder:
-    """Which completions of the batch being scored got a finite value from some wrapped reward function: `note`d by
-    each wrapper (from TRL's threads too); once all `n_funcs` have, counted for `take` and logged as `METRIC`."""
+    """Which completions got a finite reward, `note`d by each wrapper (thread-safe), counted when all `n_funcs` are."""
 
     def __init__(self, n_funcs: int, always_scorable: bool = False):
         self.n_funcs = n_funcs
@@ -104,7 +93,7 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
 def record_scorable(reward_funcs: Any) -> tuple[Any, ScorableRecorder]:
     """(`reward_funcs` with each plain callable wrapped, models not, in the form given; their recorder)."""
     funcs = reward_funcs if isinstance(reward_funcs, list) else [] if reward_funcs is None else [reward_funcs]
-    plain = [i for i, f in enumerate(funcs) if not _is_model(f)]
+    plain = [i for i, f in enumerate(funcs) if not isinstance(f, (str, torch.nn.Module))]  # not a model (TRL's)
     recorder = ScorableRecorder(len(plain), always_scorable=len(plain) < len(funcs))
     wrapped = [_recording(f, plain.index(i), recorder) if i in plain else f for i, f in enumerate(funcs)]
     if isinstance(reward_funcs, list):

@@ -1,7 +1,5 @@
-"""Checkpoints that survive a kill: each is marked complete last (a kill mid-save leaves a folder the HF Trainer
-would take as the latest), resume takes the newest complete one, and with `save_total_limit` old ones go only once
-the new one is complete. The rules, and the tests that hold them: docs/reliability.md, "Checkpoints that survive a
-kill".
+"""Checkpoints that survive a kill: each is marked complete last (the HF Trainer would resume a half-saved one), and
+resume takes the newest complete one. Rules and tests: docs/reliability.md, "Checkpoints that survive a kill".
 """
 
 from __future__ import annotations

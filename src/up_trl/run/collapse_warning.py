@@ -5,24 +5,20 @@ On by default in the UP trainers (`up_collapse_warning=True`), where it only log
     from up_trl.run.collapse_warning import CollapseWarningCallback
     trainer = GRPOTrainer(..., callbacks=[CollapseWarningCallback()])        # or stop_on_collapse=True
 
-The rule (chosen on recorded runs and tested on others: docs/collapse.md), over the values of each metric logged
-(TRL logs `reward` and `frac_reward_zero_std` on steps that generated a rollout batch, `entropy` on every step):
+The rule (chosen on recorded runs and tested on others: docs/collapse.md), over the values of each metric logged:
 
     H0, R0   the means of the first `window` (5) `entropy` and `reward_window` (3) `reward` values logged
     H, R, Z  the means of the last `window` `entropy` and `reward_window` `reward`, `frac_reward_zero_std` values
 
     entropy runaway:   H > H0 + entropy_margin                                   (default: 1 nat above the start)
     reward collapse:   R <= R0 - reward_drop * max(R0, reward_scale)  and  Z >= no_signal_frac
-                       (defaults: half of its starting level lost, at a scale of at least 0.1, and 90% of the
-                       groups without reward spread, so that the gradient is ~0: such a run cannot recover)
+                       (defaults: half of its level lost, and 90% of the groups without spread: no gradient)
     dead state:        on the latest rollout batch Z = 1 and its reward lost as above, while the latest entropy is
                        above H0 + entropy_margin (every advantage is 0: with beta = 0 no update can leave it)
 
-The dead state fires at the log where it happens, and only with `beta = 0` (a KL to the reference keeps a gradient);
-the other two must hold at every log for `patience_steps` (25) optimizer steps, each checked once 2 * `window` values
-of its metric are in. It fires once with a warning line saying what to try and, with `stop_on_collapse=True`, saves a
-checkpoint and stops. Eval logs are ignored; the state is not checkpointed (a resume restarts the baselines); a
-trainer that logs no `frac_reward_zero_std` (async GRPO) is watched for entropy only.
+The dead state fires at once, only with `beta = 0` (a KL keeps a gradient); the other two once they held for
+`patience_steps` (25) optimizer steps, with 2 * `window` values in. It fires once, with a warning line saying what to
+try (and with `stop_on_collapse=True` saves and stops). A resume restarts the baselines.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):

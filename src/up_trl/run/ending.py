@@ -1,6 +1,5 @@
-"""How a run ends: the processes of a launch leave together and exit cleanly, a run that stops early says why, one
-that crashes saves an emergency checkpoint and ends with one line. The rules and their tests: docs/reliability.md.
-"""
+"""How a run ends: together and cleanly; early, saying why; crashed, with an emergency checkpoint and one line (the
+rules and their tests: docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A run's output folder: what a previous run left there (its run record, `up_trl_run.json`), overwriting or resuming
-it. The rules, and the tests that hold them: docs/reliability.md, "What a run writes, and what
-`--overwrite_output_dir` removes".
-"""
+"""A run's output folder: what a previous run left there (its run record), overwriting or resuming it. The rules and
+their tests: docs/reliability.md, "What a run writes, and what `--overwrite_output_dir` removes"."""
 
 from __future__ import annotations
 
@@ -26,17 +24,14 @@ from .checkpoint_complete import (
 )
 
 RUN_RECORD = "up_trl_run.json"
-# What `up-trl train` writes at the top of its output folder (the one list): transformers' `save_model` (weights,
-# config, tokenizer, training arguments), our metrics, plot, model card and run record; numbered: checkpoints and
-# weight shards. `up-trl eval` adds `eval/` (by default), which goes with the run it scored.
+# What `up-trl train` writes at the top of its output folder (the one list): `save_model`'s files and ours.
 RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
              "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.safetensors",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
              "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
              "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", "README.md",
              RUN_RECORD)  # fmt: skip
-# What a run numbers, as whole-name regular expressions: a checkpoint, a weight shard (not `checkpoint-6.keep/`,
-# `model-final.safetensors` or any other name a run never writes).
+# What a run numbers, as whole-name regular expressions (not `checkpoint-6.keep/`, say): checkpoints, weight shards.
 RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
 # The listed files a user may edit are hashed in the record (one changed since is the user's); weights go by name.
 NOT_HASHED, HASH_LIMIT = (*WEIGHT_FILES, "training_args.bin", RUN_RECORD), 16 * 2**20

@@ -13,8 +13,7 @@ from ..errors import UsageError
 
 @dataclass
 class TrainJob:
-    """What `up-trl train` was asked: TRL's three configs, the model (None: the offline default), the trainer class,
-    the recipe file and its name for the card, the command line as typed and its flags, `--column_mapping` read."""
+    """What `up-trl train` was asked: TRL's configs, the model (None: the offline default), trainer, recipe, argv."""
 
     script_args: object
     training_args: object

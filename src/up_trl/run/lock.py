@@ -1,6 +1,5 @@
-"""One run per output folder: `filelock.FileLock` on `<output_dir>/.up_trl.lock` (an OS lock, dropped when its process
-dies however it dies), holding the run's pid. Not `SoftFileLock`: a killed run's file would lock the folder until
-removed by hand. The rules and their tests: docs/reliability.md, "One run per folder".
+"""One run per output folder: `filelock.FileLock` on `<output_dir>/.up_trl.lock`, holding the run's pid (not
+`SoftFileLock`: a killed run's file would lock the folder). Rules and tests: docs/reliability.md, "One run per folder".
 """
 
 from __future__ import annotations

@@ -65,12 +65,6 @@ class RolloutCheckpointCallback(TrainerCallback):
         self.epoch_sampler_state = None if self.generator is None else self.generator.get_state()
         return control
 
-    def sampler_state(self) -> dict | None:
-        """The sampler's states for a resume: before the epoch in progress drew its order, and now."""
-        if self.generator is None or self.epoch_sampler_state is None:
-            return None
-        return {"epoch": self.epoch, "epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
-
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
         return control
@@ -85,9 +79,9 @@ class RolloutCheckpointCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
             state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
-            sampler = self.sampler_state()
-            if sampler is not None:
-                state_dict["sampler_state"] = sampler
+            if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
+                states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
+                state_dict["sampler_state"] = {"epoch": self.epoch, **states}
             torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
         return control
 

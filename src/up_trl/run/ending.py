@@ -125,7 +125,7 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
     if getattr(error, "filename", None):
         what += f", at {error.filename}"
     cause, number = save_failure_cause(error, out)
-    newest, _ = newest_complete(out) if out.is_dir() else (None, [])
+    newest, _ = newest_complete(out)  # (None, []) without the folder
     complete = f"{newest.name} is the newest complete checkpoint" if newest else "no checkpoint is complete"
     fix = {errno.ENOSPC: "space is freed", errno.EDQUOT: "space is freed", errno.EACCES: "the folder is writable",
            errno.EPERM: "the folder is writable", errno.EROFS: "the folder is writable",

@@ -171,8 +171,7 @@ def run_job(job: TrainJob):
             StepEndRngCallback(),
             MarkCompleteCallback(),  # each checkpoint marked complete last (`checkpoint_complete`)
         ]
-        build = job.build or trainer_cls
-        trainer = with_parts(build)(  # every opt-in part (`run.parts`): the run's card, the rollout batch, resume
+        trainer = with_parts(job.build or trainer_cls)(  # every opt-in part (`run.parts`)
             model=model,
             reward_funcs=reward_funcs,
             args=training_args,
@@ -186,10 +185,8 @@ def run_job(job: TrainJob):
             trainer.add_callback(SteadyEtaProgressCallback())
         # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
         trainer.up_recipe, trainer.up_dataset_name = job.recipe, script_args.dataset_name
-        trainer.up_arithmetic_ops, trainer.up_arithmetic_few_shot = (
-            script_args.arithmetic_ops,
-            script_args.arithmetic_few_shot,
-        )
+        trainer.up_arithmetic_ops = script_args.arithmetic_ops
+        trainer.up_arithmetic_few_shot = script_args.arithmetic_few_shot
         loss = f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else ""
         state.print(
             f"up-trl: {trainer_cls.__name__} up_mode={trainer.up_mode} {loss}model={model} "

@@ -171,7 +171,8 @@ def run_job(job: TrainJob):
             StepEndRngCallback(),
             MarkCompleteCallback(),  # each checkpoint marked complete last (`checkpoint_complete`)
         ]
-        trainer = with_parts(job.build or trainer_cls)(  # every opt-in part (`run.parts`)
+        build = job.build or trainer_cls
+        trainer = with_parts(build)(  # every opt-in part (`run.parts`): the run's card, the rollout batch, resume
             model=model,
             reward_funcs=reward_funcs,
             args=training_args,

@@ -147,8 +147,7 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
     from .callbacks import NonFiniteGuardCallback
 
-    guards = [c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)]
-    guard = guards[0] if guards else None  # the part `run.parts.nonfinite_guard`, where attached
+    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
     if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):

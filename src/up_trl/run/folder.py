@@ -211,12 +211,9 @@ def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None
     import importlib.util
 
     reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
-    for name in script_args.reward_funcs or []:
-        module = name.rpartition(".")[0] if "." in name else None
-        if module is None:
-            continue
+    for name in [name for name in script_args.reward_funcs or [] if "." in name]:  # a dotted path: its module's file
         try:
-            spec = importlib.util.find_spec(module)
+            spec = importlib.util.find_spec(name.rpartition(".")[0])
         except (ImportError, ValueError):  # checked and said elsewhere (`check_reward_names`, the registry)
             continue
         if spec is not None and spec.origin not in (None, "built-in", "frozen"):

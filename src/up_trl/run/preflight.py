@@ -4,7 +4,6 @@ lock what a previous run left there (`run.folder`); an async GRPO run's GPU and 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,20 +13,13 @@ from ..errors import UsageError
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
     """Refuse, creating nothing, an output folder that cannot be made or written (a file, a long name, read-only)."""
-
-    def mode(path: Path) -> int | None:  # None: nothing there (or a name too long to look up)
-        try:
-            return path.stat().st_mode
-        except OSError:
-            return None
-
     folder = Path(os.path.expanduser(str(output_dir)))
-    if stat.S_ISREG(mode(folder) or 0):
+    if os.path.isfile(folder):  # os.path's checks take any OSError (a name too long, say) as nothing there
         raise UsageError(f"{flag} {output_dir} is a file: name a folder (it is created if missing).")
     existing = folder.absolute()
-    while mode(existing) is None and existing != existing.parent:
+    while not os.path.exists(existing) and existing != existing.parent:
         existing = existing.parent
-    if not stat.S_ISDIR(mode(existing) or 0):
+    if not os.path.isdir(existing):
         raise UsageError(
             f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder elsewhere."
         )

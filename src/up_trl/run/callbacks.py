@@ -1,6 +1,5 @@
-"""Trainer callbacks for the main job: metrics as JSON lines, the run record, a graceful stop on SIGTERM / Ctrl-C,
-the non-finite step guard, the saved weights' file mode, and signs of life (what the first step is busy with, an
-ETA that leaves it out)."""
+"""Trainer callbacks for the main job: metrics.jsonl, the run record, a graceful stop, the non-finite step guard, the
+saved weights' file mode, and signs of life (the first step, an ETA that leaves it out)."""
 
 from __future__ import annotations
 
@@ -25,17 +24,13 @@ logger = logging.get_logger(__name__)
 
 
 class JsonlMetricsCallback(TrainerCallback):
-    """Appends every log (one JSON object a line, with `step`) to `<output_dir>/metrics.jsonl` on the main process.
-
-    Non-finite numbers are written as null, so the file stays valid JSON for every reader.
-    """
+    """Appends every log, with `step`, to `metrics.jsonl` on the main process (non-finite numbers: null)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        """Keep only the records up to the step training starts from: none on a fresh run (a previous run's file in
-        the same folder would otherwise be mixed into this one), those before the checkpoint on a resume."""
+        """Keep only the records up to the step training starts from (none on a fresh run; a resume's before it)."""
         if not state.is_world_process_zero or not self.path.exists():
             return
         kept = [line for line in self.path.read_text().splitlines() if _record_step(line) <= state.global_step]
@@ -60,9 +55,7 @@ def _record_step(line: str) -> float:
 
 
 class RunRecordCallback(TrainerCallback):
-    """Keeps the run record (`up_trl_run.json`, `run.folder.write_run_record`) on the main process: written when
-    training begins (`fields`, status "running", and the names the run may write, claimed before it writes them),
-    rewritten at each save with the files written so far. `up-trl train` writes the last one when the run ends."""
+    """Writes the run record (`run.folder`) when training begins (claiming what it may write) and at each save."""
 
     def __init__(self, fields: dict):
         self.fields = fields
@@ -81,8 +74,7 @@ class RunRecordCallback(TrainerCallback):
 
 
 class GracefulStopCallback(TrainerCallback):
-    """The first SIGTERM or Ctrl-C (SIGINT) asks the Trainer to save a checkpoint at the end of the current step
-    and stop; a second one stops at once. `resume_from_checkpoint=True` then continues from that checkpoint."""
+    """The first SIGTERM or Ctrl-C saves a checkpoint after the current step and stops; a second stops at once."""
 
     def __init__(self, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
         self.stop_requested: int | None = None
@@ -121,10 +113,7 @@ class GracefulStopCallback(TrainerCallback):
 
 
 class StepEndRngCallback(TrainerCallback):
-    """Keeps the random states (Python, NumPy, torch CPU and CUDA) as they were at the end of the last optimizer
-    step: what a checkpoint saved at that step would store. A crash mid-step has drawn more since (the next step's
-    sampling), so the emergency checkpoint (`run.ending.save_after_crash`) puts these back first, and a resume then
-    draws what the uninterrupted run would have drawn."""
+    """The random states of the last step's end, for the emergency checkpoint (a crash mid-step has drawn more)."""
 
     states: dict | None = None
 
@@ -146,17 +135,8 @@ class StepEndRngCallback(TrainerCallback):
 
 
 class NonFiniteGuardCallback(TrainerCallback):
-    """Skips an optimizer step whose gradients are not finite (NaN or inf loss, or an overflowing gradient norm)
-    and counts it; after `max_consecutive` skips in a row, saves a checkpoint and stops with a clear message.
-
-    The skip is exact: every `.grad` is dropped before `optimizer.step()`, and torch optimizers leave parameters
-    without a gradient untouched (no momentum or weight-decay drift). The parameters stay those of the last good
-    step. Under DeepSpeed the engine owns the step, so this guard stands aside there.
-
-    `record(count)`, when given, is called with the count so far at each step that logs (after the Trainer decided
-    to log, before it does): `parts.nonfinite_guard` appends it to the trainer's `_metrics`, so that the log the parent
-    writes carries `up/nonfinite_skipped_steps`.
-    """
+    """Skips (drops every `.grad`: torch optimizers then leave the parameters alone) and counts a non-finite step;
+    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
 
     def __init__(self, max_consecutive: int = 10, record=None):
         self.max_consecutive = max_consecutive
@@ -195,8 +175,7 @@ class NonFiniteGuardCallback(TrainerCallback):
 
 
 class UsualFileModesCallback(TrainerCallback):
-    """Each checkpoint's weights get the usual file mode (`file_modes.usual_file_modes`: transformers writes
-    `model.safetensors` 0600), once the Trainer has written it (`on_save`), on the process that saved them."""
+    """Each checkpoint's weights get the usual file mode on `on_save` (transformers writes them 0600)."""
 
     def on_save(self, args, state, control, **kwargs):
         if args.should_save:
@@ -207,9 +186,7 @@ class UsualFileModesCallback(TrainerCallback):
 
 
 class SteadyEtaBar(tqdm):
-    """A tqdm bar whose rate and ETA leave out the first update: the first step holds the one-time work (warm-up, a
-    cold machine) and the first rollout batch, so counting it would promise an hours-long run for a minutes-long one.
-    "?" until a second update, then the mean rate since the first: (n - n_first) / (t - t_first)."""
+    """A tqdm bar whose rate and ETA leave out the first update (warm-up and the first rollout batch)."""
 
     first: tuple[float, float] | None = None  # (n, time) after the first update
 
@@ -230,10 +207,7 @@ class SteadyEtaBar(tqdm):
 
 
 class SteadyEtaProgressCallback(ProgressCallback):
-    """transformers' progress bar, with an ETA that leaves out the first step (`SteadyEtaBar`).
-
-    Replace the default one with `trainer.remove_callback(ProgressCallback); trainer.add_callback(...)`.
-    """
+    """transformers' `ProgressCallback`, with an ETA that leaves out the first step (`SteadyEtaBar`)."""
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:  # the parent's, with our bar
@@ -242,8 +216,7 @@ class SteadyEtaProgressCallback(ProgressCallback):
 
 
 class FirstRolloutProgressCallback(TrainerCallback):
-    """Says, on the main process of a fresh run, what the first optimizer step is busy with (the first rollout batch
-    and the one-time warm-up, so it is the slowest) and how long it took."""
+    """Says, on the main process of a fresh run, what the slow first step is busy with and how long it took."""
 
     start: float | None = None
 

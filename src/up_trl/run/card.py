@@ -1,7 +1,5 @@
-"""The run's model card, which the opt-in part `run.parts.RunCardMixin` writes: TRL's own (front matter, tags, links,
-quick start, framework versions, citations from `_name`, `_paper`, `_tag_names`: the parent's under `up_mode="off"`)
-plus what only the run knows: a local model or the bundled data, the objective's settings, the recipe and rewards,
-an interrupted run's stop and resume command, the results it logged and the metrics plot when it exists."""
+"""The run's model card (`run.parts.RunCardMixin`): TRL's own, plus what only the run knows: a local model or the
+bundled data, the objective's settings, the recipe and rewards, an interrupted run's resume command, its results."""
 
 from __future__ import annotations
 
@@ -75,8 +73,7 @@ def describe_dataset(
 
 
 def stop_note(stop: dict | None) -> str:
-    """The card's note for a run that did not reach max_steps: `up-trl train` sets `trainer.up_stop` to
-    {"crashed": bool, "reason", "step" (optimizer steps done), "max_steps", "resume" (the command)}."""
+    """The card's note for a run that did not reach max_steps (`trainer.up_stop`, which `up-trl train` sets)."""
     if not stop:
         return ""
     step, total, why = stop["step"], stop["max_steps"], stop["reason"]
@@ -161,8 +158,7 @@ def _insert(text: str, before: str, block: str) -> str:
 
 
 def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_name=None, tags=None) -> Path | None:
-    """TRL's card (`trl_create_model_card`, the parent's `create_model_card`: main process only) for this run's base
-    model, Hub set and objective tag, then what only the run knows added to `<output_dir>/README.md`; its path."""
+    """TRL's card (`trl_create_model_card`), then what only the run knows added to `<output_dir>/README.md`."""
     from huggingface_hub import ModelCard
 
     args, ops = trainer.args, getattr(trainer, "up_arithmetic_ops", None) or ("mul1",)

@@ -1,11 +1,5 @@
-"""Checkpoints that survive a kill: each one is marked complete last, and resume takes the newest complete one.
-
-A checkpoint is written piece by piece (the Trainer's `_save_checkpoint`, then the rollout batch); a kill in the
-middle leaves a folder the HF Trainer would still take as the latest, and crash on resume. `MarkCompleteCallback`
-marks each one from the Trainer's `on_save` hook (`mark_complete`: every process its own files), `checkpoint_problem`
-says why a folder is not complete, `newest_complete` is what `--resume_from_checkpoint true` resumes, and with
-`save_total_limit` old checkpoints go only once the new one is complete (`rotate_complete`). The rules, and the tests
-that hold them: docs/reliability.md, "Checkpoints that survive a kill".
+"""Checkpoints that survive a kill: each is marked complete last (the HF Trainer would resume a half-saved one), and
+resume takes the newest complete one. Rules and tests: docs/reliability.md, "Checkpoints that survive a kill".
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ from ..data.model_source import checkpoints_in
 COMPLETE_MARK = "up_trl_checkpoint.json"
 RANK_MARK = "up_trl_checkpoint-rank{rank}.json"  # the mark of process N > 0, with several processes
 MARK_PREFIX = "up_trl_checkpoint"
-# The files a process writes for itself, its number in the name: transformers' RNG state with several processes
-# (`rng_state_<N>.pth`), the rollout batch, DeepSpeed's ZeRO shards, FSDP's `__<N>_0.distcp`. The rest: process 0's.
+# The files a process writes for itself, its number in the name (RNG state, rollout batch, ZeRO and FSDP shards).
 RANK_FILE = re.compile(r"(?:^rng_state_|^rollout_buffer_rank|zero_pp_rank_|^__)(\d+)[._]")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
 
@@ -58,9 +51,7 @@ def mark_name(rank: int = 0) -> str:
 def mark_complete(
     folder: str | os.PathLike, settings: dict[str, Any] | None = None, rank: int = 0, world_size: int = 1
 ) -> Path:
-    """Write process `rank`'s completion mark in `folder`: the files it wrote (`file_rank`) and their sizes; process
-    0's also holds `settings` and `world_size`. Written under a temporary name and renamed, so that a kill leaves
-    either no mark or a whole one."""
+    """Write process `rank`'s mark in `folder` (its files' sizes) renamed in: a kill leaves none or a whole one."""
     folder = Path(folder)
     files = {
         str(p.relative_to(folder)): p.stat().st_size
@@ -88,7 +79,7 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
 
 
 def _whole_safetensors(path: Path) -> bool:
-    """Whether a .safetensors file is as long as its header says (safetensors refuses a cut-off write)."""
+    """Whether safetensors' `safe_open` reads the file (it refuses one cut short)."""
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -118,18 +109,14 @@ def _broken_piece(folder: Path) -> str | None:
 
 
 def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -> str | None:
-    """Why `folder` is not a complete checkpoint, in a few words, or None when it is. `marks_expected`: the run that
-    wrote it marks its checkpoints (another checkpoint beside it has a mark), so a missing mark means the save was
-    interrupted."""
+    """Why `folder` is not a complete checkpoint, or None (`marks_expected`: a missing mark is an interrupted save)."""
     folder = Path(folder)
     if not folder.is_dir() or not any(folder.iterdir()):
         return "empty"
     mark = read_mark(folder)
     if mark is None:
-        if marks_expected:
-            broken = _broken_piece(folder)
-            return f"its save did not finish: {broken or 'no completion mark'}"
-        return _broken_piece(folder)
+        broken = _broken_piece(folder)
+        return f"its save did not finish: {broken or 'no completion mark'}" if marks_expected else broken
     world_size = mark.get("world_size", 1)
     marks = [mark]
     for rank in range(1, world_size if isinstance(world_size, int) else 1):
@@ -166,13 +153,8 @@ def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
 def rotate_complete(
     output_dir: str | os.PathLike, limit: int | None, best: str | None = None, saved: str | os.PathLike | None = None
 ) -> list[Path]:
-    """Delete old checkpoints as transformers' `rotate_checkpoints` does (keep `limit`, never the newest nor the
-    best, nor `saved`, the checkpoint just written: after a resume from an earlier step it can be older than
-    checkpoints of the abandoned trajectory), counting from the newest complete one; returns those deleted.
-
-    What is newer than the newest complete checkpoint (a save another process has not finished, or one that was
-    interrupted) is neither counted nor touched; of the older ones, those that are incomplete go first.
-    """
+    """Delete old checkpoints as transformers' `rotate_checkpoints` does (never the best nor `saved`), counting from
+    the newest complete one (anything newer left alone, incomplete ones first); returns those deleted."""
     checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
     if not limit or limit <= 0 or len(checkpoints) <= limit:
         return []
@@ -194,11 +176,8 @@ def rotate_complete(
 
 
 class MarkCompleteCallback(TrainerCallback):
-    """Marks each checkpoint complete once the Trainer has saved all of it (`on_save` comes after the whole
-    `_save_checkpoint`, a UP trainer's rollout batch included): each process marks its own files, the main process
-    the rest. With `save_total_limit`, old checkpoints are deleted here, after the mark, not by the Trainer inside
-    the save (`rotate_complete`): the Trainer sees `save_total_limit=None` from `on_train_begin` to `on_train_end`
-    (`restore`), and the limit is written back into each checkpoint's `training_args.bin` and its mark."""
+    """Marks each checkpoint complete on `on_save`, each process its own files; old checkpoints go only after the mark
+    (`rotate_complete`): the Trainer sees `save_total_limit=None` until `on_train_end` (`restore`)."""
 
     save_total_limit: int | None = None  # the run's, while this callback holds it
 
@@ -208,8 +187,7 @@ class MarkCompleteCallback(TrainerCallback):
         return control
 
     def on_step_end(self, args, state, control, **kwargs):
-        """Before a save into `checkpoint-<step>/` (a folder a killed save left, re-saved after a resume): this
-        process's old mark goes first, so that the folder does not read complete while its files are rewritten."""
+        """Before a save into a folder a killed save left: its old mark goes first, so it never reads complete."""
         if control.should_save:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             (folder / mark_name(getattr(args, "process_index", 0))).unlink(missing_ok=True)
@@ -261,16 +239,14 @@ ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_ge
 NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "run_name")
 
 
-# Optimizer settings a resume applies (`resume_settings`), but not under DeepSpeed, whose engine restores its own.
+# Optimizer settings a resume applies (`resume_settings`), not under DeepSpeed, whose engine restores its own.
 OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
 
 
 def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
-    """(one line per setting that differs from the run that saved `checkpoint`, or a refusal when one of them is
-    the shape of the rollout batch the checkpoint holds, or, under `deepspeed`, a setting of the optimizer the
-    engine restores as saved; else None). Nothing when the checkpoint carries no mark."""
+    """(a line per setting changed since `checkpoint`, a refusal or None: its batch's shape, or DeepSpeed's)."""
     mark = read_mark(checkpoint)
     saved = (mark or {}).get("settings") or {}
     name = Path(checkpoint).name

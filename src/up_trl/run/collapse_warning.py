@@ -5,35 +5,20 @@ On by default in the UP trainers (`up_collapse_warning=True`), where it only log
     from up_trl.run.collapse_warning import CollapseWarningCallback
     trainer = GRPOTrainer(..., callbacks=[CollapseWarningCallback()])        # or stop_on_collapse=True
 
-The rule (chosen on recorded runs and tested on others: docs/collapse.md). Over the logged values of each metric
-(one per log call; TRL logs `reward` and `frac_reward_zero_std` only on steps that generated a rollout batch,
-`entropy` on every step):
+The rule (chosen on recorded runs and tested on others: docs/collapse.md), over the values of each metric logged:
 
     H0, R0   the means of the first `window` (5) `entropy` and `reward_window` (3) `reward` values logged
     H, R, Z  the means of the last `window` `entropy` and `reward_window` `reward`, `frac_reward_zero_std` values
 
     entropy runaway:   H > H0 + entropy_margin                                   (default: 1 nat above the start)
     reward collapse:   R <= R0 - reward_drop * max(R0, reward_scale)  and  Z >= no_signal_frac
-                       (defaults: the reward lost half of its starting level (scale at least 0.1, also for a
-                       reward that starts at or below 0, such as +-1 rewards with few right answers), and at least
-                       90% of the groups have no reward spread, so the advantages and the gradient are ~0: a run in
-                       that state cannot recover by itself)
+                       (defaults: half of its level lost, and 90% of the groups without spread: no gradient)
+    dead state:        on the latest rollout batch Z = 1 and its reward lost as above, while the latest entropy is
+                       above H0 + entropy_margin (every advantage is 0: with beta = 0 no update can leave it)
 
-    dead state:        on the latest rollout batch Z = 1 (no group has any reward spread) and its reward is lost as
-                       above (against the batches before it), while the latest entropy is above H0 + entropy_margin
-                       (a shock left the policy near uniform with no right answer: every advantage is 0, and with
-                       beta = 0 so is the gradient; no update can leave this state)
-
-The dead state fires at the log where it happens, and only with `beta = 0` (TRL's KL penalty): with a KL to the
-reference the gradient does not vanish with the advantages, and the collapse study saw such runs recover. The other two
-conditions must hold at every log for `patience_steps` optimizer steps (default 25) before the warning fires, so that a
-passing swing does not; each is checked once 2 * `window` values of its metric are in (the baseline and the current
-window do not overlap; a run with fewer than 6 rollout batches logged is watched for entropy only). It fires once, logs
-one warning line that says what is happening and what to try, and, with `stop_on_collapse=True`, asks the Trainer to
-save a checkpoint and stop. It changes nothing else. Eval logs (`eval_*` keys) are ignored. The state is not saved with
-a checkpoint: after a resume the baselines restart (so a run resumed while already running away takes its high entropy
-as the start). A trainer that does not log `frac_reward_zero_std` (`UPAsyncGRPOTrainer`, TRL's AsyncGRPOTrainer) is
-watched for entropy only.
+The dead state fires at once, only with `beta = 0` (a KL keeps a gradient); the other two once they held for
+`patience_steps` (25) optimizer steps, with 2 * `window` values in. It fires once, with a warning line saying what to
+try (and with `stop_on_collapse=True` saves and stops). A resume restarts the baselines.
 
 >>> rule = CollapseRule(patience_steps=2)
 >>> for step in range(1, 16):
@@ -51,18 +36,14 @@ from transformers.utils import logging
 
 logger = logging.get_logger(__name__)
 
-# A dead state: the objective's gradient is 0, so a guard of either branch cannot act. What the collapse study's
-# rescue measured (docs "Collapse study", "The rescue"): resumed unchanged, the run replays the same updates into the
-# same state; resumed with half the learning rate (beta 0), both runs recovered.
+# A dead state has no gradient: the collapse study's rescue (docs/collapse.md, "The rescue") is what helps.
 DEAD_STATE_ADVICE = (
     "Resume from a checkpoint saved before this step (not one saved at or after it) with a lower learning_rate: "
     "an unchanged resume replays the same updates into the same state; in the up-trl collapse study's rescue, half "
     "the learning rate recovered it."
 )
 ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
-# What the UP trainers add: the option the collapse study recommends (the up-trl docs, "Collapse study": on seeds
-# 100-109 no run with it ran away where plain UP-DAPO and UP-GRPO did on 18 of 60; over every committed run with it,
-# 3 of 345 distinct runs ran away, `benchmarks/rare_clip_runaways.py`).
+# What the UP trainers add: the option the collapse study recommends (docs/collapse.md, rare_clip_runaways.py).
 UP_ADVICE = (
     "Try up_positive_min_prob=0.05 (rare positive tokens keep the clip; in the up-trl collapse studies 3 of 345 "
     "runs with it ran away, plain UP 18 of 60 on the seeds that chose it), a lower learning_rate, or fewer updates "
@@ -71,8 +52,7 @@ UP_ADVICE = (
 
 
 class CollapseRule:
-    """The detector itself, fed one log dict at a time (`update`); `fired` holds (step, kind, message) once it fires.
-    Separate from the callback so that recorded curves can be replayed through it (tests, docs/collapse.md)."""
+    """The detector, fed one log at a time (`update`; recorded curves replay through it); `fired` once it fires."""
 
     def __init__(
         self,
@@ -115,8 +95,7 @@ class CollapseRule:
         return step - self._since[kind] >= self.patience_steps
 
     def _lost(self, r: float, r0: float) -> bool:
-        """Whether reward `r` has lost half of its starting level `r0` (scale at least `reward_scale`: a reward that
-        starts below 0 cannot lose half of a level, and half of |r0| could lie below the lowest reward there is)."""
+        """Whether `r` lost half of its starting level `r0`, at least `reward_scale` (a level <= 0 has no half)."""
         return r <= r0 - self.reward_drop * max(r0, self.reward_scale)
 
     def _dead_state(self) -> str | None:
@@ -178,12 +157,7 @@ class CollapseRule:
 
 
 class CollapseWarningCallback(TrainerCallback):
-    """Warns once, early, when the logged metrics show an entropy runaway or a reward collapse (rule: the module
-    docstring, `CollapseRule`); with `stop_on_collapse=True` it then saves a checkpoint and stops training.
-
-    `advice` is the warning's "what to try" sentence (the UP trainers name their rare-token option); `stop_flag` the
-    setting the line names for stopping (`up_stop_on_collapse` in a UP config). Other keywords go to `CollapseRule`.
-    """
+    """Warns once when `CollapseRule` fires (with `stop_on_collapse`, saves and stops); other keywords: the rule's."""
 
     def __init__(
         self,

@@ -1,8 +1,5 @@
-"""How a run ends: the processes of a multi-process run leave together and exit cleanly (`leave_process_group`,
-`exit_launched_process`); a run that stops early says why, with the command that resumes it (`stop_reason`); one
-that crashes saves an emergency checkpoint and ends with one line (`after_crash`). docs/reliability.md says each rule
-and the tests that hold it.
-"""
+"""How a run ends: together and cleanly; early, saying why; crashed, with an emergency checkpoint and one line (the
+rules and their tests: docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -23,9 +20,7 @@ from .folder import forget_run_record, resume_command, write_run_record
 
 
 def leave_process_group(state) -> None:
-    """The last step of a multi-process run, on every process: wait for the others (the main process still writes
-    the card and the run record), then destroy the process group. `state` is accelerate's `PartialState`; nothing
-    happens in a single process."""
+    """The last step of a launch, on every process: accelerate's `wait_for_everyone`, then `destroy_process_group`."""
     if state.num_processes > 1:
         state.wait_for_everyone()
         state.destroy_process_group()
@@ -37,22 +32,12 @@ def launched_with_others() -> bool:
 
 
 def exit_launched_process(code: int):
-    """End a process of a multi-process run with `code`: its Python threads joined and its exit handlers run, as at
-    any exit, but without the interpreter's final teardown.
-
-    Why: gloo's worker threads release the tensors of a finished collective (DeepSpeed's all-gathers, a barrier that
-    holds them) some time after the collective returned, and releasing a tensor that Python created needs the GIL. A
-    thread that asks for the GIL while the interpreter tears down is ended in C++, and the process aborts with
-    "terminate called without an active exception" (SIGABRT), after a complete run, mostly on a busy machine where
-    that thread runs late. Destroying the process group does not stop those threads (DeepSpeed keeps its own
-    groups), and PyTorch has no fix (pytorch/pytorch#190489), so the teardown is what is skipped; every exit handler
-    (`atexit`: loggers, trackers, the math-verify workers) still runs first.
-    """
+    """Exit with `code` as usual but without the interpreter's teardown, in which gloo's late threads abort the process
+    (SIGABRT after a complete run; no PyTorch fix: pytorch/pytorch#190489)."""
     import atexit
     import threading
 
-    # The interpreter's own first steps at exit, in its order: threading's exit hooks (they stop idle thread pools,
-    # such as transformers' Hub uploads) and the join of every non-daemon thread; then the atexit handlers.
+    # The interpreter's own first steps at exit, in its order: threading's hooks and joins, then the atexit handlers.
     threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -64,15 +49,8 @@ def exit_launched_process(code: int):
 
 
 def save_after_crash(trainer) -> tuple[str | None, str]:
-    """After an exception in `trainer.train()`: an emergency checkpoint through the Trainer's own `_save_checkpoint`
-    (weights, optimizer, scheduler, RNG and trainer state, and the rollout batch where that part is attached), so that
-    `--resume_from_checkpoint true` continues from it. The random states saved are those of the last step's end
-    (`callbacks.StepEndRngCallback`, when the trainer has one), as a checkpoint saved then would hold them. Returns
-    (its path or None, what was saved, in words).
-
-    Nothing is saved when no optimizer step finished, when the weights are not finite, or with several processes
-    (saving needs every one of them, and the crashed one is gone).
-    """
+    """(path or None, what, in words) of an emergency checkpoint by the Trainer's `_save_checkpoint`; none before a
+    step, with non-finite weights, or with several processes (saving needs every one, and the crashed one is gone)."""
     step = trainer.state.global_step
     if step == 0:
         return None, "nothing to save: no optimizer step had finished"
@@ -103,10 +81,8 @@ SAVING = ("_save_checkpoint", "save_model", "_save", "save_pretrained", "_save_o
 
 
 def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> bool:
-    """Whether `error` is a save the disk or the folder refused: raised under one of the `SAVING` frames, and an
-    OSError or, where the writer reports it otherwise (torch's zip writer raises a RuntimeError on a full disk), a
-    cause the output folder `out` shows (`save_failure_cause`). Anything else raised while saving (a callback's bug,
-    a gather error) is a crash with its traceback."""
+    """Whether `error` is a save the disk or folder refused: raised under a `SAVING` frame, an OSError or a cause `out`
+    shows (torch's zip writer raises a RuntimeError on a full disk); anything else is a crash with its traceback."""
     names = {frame.f_code.co_name for frame, _ in traceback.walk_tb(error.__traceback__)}
     if not (isinstance(error, Exception) and names & set(SAVING)):
         return False
@@ -114,8 +90,7 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
 
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
-    """(the cause in words, its errno or None): the OSError's own, else what the output folder shows now (next to no
-    free space, not writable, gone), else the error itself."""
+    """(the cause in words, its errno or None): the OSError's, else what `out` shows, else the error itself."""
     import errno
 
     if isinstance(error, OSError) and error.errno is not None:
@@ -135,8 +110,7 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
 
 
 def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
-    """The one line a run whose save failed ends with: what it was writing (a checkpoint, or with `final` the model
-    written after training), the newest complete checkpoint, and the command that resumes once the cause is fixed."""
+    """The one line a failed save ends with: what it wrote, the newest complete checkpoint and the command to rerun."""
     import errno
 
     from .checkpoint_complete import checkpoint_problem, newest_complete
@@ -151,7 +125,7 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
     if getattr(error, "filename", None):
         what += f", at {error.filename}"
     cause, number = save_failure_cause(error, out)
-    newest, _ = newest_complete(out) if out.is_dir() else (None, [])
+    newest, _ = newest_complete(out)  # (None, []) without the folder
     complete = f"{newest.name} is the newest complete checkpoint" if newest else "no checkpoint is complete"
     fix = {errno.ENOSPC: "space is freed", errno.EDQUOT: "space is freed", errno.EACCES: "the folder is writable",
            errno.EPERM: "the folder is writable", errno.EROFS: "the folder is writable",
@@ -168,14 +142,12 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
     step, total = trainer.state.global_step, trainer.state.max_steps
     where = f"at step {step + 1} of {total}" if step < total else f"after step {step} of {total}"
-    line = f"crashed {where} ({type(error).__name__}"
-    line += f": {first[:200]}); {what}"
+    line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {what}"
     if (Path(out) / "metrics.jsonl").exists():
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
     from .callbacks import NonFiniteGuardCallback
 
-    guards = [c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)]
-    guard = guards[0] if guards else None  # the part `run.parts.nonfinite_guard`, where attached
+    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
     if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
@@ -184,10 +156,7 @@ def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tup
 
 
 def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
-    """What `up-trl train` does when `trainer.train()` raised: close the progress bar (else it prints after the last
-    line), mark the run as crashed for its card (`trainer.up_stop`; TRL's `_save_checkpoint` rewrites the card),
-    save the emergency checkpoint, write the run record. Returns the one line to end with (`crash_message`, or
-    `save_failure_message` when a save failed; `final`: the one after training)."""
+    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, the last line."""
     step, max_steps = trainer.state.global_step, trainer.state.max_steps
     trainer.up_stop = {
         "crashed": True,

@@ -1,27 +1,5 @@
-"""A run's output folder: what a previous run left there, overwriting or resuming it, how the run ended.
-
-The rule for `up-trl train --output_dir DIR`:
-
-- Every run keeps a run record, `up_trl_run.json`, listing what it wrote at the top of DIR (`files`; `patterns`
-  for what is numbered: `checkpoint-<step>/`, weight shards), rewritten when it starts, at each save and when it
-  ends; while it runs, the record also claims the names it may still write (`writing`: `RUN_FILES`). It records
-  how the run ended and what it was trained from (`up-trl eval` scores that base model beside it).
-- DIR holds a file the new run would write over (a name in `RUN_FILES` or `RUN_GLOBS`) that no run record lists,
-  such as your own README.md, config.json or tokenizer.json, or a model folder: refused in one line, with or
-  without `--overwrite_output_dir`: move them, or choose another folder.
-- DIR holds a previous run: refused in one line, unless `--resume_from_checkpoint true` (continue it from its
-  latest complete checkpoint) or `--overwrite_output_dir` (remove what its record lists first, checkpoints and its
-  `eval/` included, so nothing of it stays mixed in with the new one; every other file is left alone).
-- `--overwrite_output_dir` never removes what this run reads: the model (a `checkpoint-<step>` of the previous run,
-  say), the data, recipe, system prompt or reward module file; nor a file the previous run wrote that changed since
-  (the record keeps a hash of each small file it lists: a model card edited by hand is the user's). Each is refused
-  in one line before anything is removed.
-- A folder written by an up-trl from before run records listed files (a record without `files`, or none but
-  `metrics.jsonl`, an up-trl model card or a marked checkpoint) is taken as one run whose files are all of
-  `RUN_FILES` and `RUN_GLOBS` there, its model card included and any other README.md excluded.
-
-How a run that stops early or crashes ends: `run.ending`.
-"""
+"""A run's output folder: what a previous run left there (its run record), overwriting or resuming it. The rules and
+their tests: docs/reliability.md, "What a run writes, and what `--overwrite_output_dir` removes"."""
 
 from __future__ import annotations
 
@@ -46,26 +24,21 @@ from .checkpoint_complete import (
 )
 
 RUN_RECORD = "up_trl_run.json"
-# What `up-trl train` writes at the top of its output folder (the one list): transformers' `save_model` (weights,
-# config, tokenizer, training arguments), our metrics, plot, model card and run record; numbered: checkpoints and
-# weight shards. `up-trl eval` adds `eval/` (by default), which goes with the run it scored.
+# What `up-trl train` writes at the top of its output folder (the one list): `save_model`'s files and ours.
 RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
              "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.safetensors",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
              "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
              "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", "README.md",
              RUN_RECORD)  # fmt: skip
-# What a run numbers, as whole-name regular expressions: a checkpoint, a weight shard (not `checkpoint-6.keep/`,
-# `model-final.safetensors` or any other name a run never writes).
+# What a run numbers, as whole-name regular expressions (not `checkpoint-6.keep/`, say): checkpoints, weight shards.
 RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
-# The listed files a user may edit (the model card, configs, tokenizer files, the metrics) are hashed in the record,
-# so that one changed after the run wrote it is seen as the user's; weights and checkpoints go by name, as before.
+# The listed files a user may edit are hashed in the record (one changed since is the user's); weights go by name.
 NOT_HASHED, HASH_LIMIT = (*WEIGHT_FILES, "training_args.bin", RUN_RECORD), 16 * 2**20
 
 
 def is_model_card(path: Path) -> bool:
-    """Whether `path` is a model card an up-trl run wrote (front matter with `generated_from_trainer`, up-trl named),
-    not some other README that happens to sit in the folder."""
+    """Whether `path` is a model card an up-trl run wrote (`generated_from_trainer` front matter naming up-trl)."""
     try:
         text = path.read_text(errors="replace")[:20_000]
     except OSError:
@@ -88,8 +61,7 @@ def _matching(folder: Path, names: Sequence[str], patterns: Sequence[str] = ()) 
 
 
 def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
-    """Whether `folder` was written by an up-trl from before run records listed files: a record without `files`,
-    or `metrics.jsonl`, an up-trl model card, or a checkpoint with a completion mark."""
+    """Whether an up-trl from before run records listed files wrote `folder` (its metrics, card or marks)."""
     if record is not None:
         return True
     if (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md"):
@@ -98,13 +70,8 @@ def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
 
 
 def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
-    """The files and folders previous runs wrote in `output_dir` (what `--overwrite_output_dir` removes), or [] when
-    it holds none (or does not exist).
-
-    What the run record lists (`files`, `patterns`, and `writing` when the run never ended); for a folder of an
-    earlier up-trl (`_earlier_up_trl_run`), every entry of `RUN_FILES` and `RUN_GLOBS` but a README.md that is not
-    an up-trl model card. With either, `eval/` when `up-trl eval` wrote it (it holds `eval.json`).
-    """
+    """What previous runs wrote in `output_dir` (what `--overwrite_output_dir` removes): what the run record lists,
+    or for an earlier up-trl every `RUN_FILES` and `RUN_GLOBS` entry but a user's README.md; `eval/` with either."""
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
@@ -120,15 +87,6 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     return found
 
 
-def foreign_files(output_dir: str | os.PathLike, owned: Sequence[Path]) -> list[Path]:
-    """The entries of `output_dir` a run would write over (`RUN_FILES`, `RUN_GLOBS`) that no run wrote (not in
-    `owned`, `previous_run_files`): a user's README.md or config.json, a model folder's files."""
-    folder = Path(output_dir)
-    if not folder.is_dir():
-        return []
-    return [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p not in set(owned)]
-
-
 def describe_run_files(files: Sequence[Path]) -> str:
     """What `previous_run_files` found, in a user's words: 'model, metrics.jsonl, model card, 2 checkpoints'."""
     names = {p.name for p in files}
@@ -142,7 +100,7 @@ def describe_run_files(files: Sequence[Path]) -> str:
 
 
 def remove_run_files(files: Sequence[Path]) -> None:
-    """Delete what `previous_run_files` found (folders with everything in them)."""
+    """Delete what `previous_run_files` found, folders whole."""
     for path in files:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -151,13 +109,8 @@ def remove_run_files(files: Sequence[Path]) -> None:
 
 
 def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list[str] | None = None) -> str | None:
-    """The checkpoint `--resume_from_checkpoint VALUE` means, or a ValueError saying why there is none.
-
-    `true` (any case) is the newest complete `checkpoint-<step>` in the output folder (as the HF Trainer reads `True`,
-    but skipping checkpoints whose save was interrupted: `checkpoint_complete`; one line naming those it skipped goes
-    into `notes`); `false`/`none`/unset is no resume; anything else is a checkpoint folder, which must exist and be
-    complete.
-    """
+    """The checkpoint `--resume_from_checkpoint VALUE` means, or a ValueError saying why there is none: `true` is the
+    newest complete one (those skipped named in `notes`), `false`/unset none, else a complete checkpoint folder."""
     from transformers.trainer_utils import get_last_checkpoint
 
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
@@ -212,9 +165,8 @@ def check_output_dir(
     model: str | None,
     reads: dict[str, str | os.PathLike | None] | None = None,
 ) -> list[Path]:
-    """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's
-    files to remove first (`--overwrite_output_dir`), else []. `reads`: {flag: a path this run reads}; removing
-    one of them (or a folder holding one) is refused, before anything is removed."""
+    """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's files
+    to remove first (`--overwrite_output_dir`), never one holding a path in `reads` ({flag: a path the run reads})."""
     out = Path(output_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--output_dir {output_dir} is a file: name a folder (it is created if missing).")
@@ -226,8 +178,8 @@ def check_output_dir(
         raise ValueError(
             "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
         )
-    files = previous_run_files(out)
-    foreign = foreign_files(out, files)
+    files = previous_run_files(out)  # and what a run would write over that no run wrote: a user's README.md, say
+    foreign = [p for p in _matching(out, RUN_FILES, RUN_GLOBS) if p not in files] if out.is_dir() else []
     if foreign:
         names = [p.name + ("/" if p.is_dir() else "") for p in foreign]
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
@@ -255,18 +207,13 @@ def check_output_dir(
 
 
 def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
-    """{flag: a file or folder this run reads}, for `--overwrite_output_dir` to leave alone: the data
-    (`--dataset_name`, when it is a path), the recipe and each reward given by dotted path (its module's file, found
-    without importing it)."""
+    """{flag: a path this run reads}, for `--overwrite_output_dir` to leave alone (reward modules found unimported)."""
     import importlib.util
 
     reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
-    for name in script_args.reward_funcs or []:
-        module = name.rpartition(".")[0] if "." in name else None
-        if module is None:
-            continue
+    for name in [name for name in script_args.reward_funcs or [] if "." in name]:  # a dotted path: its module's file
         try:
-            spec = importlib.util.find_spec(module)
+            spec = importlib.util.find_spec(name.rpartition(".")[0])
         except (ImportError, ValueError):  # checked and said elsewhere (`check_reward_names`, the registry)
             continue
         if spec is not None and spec.origin not in (None, "built-in", "frozen"):
@@ -275,8 +222,7 @@ def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None
 
 
 def _refuse_removing_what_the_run_reads(output_dir: str, files: list[Path], reads: dict) -> None:
-    """A ValueError when one of `files` (what `--overwrite_output_dir` would remove) is, or holds, a path in `reads`:
-    the model the run starts from, its data, recipe, reward module or system prompt file."""
+    """A ValueError when one of `files` (what `--overwrite_output_dir` would remove) is or holds a path in `reads`."""
     for flag, path in reads.items():
         if path is None or not Path(path).exists():
             continue
@@ -290,9 +236,8 @@ def _refuse_removing_what_the_run_reads(output_dir: str, files: list[Path], read
 
 
 def resume_command(argv: Sequence[str]) -> str:
-    """The command that resumes this run: the same `up-trl train` line, with `--resume_from_checkpoint true` in place
-    of any `--resume_from_checkpoint` or `--overwrite_output_dir` it had (the latter would remove the checkpoints).
-    Under `accelerate launch`, run it the same way (`accelerate launch ... -m up_trl train ...`).
+    """The same `up-trl train` line with `--resume_from_checkpoint true` in place of any `--resume_from_checkpoint` or
+    `--overwrite_output_dir` (which would remove the checkpoints).
 
     >>> resume_command(["--max_steps", "12", "--overwrite_output_dir", "--resume_from_checkpoint=x"])
     'up-trl train --max_steps 12 --resume_from_checkpoint true'
@@ -303,22 +248,18 @@ def resume_command(argv: Sequence[str]) -> str:
             skip = False
             continue
         flag = arg.split("=", 1)[0]
-        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):
+        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):  # and its value, when it has one
             nxt = argv[i + 1] if i + 1 < len(argv) else "--"
-            takes_value = "=" not in arg and not nxt.startswith("--")
-            if flag == "--overwrite_output_dir":
-                takes_value = takes_value and nxt.lower() in ("true", "false", "yes", "no", "1", "0")
-            skip = takes_value
+            boolean = flag == "--resume_from_checkpoint" or nxt.lower() in ("true", "false", "yes", "no", "1", "0")
+            skip = "=" not in arg and not nxt.startswith("--") and boolean
             continue
         kept.append(arg)
     return shlex.join(["up-trl", "train", *kept, "--resume_from_checkpoint", "true"])
 
 
 def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **fields: Any) -> Path:
-    """Write `up_trl_run.json` in the output folder: `fields` (how the run ended, what it trained from), and what the
-    run wrote there: `files` (the entries of `RUN_FILES` there now, with those the record listed before: a resumed
-    run's), `patterns` (`RUN_GLOBS`), and while `running`, `writing` (`RUN_FILES`: what it may still write).
-    Written under a temporary name and renamed, so that a kill leaves the last whole record."""
+    """Write `up_trl_run.json`: `fields`, the `RUN_FILES` there now with those listed before (a resumed run's), their
+    hashes, and while `running` the names it may still write; renamed into place, so a kill leaves a whole one."""
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     before = (_record_here(folder) or {}).get("files")
@@ -334,8 +275,7 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
 
 
 def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
-    """{name: SHA-256 of its content} for the small files among `names` a user may edit (not `NOT_HASHED`, at most
-    `HASH_LIMIT` bytes)."""
+    """{name: SHA-256} of the small files among `names` a user may edit (not `NOT_HASHED`, under `HASH_LIMIT`)."""
     hashes = {}
     for name in names:
         path = folder / name
@@ -345,9 +285,7 @@ def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
 
 
 def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
-    """The files the run record lists whose content changed since the run wrote them: a user's edit. [] for a record
-    without hashes (written before they were kept) or of a run that did not end (its last record may predate its
-    last writes)."""
+    """The listed files changed since written (a user's edit); [] for a run that did not end (an older record)."""
     folder = Path(output_dir)
     record = _record_here(folder) if folder.is_dir() else None
     if record is None or "writing" in record or not isinstance(record.get("hashes"), dict):
@@ -357,7 +295,7 @@ def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
 
 
 def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
-    """Rewrite the run record with the files the run has written so far (at each save), its fields kept."""
+    """Rewrite the run record (at each save) with the files written so far, its fields kept."""
     record = _record_here(Path(output_dir))
     if record is None:
         return None
@@ -366,8 +304,7 @@ def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
 
 
 def forget_run_record(output_dir: str | os.PathLike) -> None:
-    """Remove the record of a run that wrote nothing else (it stopped before its first step), so that no run is
-    left behind to refuse a rerun."""
+    """Remove the record of a run that wrote nothing else, so that no run is left behind to refuse a rerun."""
     folder = Path(output_dir)
     if [p for p in previous_run_files(folder) if p.name != RUN_RECORD] == []:
         (folder / RUN_RECORD).unlink(missing_ok=True)

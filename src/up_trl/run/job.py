@@ -1,7 +1,5 @@
-"""The main job `up-trl train` runs once its input is checked (`cli.parse.check_train_args`): the run folder held
-(`preflight.prepare_run`), the data and rewards loaded before the model, every opt-in part attached (`run.parts`),
-training, the final save, the run record, plot and card, and a one-line summary. A crash in `trainer.train()` saves
-an emergency checkpoint when it can (`run.ending`) and is raised again as a `TrainingCrashed`."""
+"""The main job `up-trl train` runs once its input is checked: the run folder held, the data and rewards loaded before
+the model, every opt-in part attached, training, the final save, record, plot and card; a crash: `TrainingCrashed`."""
 
 from __future__ import annotations
 
@@ -15,9 +13,7 @@ from ..errors import UsageError
 
 @dataclass
 class TrainJob:
-    """What `up-trl train` was asked: TRL's three configs as its parser built them, the model as `from_pretrained`
-    gets it (None: the offline default), the trainer class, the recipe file and how the card names it, the command
-    line as typed (a resume command repeats it) and the flags on it, and `--column_mapping` read."""
+    """What `up-trl train` was asked: TRL's configs, the model (None: the offline default), trainer, recipe, argv."""
 
     script_args: object
     training_args: object
@@ -34,9 +30,7 @@ class TrainJob:
 
 
 class TrainingCrashed(RuntimeError):
-    """`trainer.train()` raised. The message is the one line saying what was saved where and how to resume; the
-    original exception is its `__cause__`. `cli.main` prints both and exits 1; a failed save (`run.ending.failed_save`:
-    a full disk, a folder made read-only or removed) only the line, which says all there is."""
+    """`trainer.train()` raised: the one line says what was saved; the exception, shown unless a save failed."""
 
     def __init__(self, message: str, output_dir: str | None = None):
         super().__init__(message)
@@ -54,10 +48,9 @@ def _env_true(name: str) -> bool:
 
 
 def load_data(job: TrainJob, is_async: bool):
-    """(train set, eval set or None) as `trl grpo` takes them: `--dataset_name` (streamed with
-    `--dataset_streaming`), or a recipe's `datasets:` mixture through TRL's `get_dataset`, which wins over it as in
-    `trl grpo`; the eval set is the test split, loaded only when `eval_strategy` is not "no". A dataset that does not
-    load is a UsageError naming what to change."""
+    """(train set, eval set or None: the test split, unless `eval_strategy` is "no"), or a UsageError: from
+    `--dataset_name` (streamed with `--dataset_streaming`), or from a recipe's `datasets:` mixture through TRL's
+    `get_dataset`, which wins over it as in `trl grpo`."""
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
 
     s, args = job.script_args, job.training_args
@@ -209,10 +202,8 @@ def run_job(job: TrainJob):
             trainer.add_callback(SteadyEtaProgressCallback())
         # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
         trainer.up_recipe, trainer.up_dataset_name = job.recipe, dataset_name
-        trainer.up_arithmetic_ops, trainer.up_arithmetic_few_shot = (
-            script_args.arithmetic_ops,
-            script_args.arithmetic_few_shot,
-        )
+        trainer.up_arithmetic_ops = script_args.arithmetic_ops
+        trainer.up_arithmetic_few_shot = script_args.arithmetic_few_shot
         loss = f"loss_type={training_args.loss_type} " if hasattr(training_args, "loss_type") else ""
         problems = getattr(dataset, "num_rows", None) or "streamed"  # a stream has no length
         state.print(

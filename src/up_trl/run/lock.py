@@ -1,16 +1,5 @@
-"""One run per output folder: `up-trl train` locks its `--output_dir` before it looks at what is in it.
-
-The lock is `filelock.FileLock` on `<output_dir>/.up_trl.lock` (an OS lock: `flock` on POSIX), which holds the pid of
-the run that has it. One process holds it at a time (of runs started at the same instant, one gets it, the others
-are refused), and the operating system drops it when that process dies, however it dies: no lock outlives its run. A
-second run into a locked folder is refused in one line naming the first run's pid; a lock file a dead run left (a run
-that ends removes it) is taken over, and its pid said. Released (the file removed, and the folders too that the run
-created, parents included, when it left nothing in them) when the run ends, or when taking it fails.
-
-Not filelock's `SoftFileLock` (the lock is the file's existence): a killed run's file would lock the folder until
-removed by hand. On NFS the OS lock is the server's (Linux clients map `flock` to NFS byte-range locks, released with
-the process, or when a dead client's lease expires); a file system without locks (some FUSE mounts) is refused in one
-line. Only the main process of a launch takes it (`run.preflight.prepare_run`): the others share its folder.
+"""One run per output folder: `filelock.FileLock` on `<output_dir>/.up_trl.lock`, holding the run's pid (not
+`SoftFileLock`: a killed run's file would lock the folder). Rules and tests: docs/reliability.md, "One run per folder".
 """
 
 from __future__ import annotations
@@ -37,12 +26,10 @@ def _write_pid(fd: int) -> None:
 
 
 class RunLock:
-    """The lock a run holds on its output folder (`lock`: a `filelock.FileLock`, None for a process that takes none);
-    `release()` when the run ends. `stale_pid`: the pid of a dead run whose lock file this one took over, or None."""
+    """The lock a run holds on its folder (None for a process that takes none), and the dead run's `stale_pid`."""
 
-    def __init__(self, folder: Path, lock=None, created: bool = False, stale_pid: int | None = None, made=()):
-        self.folder, self.lock, self.stale_pid = folder, lock, stale_pid
-        self.made = list(made) or ([folder] if created else [])  # the folders it created, deepest first
+    def __init__(self, folder: Path, lock=None, stale_pid: int | None = None, made=()):
+        self.folder, self.lock, self.stale_pid, self.made = folder, lock, stale_pid, list(made)  # made: deepest first
 
     def release(self) -> None:
         if self.lock is None:
@@ -67,8 +54,7 @@ def remove_made(folders: list[Path]) -> None:
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
-    """Take the lock on `output_dir` (created if missing), or a ValueError: the folder is a file, cannot be created,
-    written or locked, or another running process holds it (its pid named)."""
+    """Take the lock on `output_dir` (created if missing), or a one-line ValueError (another run's pid named)."""
     from filelock import FileLock, Timeout
 
     folder = Path(output_dir)
@@ -88,12 +74,11 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
     try:
         lock.acquire()
     except Timeout:
-        pid = _read_pid(path)
-        for _ in range(20):  # a run that took the lock this instant writes its pid right after
+        for _ in range(21):  # a run that took the lock this instant writes its pid right after
+            pid = _read_pid(path)
             if pid is not None:
                 break
             time.sleep(0.05)
-            pid = _read_pid(path)
         who = f"pid {pid}" if pid is not None else "a process that has not written its pid yet"
         raise ValueError(
             f"--output_dir {output_dir} is in use by another run ({who}): wait for it to end, stop it, or pass "

@@ -43,9 +43,7 @@ def with_up(parent: str, up_mode: str = "asymmetric") -> str:
 
 
 def objective_name(loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric") -> str:
-    """The objective a run trained, in the papers' names: UP-<parent>, or the parent alone when `up_mode="off"`.
-
-    The parent is GSPO at sequence level (whatever the loss type's normalisation), else the loss type's name.
+    """The objective in the papers' names: the parent is GSPO at sequence level, else the loss type's name.
 
     >>> objective_name("dapo"), objective_name("grpo", "sequence"), objective_name("dr_grpo", up_mode="off")
     ('UP-DAPO', 'UP-GSPO', 'Dr.GRPO')

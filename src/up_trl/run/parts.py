@@ -1,19 +1,15 @@
-"""The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, none on by default in the
-UP trainers. `up-trl train` attaches all of them (`with_parts`, `attach_parts`); in a script or a notebook, each is
-one line. They work on TRL's own trainers too, except the card (it describes UP's settings).
+"""The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, off by default in the UP
+trainers, on TRL's own trainers too (but the card). `up-trl train` attaches all (`with_parts`, `attach_parts`).
 
 Mixins (a callback cannot see the checkpoint folder a resume loads), one line each:
 
     class MyTrainer(RolloutCheckpointMixin, ResumeSettingsMixin, UPGRPOTrainer): pass
 
-- `RolloutCheckpointMixin` (`rollout_checkpoint`): the rollout batch TRL buffers goes into every checkpoint and comes
-  back on resume, so a run resumed at any step, inside a rollout batch too, trains as the uninterrupted one
-  (GRPOTrainer and RLOOTrainer, not async GRPO);
-- `ResumeSettingsMixin` (`resume_settings`): a resumed run trains with this run's learning rate, weight decay and
-  Adam settings, not the checkpoint's (not under DeepSpeed);
-- `RunCardMixin` (here): TRL's model card plus the run's (`card.write_model_card`: settings, rewards, results, the
-  plot), on `create_model_card` and `push_to_hub`; its override takes TRL's parameters and adds to the card TRL's
-  writes ('run card' signature check and behaviour in tests/trl_pins.json).
+- `RolloutCheckpointMixin`: TRL's buffered rollout batch in every checkpoint, so that a resume inside a rollout batch
+  trains as the uninterrupted run (GRPOTrainer and RLOOTrainer, not async GRPO);
+- `ResumeSettingsMixin`: a resumed run trains with its own optimizer settings, not the checkpoint's;
+- `RunCardMixin`: TRL's model card plus the run's (`card.write_model_card`), on `create_model_card` and `push_to_hub`
+  ('run card' signature check and behaviour in tests/trl_pins.json).
 
 Callbacks and wrappers, after the trainer is built:
 
@@ -44,9 +40,8 @@ __all__ = [
 
 
 class RunCardMixin:
-    """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer: the card reads its `up_*` settings):
-    `create_model_card` (and so `push_to_hub`) writes TRL's card, then adds what only the run knows
-    (`card.write_model_card`: the data, the objective's settings, the rewards, an interrupted run's resume command)."""
+    """For `class X(RunCardMixin, UPGRPOTrainer)` (a UP trainer): `create_model_card` (and so `push_to_hub`) writes
+    TRL's card, then adds what only the run knows (`card.write_model_card`)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -64,8 +59,7 @@ class RunCardMixin:
 
 
 def with_parts(trainer_cls: type) -> type:
-    """`trainer_cls` with every mixin part that applies: the run's card (UP trainers), the rollout batch in
-    checkpoints (GRPO and RLOO, TRL's own too) and this run's optimizer settings on resume (every trainer)."""
+    """`trainer_cls` with every mixin part that applies (the card to UP trainers, the rollout batch to GRPO, RLOO)."""
     card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
     rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
     mixins = (*card, *rollout, ResumeSettingsMixin)
@@ -73,8 +67,7 @@ def with_parts(trainer_cls: type) -> type:
 
 
 def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
-    """The non-finite step guard for `trainer`, its count logged as `up/nonfinite_skipped_steps` through the
-    trainer's `_metrics`; under DeepSpeed, whose engine owns the optimizer step, a callback that does nothing."""
+    """The non-finite step guard (a no-op under DeepSpeed, whose engine owns the step), logging its count."""
     if getattr(trainer, "is_deepspeed_enabled", False):
         return TrainerCallback()
 
@@ -86,16 +79,14 @@ def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
 
 
 def record_unscorable(trainer) -> None:
-    """Wrap `trainer.reward_funcs` as TRL holds them (models loaded, an environment's reward added) so that
-    `up/unscorable_frac` is logged (`unscorable.record_scorable`); the rewards are unchanged."""
+    """Wrap `trainer.reward_funcs` as TRL holds them (every reward source) to log `up/unscorable_frac`, unchanged."""
     from .unscorable import record_scorable
 
     trainer.reward_funcs, _ = record_scorable(trainer.reward_funcs)
 
 
 def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_nonfinite_steps: int = 10) -> None:
-    """Every callback part on a built trainer (`up-trl train`): the non-finite step guard (unless
-    `skip_nonfinite_steps` is False), the usual file modes, and the unscorable count for GRPO and RLOO."""
+    """Every callback part on a built trainer: the non-finite guard, the file modes, the unscorable count."""
     if skip_nonfinite_steps:
         trainer.add_callback(nonfinite_guard(trainer, max_consecutive_nonfinite_steps))
     trainer.add_callback(UsualFileModesCallback())

@@ -1,13 +1,9 @@
-"""What `up-trl train` checks of the run folder and the machine before any model loads, each failing as a
-`UsageError` (one line, exit status 2): the output folder can be made and written (`check_output_folder`, without
-creating anything), then, under its lock, what a previous run left there (`prepare_run`: refused, resumed or
-overwritten, `run.folder`); an async GRPO run's GPU and vLLM server; a training set too small for one rollout
-batch."""
+"""What `up-trl train` checks before any model loads, each a one-line `UsageError`: the output folder, and under its
+lock what a previous run left there (`run.folder`); an async GRPO run's GPU and vLLM server; the data size."""
 
 from __future__ import annotations
 
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,23 +12,14 @@ from ..errors import UsageError
 
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
-    """An output folder that cannot be made or written, found without creating anything: a file, under a file, a
-    name longer than its file system allows, or in a place that is not writable. (`run.lock.lock_output_dir` then
-    creates it, and removes what it created when the run stops before writing anything.)"""
-
-    def mode(path: Path) -> int | None:  # None: nothing there (or a name too long to look up)
-        try:
-            return path.stat().st_mode
-        except OSError:
-            return None
-
+    """Refuse, creating nothing, an output folder that cannot be made or written (a file, a long name, read-only)."""
     folder = Path(os.path.expanduser(str(output_dir)))
-    if stat.S_ISREG(mode(folder) or 0):
+    if os.path.isfile(folder):  # os.path's checks take any OSError (a name too long, say) as nothing there
         raise UsageError(f"{flag} {output_dir} is a file: name a folder (it is created if missing).")
     existing = folder.absolute()
-    while mode(existing) is None and existing != existing.parent:
+    while not os.path.exists(existing) and existing != existing.parent:
         existing = existing.parent
-    if not stat.S_ISDIR(mode(existing) or 0):
+    if not os.path.isdir(existing):
         raise UsageError(
             f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder elsewhere."
         )
@@ -57,9 +44,7 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
 
 @dataclass
 class PreparedRun:
-    """The output folder, held: `lock` (the main process's `run.lock.RunLock`; release it when the run ends), the
-    checkpoint to `resume` from or None, the previous run's files to `remove` first (`--overwrite_output_dir`), and
-    `notes` to print (a stale lock taken over, incomplete checkpoints a resume skipped)."""
+    """The output folder, held: its `lock`, the checkpoint to `resume`, the files to `remove`, `notes` to print."""
 
     lock: object
     resume: str | None = None
@@ -68,13 +53,12 @@ class PreparedRun:
 
 
 def prepare_run(script_args, training_args, model: str | None, recipe: str | None = None) -> PreparedRun:
-    """Lock the output folder, then look at what is in it: the checkpoint to resume from, the previous run to
-    remove (never a file the run reads: the model, the data, `recipe`, a reward module), or a UsageError."""
+    """Lock the output folder, then look at what is in it (`run.folder`), or a UsageError."""
     from .folder import check_output_dir, files_the_run_reads, resolve_resume
     from .lock import RunLock, lock_output_dir
 
     out = training_args.output_dir
-    lock = RunLock(Path(out), None, created=False)
+    lock = RunLock(Path(out))
     try:
         if os.environ.get("RANK", "0") == "0":  # one process takes it (every process of a launch shares the folder)
             lock = lock_output_dir(out)
@@ -93,8 +77,7 @@ def prepare_run(script_args, training_args, model: str | None, recipe: str | Non
 
 
 def check_dataset_size(dataset, training_args) -> None:
-    """Fewer problems than one rollout batch takes: TRL's sampler would run zero steps (checked before the model
-    loads; a trainer built from Python leaves it to TRL, as the parent does). A stream has no size to check."""
+    """Refuse fewer problems than one rollout batch takes: TRL's sampler would run zero steps (a stream: unchecked)."""
     generation_batch, group = getattr(training_args, "generation_batch_size", None), training_args.num_generations
     problems = getattr(dataset, "num_rows", None)  # None for a stream (an IterableDataset)
     if generation_batch is None or problems is None or problems >= generation_batch // group:
@@ -107,9 +90,7 @@ def check_dataset_size(dataset, training_args) -> None:
 
 
 def check_async_grpo(args, model: str) -> None:
-    """`--trainer async_grpo` needs what TRL's asynchronous GRPO needs: a CUDA GPU (its packed forward runs a
-    flash-attention-3 kernel) and a vLLM server (`trl vllm-serve`) at `vllm_server_base_url`, waited for as TRL waits
-    (`vllm_server_timeout`). Either missing is a UsageError, one line, before the model loads."""
+    """Refuse `--trainer async_grpo` without a CUDA GPU or a vLLM server (waited for as TRL waits)."""
     import urllib.request
 
     import torch

@@ -1,17 +1,6 @@
-"""A resumed run trains with the settings it was given, not the checkpoint's: learning rate, weight decay, Adam's
-betas and epsilon.
-
-transformers restores a checkpoint's optimizer state whole, hyperparameters included, and its scheduler's base
-rates, so `--resume_from_checkpoint ... --learning_rate 0.001` from a run at 0.01 trained every step at 0.01 while
-`up-trl train` said "resuming ... with learning_rate 0.001" and the model card reported 0.001 (the collapse warning's
-advice, "a lower learning_rate", depends on this). `ResumeSettingsMixin` keeps the optimizer's moments and step
-counts from the checkpoint and gives its parameter groups the hyperparameters of the optimizer this run built
-(from its own arguments) and its scheduler this run's base rates, the current rate scaled with them (every
-transformers schedule is a factor of the base rate; `ReduceLROnPlateau`, which has no base rate, keeps the
-checkpoint's). Under DeepSpeed the engine restores the optimizer before this point, so `up-trl train` refuses a
-changed optimizer setting there in one line (`checkpoint_complete.resume_differences`). The load is held by
-behavioural tests listed in `tests/trl_pins.json` ('rollout checkpoint' behaviours: a changed learning rate applied
-on resume).
+"""A resumed run trains with its own learning rate, weight decay and Adam settings: transformers restores the
+checkpoint's with the optimizer state, so a resume with a lower `--learning_rate` trained at the old one. Held by
+behavioural tests listed in `tests/trl_pins.json` ('rollout checkpoint' behaviours: a changed learning rate applied).
 """
 
 from __future__ import annotations
@@ -28,8 +17,8 @@ def optimizer_settings(optimizer, scheduler) -> tuple[list[dict], list[float] | 
 
 
 def apply_settings(optimizer, scheduler, groups: list[dict], base_lrs: list[float] | None) -> None:
-    """Give the loaded `optimizer` and `scheduler` the settings `optimizer_settings` read before the load: each
-    group's hyperparameters, the scheduler's base rates, and the current rate scaled by new base / saved base.
+    """Give the loaded `optimizer` and `scheduler` what `optimizer_settings` read before the load, the current rate
+    scaled by new base / saved base.
 
     >>> import torch
     >>> p = torch.nn.Parameter(torch.zeros(1)); opt = torch.optim.AdamW([p], lr=0.01)

@@ -1,26 +1,8 @@
-"""The rollout batch in every checkpoint, so that a resumed run continues the uninterrupted one.
+"""The rollout batch in every checkpoint: TRL's GRPOTrainer and RLOOTrainer do not save their buffered batch
+(`_buffered_inputs`, `_step`), so a run resumed inside a rollout cycle generated a new one and ended elsewhere.
 
-TRL's synchronous trainers (GRPOTrainer, RLOOTrainer) generate one rollout batch, buffer its slices in
-`_buffered_inputs`, and train on them for the next `steps_per_generation * num_iterations` micro-steps, counted by
-`_step`. Neither is in a checkpoint: a run resumed inside a cycle starts a new rollout batch where the
-uninterrupted run would have reused the buffered one (TRL: "self._buffered_inputs=None can occur when resuming
-from a checkpoint"), so it trains on other completions and ends with other weights.
-
-`RolloutCheckpointCallback` saves both with the checkpoint, one file per process (each holds its own share of the
-batch), through the Trainer's public callback hooks: noted at each accumulation window's start (`on_step_begin`),
-written once the checkpoint is (`on_save`, before the completeness mark, `checkpoint_complete`); the mixin reads it
-back in `_load_optimizer_and_scheduler`, as TRL's GRPOTrainer restores its adaptive-entropy state. With the model,
-optimizer, scheduler and RNG states the Trainer already restores, a run resumed at any step trains on the same
-slices in the same order as the uninterrupted run (`tests/test_resume.py` checks the final weights with
-`torch.equal`, at a step inside a cycle).
-
-A checkpoint written before any complete micro-step of a new accumulation window (every checkpoint but an emergency
-one after a crash) stores `_step` as it is; one written in the middle of a window stores the window's first
-micro-step, so that the resumed run redoes the whole window whose gradients were lost.
-
-It relies on TRL's rollout cycle (`_prepare_inputs`: `_step`, `_buffered_inputs`) and on the checkpoint loading
-(`_load_optimizer_and_scheduler`), held by the behavioural tests listed in `tests/trl_pins.json` ('rollout
-checkpoint' behaviours: killed and resumed inside a cycle, the final weights equal the uninterrupted run's).
+Relies on TRL's `_prepare_inputs` and `_load_optimizer_and_scheduler`, held by the behavioural tests listed in
+`tests/trl_pins.json` ('rollout checkpoint' behaviours: resumed inside a cycle, the final weights are the same).
 """
 
 from __future__ import annotations
@@ -47,8 +29,7 @@ def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
 
 
 def sampler_generator(dataloader) -> torch.Generator | None:
-    """The random generator of the sampler behind `dataloader` (TRL's prompt sampler draws one permutation of the
-    prompts from it per epoch), through accelerate's wrappers; None when there is none."""
+    """The random generator of the prompt sampler behind `dataloader`, through accelerate's wrappers, or None."""
     seen, todo = set(), [dataloader]
     while todo:
         obj = todo.pop()
@@ -63,11 +44,8 @@ def sampler_generator(dataloader) -> torch.Generator | None:
 
 
 class RolloutCheckpointCallback(TrainerCallback):
-    """Writes `trainer`'s buffered rollout batch and its `_step` into every checkpoint it saves (this process's
-    share), with the prompt sampler's random states at the start of the epoch in progress and now: the Trainer
-    restores the global random states but not the sampler's own generator, so a run resumed in epoch e > 0 drew epoch
-    0's order of prompts again. The trainer puts it first among its callbacks, so that the completeness mark written on
-    the same `on_save` lists the file."""
+    """Saves this process's rollout batch, `_step` and the prompt sampler's random states (the Trainer restores only
+    the global ones) in each checkpoint; first among the callbacks, so that the completeness mark lists the file."""
 
     def __init__(self, trainer):
         self.trainer = trainer
@@ -87,19 +65,12 @@ class RolloutCheckpointCallback(TrainerCallback):
         self.epoch_sampler_state = None if self.generator is None else self.generator.get_state()
         return control
 
-    def sampler_state(self) -> dict | None:
-        """The sampler's states for a resume: before the epoch in progress drew its order, and now (the next epoch
-        draws from it)."""
-        if self.generator is None or self.epoch_sampler_state is None:
-            return None
-        return {"epoch": self.epoch, "epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
-
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
         return control
 
     def rollout_step(self) -> int:
-        """`_step` to resume from: the current one at a window's end, the window's first inside a window."""
+        """`_step` to resume from: inside an accumulation window (an emergency save), the window's first."""
         window_step, first_micro_step = self.window
         return first_micro_step if window_step == self.trainer.state.global_step else self.trainer._step
 
@@ -108,24 +79,20 @@ class RolloutCheckpointCallback(TrainerCallback):
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
             state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
-            sampler = self.sampler_state()
-            if sampler is not None:
-                state_dict["sampler_state"] = sampler
+            if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
+                states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
+                state_dict["sampler_state"] = {"epoch": self.epoch, **states}
             torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
         return control
 
 
 def is_synchronous(trainer_cls: type) -> bool:
-    """Whether `trainer_cls` is TRL's GRPOTrainer or RLOOTrainer (or a subclass): one rollout batch, buffered and
-    reused, scored in this process."""
+    """Whether `trainer_cls` is (a subclass of) TRL's GRPOTrainer or RLOOTrainer: a buffered rollout batch."""
     return any(c.__name__ in ("GRPOTrainer", "RLOOTrainer") for c in trainer_cls.__mro__)
 
 
 class RolloutCheckpointMixin:
-    """For `class X(RolloutCheckpointMixin, GRPOTrainer): pass` (or RLOOTrainer, or a UP trainer): `_buffered_inputs`
-    and `_step` go into every checkpoint (`RolloutCheckpointCallback`, put first among the callbacks after the
-    parent's constructor) and come back on resume. An opt-in part (`run.parts`): changes nothing else the parent
-    computes."""
+    """For `class X(RolloutCheckpointMixin, GRPOTrainer)` (or RLOO): the rollout batch saved, and loaded on resume."""
 
     def __init__(self, *args, **kwargs):
         if not is_synchronous(type(self)):
@@ -155,14 +122,13 @@ class RolloutCheckpointMixin:
             sampler = state["sampler_state"]
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
-        # What GRPO's loss reads from a batch when beta > 0 (RLOO folds the KL into the rewards): computed when the
-        # batch was generated, so a batch saved with beta = 0 lacks it.
-        for_beta = ("ref_per_token_logps",) if any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__) else ()
-        missing = [k for k in for_beta if getattr(self, "beta", 0.0) and k not in batches[0]]
-        if missing:  # resumed with beta > 0 from a run that had none
-            self._buffered_inputs = None  # TRL generates a new batch at the next step, with the reference's log-probs
+        # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards): a batch saved
+        # with beta = 0 lacks them, so TRL generates a new batch at the next step.
+        is_grpo = any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__)
+        if is_grpo and getattr(self, "beta", 0.0) and "ref_per_token_logps" not in batches[0]:
+            self._buffered_inputs = None
             logger.warning(
-                f"{checkpoint}'s rollout batch was generated with beta=0 (no {', '.join(missing)}): beta is "
+                f"{checkpoint}'s rollout batch was generated with beta=0 (no ref_per_token_logps): beta is "
                 f"{self.beta} now, so the resumed run generates a new batch at its next step.",
                 main_process_only=True,
             )

@@ -1,25 +1,6 @@
-"""`up/unscorable_frac`: the share of completions no reward function gave a finite value, seen from the reward
-functions themselves, through TRL's public API (the `reward_funcs` a trainer takes), not a TRL internal. An opt-in
-part (`run.parts.record_unscorable(trainer)`; `up-trl train` attaches it): not UP, and not on by default.
-
-`record_scorable(reward_funcs)` wraps each plain callable in a recorder that notes, per call, which completions it
-gave a finite value (None, NaN and inf are not). The wrapper returns the function's own rewards, unchanged, so TRL's
-rewards, advantages and weights are the same (`tests/test_off_is_parent.py`); it keeps the function's name (TRL's
-`rewards/<name>/mean`), its signature (`functools.wraps`) and whether it is async (TRL's `is_async_callable`). Once
-every wrapped function has scored a batch, a completion is scorable when one of them gave it a finite value, or
-when any reward is a model (a `str` model id or an `nn.Module`, whose score is always a number):
-
-    up/unscorable_frac = #{completions no reward scored} / #{completions}
-
-GRPO and RLOO pass each reward function TRL's documented `log_metric` keyword; the recorder logs the fraction
-through it, once per scored batch, and TRL averages it over ranks (each rank scores as many completions, so that is
-the fraction over all of them). The in-process async worker (`async_rollout.InProcessRolloutWorker`) reads the count
-after each group (`ScorableRecorder.take`) and puts it on its `metrics_queue`. TRL's own async worker (vLLM) scores
-in a spawned process that a count cannot come back from: it logs no `up/unscorable_frac`. For GRPO and RLOO,
-`record_unscorable` wraps the reward functions as TRL holds them after its constructor (model ids loaded, an
-`environment_factory`'s reward added), so every reward source is seen. A generator of rewards is read into a list
-(TRL gets its values); a
-reward object keeps its own state (the wrapper copies none of it); a wrapper given again is not wrapped twice.
+"""`up/unscorable_frac`: the share of completions no reward function gave a finite value (none when a reward is a
+model), from wrappers that return the rewards unchanged, logged through TRL's `log_metric` keyword (the in-process
+async worker reads `ScorableRecorder.take`; TRL's vLLM worker scores in another process and logs none).
 
 >>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])
 >>> funcs[0](completions=["a", "b", "c"])
@@ -42,18 +23,8 @@ METRIC = "up/unscorable_frac"
 RECORDED = "__up_trl_recorded__"  # a wrapper's attribute holding the reward function it wraps
 
 
-def _is_model(reward_func: Any) -> bool:
-    """A reward TRL scores with a model: a model id (loaded by TRL) or an `nn.Module`."""
-    return isinstance(reward_func, (str, torch.nn.Module))
-
-
 class ScorableRecorder:
-    """Which completions of the batch being scored got a finite value from some wrapped reward function.
-
-    `note` is called by each wrapper (from TRL's threads too: async rewards and the async worker's sync ones run
-    concurrently); when all `n_funcs` have noted a batch, its count is kept for `take` and, given `log_metric`,
-    logged as `METRIC`.
-    """
+    """Which completions got a finite reward, `note`d by each wrapper (thread-safe), counted when all `n_funcs` are."""
 
     def __init__(self, n_funcs: int, always_scorable: bool = False):
         self.n_funcs = n_funcs
@@ -112,8 +83,7 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
         def wrapper(*args, **kwargs):
             return noted(reward_func(*args, **kwargs), kwargs)
 
-    # __wrapped__ (inspect.signature sees the function's own) and the docstring; not a copy of the __dict__ of a
-    # callable object, which would go stale: its state stays on the object (`getattr(wrapper, RECORDED)`).
+    # __wrapped__ and the docstring, not a copy of a callable object's __dict__, which would go stale.
     functools.update_wrapper(wrapper, reward_func, updated=())
     wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)
     setattr(wrapper, RECORDED, reward_func)
@@ -121,10 +91,9 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
 
 
 def record_scorable(reward_funcs: Any) -> tuple[Any, ScorableRecorder]:
-    """(`reward_funcs` with each plain callable wrapped by `_recording`, their recorder), in the form given (one
-    reward or a list; None stays None). Models (a model id, an `nn.Module`) are passed through unwrapped."""
+    """(`reward_funcs` with each plain callable wrapped, models not, in the form given; their recorder)."""
     funcs = reward_funcs if isinstance(reward_funcs, list) else [] if reward_funcs is None else [reward_funcs]
-    plain = [i for i, f in enumerate(funcs) if not _is_model(f)]
+    plain = [i for i, f in enumerate(funcs) if not isinstance(f, (str, torch.nn.Module))]  # not a model (TRL's)
     recorder = ScorableRecorder(len(plain), always_scorable=len(plain) < len(funcs))
     wrapped = [_recording(f, plain.index(i), recorder) if i in plain else f for i, f in enumerate(funcs)]
     if isinstance(reward_funcs, list):

@@ -1,11 +1,7 @@
-"""The recipes and accelerate configs that ship inside the package, found by name.
-
-Recipes (`up_trl/recipes/*.yaml`) are `up-trl train --config` files: their keys are option names. Accelerate configs
-are `accelerate launch --config_file` files, as TRL ships its own in `trl/accelerate_configs` for
-`trl grpo --accelerate_config`: written once, in the repository's top-level `configs/accelerate/`, which
-`up_trl/accelerate_configs` links to (a relative symlink; the wheel and sdist hold the files themselves). Both are
-package data, so an installed wheel has them without the repository. A value that names an existing file is that
-file; otherwise a name (with or without `.yaml`) is looked up among the packaged ones.
+"""The recipes (`up-trl train --config`) and accelerate configs (`--accelerate_config`, as TRL ships
+`trl/accelerate_configs`) that ship in the package, found by name: a value naming an existing file is that file,
+else a name (with or without `.yaml`) is looked up among the packaged ones. The accelerate configs are written once,
+in the top-level `configs/accelerate/` (docs/maintaining.md, "Where the configs live").
 
     >>> Path(recipe_path("up_dapo")).name, Path(accelerate_config_path("zero3")).name
     ('up_dapo.yaml', 'zero3.yaml')

@@ -14,9 +14,7 @@ from ..checks.settings import check_choices, check_settings
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 
-# The offline default run (`up-trl train` with neither --config nor --model_name_or_path): the packaged recipe
-# `quickstart`, read once, its only source. Sized for a 2-core CPU: SmolLM2-135M-Instruct is right on about 1 in 5
-# one-digit products, so most groups of 8 have a non-zero reward spread (docs/benchmarks, "The offline default run").
+# The offline default (neither --config nor --model_name_or_path): the packaged recipe `quickstart`, its only source.
 OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
 
 
@@ -25,17 +23,12 @@ USAGE_TRAIN = (
 )
 
 
-def check_trainer(trainer: str) -> None:
-    """A UsageError for a `--trainer` name that is not one of `TRAINERS`."""
-    if trainer not in TRAINERS:
-        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
-
-
 def trainer_classes(trainer: str = "grpo"):
     """(config class, trainer class) for a `--trainer` name; a UsageError for an unknown one."""
     import importlib
 
-    check_trainer(trainer)
+    if trainer not in TRAINERS:
+        raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
     config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
     config_cls = getattr(importlib.import_module(f"up_trl.{config_module}"), config_name)
     return config_cls, getattr(importlib.import_module(f"up_trl.{trainer_module}"), trainer_name)
@@ -109,8 +102,7 @@ def read_settings(argv: list[str]):
     `make_parser`); returns (that parser, the argv to parse, the values it parses, the recipe file or None)."""
     argv, recipe_file = recipe_argument(argv)
     trainer = trainer_argument(argv, recipe_file)
-    check_trainer(trainer)
-    parser = make_parser(trainer)
+    parser = make_parser(trainer)  # an unknown trainer: a UsageError
     check_flags(parser, argv, trainer, TRAINERS[trainer][1])
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]

@@ -1,17 +1,10 @@
 r"""Verification: one extracted answer against one gold answer with math-verify, as an outcome constant.
 
-Runs inside a worker process of `pool.py` (or in-process when workers are off). math-verify's own SIGALRM bound
-(`MATH_VERIFY_TIMEOUT`, whole seconds) works only in a process's main thread: the caller passes `timeout=None`
-elsewhere. math-verify turns its own timeouts into `[]` / False and a warning; `verify_answer` counts those warnings
-(`_TIMEOUT_LOG`) so that an answer whose parse or comparison timed out is a TIMEOUT, never a silent WRONG. Gold answers
-are parsed once per process; only successful parses are cached, so a gold answer whose parse timed out once (a busy
-machine) is parsed again next time instead of being unscorable for good.
-
-math-verify drops a letter it takes for a unit even inside an expression (`$2t$` parses as 2, `$3 - s$` as 3); a
-match in which its parse dropped a letter of one side that it did not drop of the other is WRONG (`dropped_letters`).
-A letter that both sides write is a variable, no unit: when a parse dropped one, both sides are parsed again without
-math-verify's unit removal (`shared_letter_dropped`), so "9 - t" meets the gold "9-t" and no longer "9 + t".
-Repeating decimals, which it reads as their integer part, are written as fractions first (`numerals`).
+Runs in a worker of `pool.py` (or in-process). math-verify's SIGALRM bound (`MATH_VERIFY_TIMEOUT`) works only in a
+main thread (callers pass `timeout=None` elsewhere); it turns its own timeouts into `[]` / False and a warning, which
+`_TIMEOUT_LOG` counts, so that a timed-out item is a TIMEOUT, never a silent WRONG. math-verify drops a letter it takes
+for a unit (`$2t$` parses as 2): a match that dropped a letter of one side only is WRONG (`dropped_letters`), and a
+letter both sides write is a variable, parsed without unit removal (`shared_letter_dropped`).
 """
 
 from __future__ import annotations
@@ -110,34 +103,6 @@ def _extraction_config(units: bool) -> list:
     return [dataclasses.replace(latex, normalization_config=normalization), ExprExtractionConfig()]
 
 
-class _SuccessCache:
-    """A small thread-safe LRU cache that keeps only truthy values (math-verify's `[]` means "failed")."""
-
-    def __init__(self, maxsize: int):
-        self.maxsize, self.items, self.lock = maxsize, collections.OrderedDict(), threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        if not value:
-            return
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > self.maxsize:
-                self.items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-
-
-_GOLD_CACHE = _SuccessCache(GOLD_CACHE_SIZE)
 MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
 
 
@@ -161,34 +126,39 @@ for _name in MATH_VERIFY_LOGGERS:
     logging.getLogger(_name).addHandler(_TIMEOUT_LOG)
 
 
+class _ParseFailed(Exception):
+    """A failed gold parse, raised through `functools.lru_cache`, which caches no exception."""
+
+
 def parse_gold(gold: str, kind: str, timeout: int | None, units: bool = True) -> list:
     """math-verify's parse of a gold answer (`[]` when it fails); a bare gold is read as LaTeX first ("(1, 2)" is a
     tuple, "3+4i" complex, "B" a choice), then as text. Without `units`, no letter is removed as a unit. Successful
-    parses are cached, failures never are."""
-    key = (gold, kind, timeout, units)
-    parsed = _GOLD_CACHE.get(key)
-    if parsed is None:
-        parsed = _parse_gold_uncached(gold, kind, timeout, units)
-        _GOLD_CACHE.put(key, parsed)
-    return parsed
+    parses are cached, failures never are (a parse that timed out on a busy machine is tried again)."""
+    try:
+        return _parse_gold(gold, kind, timeout, units)
+    except _ParseFailed:
+        return []
 
 
-def _parse_gold_uncached(gold: str, kind: str, timeout: int | None, units: bool) -> list:
+@functools.lru_cache(maxsize=GOLD_CACHE_SIZE)
+def _parse_gold(gold: str, kind: str, timeout: int | None, units: bool) -> list:
     from math_verify import parse
 
     def read(text: str) -> list:
         return parse(text, extraction_config=_extraction_config(units), parsing_timeout=timeout)
 
     if kind == "boxed":
-        return read("\\boxed{" + repeating_decimals(gold) + "}")
-    if kind == "number":
-        return read(gold.replace(",", ""))
-    gold = repeating_decimals(gold)
-    if not _DELIMITER.search(gold):  # "\$18.90" is a sum of money, not math in "$...$"
-        parsed = read("$" + gold + "$")
-        if parsed and not isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
-            return parsed
-    return read(gold)
+        parsed = read("\\boxed{" + repeating_decimals(gold) + "}")
+    elif kind == "number":
+        parsed = read(gold.replace(",", ""))
+    else:
+        gold = repeating_decimals(gold)
+        parsed = [] if _DELIMITER.search(gold) else read("$" + gold + "$")  # "\$18.90" is money, not "$...$" math
+        if not parsed or isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
+            parsed = read(gold)
+    if not parsed:
+        raise _ParseFailed
+    return parsed
 
 
 def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, timeout: int | None) -> int:

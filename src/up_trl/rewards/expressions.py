@@ -1,12 +1,6 @@
-r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression, and refuse what is no
-answer (hedges, unevaluated operations, echoes of the question).
-
-`normalize_unicode` writes unicode mathematics as ASCII/LaTeX ("−6/5" is `-6/5`, "×" `\times`, "√" `\sqrt`) before any
-other rule reads a reply. `phrase_expression` reads a phrase answer as one expression (a number in words as its digits,
-a text answer that names one person as the name: `the_name`); `solution_list` reads "x = 2 and x = -3" as the solution
-set {2, -3}; `prediction` applies the anti-echo rules: the right side of "a = b" is the answer, and an unevaluated
-calculation ("71 + 88", "\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless
-the gold has that operation too. Every pattern is linear-time: no nested quantifiers.
+r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression (`phrase_expression`),
+and refuse what is no answer: hedges, unevaluated operations, echoes of the question (`prediction`'s anti-echo rules).
+Every pattern is linear-time: no nested quantifiers.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-r"""Answer extraction: pure string functions that pick the one answer a reply commits to, bounded by `MAX_CHARS`.
+r"""Answer extraction: pure string functions that pick the one answer a reply commits to (`extract_answer`).
 
-The prediction is the LAST answer statement of the reply by position: a non-empty \boxed{...} or an explicit
-final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither, the
-last number. A reply that ends inside a \boxed{ that never closes was cut off before its answer: it answers nothing
-(not the last number inside the open box). A statement followed by a retraction ("wait", "no,", "that is wrong",
-"actually", "mistake", "incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be
-X") follows the last retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives
-reasons (", since", " because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The
-answer is 2x + 3." is `2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or
-6", "maybe 6") is no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The
-anti-echo rules (`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
-"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
-operation too. Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
+The last answer statement wins, a retraction after it voids it, and a hedged statement answers nothing: a reply must
+never score on a number it did not commit to. Every pattern is linear-time (no nested quantifiers), and reply text is
+cut to `MAX_CHARS` first.
 """
 
 from __future__ import annotations
@@ -22,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
-    _DELIMITED,
     _HEDGE_WORDS,
     _NEGATION,
     MAX_ANSWER_CHARS,
@@ -64,9 +54,8 @@ _RESTATEMENT = re.compile(
     r"|it['’]s|should\s+be)\b(?:\s+actually\b)?",
     re.I,
 )
-_SURD = re.compile(
-    r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
-)  # "-\sqrt" right before a number: "-\sqrt3"
+# "-\sqrt" right before a number: "-\sqrt3"
+_SURD = re.compile(r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$")
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
 # Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
 _CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
@@ -264,14 +253,8 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False
         if _hedged_boxes(text, start, end):
             return None
         kind = "boxed"
-    elif phrase is not None:
-        _, end, answer = phrase
-        kind = "phrase"
-    elif (statement := final_statement(text)) is not None:
-        _, end, answer = statement
-        kind = "phrase"
-    elif names and (name := final_name(text)) is not None:
-        _, end, answer = name
+    elif found := phrase or final_statement(text) or (final_name(text) if names else None):
+        _, end, answer = found
         kind = "phrase"
     else:
         number = _last_number(text[: content_end(text)])

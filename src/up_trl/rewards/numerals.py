@@ -1,10 +1,6 @@
-r"""Numerals: a number written in a way math-verify misreads, rewritten as the digits it reads.
-
-- in words: "six", "twenty-four", "three hundred and five" (`number_in_words`); a word followed by a fraction word
-  or "dozen" ("two thirds", "one half", "two dozen") is no count and is left as it is;
-- with a scale word: "1.45 million" is 1450000, or 1.45 where the gold counts in millions (`scaled`);
-- with thousands separated by spaces: "385 000" is 385000 (`join_spaced_thousands`; math-verify reads 385 * 000);
-- a repeating decimal: `0.\overline{3}` is `\frac{1}{3}` (`repeating_decimals`; math-verify reads it as 0).
+r"""Numerals: a number written in a way math-verify misreads, rewritten as the digits it reads: in words
+(`number_in_words`), with a scale word (`scaled`), with thousands set apart by spaces (`join_spaced_thousands`:
+math-verify reads "385 000" as 385 * 000), or repeating (`repeating_decimals`: it reads `0.\overline{3}` as 0).
 
 Every pattern is linear-time: bounded alternations, no nested quantifiers.
 """

@@ -1,13 +1,8 @@
-"""The worker pool: math-verify in worker processes, each item bounded on its own, never the call.
+"""The worker pool: math-verify in pebble worker processes, each item bounded on its own, never the call.
 
-pebble's `ProcessPool` runs one task per item with `timeout=item_timeout_s`; a worker whose task times out (or
-dies) is killed and replaced by pebble, and the item's outcome is TIMEOUT, which the reward counts and scores as
-its `timeout_reward`. Inside a worker math-verify's own SIGALRM bound works (each worker runs in its main thread),
-so a call from any thread of the trainer (TRL may score rewards in threads) gets bounded verification.
-
-Each process has its own pool (a forked child, e.g. a DataLoader worker, starts a new one on first use); workers
-start on the first call and stop at exit (`shutdown_workers`). `num_workers=0` (or `UP_TRL_REWARD_WORKERS=0`) scores
-in-process, where math-verify's timeouts work only in the main thread.
+An item not scored within `item_timeout_s` is TIMEOUT and pebble replaces its worker. In a worker (its main thread)
+math-verify's own SIGALRM bound works, so a call from any thread of the trainer gets bounded verification. Each process
+has its own pool (a forked child starts a new one on first use), stopped at exit (`shutdown_workers`).
 """
 
 from __future__ import annotations

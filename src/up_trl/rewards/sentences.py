@@ -1,14 +1,8 @@
 r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one.
 
-A reply without `\boxed{}` or "the answer is" most often ends with its answer: "So the probability is $\frac13$.", "Dot
-product = -41", "So there are **144** arrangements." `final_statement` reads the final sentence after the trailing
-asides are dropped (`content_end`: "Note: ...", "(Check: ...)", "Step 4 of 4 done.", "Let me know if ..."), and cut at
-an aside inside it ("200 minutes (3 hours 20 minutes)", "11/36 \approx 0.306"). Its answer is the last inline math span
-(`$...$`, `\(...\)`, `\[...\]`) or bold span (`**...**`), else the right side of its last "=" (a solution set "x = 2
-and x = -3", in spans or not, whole); `prediction` then takes the last right side of an equation chain inside the span.
-For a gold that is a name, `final_name` reads the one name of the final sentence ("So Navin earns the most.").
-Everything else is left to the last-number fallback. Every pattern is linear-time (one pass of tokens, bounded
-look-aheads).
+A reply without `\boxed{}` or "the answer is" most often ends with its answer ("So the probability is $\frac13$.",
+"So there are **144** arrangements."): `final_statement` reads it after the trailing asides (`content_end`), and
+`final_name` reads the one name of a final sentence. Every pattern is linear-time (one pass, bounded look-aheads).
 """
 
 from __future__ import annotations

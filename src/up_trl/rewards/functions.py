@@ -122,23 +122,22 @@ class MathAccuracyReward:
         rewards = [value[o] for o in outcomes]
 
         n = len(outcomes)
-        counts = {
+        counts = {  # by metric name, in the order they are logged
             "skipped_gold": outcomes.count(GOLD_UNPARSEABLE),
-            "timeouts": outcomes.count(TIMEOUT),
             "no_answer": sum(p is None and o == WRONG for p, o in zip(preds, outcomes)),
+            "timeout": outcomes.count(TIMEOUT),
         }
         with _STATS_LOCK:
             s = self.stats
             s.calls, s.completions, s.correct = s.calls + 1, s.completions + n, s.correct + outcomes.count(CORRECT)
             s.skipped_gold += counts["skipped_gold"]
-            s.timeouts += counts["timeouts"]
+            s.timeouts += counts["timeout"]
             s.no_answer += counts["no_answer"]
             s.worker_restarts += replaced
         log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
         if callable(log_metric) and n:
-            log_metric(f"rewards/{self.__name__}/skipped_gold_frac", counts["skipped_gold"] / n)
-            log_metric(f"rewards/{self.__name__}/no_answer_frac", counts["no_answer"] / n)
-            log_metric(f"rewards/{self.__name__}/timeout_frac", counts["timeouts"] / n)
+            for key, count in counts.items():
+                log_metric(f"rewards/{self.__name__}/{key}_frac", count / n)
         if callable(log_extra):
             log_extra(f"{self.__name__}/answer", [p[0] if p else "" for p in preds])
             log_extra(f"{self.__name__}/gold", [g[0] if g else "[unparseable]" for g in golds])

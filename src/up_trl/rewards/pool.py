@@ -33,8 +33,9 @@ STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the work
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 
 
-class PoolUnavailable(RuntimeError):
-    """Worker processes cannot be started here; the caller scores in-process instead."""
+class PoolUnavailable(Exception):
+    """Worker processes cannot be started here; the caller scores in-process instead (no RuntimeError: not a broken
+    pool)."""
 
 
 def default_num_workers() -> int:
@@ -69,8 +70,7 @@ def _verify_in_worker(task: Task) -> int:
 
 
 def _context():
-    # fork on POSIX: a spawned or forkserver worker re-imports the user's __main__, re-running a script that has no
-    # `if __name__ == "__main__"` guard; a fork starts from a copy of this process and imports nothing again.
+    # fork on POSIX: a spawned worker re-imports __main__, re-running a script without a `__name__` guard
     return multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
 
 
@@ -117,11 +117,8 @@ _FINALIZER_PID: int | None = None  # the process that registered the finalizer b
 
 
 def _stop_before_multiprocessing_exit() -> None:
-    """In a `multiprocessing` child (a `ProcessPoolExecutor` worker, say) `atexit` does not run: the child ends in
-    multiprocessing's own exit hook, which first joins every non-daemonic child process, pebble's workers included,
-    and so would wait for ever. A multiprocessing finalizer with an exit priority runs before that join. Registered
-    once per process: a multiprocessing child starts with an empty registry, and a plain `os.fork` child skips the
-    copied entry (multiprocessing records the pid that made it)."""
+    """In a `multiprocessing` child `atexit` does not run, and its exit hook joins pebble's workers for ever first; a
+    finalizer with an exit priority runs before that join. Once per process (the registry records its maker's pid)."""
     global _FINALIZER_PID
     if _FINALIZER_PID != os.getpid():
         _FINALIZER_PID = os.getpid()
@@ -203,8 +200,6 @@ def score(
             try:
                 return _run(_pool(num_workers), tasks, item_timeout_s, startup_timeout_s)
             except RuntimeError as exc:  # BrokenProcessPool / "pool not running": a worker died outside a task
-                if isinstance(exc, PoolUnavailable):
-                    raise
                 logger.warning("math-verify worker pool broke (%s); starting a new one.", exc)
                 return _run(_pool(num_workers, fresh=True), tasks, item_timeout_s, startup_timeout_s)
         except PoolUnavailable as exc:

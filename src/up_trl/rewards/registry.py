@@ -94,25 +94,19 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
         names = [names]
     funcs, used = [], set()
     for name in names:
-        if name in REWARD_FACTORIES:
-            kwargs = {k: v for k, v in options.items() if k in _FACTORY_OPTIONS[name]}
-            used |= set(kwargs)
-            if kwargs or name not in REWARD_FUNCS:
-                try:
-                    funcs.append(REWARD_FACTORIES[name](**kwargs))
-                except TypeError as exc:
-                    needed = ", ".join(f"{k}=..." for k in sorted(_FACTORY_OPTIONS[name]))
-                    raise ValueError(
-                        f"Reward {name!r} needs options: get_reward_funcs([...], {needed}) ({exc})."
-                    ) from exc
-            else:
-                funcs.append(REWARD_FUNCS[name])
-        elif name in REWARD_FUNCS:
+        kwargs = {k: v for k, v in options.items() if k in _FACTORY_OPTIONS.get(name, ())}
+        used |= set(kwargs)
+        if name in REWARD_FUNCS and not kwargs:
             funcs.append(REWARD_FUNCS[name])
-        elif name in TRL_FIXED_OPTIONS:
-            funcs.append(_import_reward(f"trl.rewards.{name}")(**TRL_FIXED_OPTIONS[name]))
+        elif name in REWARD_FACTORIES:
+            try:
+                funcs.append(REWARD_FACTORIES[name](**kwargs))
+            except TypeError as exc:
+                needed = ", ".join(f"{k}=..." for k in sorted(_FACTORY_OPTIONS[name]))
+                raise ValueError(f"Reward {name!r} needs options: get_reward_funcs([...], {needed}) ({exc}).") from exc
         elif name in TRL_REWARD_FUNCS:
-            funcs.append(_import_reward(f"trl.rewards.{name}"))
+            func = _import_reward(f"trl.rewards.{name}")
+            funcs.append(func(**TRL_FIXED_OPTIONS[name]) if name in TRL_FIXED_OPTIONS else func)
         elif "." in name:
             funcs.append(_import_reward(name))
         else:

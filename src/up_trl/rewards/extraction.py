@@ -21,7 +21,7 @@ from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase
     prediction,
 )
 from .numerals import SPACED_THOUSANDS, numbers_in_words
-from .sentences import _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
+from .sentences import _DIGIT, _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
 
@@ -43,8 +43,8 @@ _REASON = re.compile(
 # A retraction voids the statement before it: "Wait, no, ...", "that is wrong", "my mistake", "Actually, ...".
 _RETRACTION = re.compile(
     r"\b(?:wait|hold\s+on|oops|actually|correction|scratch\s+that|on\s+second\s+thought|re(?:consider|think|do)\w*|hmm+"
-    r"|wrong|incorrect|mistakes?"
-    r"|mistaken|miscalculat\w*|errors?|not\s+(?:right|correct)|isn['’]t\s+(?:right|correct)|nope"
+    r"|wrong|incorrect|mistakes?|mistaken|miscalculat\w*|errors?|not\s+(?:right|correct)|isn['’]t\s+(?:right|correct)"
+    r"|nope"
     r"|no(?=\s*[,.!;:\u2014-]))\b",
     re.I,
 )
@@ -60,7 +60,6 @@ _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a n
 # Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
 _CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
 # A number: "-3", "1,234.5", "385 000" (thousands set apart by spaces), "7/8", "33%" (33/100), "1.45 million".
-_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(
     rf"(?:(?<![\w)}}\].])-)?(?:{SPACED_THOUSANDS}|\d+(?:,\d{{3}})*)(?:\.\d+)?(?:/\d+)?(?:\\?%)?"
     r"(?:\s+(?:thousand|million|billion|trillion)\b)?"
@@ -68,9 +67,8 @@ _NUMBER = re.compile(
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
-    """The text of one completion: a string, or the content of an assistant message (the last by default).
-
-    Never raises: `None`, non-text content and malformed messages give `""`; content blocks are joined.
+    """The text of one completion: a string, or the content of an assistant message (the last by default); never
+    raises (`None`, non-text content and malformed messages give `""`; content blocks are joined).
 
     >>> completion_text([{"role": "assistant", "content": "42"}]), completion_text(None)
     ('42', '')
@@ -121,10 +119,8 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
 def last_boxed(text: str, *, bare: bool = False) -> str | None:
     r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), nested braces matched; else None.
 
-    The one `\boxed` parser: the scorer, the format reward and `up_trl.data.gold_answer` all read boxes with it.
-    One pass over the brace tokens, so "{" * 5000 or an unclosed `\boxed{` cost linear time. `bare=True` (for gold
-    answers: a few MATH solutions write "$\boxed 2$") also reads a box without braces, its next token the content,
-    when it comes after the last closed box; a reply's bare box is no box (the scorer reads its last number instead).
+    The one `\boxed` parser (scorer, format reward, `up_trl.data.gold_answer`), linear-time. `bare=True` (golds: some
+    MATH solutions write "$\boxed 2$") also reads a brace-less box after the last closed one; a reply's is no box.
 
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
@@ -164,10 +160,9 @@ def _last(matches: Iterator[re.Match]) -> re.Match | None:
 
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
-    """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
-    42.", "So 6 is not a root."). A surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode
-    "−√3", "7π") is taken whole, as a phrase in `$...$`. A final sentence without a digit that holds one number in
-    words gives that number ("So the farmer keeps seven goats."; "one" is also a pronoun and does not count)."""
+    """(start, end, number, kind) of the last number, None when its sentence hedges or negates. A surd or multiple of
+    pi around it ("-\\sqrt3", "7\\pi") is taken whole, as a phrase in `$...$`. A final sentence without a digit may
+    give one number in words ("keeps seven goats"; "one" is also a pronoun and does not count)."""
     final = _sentence_start(text, len(text.rstrip(_TRAIL)))
     if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
@@ -192,14 +187,6 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
     return start, end, "$" + text[start:end].strip() + "$", "phrase"
 
 
-def _hedged_boxes(text: str, start: int, end: int) -> bool:
-    r"""True when the sentence of the box at `start:end` holds another box and a hedge word ("or", "maybe"):
-    "\boxed{2} or \boxed{-2}" commits to neither."""
-    sentence_end = _SENTENCE_END.search(text, end)
-    sentence = text[_sentence_start(text, start) : sentence_end.start() if sentence_end else len(text)]
-    return len(_BOX_START.findall(sentence)) > 1 and bool(_HEDGE_WORDS.search(_BOX_START.sub(" ", sentence)))
-
-
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     """False when no retraction follows position `end`; else the answer stated anew after the last retraction as
     `(answer, "phrase")`: a restatement ("it is 6"), or a final sentence that ends with a math span ("..., so the
@@ -214,21 +201,17 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     statement = final_statement(text, retraction.end())
     if statement is None or text[statement[1] : content_end(text)].strip(" \t.!?*"):
         return None
-    if _CONDITION.search(text, retraction.end(), statement[0]):  # "wrong, since $x = 5$": a reason, not a new answer
-        return None
-    return statement[2], "phrase"
+    # "wrong, since $x = 5$": a reason, not a new answer
+    return None if _CONDITION.search(text, retraction.end(), statement[0]) else (statement[2], "phrase")
 
 
 def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). A reply that ends inside a `\boxed{` that never
-    closes was cut off before its answer: None. The last answer statement by position (a box, or a final-answer
-    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the right side of its
-    last "="); with `names` (the gold is a name, `\text{Navin}`), the one name of the final sentence (`final_name`);
-    else the last number before the trailing asides. Voided by a retraction after it unless the answer is stated anew
-    ("it is X", or a final sentence ending with a math span). A phrase answer is returned as written (up to the end of
-    its sentence, or a clause giving reasons); `phrase_expression` reads it.
+    Unicode is read as LaTeX first; a reply cut off inside a `\boxed{` answers nothing. The answer is the last box or
+    final-answer phrase, else the final sentence's (`final_statement`; with `names`, for a name gold, `final_name`),
+    else the last number before trailing asides; a retraction after it voids it unless it is stated anew ("it is X").
+    A phrase answer runs to the end of its sentence or a clause giving reasons; `phrase_expression` reads it.
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))
@@ -250,8 +233,10 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False
     phrase = _last_phrase(text)
     if box is not None and (phrase is None or phrase[0] < box[1]):  # a phrase inside or before the box: the box
         start, end, answer = box
-        if _hedged_boxes(text, start, end):
-            return None
+        stop = _SENTENCE_END.search(text, end)
+        sentence = text[_sentence_start(text, start) : stop.start() if stop else len(text)]
+        if len(_BOX_START.findall(sentence)) > 1 and _HEDGE_WORDS.search(_BOX_START.sub(" ", sentence)):
+            return None  # "\boxed{2} or \boxed{-2}": a hedge between two boxes commits to neither
         kind = "boxed"
     elif found := phrase or final_statement(text) or (final_name(text) if names else None):
         _, end, answer = found

@@ -18,8 +18,7 @@ _NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So
 _UNEVALUATED = re.compile(
     r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?\s*(?:[-+*×÷−]|\\times|\\cdot|\\div)\s*\d+(?:,\d{3})*(?:\.\d+)?(?![\w.^(\\{])"
 )
-# Operations that a numeric answer leaves unevaluated ("\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6"). Roots
-# and fractions are not among them: a surd or a fraction is a final form (`\frac{\sqrt{4}}{4}` answers 1/2).
+# Operations a numeric answer leaves unevaluated ("\log_2 64", "2^{10}"); a surd or a fraction is a final form.
 _OPERATIONS = {
     "binomial": re.compile(r"\\[dt]?binom|\\choose\b"),
     "logarithm": re.compile(r"(?<![A-Za-z])\\?(?:log|ln|lg)(?![A-Za-z])"),
@@ -45,8 +44,7 @@ _UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", 
             "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ",
             "∈": r"\in "}  # fmt: skip
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
-# Unicode signs outside phrase answers too: the whole reply is read with these ("−6/5" is negative, "7π" is 7\pi).
-# Degrees of temperature are a unit (" degrees C"), degrees of angle `^\circ`.
+# The whole reply is read with these ("−6/5", "7π"); degrees of temperature are a unit, degrees of angle `^\circ`.
 _UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-", "°": r"^\circ ",
                  "°C": " degrees C", "°F": " degrees F"}  # fmt: skip
 _UNICODE_ROOT = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]{0,64})\))")  # "√20", "√x", "√(x+1)"
@@ -63,20 +61,17 @@ _INEQUALITY = (
     re.compile(rf"[a-z]{_GREATER}{_BOUND}"),  # x > a
     re.compile(rf"[a-z]{_LESS}{_BOUND}"),  # x < b
 )
-# A value in scientific notation ("1.2 \times 10^5", a decimal mantissa) is a final form, not an unevaluated product
-# or power; "5 \times 10^3" stays an operation (it may echo the question).
+# Scientific notation with a decimal mantissa ("1.2 \times 10^5") is a final form; "5 \times 10^3" may be an echo.
 _SCIENTIFIC = re.compile(r"(?<![\d.])\d\.\d+\s*(?:\\times|\\cdot)\s*10\^(?:\{-?\d+\}|-?\d)")
 _THIN_SPACE_THOUSANDS = re.compile(r"(?<=\d)\\[,;! ](?=\d{3}(?!\d))")  # "114\,200" is 114200
 _SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
-# A solution set stated as equations of one variable: "x = 2 and x = -3", "x = 2, x = -3", "$x=2$ and $x=-3$".
-# Linear: a separator starts after a non-space, and each alternative with a character that is no space.
+# Between the equations of a solution set ("x = 2 and x = -3"); linear: a separator starts after a non-space.
 _LIST_SEPARATOR = re.compile(
     r"(?<!\s)\s*(?:,\s*and\b|,|;|(?<![A-Za-z])and\b|\\text\s*\{\s*(?:,\s*and|and|,)\s*\}|\\quad)\s*"
 )
 _EQUATION = re.compile(r"([A-Za-z])\s*=\s*([^=]*[^=\s])")
 _ORDERED = re.compile(r"\s*\$?\s*(?:\\left\s*)?(?:[(\[]|\\langle)")  # a tuple, a point or an interval
-# Text answers: a name is a capitalised word ("Navin", "Evelyn's"; not "USD", not "I"). A sentence's first word is no
-# name when it is a function word that opens sentences.
+# A name is a capitalised word ("Navin", "Evelyn's"; not "USD", "I"); a sentence's opening word (`_OPENERS`) is none.
 _NAME = re.compile(r"(?<![\w'’\\-])([A-Z][a-z]+)(?:['’]s)?(?![\w'’-])")
 _FIRST_WORD = re.compile(r"[^A-Za-z]*([A-Za-z]+)")
 _PARENTHESES = re.compile(r"\([^()]*\)")
@@ -85,8 +80,7 @@ _OPENERS = frozenset(
     " finally clearly since because and but here there now we she he they you our his her their all both each only"
     " if when".split()
 )
-# After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
-# an exponent ("inches^2") is part of a unit, not a second value.
+# Prose may follow an expression ("12 apples"), but no second value or hedge; an exponent ("inches^2") is a unit's.
 _HEDGE = re.compile(
     r"(?<!\^)(?<!\^\{)\d|\b(?:or|not|no|nor|neither|either|maybe|perhaps|possibly|probably|might|could|guess|wrong"
     r"|incorrect)\b|n't\b",
@@ -95,8 +89,7 @@ _HEDGE = re.compile(
 
 
 def normalize_unicode(text: str) -> str:
-    r"""Unicode mathematics as ASCII/LaTeX: "−" (U+2212) and "–" are "-", "×" `\times`, "÷" `\div`, "√" `\sqrt`,
-    "π" `\pi`, "∞" `\infty`, "≤"/"≥" `\le`/`\ge`, "°" `^\circ`, "≈" `\approx`, "²" `^2`. One pass, linear.
+    r"""Unicode mathematics as ASCII/LaTeX (`_UNICODE_TEXT`), in one linear pass.
 
     >>> normalize_unicode("−6/5"), normalize_unicode("7π m²"), normalize_unicode("2√15")
     ('-6/5', '7\\pi  m^2', '2\\sqrt{15}')
@@ -121,9 +114,8 @@ def solution_list(text: str) -> tuple[str, list[str]] | None:
 
 
 def the_name(text: str) -> str | None:
-    """The one name `text` holds ("So Navin earns the most." -> "Navin"): its capitalised words, the first word left
-    out when it opens sentences ("So", "The", "In"); None for none or two ("Kelly has more than Sam."), or a hedge or
-    negation.
+    """The one name `text` holds (its capitalised words, an opening "So" or "The" aside); None for none, two, or a
+    hedge or negation.
 
     >>> the_name("So Navin earns the most."), the_name("Evelyn's average speed is greatest"), the_name("Sam beats Bo")
     ('Navin', 'Evelyn', None)
@@ -160,9 +152,8 @@ def _undelimited_expression(text: str) -> str | None:
 def phrase_expression(answer: str) -> str | None:
     r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none.
 
-    Prose after the expression is dropped ("12 apples" -> `12`) unless it holds another value or a hedge ("or",
-    "not", a digit): then the phrase is no answer, never one number of it. Text in `$...$` (or `\(...\)`) is taken
-    whole when it is the only math of the phrase; a "$" before a number is a currency sign.
+    Prose after it is dropped unless it holds another value or a hedge: then the phrase is no answer, never one
+    number of it. The only math span of the phrase is taken whole; a "$" before a number is a currency sign.
 
     >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
     ('2x + 3', '12', '12')
@@ -235,11 +226,9 @@ def _interval(answer: str) -> str:
 
 
 def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
-    r"""Apply the phrase and anti-echo rules to `extract_answer`'s result: read a phrase as one expression, take the
-    right side of "a = b" (unless the gold is an equation) or the values of a solution set ("x = 2 and x = -3" is
-    `2, -3`), refuse hedged answers ("4 \text{ or } 5") and refuse unevaluated arithmetic: two numbers and an
-    operator, or, against a numeric gold, an operation the gold lacks. Numbers are read as written: in words
-    (`\boxed{six}`), with a scale word ("1.45 million", `numerals.scaled`), with thousands set apart by spaces.
+    r"""`extract_answer`'s result under the anti-echo rules: a phrase read as one expression, the right side of "a = b"
+    (unless the gold is an equation) or a solution set's values; hedges and unevaluated arithmetic (two numbers and an
+    operator, or against a numeric gold an operation it lacks) refused; numbers in words or with scale words read.
 
     >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
     (('4', 'phrase'), None, None)

@@ -60,8 +60,8 @@ def _value(words: str) -> int:
 
 
 def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] | None:
-    """(start, end, value) of the first number written in words in `text`; with `whole`, only when the words are all
-    of `text` (around them spaces and `\\text{...}`). None when there is none.
+    """(start, end, value) of the first number written in words in `text` (None for none); with `whole`, only when
+    they are all of `text` (around them spaces and `\\text{...}`).
 
     >>> number_in_words("So the farmer keeps seven goats."), number_in_words("twenty-four", whole=True)
     ((20, 25, 7), (0, 11, 24))
@@ -73,8 +73,7 @@ def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] |
         inner = _TEXT_BLOCK.fullmatch(body)
         match = _NUMBER_WORDS.fullmatch(inner.group(1).strip() if inner else body)
         return None if match is None else (0, len(text), _value(match.group()))
-    match = _NUMBER_WORDS.search(text)
-    return None if match is None else (match.start(), match.end(), _value(match.group()))
+    return next(iter(numbers_in_words(text)), None)
 
 
 def numbers_in_words(text: str) -> list[tuple[int, int, int]]:
@@ -86,12 +85,6 @@ def numbers_in_words(text: str) -> list[tuple[int, int, int]]:
     return [(m.start(), m.end(), _value(m.group())) for m in _NUMBER_WORDS.finditer(text)]
 
 
-def _plain(number: Decimal) -> str:
-    """A decimal written without exponent or trailing zeros: 1450000, 2.5."""
-    text = format(number, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def _gold_number(gold: str) -> Decimal | None:
     """The gold as a plain decimal ("1.45", "$1.45$", "1,450,000"), None when it is something else."""
     try:
@@ -101,8 +94,8 @@ def _gold_number(gold: str) -> Decimal | None:
 
 
 def scaled(text: str, gold: str) -> str:
-    r"""`text` with each number followed by a scale word written out: "1.45 million" is 1450000, except where the gold
-    is the number itself (a question that counts in millions): then the number without its scale word.
+    r"""`text` with each number followed by a scale word written out, or without its scale word where the gold is
+    the number itself (a question that counts in millions).
 
     >>> scaled("1.45 million", "1450000"), scaled("1.45 million", "1.45"), scaled(r"3 \text{ thousand}", "3000")
     ('1450000', '1.45', '3000')
@@ -112,7 +105,7 @@ def scaled(text: str, gold: str) -> str:
         number = Decimal(match.group(1).replace(",", ""))
         if _gold_number(gold) == number:
             return match.group(1)
-        return _plain(number * _SCALE[match.group(2).lower()])
+        return format((number * _SCALE[match.group(2).lower()]).normalize(), "f")  # no exponent, no trailing zeros
 
     return _SCALED.sub(write, text)
 
@@ -127,8 +120,7 @@ def join_spaced_thousands(text: str) -> str:
 
 
 def repeating_decimals(text: str) -> str:
-    r"""Repeating decimals as exact fractions (math-verify reads `0.\overline{3}` as 0): `a.b\overline{c}` is
-    (abc - ab) / (10^len(b) (10^len(c) - 1)), reduced.
+    r"""Repeating decimals as exact fractions: `a.b\overline{c}` is (abc - ab) / (10^len(b) (10^len(c) - 1)), reduced.
 
     >>> [repeating_decimals(t) for t in (r"0.\overline{3}", r"1.\overline{27}", r"0.1\overline6", r"0.\overline9")]
     ['\\frac{1}{3}', '\\frac{14}{11}', '\\frac{1}{6}', '1']

@@ -7,9 +7,7 @@ cut to `MAX_CHARS` first.
 
 from __future__ import annotations
 
-import collections
 import re
-from collections.abc import Iterator
 from typing import Any
 
 from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
@@ -21,7 +19,7 @@ from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase
     prediction,
 )
 from .numerals import SPACED_THOUSANDS, numbers_in_words
-from .sentences import _DIGIT, _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
+from .sentences import _DIGIT, _SENTENCE_END, _TRAIL, _last, _sentence_start, content_end, final_name, final_statement
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
 
@@ -151,12 +149,6 @@ def _last_phrase(text: str) -> tuple[int, int, str] | None:
         if answer:
             return match.start(), end, answer
     return None
-
-
-def _last(matches: Iterator[re.Match]) -> re.Match | None:
-    """The last of an iterator of matches (one pass, constant memory), None when it is empty."""
-    last = collections.deque(matches, maxlen=1)
-    return last[0] if last else None
 
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:

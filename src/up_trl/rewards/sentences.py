@@ -7,7 +7,9 @@ A reply without `\boxed{}` or "the answer is" most often ends with its answer ("
 
 from __future__ import annotations
 
+import collections
 import re
+from collections.abc import Iterator
 
 from .expressions import _HEDGE, _HEDGE_WORDS, _LIST_SEPARATOR, _MATH_WORDS, phrase_expression, solution_list, the_name
 
@@ -19,8 +21,7 @@ _ASIDE_SENTENCE = re.compile(
     r"|i\s+hope|feel\s+free|step\s+\d+\s+(?:of\s+\d+\s+)?(?:done|complete)\w*|done\b|good\s+luck)\b)",
     re.I,
 )
-# An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
-# Each alternative starts a run of spaces at its first space (`(?<!\s)`): linear on long runs of spaces.
+# An aside after a value: "(3 hours 20 minutes)", "\approx 0.306"; `(?<!\s)`: linear on long runs of spaces.
 _ASIDE_CUT = re.compile(r"(?<!\s)\s*\\approx(?![A-Za-z])|(?<!\s)\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
 _DIGIT = re.compile(r"\d")
 # Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
@@ -34,17 +35,20 @@ _NAME_GOLD = re.compile(r"\$?\s*(?:\\text\s*\{\s*([A-Z][a-z]+)\s*\}|([A-Z][a-z]+
 _TRAIL = " \t.!?。！？"  # sentence-final punctuation
 
 
+def _last(matches: Iterator[re.Match]) -> re.Match | None:
+    """The last of an iterator of matches (one pass, constant memory), None when it is empty."""
+    last = collections.deque(matches, maxlen=1)
+    return last[0] if last else None
+
+
 def _sentence_start(text: str, end: int) -> int:
     """Start of the sentence that holds position `end` (0 when no sentence boundary precedes it)."""
-    start = 0
-    for boundary in _SENTENCE_END.finditer(text, 0, end):
-        start = boundary.end()
-    return start
+    boundary = _last(_SENTENCE_END.finditer(text, 0, end))
+    return boundary.end() if boundary else 0
 
 
 def content_end(text: str) -> int:
-    """End of a reply's content: trailing aside sentences ("Note: the 2 loose eggs ...", "Step 4 of 4 done.",
-    "(Check: ...)") are dropped, at most `MAX_ASIDES` of them, and the final sentence is cut at an aside after a value.
+    """End of a reply's content: up to `MAX_ASIDES` trailing aside sentences dropped, and an aside after a value.
 
     >>> text = "She walks 200 minutes (3 hours 20 minutes). Note: 2 breaks."
     >>> text[: content_end(text)]
@@ -85,9 +89,8 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
 
 
 def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
-    r"""(start, end, answer) of the answer the final sentence of `text` ends with, at or after position `start`: its
-    last math or bold span (as `$...$`), else the right side of its last "="; None when it states none, or when prose
-    after it holds another value, a negation or a hedge.
+    r"""(start, end, answer) the final sentence of `text` (from `start` on) ends with: its last math or bold span, else
+    the right side of its last "="; None for none, or when prose after it holds another value, a negation or a hedge.
 
     >>> final_statement(r"We get $x^2 = 9$, so the probability is $\frac13$.")[2]
     '$\\frac13$'
@@ -145,9 +148,7 @@ def is_name(gold: str) -> bool:
 
 
 def final_name(text: str) -> tuple[int, int, str] | None:
-    r"""(start, end, `\text{Name}`) of the one name the final sentence of `text` states ("So Navin earns the most.",
-    "Navin earns the most."); None when it names none or two ("Kelly has more than Sam."), hedges or negates
-    (`expressions.the_name`). For a gold that is a name: a number never answers one.
+    r"""(start, end, `\text{Name}`) of the one name the final sentence of `text` states (`expressions.the_name`).
 
     >>> final_name("Navin earns $7 an hour.\nSo Navin earns the most.")[2], final_name("Luka or Navin.")
     ('\\text{Navin}', None)

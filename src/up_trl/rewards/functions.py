@@ -1,8 +1,4 @@
-r"""Reward functions with TRL's signature `fn(completions, **kwargs) -> list[float | None]`.
-
-`MathAccuracyReward` (math-verify on the strictly extracted answer, in the worker pool, each item bounded), the
-boxed and think format rewards, and DAPO's soft overlong punishment (TRL's).
-"""
+"""Reward functions with TRL's signature: `MathAccuracyReward`, the format rewards, DAPO's soft overlong punishment."""
 
 from __future__ import annotations
 
@@ -41,10 +37,8 @@ _STATS_LOCK = threading.Lock()
 
 
 class MathAccuracyReward:
-    r"""math-verify accuracy of the strictly extracted answer: `correct` / `incorrect`, None when the gold is
-    unparseable (TRL skips it), `timeout_reward` (default `incorrect`) for an item not scored within
-    `item_timeout_s`, counted in `stats.timeouts` and `rewards/<name>/timeout_frac`. Build with
-    `make_math_accuracy_reward`; instances are picklable.
+    r"""math-verify accuracy of the strictly extracted answer: `correct` / `incorrect`, None for an unparseable gold
+    (TRL skips it), `timeout_reward` (default `incorrect`) for an item not scored within `item_timeout_s`. Picklable.
 
     >>> reward = make_math_accuracy_reward(correct=1.0, incorrect=-1.0)
     >>> reward([[{"role": "assistant", "content": r"\boxed{42}"}], "41"], solution=["42", "42"])
@@ -145,8 +139,7 @@ class MathAccuracyReward:
 
 
 def make_math_accuracy_reward(correct: float = 1.0, incorrect: float = 0.0, **options: Any) -> MathAccuracyReward:
-    """A math-verify accuracy reward scoring `correct` / `incorrect`; see `MathAccuracyReward` for `options`
-    (`timeout_reward`, `solution_column`, `name`, `num_workers`, `item_timeout_s`, `max_chars`).
+    """A math-verify accuracy reward scoring `correct` / `incorrect`; `options` as `MathAccuracyReward` takes them.
 
     >>> make_math_accuracy_reward(correct=1.0, incorrect=-1.0).__name__
     'math_accuracy_reward_1_-1'
@@ -184,8 +177,7 @@ def think_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
 
 def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache: int | None = None) -> Callable:
     """DAPO's soft overlong punishment, TRL's `get_soft_overlong_punishment` (`max_completion_length` named as in
-    `GRPOConfig`): 0 up to `max - cache` tokens, then linear down to -1 at `max`. The cache defaults to a fifth of
-    the maximum (DAPO: 4096 of 20480).
+    `GRPOConfig`); the cache defaults to a fifth of the maximum (DAPO: 4096 of 20480).
 
     >>> make_soft_overlong_punishment(100, 20)(completion_ids=[[1] * 80, [1] * 90])
     [0.0, -0.5]

@@ -34,9 +34,8 @@ _DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")  # "$", "\(", "\[": math delimi
 
 
 def parse_input(answer: str, kind: str) -> str | None:
-    r"""The string handed to `math_verify.parse` for an extracted answer of `kind`; None when it is no answer.
-
-    A phrase answer is one expression in `$...$`, as the golds are (math-verify on bare text keeps one number).
+    r"""The string handed to `math_verify.parse` for an answer of `kind`, None for none: a phrase is one expression in
+    `$...$`, as golds are (math-verify on bare text keeps one number).
 
     >>> parse_input("3", "boxed"), parse_input("1,000", "number"), parse_input("2x + 3", "phrase")
     ('\\boxed{3}', '1000', '$2x + 3$')
@@ -66,10 +65,8 @@ def _variables(text: str, words: bool) -> collections.Counter:
 def dropped_letters(text: str, parsed: list) -> collections.Counter:
     r"""The variables of `text` (an answer as handed to math-verify) that its parse `parsed` no longer has.
 
-    A variable is a single letter ("s", "t", "x"), or a run of letters glued to a number or a letter ("2t", "5ab",
-    "12cm"), outside text blocks (`\text{ s}`, `\mathrm{m}`) and commands. A word set apart by a space is a unit or
-    prose, never a variable ("12 cm", "7 hours"). So "5 s", "5s" and "12 m" are 5s, 5s and 12m, as LaTeX reads them;
-    a unit that is meant is written as text (`5\text{ s}`) or as a word.
+    A variable is a single letter, or letters glued to a number or letter ("2t", "12cm"), outside text blocks and
+    commands; a word set apart by a space ("12 cm") is a unit or prose. A meant unit is text (`5\text{ s}`).
 
     >>> from math_verify import parse
     >>> [dict(dropped_letters(t, parse(t))) for t in ("$2t$", "$3 - s$", "$9 - x$", "$12 cm$", r"$5\text{ s}$")]
@@ -82,8 +79,7 @@ def dropped_letters(text: str, parsed: list) -> collections.Counter:
 
 
 def shared_letter_dropped(pred: str, pred_parsed: list, gold: str, gold_parsed: list) -> bool:
-    r"""Whether a parse dropped, as a unit, a variable that the prediction and the gold both write: a letter both
-    sides have is a variable on both ("9 - t" against "9-t"), so both are parsed again without unit removal.
+    r"""Whether a parse dropped, as a unit, a letter both sides write (a variable on both: "9 - t" against "9-t").
 
     >>> from math_verify import parse
     >>> [shared_letter_dropped(p, parse(p), g, parse(g)) for p, g in (("$9 - t$", "$9-t$"), ("$9 - t$", "$9$"))]

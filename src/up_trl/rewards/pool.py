@@ -69,11 +69,6 @@ def _verify_in_worker(task: Task) -> int:
     return verify_answer(*task, timeout)
 
 
-def _context():
-    # fork on POSIX: a spawned worker re-imports __main__, re-running a script without a `__name__` guard
-    return multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-
-
 class _Pool:
     """A pebble `ProcessPool` owned by one process; rebuilt when pebble reports it broken."""
 
@@ -83,7 +78,9 @@ class _Pool:
 
         self.pid, self.num_workers = os.getpid(), num_workers
         self.ready = False  # True once a task came back: from then on a queued item may wait behind others freely
-        self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=_context())
+        # fork on POSIX: a spawned worker re-imports __main__, re-running a script without a `__name__` guard
+        context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=context)
 
     def close(self) -> None:
         try:
@@ -95,9 +92,11 @@ class _Pool:
 
 _POOLS: dict[int, _Pool] = {}
 _POOLS_LOCK = threading.Lock()
+_FINALIZER_PID: int | None = None  # the process that registered the finalizer in `_pool`
 
 
 def _pool(num_workers: int, fresh: bool = False) -> _Pool:
+    global _FINALIZER_PID
     with _POOLS_LOCK:
         pool = _POOLS.get(num_workers)
         if pool is not None and (fresh or pool.pid != os.getpid() or not pool.pool.active):
@@ -109,20 +108,12 @@ def _pool(num_workers: int, fresh: bool = False) -> _Pool:
                 pool = _POOLS[num_workers] = _Pool(num_workers)
             except (OSError, ValueError, ImportError) as exc:  # no fork, no pipes, no math-verify
                 raise PoolUnavailable(f"cannot start worker processes: {exc}") from exc
-            _stop_before_multiprocessing_exit()
+            # In a multiprocessing child atexit does not run, and its exit hook first joins pebble's workers for ever:
+            # a finalizer with an exit priority runs before that join (once per process; it records its maker's pid).
+            if _FINALIZER_PID != os.getpid():
+                _FINALIZER_PID = os.getpid()
+                multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
         return pool
-
-
-_FINALIZER_PID: int | None = None  # the process that registered the finalizer below
-
-
-def _stop_before_multiprocessing_exit() -> None:
-    """In a `multiprocessing` child `atexit` does not run, and its exit hook joins pebble's workers for ever first; a
-    finalizer with an exit priority runs before that join. Once per process (the registry records its maker's pid)."""
-    global _FINALIZER_PID
-    if _FINALIZER_PID != os.getpid():
-        _FINALIZER_PID = os.getpid()
-        multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
 
 
 def _forget_pools_in_child() -> None:

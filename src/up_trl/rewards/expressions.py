@@ -172,11 +172,8 @@ def phrase_expression(answer: str) -> str | None:
     segments = [next(g for g in m.groups() if g is not None) for m in _DELIMITED.finditer(text)]
     if segments:
         outside = _DELIMITED.sub(" ", text)
-        if (
-            len(segments) > 1
-            and not _LIST_SEPARATOR.sub("", outside).strip(" .")
-            and solution_list(", ".join(segments))
-        ):
+        only_separators = len(segments) > 1 and not _LIST_SEPARATOR.sub("", outside).strip(" .")
+        if only_separators and solution_list(", ".join(segments)):
             return ", ".join(s.strip() for s in segments)  # "$x = 2$ and $x = -3$": one solution set
         if len(segments) != 1 or _HEDGE.search(outside):
             return None
@@ -188,9 +185,7 @@ def phrase_expression(answer: str) -> str | None:
         words = number_in_words(text)  # "twenty-four", "thirty-six dollars": the number, then prose
         if words is not None and not text[: words[0]].strip():
             text = str(words[2]) + text[words[1] :]
-        expression = _undelimited_expression(text)
-        if expression is None:
-            return None
+        expression = _undelimited_expression(text) or ""
         if not expression.startswith("\\text{"):
             expression = re.sub(r"  +", " ", _BARE_FUNCTION.sub(r"\\\1 ", expression)).strip()
         expression = re.sub(r"(?<!\\)%", r"\\%", expression)
@@ -244,9 +239,7 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     answer, kind = pred
     answer = scaled(answer, gold)  # "1.45 million": 1450000, or 1.45 against a gold counted in millions
     if kind == "phrase":
-        answer = phrase_expression(answer)
-        if answer is None:
-            return None
+        answer = phrase_expression(answer) or ""  # no expression: no answer (below)
     elif kind == "boxed" and (words := number_in_words(answer, whole=True)) is not None:
         answer = str(words[2])  # \boxed{six}
     listed = solution_list(answer) if kind != "number" and "=" not in gold else None
@@ -264,10 +257,6 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
     if interval[:1] in "([" and interval[-1:] in ")]":
         answer = _interval(answer)
-    if _HEDGE_WORDS.search(answer) and not _HEDGE_WORDS.search(gold):
-        return None
-    if _UNEVALUATED.search(answer) and not _UNEVALUATED.search(gold):
-        return None
-    if _is_numeric(gold) and _operations(answer) - _operations(gold):
-        return None
-    return answer, kind
+    if any(pattern.search(answer) and not pattern.search(gold) for pattern in (_HEDGE_WORDS, _UNEVALUATED)):
+        return None  # a hedge, or two numbers and an operator, that the gold does not have
+    return None if _is_numeric(gold) and _operations(answer) - _operations(gold) else (answer, kind)

@@ -94,15 +94,12 @@ class MathAccuracyReward:
         return [by_key[k] if k is not None else GOLD_UNPARSEABLE for k in keys], preds, golds, replaced
 
     def outcomes(self, completions: Sequence[Any], solution: Sequence[Any]) -> list[int]:
-        """One outcome per completion (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT from `up_trl.rewards`), what
-        `__call__` maps to reward values; stats and logs are not touched."""
+        """One outcome per completion (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT), without touching stats or logs."""
         return self._score(completions, solution)[0]
 
     def judge(self, completions: Sequence[Any], solution: Sequence[Any]) -> tuple[list[int], list]:
-        """`outcomes` and the answer each was judged on: `(answer, kind)` after the anti-echo rules, None for none
-        (what `up-trl eval` groups for maj@k, so a reply the reward refuses never votes)."""
-        outcomes, preds, _, _ = self._score(completions, solution)
-        return outcomes, preds
+        """`outcomes` and the `(answer, kind)` each was judged on, None for none (`up-trl eval`'s maj@k votes)."""
+        return self._score(completions, solution)[:2]
 
     def __call__(self, completions: Sequence[Any], solution: Sequence[Any] | None = None, **kwargs) -> list:
         golds_raw = kwargs.get(self.solution_column) if self.solution_column != "solution" else solution

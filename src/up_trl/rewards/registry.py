@@ -34,9 +34,8 @@ REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
     "soft_overlong": make_soft_overlong_punishment,
 }
-# TRL's reward functions (`trl.rewards`) by their own names, as `trl grpo --reward_funcs` takes them; none is a name
-# above. `get_soft_overlong_punishment` is built as `trl grpo` builds it (`TRL_FIXED_OPTIONS`); ours, soft_overlong,
-# takes the run's max_completion_length instead.
+# TRL's reward functions by their own names, as `trl grpo --reward_funcs` takes them, built as `trl grpo` builds them
+# (`TRL_FIXED_OPTIONS`; our soft_overlong takes the run's max_completion_length instead).
 TRL_REWARD_FUNCS: tuple[str, ...] = (
     "accuracy_reward",
     "reasoning_accuracy_reward",
@@ -81,11 +80,8 @@ def _known() -> str:
 
 
 def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
-    """Reward functions for `GRPOTrainer(reward_funcs=...)` from registry names, TRL's names (`TRL_REWARD_FUNCS`,
-    TRL's own functions) or dotted import paths.
-
-    `options` go to the factories that name them (`max_completion_length`, `soft_punish_cache` for
-    "soft_overlong"; `item_timeout_s`, `num_workers`, ... for the accuracy rewards).
+    """Reward functions for `GRPOTrainer(reward_funcs=...)` from our names, TRL's (`TRL_REWARD_FUNCS`) or dotted import
+    paths; `options` go to the factories that name them (`max_completion_length`, `item_timeout_s`, ...).
 
     >>> [f.__name__ for f in get_reward_funcs(["math_accuracy", "up_trl.rewards.boxed_format_reward"])]
     ['math_accuracy_reward', 'boxed_format_reward']

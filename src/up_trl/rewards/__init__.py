@@ -8,10 +8,8 @@ sample (TRL turns it into NaN).
     >>> math_accuracy_reward(replies, solution=["0.5", "#### 4", "3"])
     [1.0, 0.0, 0.0]
 
-Modules: `extraction` (the one answer a reply commits to), `sentences` (a final sentence's answer), `expressions` (an
-answer as one expression; the anti-echo rules: "71 + 88" never scores as 159), `numerals` (numbers as the digits
-math-verify reads), `verification` (math-verify: CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT), `pool` (pebble workers,
-each item bounded by `item_timeout_s`), `functions` (the rewards), `registry` (`get_reward_funcs`).
+The answer a reply commits to is read by `extraction`, `sentences`, `expressions` (the anti-echo rules: "71 + 88"
+never scores as 159) and `numerals`; `verification` runs math-verify in `pool`'s bounded workers.
 
 Inside `GRPOTrainer` the accuracy rewards log (TRL's `log_metric`) `rewards/<name>/skipped_gold_frac`,
 `rewards/<name>/no_answer_frac` and `rewards/<name>/timeout_frac`, and add the columns `<name>/answer` and

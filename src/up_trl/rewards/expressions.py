@@ -100,8 +100,7 @@ def normalize_unicode(text: str) -> str:
 
 
 def solution_list(text: str) -> tuple[str, list[str]] | None:
-    """A solution set stated as equations of one variable, as (variable, values in the order written): "x = 2 and
-    x = -3" is `("x", ["2", "-3"])`; None when `text` is anything else (one equation, two variables, prose).
+    """A solution set stated as equations of one variable, as (variable, values in order); None for anything else.
 
     >>> solution_list("x = 2 and x = -3"), solution_list("x = 1, x = 2, and x = 5"), solution_list("x = 2 and y = 3")
     (('x', ['2', '-3']), ('x', ['1', '2', '5']), None)

@@ -7,6 +7,7 @@ cut to `MAX_CHARS` first.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -31,8 +32,7 @@ _PHRASE = re.compile(
     re.I,
 )
 _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
-# A clause that gives reasons ends the answer: "9, since 10 - 1 = 9", "12 because 3 x 4 = 12", "6; we checked"; so does
-# an aside after it: "11/36 \approx 0.306", "25 days (about 3.5 weeks)".
+# A clause that gives reasons ends the answer ("9, since 10 - 1 = 9", "6; we checked"), and so does an aside after it.
 _REASON = re.compile(
     r"(?<![\s,;])(?:\s*[,;]\s*|\s+|\s*\(\s*)(?:since|because|as|so|which|given|hence|thus|therefore|where|due)\b"
     r"|(?<![\s;]);\s|\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})",
@@ -65,13 +65,12 @@ _NUMBER = re.compile(
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
-    """The text of one completion: a string, or the content of an assistant message (the last by default); never
-    raises (`None`, non-text content and malformed messages give `""`; content blocks are joined).
+    """The text of one completion: a string, or an assistant message's content (the last by default; else "").
 
     >>> completion_text([{"role": "assistant", "content": "42"}]), completion_text(None)
     ('42', '')
     """
-    try:
+    with contextlib.suppress(Exception):  # a reward must not raise on a malformed completion
         if isinstance(completion, str):
             return completion
         if isinstance(completion, dict):
@@ -86,8 +85,6 @@ def completion_text(completion: Any, message: int = -1) -> str:
                 return "".join(b.get("text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text")
         if isinstance(completion, bytes):
             return completion.decode("utf-8", errors="replace")
-    except Exception:  # a reward must not raise on a malformed completion
-        pass
     return ""
 
 
@@ -180,9 +177,8 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
 
 
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
-    """False when no retraction follows position `end`; else the answer stated anew after the last retraction as
-    `(answer, "phrase")`: a restatement ("it is 6"), or a final sentence that ends with a math span ("..., so the
-    fraction is $\frac{4}{9}$."); None when there is neither (the retracted answer is withdrawn)."""
+    """False when no retraction follows position `end`; else the answer stated anew after the last one (a restatement,
+    or a final sentence ending with a math span) as `(answer, "phrase")`, or None (the answer is withdrawn)."""
     retraction = _last(_RETRACTION.finditer(text, end))
     if retraction is None:
         return False
@@ -243,8 +239,7 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False
 
 
 def extract_gold(solution: Any, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
-    r"""The gold answer as `(answer, kind)`: the last \boxed{} of a worked solution, the text after GSM8K's "####",
-    else the whole (bare) answer. None when there is nothing to parse.
+    r"""The gold answer as `(answer, kind)`: the last \boxed{}, else the text after GSM8K's "####", else all; or None.
 
     >>> extract_gold("Add them: 40 + 2 = 42.\n#### 42"), extract_gold(r"\frac{1}{2}"), extract_gold(7)
     (('42', 'phrase'), ('\\frac{1}{2}', 'phrase'), ('7', 'phrase'))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .extraction import MAX_CHARS, completion_text, extract_answer, extract_gold, last_boxed, prediction
@@ -29,8 +29,7 @@ class RewardStats:
         return asdict(self)
 
     def reset(self) -> None:
-        for f in fields(self):
-            setattr(self, f.name, 0)
+        self.__init__()  # every field back to its default, 0
 
 
 _STATS_LOCK = threading.Lock()
@@ -174,7 +173,7 @@ def think_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
 
 def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache: int | None = None) -> Callable:
     """DAPO's soft overlong punishment, TRL's `get_soft_overlong_punishment` (`max_completion_length` named as in
-    `GRPOConfig`); the cache defaults to a fifth of the maximum (DAPO: 4096 of 20480).
+    `GRPOConfig`); the cache defaults to a fifth of it (DAPO: 4096 of 20480).
 
     >>> make_soft_overlong_punishment(100, 20)(completion_ids=[[1] * 80, [1] * 90])
     [0.0, -0.5]

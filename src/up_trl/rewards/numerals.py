@@ -37,8 +37,7 @@ _SCALED = re.compile(
     r"(?![A-Za-z])\s*\}?",
     re.I,
 )
-# "385 000", "1 000 000" (also with a no-break or a narrow no-break space): one number, 1-3 digits first. A pattern
-# string, so that extraction's last-number pattern reads such a number whole too.
+# "385 000", "1 000 000" (also no-break spaces): one number; a pattern string, for extraction's `_NUMBER` too.
 SPACED_THOUSANDS = r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)"
 _SPACED_THOUSANDS = re.compile(rf"(?<![\d.,]){SPACED_THOUSANDS}")
 _SPACE = re.compile(r"[ \u00a0\u202f]")
@@ -94,8 +93,7 @@ def _gold_number(gold: str) -> Decimal | None:
 
 
 def scaled(text: str, gold: str) -> str:
-    r"""`text` with each number followed by a scale word written out, or without its scale word where the gold is
-    the number itself (a question that counts in millions).
+    r"""`text` with each "number scale-word" written out, or as the number alone where that is the gold itself.
 
     >>> scaled("1.45 million", "1450000"), scaled("1.45 million", "1.45"), scaled(r"3 \text{ thousand}", "3000")
     ('1450000', '1.45', '3000')

@@ -8,6 +8,7 @@ has its own pool (a forked child starts a new one on first use), stopped at exit
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.util
@@ -34,8 +35,7 @@ Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 
 
 class PoolUnavailable(Exception):
-    """Worker processes cannot be started here; the caller scores in-process instead (no RuntimeError: not a broken
-    pool)."""
+    """Worker processes cannot start here (not a RuntimeError: no broken pool); the caller scores in-process."""
 
 
 def default_num_workers() -> int:
@@ -56,12 +56,10 @@ def _worker_init() -> None:
     for name in MATH_VERIFY_LOGGERS:
         logging.getLogger(name).propagate = False
         logging.getLogger(name).setLevel(logging.WARNING)
-    try:
+    with contextlib.suppress(Exception):  # no `resource` module on Windows
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a blow-up is a MemoryError, not the OOM killer
-    except Exception:
-        pass
 
 
 def _verify_in_worker(task: Task) -> int:
@@ -83,11 +81,9 @@ class _Pool:
         self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=context)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.pool.stop()
             self.pool.join(timeout=5)
-        except Exception:
-            pass
 
 
 _POOLS: dict[int, _Pool] = {}
@@ -108,8 +104,7 @@ def _pool(num_workers: int, fresh: bool = False) -> _Pool:
                 pool = _POOLS[num_workers] = _Pool(num_workers)
             except (OSError, ValueError, ImportError) as exc:  # no fork, no pipes, no math-verify
                 raise PoolUnavailable(f"cannot start worker processes: {exc}") from exc
-            # In a multiprocessing child atexit does not run, and its exit hook first joins pebble's workers for ever:
-            # a finalizer with an exit priority runs before that join (once per process; it records its maker's pid).
+            # a multiprocessing child runs no atexit and joins pebble's workers for ever: a finalizer runs before that
             if _FINALIZER_PID != os.getpid():
                 _FINALIZER_PID = os.getpid()
                 multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
@@ -183,8 +178,8 @@ def score(
     item_timeout_s: float = ITEM_TIMEOUT_S,
     startup_timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> tuple[list[int], int]:
-    """Outcomes of `tasks` and the number of workers replaced; in-process when `num_workers` is 0 or workers cannot
-    start (warned once). `num_workers=None` reads `UP_TRL_REWARD_WORKERS`."""
+    """Outcomes of `tasks` and the number of workers replaced; in-process when `num_workers` (None: the environment's)
+    is 0 or workers cannot start (warned once)."""
     num_workers = default_num_workers() if num_workers is None else num_workers
     if num_workers > 0 and tasks and os.getpid() not in _UNAVAILABLE_IN:
         try:
@@ -202,9 +197,8 @@ def score(
 def verify_many(
     tasks: Sequence[Task], *, num_workers: int | None = None, item_timeout_s: float = ITEM_TIMEOUT_S
 ) -> list[int]:
-    """One outcome (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) per `(pred, pred_kind, gold, gold_kind)` task, kinds
-    "boxed" | "phrase" | "number" as `extract_answer` returns them (pred None: no answer). Each item is bounded by
-    `item_timeout_s` in the worker pool. The gold side is read as a gold answer; no anti-echo rule is applied.
+    """One outcome per `(pred, pred_kind, gold, gold_kind)` task (kinds as `extract_answer` returns them, pred None for
+    none), each bounded by `item_timeout_s`; the gold is read as a gold answer, and no anti-echo rule is applied.
 
     >>> verify_many([("1/2", "boxed", "0.5", "number"), ("5 or 6", "phrase", "5", "number")], num_workers=0)
     [1, 0]

@@ -34,8 +34,7 @@ REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
     "soft_overlong": make_soft_overlong_punishment,
 }
-# TRL's reward functions by their own names, as `trl grpo --reward_funcs` takes them, built as `trl grpo` builds them
-# (`TRL_FIXED_OPTIONS`; our soft_overlong takes the run's max_completion_length instead).
+# TRL's rewards by their names, built as `trl grpo --reward_funcs` builds them (ours, soft_overlong, takes options).
 TRL_REWARD_FUNCS: tuple[str, ...] = (
     "accuracy_reward",
     "reasoning_accuracy_reward",
@@ -114,8 +113,7 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
 
 
 def check_reward_names(names: Sequence[str]) -> None:
-    """A ValueError, one line with the closest names, for a name that is neither ours, TRL's, nor a dotted import
-    path: before anything is imported or loaded."""
+    """A one-line ValueError naming the closest names for an unknown reward name, before anything is imported."""
     import difflib
 
     ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))

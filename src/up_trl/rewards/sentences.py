@@ -124,8 +124,7 @@ def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
 
 
 def _listed_spans(text: str, spans: list[tuple[int, int, str, str]]) -> tuple[int, int, str] | None:
-    """The last math spans of a sentence when they state one solution set ("$x = 2$ and $x = -3$"), joined as one
-    answer `$x = 2, x = -3$`; None otherwise."""
+    """The last math spans of a sentence joined as one answer when they state a solution set; None otherwise."""
     first = len(spans)
     while first > 0:
         between = text[spans[first - 1][1] : spans[first][0]] if first < len(spans) else ""

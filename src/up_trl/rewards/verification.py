@@ -20,8 +20,7 @@ from .expressions import _MATH_WORDS
 from .extraction import phrase_expression
 from .numerals import repeating_decimals
 
-# Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds; its default is 5). 1 s and 2 s
-# fired on right MATH-500 answers (0.3 s of CPU) on a 2-core machine under a load of 10; an item is at most ~3x this.
+# math-verify's SIGALRM bound per parse and verify, in whole seconds: 1 and 2 fired on right answers under load.
 MATH_VERIFY_TIMEOUT = 3
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
@@ -127,9 +126,8 @@ class _ParseFailed(Exception):
 
 
 def parse_gold(gold: str, kind: str, timeout: int | None, units: bool = True) -> list:
-    """math-verify's parse of a gold answer (`[]` when it fails); a bare gold is read as LaTeX first ("(1, 2)" is a
-    tuple, "3+4i" complex, "B" a choice), then as text. Without `units`, no letter is removed as a unit. Successful
-    parses are cached, failures never are (a parse that timed out on a busy machine is tried again)."""
+    """math-verify's parse of a gold (`[]` on failure), a bare gold read as LaTeX first, then as text; without `units`
+    no letter is removed as a unit. Only successful parses are cached (a timed-out one is tried again)."""
     try:
         return _parse_gold(gold, kind, timeout, units)
     except _ParseFailed:
@@ -158,8 +156,7 @@ def _parse_gold(gold: str, kind: str, timeout: int | None, units: bool) -> list:
 
 
 def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, timeout: int | None) -> int:
-    """CORRECT, WRONG, GOLD_UNPARSEABLE or TIMEOUT (math-verify's own bound fired and nothing was found correct) for
-    one extracted prediction (None: no answer) against one gold answer.
+    """The outcome of one extracted prediction (None: no answer) against one gold (TIMEOUT: math-verify's bound fired).
 
     >>> [verify_answer("2x + 3", "phrase", gold, "phrase", None) for gold in ("2x+3", "3")]
     [1, 0]

@@ -1,8 +1,5 @@
-r"""Answer extraction: pure string functions that pick the one answer a reply commits to (`extract_answer`).
-
-The last answer statement wins, a retraction after it voids it, and a hedged statement answers nothing: a reply must
-never score on a number it did not commit to. Every pattern is linear-time (no nested quantifiers), and reply text is
-cut to `MAX_CHARS` first.
+r"""Answer extraction: the one answer a reply commits to (`extract_answer`), never a number it did not commit to.
+Every pattern is linear-time (no nested quantifiers), and reply text is cut to `MAX_CHARS` first.
 """
 
 from __future__ import annotations

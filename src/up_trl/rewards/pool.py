@@ -1,8 +1,6 @@
-"""The worker pool: math-verify in pebble worker processes, each item bounded on its own, never the call.
-
-An item not scored within `item_timeout_s` is TIMEOUT and pebble replaces its worker. In a worker (its main thread)
-math-verify's own SIGALRM bound works, so a call from any thread of the trainer gets bounded verification. Each process
-has its own pool (a forked child starts a new one on first use), stopped at exit (`shutdown_workers`).
+"""The worker pool: math-verify in pebble worker processes, each item bounded on its own (`item_timeout_s`), never
+the call. In a worker's main thread math-verify's SIGALRM bound works, whichever trainer thread called; each process
+has its own pool, stopped at exit (`shutdown_workers`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one.
-
-A reply without `\boxed{}` or "the answer is" most often ends with its answer ("So the probability is $\frac13$.",
-"So there are **144** arrangements."): `final_statement` reads it after the trailing asides (`content_end`), and
-`final_name` reads the one name of a final sentence. Every pattern is linear-time (one pass, bounded look-aheads).
+r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one
+(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time.
 """
 
 from __future__ import annotations

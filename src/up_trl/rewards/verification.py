@@ -1,10 +1,8 @@
-r"""Verification: one extracted answer against one gold answer with math-verify, as an outcome constant.
+r"""Verification: one extracted answer against one gold with math-verify, as an outcome constant.
 
-Runs in a worker of `pool.py` (or in-process). math-verify's SIGALRM bound (`MATH_VERIFY_TIMEOUT`) works only in a
-main thread (callers pass `timeout=None` elsewhere); it turns its own timeouts into `[]` / False and a warning, which
-`_TIMEOUT_LOG` counts, so that a timed-out item is a TIMEOUT, never a silent WRONG. math-verify drops a letter it takes
-for a unit (`$2t$` parses as 2): a match that dropped a letter of one side only is WRONG (`dropped_letters`), and a
-letter both sides write is a variable, parsed without unit removal (`shared_letter_dropped`).
+math-verify's SIGALRM bound works only in a main thread (elsewhere callers pass `timeout=None`); its timeouts become
+`[]` / False and a warning, counted by `_TIMEOUT_LOG`, so a timed-out item is TIMEOUT, never a silent WRONG. A match in
+which math-verify dropped a letter of one side only, as a unit (`$2t$` parsed as 2), is WRONG (`dropped_letters`).
 """
 
 from __future__ import annotations
@@ -176,9 +174,8 @@ def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, t
                 pred_parsed = parse(pred_input, extraction_config=_extraction_config(False), parsing_timeout=timeout)
                 gold_parsed = parse_gold(gold, gold_kind, timeout, units=False)
             correct = pred_parsed and gold_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
-            # a match only on what math-verify kept: "2t" is no 2, and "2" no "2t"
-            if correct and dropped_letters(pred_input, pred_parsed) != dropped_letters(gold, gold_parsed):
-                correct = False
+            # a match only on what math-verify kept is none: "2t" is no 2, and "2" no "2t"
+            correct = correct and dropped_letters(pred_input, pred_parsed) == dropped_letters(gold, gold_parsed)
             outcome = CORRECT if correct else WRONG
     except Exception:  # math-verify catches its own errors; this is the last net (RecursionError, MemoryError)
         outcome = WRONG

@@ -113,8 +113,7 @@ def solution_list(text: str) -> tuple[str, list[str]] | None:
 
 
 def the_name(text: str) -> str | None:
-    """The one name `text` holds (its capitalised words, an opening "So" or "The" aside); None for none, two, or a
-    hedge or negation.
+    """The one name `text` holds (an opening "So" or "The" aside); None for none, two, a hedge or a negation.
 
     >>> the_name("So Navin earns the most."), the_name("Evelyn's average speed is greatest"), the_name("Sam beats Bo")
     ('Navin', 'Evelyn', None)

@@ -86,8 +86,7 @@ def completion_text(completion: Any, message: int = -1) -> str:
 
 
 def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
-    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box (None when
-    there is none), and whether the text ends inside a box that never closes."""
+    """(start, end, content) of the last closed, non-empty box or None, and whether the text ends in an open box."""
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
@@ -126,8 +125,7 @@ def last_boxed(text: str, *, bare: bool = False) -> str | None:
 
 
 def _phrase_answer(text: str, start: int) -> tuple[str, int]:
-    """The answer text that starts at `start` (after a final-answer phrase or a restatement) and where it ends: up to
-    the end of its sentence or line, cut at a clause that gives reasons; stripped of markdown and punctuation."""
+    """The answer from `start` to the end of its sentence or a clause giving reasons, stripped, and where it ends."""
     start = _PHRASE_LEAD.match(text, start).end()
     stop = _SENTENCE_END.search(text, start)
     stop = stop.start() if stop else len(text)

@@ -59,8 +59,7 @@ def _value(words: str) -> int:
 
 
 def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] | None:
-    """(start, end, value) of the first number written in words in `text` (None for none); with `whole`, only when
-    they are all of `text` (around them spaces and `\\text{...}`).
+    """(start, end, value) of the first number in words in `text`, or None; with `whole`, only when it is all of it.
 
     >>> number_in_words("So the farmer keeps seven goats."), number_in_words("twenty-four", whole=True)
     ((20, 25, 7), (0, 11, 24))

@@ -132,8 +132,7 @@ atexit.register(shutdown_workers)
 
 
 def _run(pool: _Pool, tasks: Sequence[Task], item_timeout_s: float, first_timeout_s: float) -> tuple[list[int], int]:
-    """Outcomes of `tasks` on `pool` and the number of workers pebble replaced. Raises BrokenProcessPool/RuntimeError
-    when the pool itself broke (not an item's fault)."""
+    """Outcomes of `tasks` on `pool` and the number of workers pebble replaced; RuntimeError for a broken pool."""
     from pebble import ProcessExpired
 
     futures = [pool.pool.schedule(_verify_in_worker, args=(tuple(t),), timeout=item_timeout_s) for t in tasks]

@@ -46,8 +46,7 @@ def parse_input(answer: str, kind: str) -> str | None:
 
 
 def _variables(text: str, words: bool) -> collections.Counter:
-    """The letters of `text` outside text blocks and commands; without `words`, those of words set apart by a space
-    ("12 cm", "7 hours") and of mathematical words ("pi", "sqrt") are left out."""
+    """The letters of `text` outside text blocks and commands; without `words`, spaced words ("12 cm") left out."""
     letters: collections.Counter = collections.Counter()
     for match in _LETTER_TOKEN.finditer(text):
         run = match.group(1)

@@ -148,10 +148,8 @@ def _undelimited_expression(text: str) -> str | None:
 
 
 def phrase_expression(answer: str) -> str | None:
-    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none.
-
-    Prose after it is dropped unless it holds another value or a hedge: then the phrase is no answer, never one
-    number of it. The only math span of the phrase is taken whole; a "$" before a number is a currency sign.
+    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none (prose
+    after it that holds another value or a hedge: never one number of the phrase). A "$" before a number is money.
 
     >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
     ('2x + 3', '12', '12')
@@ -219,9 +217,8 @@ def _interval(answer: str) -> str:
 
 
 def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
-    r"""`extract_answer`'s result under the anti-echo rules: a phrase read as one expression, the right side of "a = b"
-    (unless the gold is an equation) or a solution set's values; hedges and unevaluated arithmetic (two numbers and an
-    operator, or against a numeric gold an operation it lacks) refused; numbers in words or with scale words read.
+    r"""`extract_answer`'s result under the anti-echo rules: the right side of "a = b" (unless the gold is one) or a
+    solution set's values; hedges and unevaluated arithmetic refused unless the gold has them too.
 
     >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
     (('4', 'phrase'), None, None)

@@ -108,10 +108,8 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
 
 
 def last_boxed(text: str, *, bare: bool = False) -> str | None:
-    r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), nested braces matched; else None.
-
-    The one `\boxed` parser (scorer, format reward, `up_trl.data.gold_answer`), linear-time. `bare=True` (golds: some
-    MATH solutions write "$\boxed 2$") also reads a brace-less box after the last closed one; a reply's is no box.
+    r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), else None: the one `\boxed` parser.
+    `bare=True` (golds: MATH writes "$\boxed 2$") also reads a brace-less box after the last closed one.
 
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
@@ -144,9 +142,8 @@ def _last_phrase(text: str) -> tuple[int, int, str] | None:
 
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
-    """(start, end, number, kind) of the last number, None when its sentence hedges or negates. A surd or multiple of
-    pi around it ("-\\sqrt3", "7\\pi") is taken whole, as a phrase in `$...$`. A final sentence without a digit may
-    give one number in words ("keeps seven goats"; "one" is also a pronoun and does not count)."""
+    """(start, end, number, kind) of the last number (a surd or multiple of pi whole, as a phrase), None when its
+    sentence hedges or negates; a final sentence without a digit may give one in words ("one" is also a pronoun)."""
     final = _sentence_start(text, len(text.rstrip(_TRAIL)))
     if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]

@@ -172,8 +172,7 @@ def think_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
 
 
 def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache: int | None = None) -> Callable:
-    """DAPO's soft overlong punishment, TRL's `get_soft_overlong_punishment` (`max_completion_length` named as in
-    `GRPOConfig`); the cache defaults to a fifth of it (DAPO: 4096 of 20480).
+    """DAPO's soft overlong punishment (TRL's); the cache defaults to a fifth of the maximum (DAPO: 4096 of 20480).
 
     >>> make_soft_overlong_punishment(100, 20)(completion_ids=[[1] * 80, [1] * 90])
     [0.0, -0.5]

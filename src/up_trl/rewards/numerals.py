@@ -14,11 +14,10 @@ from fractions import Fraction
 _UNITS = "zero one two three four five six seven eight nine".split()
 _TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_VALUE = {**{w: i for i, w in enumerate(_UNITS)}, **{w: 10 + i for i, w in enumerate(_TEENS)}}
-_VALUE.update({w: 20 + 10 * i for i, w in enumerate(_TENS)})
+_VALUE = {w: i for i, w in enumerate(_UNITS + _TEENS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 
-_UNIT = "(?:one|two|three|four|five|six|seven|eight|nine)"
+_UNIT = f"(?:{'|'.join(_UNITS[1:])})"
 _BELOW_100 = rf"(?:(?:{'|'.join(_TENS)})(?:[- ]{_UNIT})?|{'|'.join(_TEENS)}|{_UNIT})"
 _BELOW_1000 = rf"(?:{_UNIT}\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100})"
 # A fraction, an ordinal or a dozen after the words makes them no count: "two thirds", "one half", "two dozen".

@@ -31,8 +31,7 @@ _DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")  # "$", "\(", "\[": math delimi
 
 
 def parse_input(answer: str, kind: str) -> str | None:
-    r"""The string handed to `math_verify.parse` for an answer of `kind`, None for none: a phrase is one expression in
-    `$...$`, as golds are (math-verify on bare text keeps one number).
+    r"""The string handed to `math_verify.parse` for an answer of `kind` (a phrase in `$...$`, as golds), or None.
 
     >>> parse_input("3", "boxed"), parse_input("1,000", "number"), parse_input("2x + 3", "phrase")
     ('\\boxed{3}', '1000', '$2x + 3$')

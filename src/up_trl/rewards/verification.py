@@ -100,9 +100,7 @@ MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
 class _TimeoutLog(logging.Handler):
     """Counts math-verify's "Timeout during parsing/comparison" warnings, per thread."""
 
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.local = threading.local()
+    local = threading.local()
 
     def emit(self, record: logging.LogRecord) -> None:
         if str(record.msg).startswith("Timeout during"):
@@ -112,7 +110,7 @@ class _TimeoutLog(logging.Handler):
         return getattr(self.local, "count", 0)
 
 
-_TIMEOUT_LOG = _TimeoutLog()
+_TIMEOUT_LOG = _TimeoutLog(logging.WARNING)
 for _name in MATH_VERIFY_LOGGERS:
     logging.getLogger(_name).addHandler(_TIMEOUT_LOG)
 

@@ -17,16 +17,8 @@ Inside `GRPOTrainer` the accuracy rewards log (TRL's `log_metric`) `rewards/<nam
 (or `num_workers=0`) scores in-process.
 """
 
-from .extraction import (
-    MAX_ANSWER_CHARS,
-    MAX_CHARS,
-    completion_text,
-    extract_answer,
-    extract_gold,
-    last_boxed,
-    phrase_expression,
-    prediction,
-)
+from .expressions import MAX_ANSWER_CHARS, phrase_expression, prediction
+from .extraction import MAX_CHARS, completion_text, extract_answer, extract_gold, last_boxed
 from .functions import (
     MathAccuracyReward,
     RewardStats,

@@ -8,14 +8,7 @@ import contextlib
 import re
 from typing import Any
 
-from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
-    _HEDGE_WORDS,
-    _NEGATION,
-    MAX_ANSWER_CHARS,
-    normalize_unicode,
-    phrase_expression,
-    prediction,
-)
+from .expressions import _HEDGE_WORDS, _NEGATION, normalize_unicode, prediction  # noqa: F401  (prediction: re-exported)
 from .numerals import SPACED_THOUSANDS, numbers_in_words
 from .sentences import _DIGIT, _SENTENCE_END, _TRAIL, _last, _sentence_start, content_end, final_name, final_statement
 

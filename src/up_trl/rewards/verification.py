@@ -14,8 +14,7 @@ import logging
 import re
 import threading
 
-from .expressions import _MATH_WORDS
-from .extraction import phrase_expression
+from .expressions import _MATH_WORDS, phrase_expression
 from .numerals import repeating_decimals
 
 # math-verify's SIGALRM bound per parse and verify, in whole seconds: 1 and 2 fired on right answers under load.

@@ -148,8 +148,8 @@ def _undelimited_expression(text: str) -> str | None:
 
 
 def phrase_expression(answer: str) -> str | None:
-    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none (prose
-    after it that holds another value or a hedge: never one number of the phrase). A "$" before a number is money.
+    r"""The one expression a final-answer phrase states, as LaTeX; None for none, or when prose after it holds another
+    value or a hedge (never one number of the phrase). A "$" before a number is money.
 
     >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
     ('2x + 3', '12', '12')

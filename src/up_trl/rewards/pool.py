@@ -175,8 +175,7 @@ def score(
     item_timeout_s: float = ITEM_TIMEOUT_S,
     startup_timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> tuple[list[int], int]:
-    """Outcomes of `tasks` and the number of workers replaced; in-process when `num_workers` (None: the environment's)
-    is 0 or workers cannot start (warned once)."""
+    """Outcomes of `tasks` and workers replaced; in-process for `num_workers=0` or when workers cannot start."""
     num_workers = default_num_workers() if num_workers is None else num_workers
     if num_workers > 0 and tasks and os.getpid() not in _UNAVAILABLE_IN:
         try:
@@ -194,8 +193,7 @@ def score(
 def verify_many(
     tasks: Sequence[Task], *, num_workers: int | None = None, item_timeout_s: float = ITEM_TIMEOUT_S
 ) -> list[int]:
-    """One outcome per `(pred, pred_kind, gold, gold_kind)` task (kinds as `extract_answer` returns them, pred None for
-    none), each bounded by `item_timeout_s`; the gold is read as a gold answer, and no anti-echo rule is applied.
+    """One outcome per `(pred, pred_kind, gold, gold_kind)` task, each bounded by `item_timeout_s` (no anti-echo rule).
 
     >>> verify_many([("1/2", "boxed", "0.5", "number"), ("5 or 6", "phrase", "5", "number")], num_workers=0)
     [1, 0]

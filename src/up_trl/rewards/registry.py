@@ -79,8 +79,7 @@ def _known() -> str:
 
 
 def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
-    """Reward functions for `GRPOTrainer(reward_funcs=...)` from our names, TRL's (`TRL_REWARD_FUNCS`) or dotted import
-    paths; `options` go to the factories that name them (`max_completion_length`, `item_timeout_s`, ...).
+    """Rewards from our names, TRL's or dotted import paths; `options` go to the factories whose signatures name them.
 
     >>> [f.__name__ for f in get_reward_funcs(["math_accuracy", "up_trl.rewards.boxed_format_reward"])]
     ['math_accuracy_reward', 'boxed_format_reward']

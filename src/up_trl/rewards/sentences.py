@@ -86,8 +86,8 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
 
 
 def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
-    r"""(start, end, answer) the final sentence of `text` (from `start` on) ends with: its last math or bold span, else
-    the right side of its last "="; None for none, or when prose after it holds another value, a negation or a hedge.
+    r"""(start, end, answer) the final sentence (from `start`) ends with: its last math or bold span, else what follows
+    its last "="; None for none, or when prose after it holds another value, a negation or a hedge.
 
     >>> final_statement(r"We get $x^2 = 9$, so the probability is $\frac13$.")[2]
     '$\\frac13$'

@@ -57,10 +57,10 @@ def _variables(text: str, words: bool) -> collections.Counter:
 
 
 def dropped_letters(text: str, parsed: list) -> collections.Counter:
-    r"""The variables of `text` (an answer as handed to math-verify) that its parse `parsed` no longer has.
+    r"""The variables of `text` (as handed to math-verify) that its parse `parsed` no longer has.
 
-    A variable is a single letter, or letters glued to a number or letter ("2t", "12cm"), outside text blocks and
-    commands; a word set apart by a space ("12 cm") is a unit or prose. A meant unit is text (`5\text{ s}`).
+    A variable is a letter, or letters glued to a number or letter ("2t"), outside text blocks and commands; a word set
+    apart by a space ("12 cm") is a unit or prose.
 
     >>> from math_verify import parse
     >>> [dict(dropped_letters(t, parse(t))) for t in ("$2t$", "$3 - s$", "$9 - x$", "$12 cm$", r"$5\text{ s}$")]
@@ -119,8 +119,7 @@ class _ParseFailed(Exception):
 
 
 def parse_gold(gold: str, kind: str, timeout: int | None, units: bool = True) -> list:
-    """math-verify's parse of a gold (`[]` on failure), a bare gold read as LaTeX first, then as text; without `units`
-    no letter is removed as a unit. Only successful parses are cached (a timed-out one is tried again)."""
+    """math-verify's parse of a gold (`[]` on failure; LaTeX first, then text), cached only when it succeeds."""
     try:
         return _parse_gold(gold, kind, timeout, units)
     except _ParseFailed:

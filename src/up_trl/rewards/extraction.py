@@ -181,10 +181,9 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
 def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    Unicode is read as LaTeX first; a reply cut off inside a `\boxed{` answers nothing. The answer is the last box or
-    final-answer phrase, else the final sentence's (`final_statement`; with `names`, for a name gold, `final_name`),
+    Unicode is read as LaTeX; a reply cut off inside a `\boxed{` answers nothing. The answer is the last box or answer
+    phrase (to the end of its sentence or a clause giving reasons), else the final sentence's (with `names`, its name),
     else the last number before trailing asides; a retraction after it voids it unless it is stated anew ("it is X").
-    A phrase answer runs to the end of its sentence or a clause giving reasons; `phrase_expression` reads it.
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))

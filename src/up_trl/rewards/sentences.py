@@ -76,10 +76,9 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
     spans, opened = [], None
     for match in _MATH_TOKEN.finditer(text, start, end):
         token = match.group()
-        if opened is None:
-            if token in _CLOSER:
-                opened = (token, match.start(), match.end())
-        elif token == _CLOSER[opened[0]]:
+        if opened is None and token in _CLOSER:
+            opened = (token, match.start(), match.end())
+        elif opened is not None and token == _CLOSER[opened[0]]:
             spans.append((opened[1], match.end(), text[opened[2] : match.start()], opened[0]))
             opened = None
     return spans

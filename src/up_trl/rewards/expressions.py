@@ -217,8 +217,7 @@ def _interval(answer: str) -> str:
 
 
 def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
-    r"""`extract_answer`'s result under the anti-echo rules: the right side of "a = b" (unless the gold is one) or a
-    solution set's values; hedges and unevaluated arithmetic refused unless the gold has them too.
+    r"""`extract_answer`'s result under the anti-echo rules ("a = b" is b; hedges, unevaluated arithmetic refused).
 
     >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
     (('4', 'phrase'), None, None)

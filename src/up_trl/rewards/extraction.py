@@ -135,8 +135,7 @@ def _last_phrase(text: str) -> tuple[int, int, str] | None:
 
 
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
-    """(start, end, number, kind) of the last number (a surd or multiple of pi whole, as a phrase), None when its
-    sentence hedges or negates; a final sentence without a digit may give one in words ("one" is also a pronoun)."""
+    """(start, end, number, kind) of the last number (a surd or multiple of pi whole), None in a hedged sentence."""
     final = _sentence_start(text, len(text.rstrip(_TRAIL)))
     if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
@@ -162,8 +161,7 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
 
 
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
-    """False when no retraction follows position `end`; else the answer stated anew after the last one (a restatement,
-    or a final sentence ending with a math span) as `(answer, "phrase")`, or None (the answer is withdrawn)."""
+    """False without a retraction after `end`; else the answer stated anew after the last one, or None (withdrawn)."""
     retraction = _last(_RETRACTION.finditer(text, end))
     if retraction is None:
         return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import logging
@@ -28,7 +29,6 @@ REWARD_FUNCS: dict[str, Callable] = {
     "boxed_format": boxed_format_reward,
     "think_format": think_format_reward,
 }
-# Rewards built from options (get_reward_funcs passes each factory the options its signature names).
 REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "math_accuracy": make_math_accuracy_reward,
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
@@ -113,8 +113,6 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
 
 def check_reward_names(names: Sequence[str]) -> None:
     """A one-line ValueError naming the closest names for an unknown reward name, before anything is imported."""
-    import difflib
-
     ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
     for name in names:
         if name not in ours and name not in TRL_REWARD_FUNCS and "." not in name:

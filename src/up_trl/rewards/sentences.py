@@ -58,9 +58,8 @@ def content_end(text: str) -> int:
             break
         end = len(text[:start].rstrip())
     start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
-    for aside in _ASIDE_CUT.finditer(text, start, end):
+    for aside in _ASIDE_CUT.finditer(text, start, end):  # after a value, outside math: the value is the answer
         if _DIGIT.search(text, start, aside.start()) and not text.count("$", start, aside.start()) % 2:
-            # an aside after a value, outside math: the value is the answer
             return aside.start()
     return end
 
@@ -85,8 +84,7 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
 
 
 def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
-    r"""(start, end, answer) the final sentence (from `start`) ends with: its last math or bold span, else what follows
-    its last "="; None for none, or when prose after it holds another value, a negation or a hedge.
+    r"""(start, end, answer) the final sentence (from `start`) ends with (a math or bold span, or after "="), or None.
 
     >>> final_statement(r"We get $x^2 = 9$, so the probability is $\frac13$.")[2]
     '$\\frac13$'

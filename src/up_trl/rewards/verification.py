@@ -59,8 +59,7 @@ def _variables(text: str, words: bool) -> collections.Counter:
 def dropped_letters(text: str, parsed: list) -> collections.Counter:
     r"""The variables of `text` (as handed to math-verify) that its parse `parsed` no longer has.
 
-    A variable is a letter, or letters glued to a number or letter ("2t"), outside text blocks and commands; a word set
-    apart by a space ("12 cm") is a unit or prose.
+    A variable is a letter, or letters glued to a number or letter ("2t"); a spaced word ("12 cm") is a unit or prose.
 
     >>> from math_verify import parse
     >>> [dict(dropped_letters(t, parse(t))) for t in ("$2t$", "$3 - s$", "$9 - x$", "$12 cm$", r"$5\text{ s}$")]

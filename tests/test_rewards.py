@@ -717,7 +717,7 @@ def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
 
     monkeypatch.setattr(math_verify, "parse", parse)
     monkeypatch.setattr(math_verify, "verify", verify)
-    verification._GOLD_CACHE.clear()
+    verification._parse_gold.cache_clear()
     assert verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
     assert verification.verify_answer("1", "number", "2", "number", None) == (
         rewards.TIMEOUT if where == "comparison" else rewards.WRONG

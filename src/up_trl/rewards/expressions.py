@@ -1,12 +1,6 @@
-r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression, and refuse what is no
-answer (hedges, unevaluated operations, echoes of the question).
-
-`normalize_unicode` writes unicode mathematics as ASCII/LaTeX ("−6/5" is `-6/5`, "×" `\times`, "√" `\sqrt`) before any
-other rule reads a reply. `phrase_expression` reads a phrase answer as one expression (a number in words as its digits,
-a text answer that names one person as the name: `the_name`); `solution_list` reads "x = 2 and x = -3" as the solution
-set {2, -3}; `prediction` applies the anti-echo rules: the right side of "a = b" is the answer, and an unevaluated
-calculation ("71 + 88", "\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless
-the gold has that operation too. Every pattern is linear-time: no nested quantifiers.
+r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression (`phrase_expression`),
+and refuse what is no answer: hedges, unevaluated operations, echoes of the question (`prediction`'s anti-echo rules).
+Every pattern is linear-time: no nested quantifiers.
 """
 
 from __future__ import annotations
@@ -24,8 +18,7 @@ _NEGATION = re.compile(r"\b(?:not|never|nor|neither)\b|n['’]t\b", re.I)  # "So
 _UNEVALUATED = re.compile(
     r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?\s*(?:[-+*×÷−]|\\times|\\cdot|\\div)\s*\d+(?:,\d{3})*(?:\.\d+)?(?![\w.^(\\{])"
 )
-# Operations that a numeric answer leaves unevaluated ("\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6"). Roots
-# and fractions are not among them: a surd or a fraction is a final form (`\frac{\sqrt{4}}{4}` answers 1/2).
+# Operations a numeric answer leaves unevaluated ("\log_2 64", "2^{10}"); a surd or a fraction is a final form.
 _OPERATIONS = {
     "binomial": re.compile(r"\\[dt]?binom|\\choose\b"),
     "logarithm": re.compile(r"(?<![A-Za-z])\\?(?:log|ln|lg)(?![A-Za-z])"),
@@ -51,8 +44,7 @@ _UNICODE = {"∞": r"\infty ", "∪": r"\cup ", "∩": r"\cap ", "±": r"\pm ", 
             "π": r"\pi ", "√": r"\sqrt", "×": r"\times ", "·": r"\cdot ", "−": "-", "°": r"^\circ",
             "∈": r"\in "}  # fmt: skip
 _UNICODE_RE = re.compile("|".join(map(re.escape, _UNICODE)))
-# Unicode signs outside phrase answers too: the whole reply is read with these ("−6/5" is negative, "7π" is 7\pi).
-# Degrees of temperature are a unit (" degrees C"), degrees of angle `^\circ`.
+# The whole reply is read with these ("−6/5", "7π"); degrees of temperature are a unit, degrees of angle `^\circ`.
 _UNICODE_TEXT = {**_UNICODE, "÷": r"\div ", "≈": r"\approx ", "²": "^2", "³": "^3", "–": "-", "°": r"^\circ ",
                  "°C": " degrees C", "°F": " degrees F"}  # fmt: skip
 _UNICODE_ROOT = re.compile(r"√\s*(?:(\d+(?:\.\d+)?|[A-Za-z])|\(([^()]{0,64})\))")  # "√20", "√x", "√(x+1)"
@@ -69,20 +61,17 @@ _INEQUALITY = (
     re.compile(rf"[a-z]{_GREATER}{_BOUND}"),  # x > a
     re.compile(rf"[a-z]{_LESS}{_BOUND}"),  # x < b
 )
-# A value in scientific notation ("1.2 \times 10^5", a decimal mantissa) is a final form, not an unevaluated product
-# or power; "5 \times 10^3" stays an operation (it may echo the question).
+# Scientific notation with a decimal mantissa ("1.2 \times 10^5") is a final form; "5 \times 10^3" may be an echo.
 _SCIENTIFIC = re.compile(r"(?<![\d.])\d\.\d+\s*(?:\\times|\\cdot)\s*10\^(?:\{-?\d+\}|-?\d)")
 _THIN_SPACE_THOUSANDS = re.compile(r"(?<=\d)\\[,;! ](?=\d{3}(?!\d))")  # "114\,200" is 114200
 _SPACED_I = re.compile(r"(\d)\s+i(?![A-Za-z])")  # "274 i": math-verify reads the spaced unit as a variable
-# A solution set stated as equations of one variable: "x = 2 and x = -3", "x = 2, x = -3", "$x=2$ and $x=-3$".
-# Linear: a separator starts after a non-space, and each alternative with a character that is no space.
+# Between the equations of a solution set ("x = 2 and x = -3"); linear: a separator starts after a non-space.
 _LIST_SEPARATOR = re.compile(
     r"(?<!\s)\s*(?:,\s*and\b|,|;|(?<![A-Za-z])and\b|\\text\s*\{\s*(?:,\s*and|and|,)\s*\}|\\quad)\s*"
 )
 _EQUATION = re.compile(r"([A-Za-z])\s*=\s*([^=]*[^=\s])")
 _ORDERED = re.compile(r"\s*\$?\s*(?:\\left\s*)?(?:[(\[]|\\langle)")  # a tuple, a point or an interval
-# Text answers: a name is a capitalised word ("Navin", "Evelyn's"; not "USD", not "I"). A sentence's first word is no
-# name when it is a function word that opens sentences.
+# A name is a capitalised word ("Navin", "Evelyn's"; not "USD", "I"); a sentence's opening word (`_OPENERS`) is none.
 _NAME = re.compile(r"(?<![\w'’\\-])([A-Z][a-z]+)(?:['’]s)?(?![\w'’-])")
 _FIRST_WORD = re.compile(r"[^A-Za-z]*([A-Za-z]+)")
 _PARENTHESES = re.compile(r"\([^()]*\)")
@@ -91,8 +80,7 @@ _OPENERS = frozenset(
     " finally clearly since because and but here there now we she he they you our his her their all both each only"
     " if when".split()
 )
-# After the expression, prose may follow ("12 apples", "2x + 3 where x is ..."), but not a second value or a hedge;
-# an exponent ("inches^2") is part of a unit, not a second value.
+# Prose may follow an expression ("12 apples"), but no second value or hedge; an exponent ("inches^2") is a unit's.
 _HEDGE = re.compile(
     r"(?<!\^)(?<!\^\{)\d|\b(?:or|not|no|nor|neither|either|maybe|perhaps|possibly|probably|might|could|guess|wrong"
     r"|incorrect)\b|n't\b",
@@ -101,8 +89,7 @@ _HEDGE = re.compile(
 
 
 def normalize_unicode(text: str) -> str:
-    r"""Unicode mathematics as ASCII/LaTeX: "−" (U+2212) and "–" are "-", "×" `\times`, "÷" `\div`, "√" `\sqrt`,
-    "π" `\pi`, "∞" `\infty`, "≤"/"≥" `\le`/`\ge`, "°" `^\circ`, "≈" `\approx`, "²" `^2`. One pass, linear.
+    r"""Unicode mathematics as ASCII/LaTeX (`_UNICODE_TEXT`), in one linear pass.
 
     >>> normalize_unicode("−6/5"), normalize_unicode("7π m²"), normalize_unicode("2√15")
     ('-6/5', '7\\pi  m^2', '2\\sqrt{15}')
@@ -113,8 +100,7 @@ def normalize_unicode(text: str) -> str:
 
 
 def solution_list(text: str) -> tuple[str, list[str]] | None:
-    """A solution set stated as equations of one variable, as (variable, values in the order written): "x = 2 and
-    x = -3" is `("x", ["2", "-3"])`; None when `text` is anything else (one equation, two variables, prose).
+    """A solution set stated as equations of one variable, as (variable, values in order); None for anything else.
 
     >>> solution_list("x = 2 and x = -3"), solution_list("x = 1, x = 2, and x = 5"), solution_list("x = 2 and y = 3")
     (('x', ['2', '-3']), ('x', ['1', '2', '5']), None)
@@ -127,9 +113,7 @@ def solution_list(text: str) -> tuple[str, list[str]] | None:
 
 
 def the_name(text: str) -> str | None:
-    """The one name `text` holds ("So Navin earns the most." -> "Navin"): its capitalised words, the first word left
-    out when it opens sentences ("So", "The", "In"); None for none or two ("Kelly has more than Sam."), or a hedge or
-    negation.
+    """The one name `text` holds (an opening "So" or "The" aside); None for none, two, a hedge or a negation.
 
     >>> the_name("So Navin earns the most."), the_name("Evelyn's average speed is greatest"), the_name("Sam beats Bo")
     ('Navin', 'Evelyn', None)
@@ -164,11 +148,8 @@ def _undelimited_expression(text: str) -> str | None:
 
 
 def phrase_expression(answer: str) -> str | None:
-    r"""The one expression a final-answer phrase states, as LaTeX without delimiters; None when it states none.
-
-    Prose after the expression is dropped ("12 apples" -> `12`) unless it holds another value or a hedge ("or",
-    "not", a digit): then the phrase is no answer, never one number of it. Text in `$...$` (or `\(...\)`) is taken
-    whole when it is the only math of the phrase; a "$" before a number is a currency sign.
+    r"""The one expression a final-answer phrase states, as LaTeX; None for none, or when prose after it holds another
+    value or a hedge (never one number of the phrase). A "$" before a number is money.
 
     >>> phrase_expression("2x + 3"), phrase_expression("12 apples"), phrase_expression("$12$ apples")
     ('2x + 3', '12', '12')
@@ -187,11 +168,8 @@ def phrase_expression(answer: str) -> str | None:
     segments = [next(g for g in m.groups() if g is not None) for m in _DELIMITED.finditer(text)]
     if segments:
         outside = _DELIMITED.sub(" ", text)
-        if (
-            len(segments) > 1
-            and not _LIST_SEPARATOR.sub("", outside).strip(" .")
-            and solution_list(", ".join(segments))
-        ):
+        only_separators = len(segments) > 1 and not _LIST_SEPARATOR.sub("", outside).strip(" .")
+        if only_separators and solution_list(", ".join(segments)):
             return ", ".join(s.strip() for s in segments)  # "$x = 2$ and $x = -3$": one solution set
         if len(segments) != 1 or _HEDGE.search(outside):
             return None
@@ -203,9 +181,7 @@ def phrase_expression(answer: str) -> str | None:
         words = number_in_words(text)  # "twenty-four", "thirty-six dollars": the number, then prose
         if words is not None and not text[: words[0]].strip():
             text = str(words[2]) + text[words[1] :]
-        expression = _undelimited_expression(text)
-        if expression is None:
-            return None
+        expression = _undelimited_expression(text) or ""
         if not expression.startswith("\\text{"):
             expression = re.sub(r"  +", " ", _BARE_FUNCTION.sub(r"\\\1 ", expression)).strip()
         expression = re.sub(r"(?<!\\)%", r"\\%", expression)
@@ -241,11 +217,7 @@ def _interval(answer: str) -> str:
 
 
 def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | None:
-    r"""Apply the phrase and anti-echo rules to `extract_answer`'s result: read a phrase as one expression, take the
-    right side of "a = b" (unless the gold is an equation) or the values of a solution set ("x = 2 and x = -3" is
-    `2, -3`), refuse hedged answers ("4 \text{ or } 5") and refuse unevaluated arithmetic: two numbers and an
-    operator, or, against a numeric gold, an operation the gold lacks. Numbers are read as written: in words
-    (`\boxed{six}`), with a scale word ("1.45 million", `numerals.scaled`), with thousands set apart by spaces.
+    r"""`extract_answer`'s result under the anti-echo rules ("a = b" is b; hedges, unevaluated arithmetic refused).
 
     >>> prediction(("x = 4", "phrase"), "4"), prediction(("71 + 88", "phrase"), "159"), prediction(None, "1")
     (('4', 'phrase'), None, None)
@@ -261,9 +233,7 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     answer, kind = pred
     answer = scaled(answer, gold)  # "1.45 million": 1450000, or 1.45 against a gold counted in millions
     if kind == "phrase":
-        answer = phrase_expression(answer)
-        if answer is None:
-            return None
+        answer = phrase_expression(answer) or ""  # no expression: no answer (below)
     elif kind == "boxed" and (words := number_in_words(answer, whole=True)) is not None:
         answer = str(words[2])  # \boxed{six}
     listed = solution_list(answer) if kind != "number" and "=" not in gold else None
@@ -281,10 +251,6 @@ def prediction(pred: tuple[str, str] | None, gold: str) -> tuple[str, str] | Non
     interval = re.split(r"\\in(?![A-Za-z])", gold.strip("$ "))[-1].strip()  # "x \in [-2,7]" is an interval too
     if interval[:1] in "([" and interval[-1:] in ")]":
         answer = _interval(answer)
-    if _HEDGE_WORDS.search(answer) and not _HEDGE_WORDS.search(gold):
-        return None
-    if _UNEVALUATED.search(answer) and not _UNEVALUATED.search(gold):
-        return None
-    if _is_numeric(gold) and _operations(answer) - _operations(gold):
-        return None
-    return answer, kind
+    if any(pattern.search(answer) and not pattern.search(gold) for pattern in (_HEDGE_WORDS, _UNEVALUATED)):
+        return None  # a hedge, or two numbers and an operator, that the gold does not have
+    return None if _is_numeric(gold) and _operations(answer) - _operations(gold) else (answer, kind)

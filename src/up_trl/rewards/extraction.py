@@ -1,37 +1,16 @@
-r"""Answer extraction: pure string functions that pick the one answer a reply commits to, bounded by `MAX_CHARS`.
-
-The prediction is the LAST answer statement of the reply by position: a non-empty \boxed{...} or an explicit
-final-answer phrase ("final answer is", "the answer is", "answer:", "####"), whichever comes later; with neither, the
-last number. A reply that ends inside a \boxed{ that never closes was cut off before its answer: it answers nothing
-(not the last number inside the open box). A statement followed by a retraction ("wait", "no,", "that is wrong",
-"actually", "mistake", "incorrect", "correction", ...) answers nothing unless a restatement ("it is X", "it should be
-X") follows the last retraction. A phrase answer runs to the end of its sentence and stops at a clause that gives
-reasons (", since", " because", ", which", " so ", ...); it is read as one expression (`phrase_expression`): "The
-answer is 2x + 3." is `2x + 3`, never the number 3 of it, and a phrase that is not one expression or that hedges ("5 or
-6", "maybe 6") is no answer at all; a last number in a hedged sentence ("It is either 43 or 42.") is none either. The
-anti-echo rules (`prediction`): the right side of "a = b" is the answer, and an unevaluated calculation ("71 + 88",
-"\dbinom{31}{28}", "\log_2 64", "2^{10}", "(1+2i)6") never scores against a numeric gold unless the gold has that
-operation too. Every pattern is linear-time: no nested quantifiers, and reply text is cut to `MAX_CHARS` first.
+r"""Answer extraction: the one answer a reply commits to (`extract_answer`), never a number it did not commit to.
+Every pattern is linear-time (no nested quantifiers), and reply text is cut to `MAX_CHARS` first.
 """
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import re
-from collections.abc import Iterator
 from typing import Any
 
-from .expressions import (  # noqa: F401  (re-exported: `prediction` and `phrase_expression` read what is found here)
-    _DELIMITED,
-    _HEDGE_WORDS,
-    _NEGATION,
-    MAX_ANSWER_CHARS,
-    normalize_unicode,
-    phrase_expression,
-    prediction,
-)
+from .expressions import _HEDGE_WORDS, _NEGATION, normalize_unicode, prediction  # noqa: F401  (prediction: re-exported)
 from .numerals import SPACED_THOUSANDS, numbers_in_words
-from .sentences import _SENTENCE_END, _TRAIL, _sentence_start, content_end, final_name, final_statement
+from .sentences import _DIGIT, _SENTENCE_END, _TRAIL, _last, _sentence_start, content_end, final_name, final_statement
 
 MAX_CHARS = 4096  # a reply is cut to its last MAX_CHARS characters before any regex or parser sees it
 
@@ -43,8 +22,7 @@ _PHRASE = re.compile(
     re.I,
 )
 _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
-# A clause that gives reasons ends the answer: "9, since 10 - 1 = 9", "12 because 3 x 4 = 12", "6; we checked"; so does
-# an aside after it: "11/36 \approx 0.306", "25 days (about 3.5 weeks)".
+# A clause that gives reasons ends the answer ("9, since 10 - 1 = 9", "6; we checked"), and so does an aside after it.
 _REASON = re.compile(
     r"(?<![\s,;])(?:\s*[,;]\s*|\s+|\s*\(\s*)(?:since|because|as|so|which|given|hence|thus|therefore|where|due)\b"
     r"|(?<![\s;]);\s|\s*\\approx(?![A-Za-z])|\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})",
@@ -53,8 +31,8 @@ _REASON = re.compile(
 # A retraction voids the statement before it: "Wait, no, ...", "that is wrong", "my mistake", "Actually, ...".
 _RETRACTION = re.compile(
     r"\b(?:wait|hold\s+on|oops|actually|correction|scratch\s+that|on\s+second\s+thought|re(?:consider|think|do)\w*|hmm+"
-    r"|wrong|incorrect|mistakes?"
-    r"|mistaken|miscalculat\w*|errors?|not\s+(?:right|correct)|isn['’]t\s+(?:right|correct)|nope"
+    r"|wrong|incorrect|mistakes?|mistaken|miscalculat\w*|errors?|not\s+(?:right|correct)|isn['’]t\s+(?:right|correct)"
+    r"|nope"
     r"|no(?=\s*[,.!;:\u2014-]))\b",
     re.I,
 )
@@ -64,14 +42,12 @@ _RESTATEMENT = re.compile(
     r"|it['’]s|should\s+be)\b(?:\s+actually\b)?",
     re.I,
 )
-_SURD = re.compile(
-    r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$"
-)  # "-\sqrt" right before a number: "-\sqrt3"
+# "-\sqrt" right before a number: "-\sqrt3"
+_SURD = re.compile(r"(?:(?<![\w)}\].])-\s*)?(?:(?<![\w.])\d+\s*)?\\sqrt\s*\{?$")
 _PI = re.compile(r"\s*/?\s*\\pi(?![A-Za-z])")  # "\pi" or "/\pi" right after a number: "7\pi", "20/\pi"
 # Between a retraction and a math span, words that make the span a reason, a condition or a check, not a new answer.
 _CONDITION = re.compile(r"\b(?:since|because|if|unless|when|check\w*|verif\w*|test\w*|plug\w*|try\w*)\b", re.I)
 # A number: "-3", "1,234.5", "385 000" (thousands set apart by spaces), "7/8", "33%" (33/100), "1.45 million".
-_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(
     rf"(?:(?<![\w)}}\].])-)?(?:{SPACED_THOUSANDS}|\d+(?:,\d{{3}})*)(?:\.\d+)?(?:/\d+)?(?:\\?%)?"
     r"(?:\s+(?:thousand|million|billion|trillion)\b)?"
@@ -79,14 +55,12 @@ _NUMBER = re.compile(
 
 
 def completion_text(completion: Any, message: int = -1) -> str:
-    """The text of one completion: a string, or the content of an assistant message (the last by default).
-
-    Never raises: `None`, non-text content and malformed messages give `""`; content blocks are joined.
+    """The text of one completion: a string, or an assistant message's content (the last by default; else "").
 
     >>> completion_text([{"role": "assistant", "content": "42"}]), completion_text(None)
     ('42', '')
     """
-    try:
+    with contextlib.suppress(Exception):  # a reward must not raise on a malformed completion
         if isinstance(completion, str):
             return completion
         if isinstance(completion, dict):
@@ -101,14 +75,11 @@ def completion_text(completion: Any, message: int = -1) -> str:
                 return "".join(b.get("text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text")
         if isinstance(completion, bytes):
             return completion.decode("utf-8", errors="replace")
-    except Exception:  # a reward must not raise on a malformed completion
-        pass
     return ""
 
 
 def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
-    """(start of `\boxed`, end after its closing brace, stripped content) of the last closed, non-empty box (None when
-    there is none), and whether the text ends inside a box that never closes."""
+    """(start, end, content) of the last closed, non-empty box or None, and whether the text ends in an open box."""
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
@@ -130,12 +101,8 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
 
 
 def last_boxed(text: str, *, bare: bool = False) -> str | None:
-    r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), nested braces matched; else None.
-
-    The one `\boxed` parser: the scorer, the format reward and `up_trl.data.gold_answer` all read boxes with it.
-    One pass over the brace tokens, so "{" * 5000 or an unclosed `\boxed{` cost linear time. `bare=True` (for gold
-    answers: a few MATH solutions write "$\boxed 2$") also reads a box without braces, its next token the content,
-    when it comes after the last closed box; a reply's bare box is no box (the scorer reads its last number instead).
+    r"""Content of the last closed, non-empty `\boxed{...}` (or `\fbox{...}`), else None: the one `\boxed` parser.
+    `bare=True` (golds: MATH writes "$\boxed 2$") also reads a brace-less box after the last closed one.
 
     >>> last_boxed(r"\boxed{1} then \boxed{\frac{1}{2}}"), last_boxed(r"\boxed{7"), last_boxed(r"\boxed{ }")
     ('\\frac{1}{2}', None, None)
@@ -149,8 +116,7 @@ def last_boxed(text: str, *, bare: bool = False) -> str | None:
 
 
 def _phrase_answer(text: str, start: int) -> tuple[str, int]:
-    """The answer text that starts at `start` (after a final-answer phrase or a restatement) and where it ends: up to
-    the end of its sentence or line, cut at a clause that gives reasons; stripped of markdown and punctuation."""
+    """The answer from `start` to the end of its sentence or a clause giving reasons, stripped, and where it ends."""
     start = _PHRASE_LEAD.match(text, start).end()
     stop = _SENTENCE_END.search(text, start)
     stop = stop.start() if stop else len(text)
@@ -168,17 +134,8 @@ def _last_phrase(text: str) -> tuple[int, int, str] | None:
     return None
 
 
-def _last(matches: Iterator[re.Match]) -> re.Match | None:
-    """The last of an iterator of matches (one pass, constant memory), None when it is empty."""
-    last = collections.deque(matches, maxlen=1)
-    return last[0] if last else None
-
-
 def _last_number(text: str) -> tuple[int, int, str, str] | None:
-    """(start, end, number, kind) of the last number, None when its sentence hedges or negates ("It is either 43 or
-    42.", "So 6 is not a root."). A surd or a multiple of pi around it ("-\\sqrt3", "7\\pi", "20/\\pi", from unicode
-    "−√3", "7π") is taken whole, as a phrase in `$...$`. A final sentence without a digit that holds one number in
-    words gives that number ("So the farmer keeps seven goats."; "one" is also a pronoun and does not count)."""
+    """(start, end, number, kind) of the last number (a surd or multiple of pi whole), None in a hedged sentence."""
     final = _sentence_start(text, len(text.rstrip(_TRAIL)))
     if not _DIGIT.search(text, final):  # a final sentence with no digit may state its number in words
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
@@ -203,18 +160,8 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
     return start, end, "$" + text[start:end].strip() + "$", "phrase"
 
 
-def _hedged_boxes(text: str, start: int, end: int) -> bool:
-    r"""True when the sentence of the box at `start:end` holds another box and a hedge word ("or", "maybe"):
-    "\boxed{2} or \boxed{-2}" commits to neither."""
-    sentence_end = _SENTENCE_END.search(text, end)
-    sentence = text[_sentence_start(text, start) : sentence_end.start() if sentence_end else len(text)]
-    return len(_BOX_START.findall(sentence)) > 1 and bool(_HEDGE_WORDS.search(_BOX_START.sub(" ", sentence)))
-
-
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
-    """False when no retraction follows position `end`; else the answer stated anew after the last retraction as
-    `(answer, "phrase")`: a restatement ("it is 6"), or a final sentence that ends with a math span ("..., so the
-    fraction is $\frac{4}{9}$."); None when there is neither (the retracted answer is withdrawn)."""
+    """False without a retraction after `end`; else the answer stated anew after the last one, or None (withdrawn)."""
     retraction = _last(_RETRACTION.finditer(text, end))
     if retraction is None:
         return False
@@ -225,21 +172,16 @@ def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     statement = final_statement(text, retraction.end())
     if statement is None or text[statement[1] : content_end(text)].strip(" \t.!?*"):
         return None
-    if _CONDITION.search(text, retraction.end(), statement[0]):  # "wrong, since $x = 5$": a reason, not a new answer
-        return None
-    return statement[2], "phrase"
+    # "wrong, since $x = 5$": a reason, not a new answer
+    return None if _CONDITION.search(text, retraction.end(), statement[0]) else (statement[2], "phrase")
 
 
 def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False) -> tuple[str, str] | None:
     r"""The strict prediction of a reply as `(answer, kind)`, kind "boxed" | "phrase" | "number"; None if none.
 
-    Unicode mathematics is read as LaTeX first ("−6/5" is -6/5). A reply that ends inside a `\boxed{` that never
-    closes was cut off before its answer: None. The last answer statement by position (a box, or a final-answer
-    phrase); else the final sentence's answer (`final_statement`: its last math or bold span, or the right side of its
-    last "="); with `names` (the gold is a name, `\text{Navin}`), the one name of the final sentence (`final_name`);
-    else the last number before the trailing asides. Voided by a retraction after it unless the answer is stated anew
-    ("it is X", or a final sentence ending with a math span). A phrase answer is returned as written (up to the end of
-    its sentence, or a clause giving reasons); `phrase_expression` reads it.
+    Unicode is read as LaTeX; a reply cut off inside a `\boxed{` answers nothing. The answer is the last box or answer
+    phrase (to the end of its sentence or a clause giving reasons), else the final sentence's (with `names`, its name),
+    else the last number before trailing asides; a retraction after it voids it unless it is stated anew ("it is X").
 
     >>> extract_answer(r"71 + 88 is \boxed{159}"), extract_answer("The final answer is $42$. Done.")
     (('159', 'boxed'), ('$42$', 'phrase'))
@@ -261,17 +203,13 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False
     phrase = _last_phrase(text)
     if box is not None and (phrase is None or phrase[0] < box[1]):  # a phrase inside or before the box: the box
         start, end, answer = box
-        if _hedged_boxes(text, start, end):
-            return None
+        stop = _SENTENCE_END.search(text, end)
+        sentence = text[_sentence_start(text, start) : stop.start() if stop else len(text)]
+        if len(_BOX_START.findall(sentence)) > 1 and _HEDGE_WORDS.search(_BOX_START.sub(" ", sentence)):
+            return None  # "\boxed{2} or \boxed{-2}": a hedge between two boxes commits to neither
         kind = "boxed"
-    elif phrase is not None:
-        _, end, answer = phrase
-        kind = "phrase"
-    elif (statement := final_statement(text)) is not None:
-        _, end, answer = statement
-        kind = "phrase"
-    elif names and (name := final_name(text)) is not None:
-        _, end, answer = name
+    elif found := phrase or final_statement(text) or (final_name(text) if names else None):
+        _, end, answer = found
         kind = "phrase"
     else:
         number = _last_number(text[: content_end(text)])
@@ -283,8 +221,7 @@ def extract_answer(text: str, max_chars: int = MAX_CHARS, *, names: bool = False
 
 
 def extract_gold(solution: Any, max_chars: int = MAX_CHARS) -> tuple[str, str] | None:
-    r"""The gold answer as `(answer, kind)`: the last \boxed{} of a worked solution, the text after GSM8K's "####",
-    else the whole (bare) answer. None when there is nothing to parse.
+    r"""The gold answer as `(answer, kind)`: the last \boxed{}, else the text after GSM8K's "####", else all; or None.
 
     >>> extract_gold("Add them: 40 + 2 = 42.\n#### 42"), extract_gold(r"\frac{1}{2}"), extract_gold(7)
     (('42', 'phrase'), ('\\frac{1}{2}', 'phrase'), ('7', 'phrase'))

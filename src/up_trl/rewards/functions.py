@@ -1,14 +1,10 @@
-r"""Reward functions with TRL's signature `fn(completions, **kwargs) -> list[float | None]`.
-
-`MathAccuracyReward` (math-verify on the strictly extracted answer, in the worker pool, each item bounded), the
-boxed and think format rewards, and DAPO's soft overlong punishment (TRL's).
-"""
+"""Reward functions with TRL's signature: `MathAccuracyReward`, the format rewards, DAPO's soft overlong punishment."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from .extraction import MAX_CHARS, completion_text, extract_answer, extract_gold, last_boxed, prediction
@@ -33,18 +29,15 @@ class RewardStats:
         return asdict(self)
 
     def reset(self) -> None:
-        for f in fields(self):
-            setattr(self, f.name, 0)
+        self.__init__()  # every field back to its default, 0
 
 
 _STATS_LOCK = threading.Lock()
 
 
 class MathAccuracyReward:
-    r"""math-verify accuracy of the strictly extracted answer: `correct` / `incorrect`, None when the gold is
-    unparseable (TRL skips it), `timeout_reward` (default `incorrect`) for an item not scored within
-    `item_timeout_s`, counted in `stats.timeouts` and `rewards/<name>/timeout_frac`. Build with
-    `make_math_accuracy_reward`; instances are picklable.
+    r"""math-verify accuracy of the strictly extracted answer: `correct` / `incorrect`, None for an unparseable gold
+    (TRL skips it), `timeout_reward` (default `incorrect`) for an item not scored within `item_timeout_s`. Picklable.
 
     >>> reward = make_math_accuracy_reward(correct=1.0, incorrect=-1.0)
     >>> reward([[{"role": "assistant", "content": r"\boxed{42}"}], "41"], solution=["42", "42"])
@@ -100,15 +93,12 @@ class MathAccuracyReward:
         return [by_key[k] if k is not None else GOLD_UNPARSEABLE for k in keys], preds, golds, replaced
 
     def outcomes(self, completions: Sequence[Any], solution: Sequence[Any]) -> list[int]:
-        """One outcome per completion (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT from `up_trl.rewards`), what
-        `__call__` maps to reward values; stats and logs are not touched."""
+        """One outcome per completion (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT), without touching stats or logs."""
         return self._score(completions, solution)[0]
 
     def judge(self, completions: Sequence[Any], solution: Sequence[Any]) -> tuple[list[int], list]:
-        """`outcomes` and the answer each was judged on: `(answer, kind)` after the anti-echo rules, None for none
-        (what `up-trl eval` groups for maj@k, so a reply the reward refuses never votes)."""
-        outcomes, preds, _, _ = self._score(completions, solution)
-        return outcomes, preds
+        """`outcomes` and the `(answer, kind)` each was judged on, None for none (`up-trl eval`'s maj@k votes)."""
+        return self._score(completions, solution)[:2]
 
     def __call__(self, completions: Sequence[Any], solution: Sequence[Any] | None = None, **kwargs) -> list:
         golds_raw = kwargs.get(self.solution_column) if self.solution_column != "solution" else solution
@@ -122,23 +112,22 @@ class MathAccuracyReward:
         rewards = [value[o] for o in outcomes]
 
         n = len(outcomes)
-        counts = {
+        counts = {  # by metric name, in the order they are logged
             "skipped_gold": outcomes.count(GOLD_UNPARSEABLE),
-            "timeouts": outcomes.count(TIMEOUT),
             "no_answer": sum(p is None and o == WRONG for p, o in zip(preds, outcomes)),
+            "timeout": outcomes.count(TIMEOUT),
         }
         with _STATS_LOCK:
             s = self.stats
             s.calls, s.completions, s.correct = s.calls + 1, s.completions + n, s.correct + outcomes.count(CORRECT)
             s.skipped_gold += counts["skipped_gold"]
-            s.timeouts += counts["timeouts"]
+            s.timeouts += counts["timeout"]
             s.no_answer += counts["no_answer"]
             s.worker_restarts += replaced
         log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
         if callable(log_metric) and n:
-            log_metric(f"rewards/{self.__name__}/skipped_gold_frac", counts["skipped_gold"] / n)
-            log_metric(f"rewards/{self.__name__}/no_answer_frac", counts["no_answer"] / n)
-            log_metric(f"rewards/{self.__name__}/timeout_frac", counts["timeouts"] / n)
+            for key, count in counts.items():
+                log_metric(f"rewards/{self.__name__}/{key}_frac", count / n)
         if callable(log_extra):
             log_extra(f"{self.__name__}/answer", [p[0] if p else "" for p in preds])
             log_extra(f"{self.__name__}/gold", [g[0] if g else "[unparseable]" for g in golds])
@@ -146,8 +135,7 @@ class MathAccuracyReward:
 
 
 def make_math_accuracy_reward(correct: float = 1.0, incorrect: float = 0.0, **options: Any) -> MathAccuracyReward:
-    """A math-verify accuracy reward scoring `correct` / `incorrect`; see `MathAccuracyReward` for `options`
-    (`timeout_reward`, `solution_column`, `name`, `num_workers`, `item_timeout_s`, `max_chars`).
+    """A math-verify accuracy reward scoring `correct` / `incorrect`; `options` as `MathAccuracyReward` takes them.
 
     >>> make_math_accuracy_reward(correct=1.0, incorrect=-1.0).__name__
     'math_accuracy_reward_1_-1'
@@ -184,9 +172,7 @@ def think_format_reward(completions: Sequence[Any], **kwargs) -> list[float]:
 
 
 def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache: int | None = None) -> Callable:
-    """DAPO's soft overlong punishment, TRL's `get_soft_overlong_punishment` (`max_completion_length` named as in
-    `GRPOConfig`): 0 up to `max - cache` tokens, then linear down to -1 at `max`. The cache defaults to a fifth of
-    the maximum (DAPO: 4096 of 20480).
+    """DAPO's soft overlong punishment (TRL's); the cache defaults to a fifth of the maximum (DAPO: 4096 of 20480).
 
     >>> make_soft_overlong_punishment(100, 20)(completion_ids=[[1] * 80, [1] * 90])
     [0.0, -0.5]

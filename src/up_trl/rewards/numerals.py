@@ -1,10 +1,6 @@
-r"""Numerals: a number written in a way math-verify misreads, rewritten as the digits it reads.
-
-- in words: "six", "twenty-four", "three hundred and five" (`number_in_words`); a word followed by a fraction word
-  or "dozen" ("two thirds", "one half", "two dozen") is no count and is left as it is;
-- with a scale word: "1.45 million" is 1450000, or 1.45 where the gold counts in millions (`scaled`);
-- with thousands separated by spaces: "385 000" is 385000 (`join_spaced_thousands`; math-verify reads 385 * 000);
-- a repeating decimal: `0.\overline{3}` is `\frac{1}{3}` (`repeating_decimals`; math-verify reads it as 0).
+r"""Numerals: a number written in a way math-verify misreads, rewritten as the digits it reads: in words
+(`number_in_words`), with a scale word (`scaled`), with thousands set apart by spaces (`join_spaced_thousands`:
+math-verify reads "385 000" as 385 * 000), or repeating (`repeating_decimals`: it reads `0.\overline{3}` as 0).
 
 Every pattern is linear-time: bounded alternations, no nested quantifiers.
 """
@@ -18,11 +14,10 @@ from fractions import Fraction
 _UNITS = "zero one two three four five six seven eight nine".split()
 _TEENS = "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
 _TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
-_VALUE = {**{w: i for i, w in enumerate(_UNITS)}, **{w: 10 + i for i, w in enumerate(_TEENS)}}
-_VALUE.update({w: 20 + 10 * i for i, w in enumerate(_TENS)})
+_VALUE = {w: i for i, w in enumerate(_UNITS + _TEENS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 
-_UNIT = "(?:one|two|three|four|five|six|seven|eight|nine)"
+_UNIT = f"(?:{'|'.join(_UNITS[1:])})"
 _BELOW_100 = rf"(?:(?:{'|'.join(_TENS)})(?:[- ]{_UNIT})?|{'|'.join(_TEENS)}|{_UNIT})"
 _BELOW_1000 = rf"(?:{_UNIT}\s+hundred(?:\s+(?:and\s+)?{_BELOW_100})?|{_BELOW_100})"
 # A fraction, an ordinal or a dozen after the words makes them no count: "two thirds", "one half", "two dozen".
@@ -41,8 +36,7 @@ _SCALED = re.compile(
     r"(?![A-Za-z])\s*\}?",
     re.I,
 )
-# "385 000", "1 000 000" (also with a no-break or a narrow no-break space): one number, 1-3 digits first. A pattern
-# string, so that extraction's last-number pattern reads such a number whole too.
+# "385 000", "1 000 000" (also no-break spaces): one number; a pattern string, for extraction's `_NUMBER` too.
 SPACED_THOUSANDS = r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)"
 _SPACED_THOUSANDS = re.compile(rf"(?<![\d.,]){SPACED_THOUSANDS}")
 _SPACE = re.compile(r"[ \u00a0\u202f]")
@@ -64,8 +58,7 @@ def _value(words: str) -> int:
 
 
 def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] | None:
-    """(start, end, value) of the first number written in words in `text`; with `whole`, only when the words are all
-    of `text` (around them spaces and `\\text{...}`). None when there is none.
+    """(start, end, value) of the first number in words in `text`, or None; with `whole`, only when it is all of it.
 
     >>> number_in_words("So the farmer keeps seven goats."), number_in_words("twenty-four", whole=True)
     ((20, 25, 7), (0, 11, 24))
@@ -77,8 +70,7 @@ def number_in_words(text: str, *, whole: bool = False) -> tuple[int, int, int] |
         inner = _TEXT_BLOCK.fullmatch(body)
         match = _NUMBER_WORDS.fullmatch(inner.group(1).strip() if inner else body)
         return None if match is None else (0, len(text), _value(match.group()))
-    match = _NUMBER_WORDS.search(text)
-    return None if match is None else (match.start(), match.end(), _value(match.group()))
+    return next(iter(numbers_in_words(text)), None)
 
 
 def numbers_in_words(text: str) -> list[tuple[int, int, int]]:
@@ -90,12 +82,6 @@ def numbers_in_words(text: str) -> list[tuple[int, int, int]]:
     return [(m.start(), m.end(), _value(m.group())) for m in _NUMBER_WORDS.finditer(text)]
 
 
-def _plain(number: Decimal) -> str:
-    """A decimal written without exponent or trailing zeros: 1450000, 2.5."""
-    text = format(number, "f")
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
 def _gold_number(gold: str) -> Decimal | None:
     """The gold as a plain decimal ("1.45", "$1.45$", "1,450,000"), None when it is something else."""
     try:
@@ -105,8 +91,7 @@ def _gold_number(gold: str) -> Decimal | None:
 
 
 def scaled(text: str, gold: str) -> str:
-    r"""`text` with each number followed by a scale word written out: "1.45 million" is 1450000, except where the gold
-    is the number itself (a question that counts in millions): then the number without its scale word.
+    r"""`text` with each "number scale-word" written out, or as the number alone where that is the gold itself.
 
     >>> scaled("1.45 million", "1450000"), scaled("1.45 million", "1.45"), scaled(r"3 \text{ thousand}", "3000")
     ('1450000', '1.45', '3000')
@@ -116,7 +101,7 @@ def scaled(text: str, gold: str) -> str:
         number = Decimal(match.group(1).replace(",", ""))
         if _gold_number(gold) == number:
             return match.group(1)
-        return _plain(number * _SCALE[match.group(2).lower()])
+        return format((number * _SCALE[match.group(2).lower()]).normalize(), "f")  # no exponent, no trailing zeros
 
     return _SCALED.sub(write, text)
 
@@ -131,8 +116,7 @@ def join_spaced_thousands(text: str) -> str:
 
 
 def repeating_decimals(text: str) -> str:
-    r"""Repeating decimals as exact fractions (math-verify reads `0.\overline{3}` as 0): `a.b\overline{c}` is
-    (abc - ab) / (10^len(b) (10^len(c) - 1)), reduced.
+    r"""Repeating decimals as exact fractions: `a.b\overline{c}` is (abc - ab) / (10^len(b) (10^len(c) - 1)), reduced.
 
     >>> [repeating_decimals(t) for t in (r"0.\overline{3}", r"1.\overline{27}", r"0.1\overline6", r"0.\overline9")]
     ['\\frac{1}{3}', '\\frac{14}{11}', '\\frac{1}{6}', '1']

@@ -1,18 +1,12 @@
-"""The worker pool: math-verify in worker processes, each item bounded on its own, never the call.
-
-pebble's `ProcessPool` runs one task per item with `timeout=item_timeout_s`; a worker whose task times out (or
-dies) is killed and replaced by pebble, and the item's outcome is TIMEOUT, which the reward counts and scores as
-its `timeout_reward`. Inside a worker math-verify's own SIGALRM bound works (each worker runs in its main thread),
-so a call from any thread of the trainer (TRL may score rewards in threads) gets bounded verification.
-
-Each process has its own pool (a forked child, e.g. a DataLoader worker, starts a new one on first use); workers
-start on the first call and stop at exit (`shutdown_workers`). `num_workers=0` (or `UP_TRL_REWARD_WORKERS=0`) scores
-in-process, where math-verify's timeouts work only in the main thread.
+"""The worker pool: math-verify in pebble worker processes, each item bounded on its own (`item_timeout_s`), never
+the call. In a worker's main thread math-verify's SIGALRM bound works, whichever trainer thread called; each process
+has its own pool, stopped at exit (`shutdown_workers`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import multiprocessing
 import multiprocessing.util
@@ -38,8 +32,8 @@ STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the work
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 
 
-class PoolUnavailable(RuntimeError):
-    """Worker processes cannot be started here; the caller scores in-process instead."""
+class PoolUnavailable(Exception):
+    """Worker processes cannot start here (not a RuntimeError: no broken pool); the caller scores in-process."""
 
 
 def default_num_workers() -> int:
@@ -60,23 +54,15 @@ def _worker_init() -> None:
     for name in MATH_VERIFY_LOGGERS:
         logging.getLogger(name).propagate = False
         logging.getLogger(name).setLevel(logging.WARNING)
-    try:
+    with contextlib.suppress(Exception):  # no `resource` module on Windows
         import resource
 
         resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a blow-up is a MemoryError, not the OOM killer
-    except Exception:
-        pass
 
 
 def _verify_in_worker(task: Task) -> int:
     timeout = MATH_VERIFY_TIMEOUT if os.name == "posix" else None  # on Windows math-verify would spawn per call
     return verify_answer(*task, timeout)
-
-
-def _context():
-    # fork on POSIX: a spawned or forkserver worker re-imports the user's __main__, re-running a script that has no
-    # `if __name__ == "__main__"` guard; a fork starts from a copy of this process and imports nothing again.
-    return multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
 
 
 class _Pool:
@@ -88,21 +74,23 @@ class _Pool:
 
         self.pid, self.num_workers = os.getpid(), num_workers
         self.ready = False  # True once a task came back: from then on a queued item may wait behind others freely
-        self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=_context())
+        # fork on POSIX: a spawned worker re-imports __main__, re-running a script without a `__name__` guard
+        context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+        self.pool = ProcessPool(max_workers=num_workers, initializer=_worker_init, context=context)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.pool.stop()
             self.pool.join(timeout=5)
-        except Exception:
-            pass
 
 
 _POOLS: dict[int, _Pool] = {}
 _POOLS_LOCK = threading.Lock()
+_FINALIZER_PID: int | None = None  # the process that registered the finalizer in `_pool`
 
 
 def _pool(num_workers: int, fresh: bool = False) -> _Pool:
+    global _FINALIZER_PID
     with _POOLS_LOCK:
         pool = _POOLS.get(num_workers)
         if pool is not None and (fresh or pool.pid != os.getpid() or not pool.pool.active):
@@ -114,23 +102,11 @@ def _pool(num_workers: int, fresh: bool = False) -> _Pool:
                 pool = _POOLS[num_workers] = _Pool(num_workers)
             except (OSError, ValueError, ImportError) as exc:  # no fork, no pipes, no math-verify
                 raise PoolUnavailable(f"cannot start worker processes: {exc}") from exc
-            _stop_before_multiprocessing_exit()
+            # a multiprocessing child runs no atexit and joins pebble's workers for ever: a finalizer runs before that
+            if _FINALIZER_PID != os.getpid():
+                _FINALIZER_PID = os.getpid()
+                multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
         return pool
-
-
-_FINALIZER_PID: int | None = None  # the process that registered the finalizer below
-
-
-def _stop_before_multiprocessing_exit() -> None:
-    """In a `multiprocessing` child (a `ProcessPoolExecutor` worker, say) `atexit` does not run: the child ends in
-    multiprocessing's own exit hook, which first joins every non-daemonic child process, pebble's workers included,
-    and so would wait for ever. A multiprocessing finalizer with an exit priority runs before that join. Registered
-    once per process: a multiprocessing child starts with an empty registry, and a plain `os.fork` child skips the
-    copied entry (multiprocessing records the pid that made it)."""
-    global _FINALIZER_PID
-    if _FINALIZER_PID != os.getpid():
-        _FINALIZER_PID = os.getpid()
-        multiprocessing.util.Finalize(None, shutdown_workers, exitpriority=10)
 
 
 def _forget_pools_in_child() -> None:
@@ -156,8 +132,7 @@ atexit.register(shutdown_workers)
 
 
 def _run(pool: _Pool, tasks: Sequence[Task], item_timeout_s: float, first_timeout_s: float) -> tuple[list[int], int]:
-    """Outcomes of `tasks` on `pool` and the number of workers pebble replaced. Raises BrokenProcessPool/RuntimeError
-    when the pool itself broke (not an item's fault)."""
+    """Outcomes of `tasks` on `pool` and the number of workers pebble replaced; RuntimeError for a broken pool."""
     from pebble import ProcessExpired
 
     futures = [pool.pool.schedule(_verify_in_worker, args=(tuple(t),), timeout=item_timeout_s) for t in tasks]
@@ -200,16 +175,13 @@ def score(
     item_timeout_s: float = ITEM_TIMEOUT_S,
     startup_timeout_s: float = STARTUP_TIMEOUT_S,
 ) -> tuple[list[int], int]:
-    """Outcomes of `tasks` and the number of workers replaced; in-process when `num_workers` is 0 or workers cannot
-    start (warned once). `num_workers=None` reads `UP_TRL_REWARD_WORKERS`."""
+    """Outcomes of `tasks` and workers replaced; in-process for `num_workers=0` or when workers cannot start."""
     num_workers = default_num_workers() if num_workers is None else num_workers
     if num_workers > 0 and tasks and os.getpid() not in _UNAVAILABLE_IN:
         try:
             try:
                 return _run(_pool(num_workers), tasks, item_timeout_s, startup_timeout_s)
             except RuntimeError as exc:  # BrokenProcessPool / "pool not running": a worker died outside a task
-                if isinstance(exc, PoolUnavailable):
-                    raise
                 logger.warning("math-verify worker pool broke (%s); starting a new one.", exc)
                 return _run(_pool(num_workers, fresh=True), tasks, item_timeout_s, startup_timeout_s)
         except PoolUnavailable as exc:
@@ -221,9 +193,7 @@ def score(
 def verify_many(
     tasks: Sequence[Task], *, num_workers: int | None = None, item_timeout_s: float = ITEM_TIMEOUT_S
 ) -> list[int]:
-    """One outcome (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) per `(pred, pred_kind, gold, gold_kind)` task, kinds
-    "boxed" | "phrase" | "number" as `extract_answer` returns them (pred None: no answer). Each item is bounded by
-    `item_timeout_s` in the worker pool. The gold side is read as a gold answer; no anti-echo rule is applied.
+    """One outcome per `(pred, pred_kind, gold, gold_kind)` task, each bounded by `item_timeout_s` (no anti-echo rule).
 
     >>> verify_many([("1/2", "boxed", "0.5", "number"), ("5 or 6", "phrase", "5", "number")], num_workers=0)
     [1, 0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import logging
@@ -28,15 +29,12 @@ REWARD_FUNCS: dict[str, Callable] = {
     "boxed_format": boxed_format_reward,
     "think_format": think_format_reward,
 }
-# Rewards built from options (get_reward_funcs passes each factory the options its signature names).
 REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "math_accuracy": make_math_accuracy_reward,
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
     "soft_overlong": make_soft_overlong_punishment,
 }
-# TRL's reward functions (`trl.rewards`) by their own names, as `trl grpo --reward_funcs` takes them; none is a name
-# above. `get_soft_overlong_punishment` is built as `trl grpo` builds it (`TRL_FIXED_OPTIONS`); ours, soft_overlong,
-# takes the run's max_completion_length instead.
+# TRL's rewards by their names, built as `trl grpo --reward_funcs` builds them (ours, soft_overlong, takes options).
 TRL_REWARD_FUNCS: tuple[str, ...] = (
     "accuracy_reward",
     "reasoning_accuracy_reward",
@@ -81,11 +79,7 @@ def _known() -> str:
 
 
 def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
-    """Reward functions for `GRPOTrainer(reward_funcs=...)` from registry names, TRL's names (`TRL_REWARD_FUNCS`,
-    TRL's own functions) or dotted import paths.
-
-    `options` go to the factories that name them (`max_completion_length`, `soft_punish_cache` for
-    "soft_overlong"; `item_timeout_s`, `num_workers`, ... for the accuracy rewards).
+    """Rewards from our names, TRL's or dotted import paths; `options` go to the factories whose signatures name them.
 
     >>> [f.__name__ for f in get_reward_funcs(["math_accuracy", "up_trl.rewards.boxed_format_reward"])]
     ['math_accuracy_reward', 'boxed_format_reward']
@@ -94,25 +88,19 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
         names = [names]
     funcs, used = [], set()
     for name in names:
-        if name in REWARD_FACTORIES:
-            kwargs = {k: v for k, v in options.items() if k in _FACTORY_OPTIONS[name]}
-            used |= set(kwargs)
-            if kwargs or name not in REWARD_FUNCS:
-                try:
-                    funcs.append(REWARD_FACTORIES[name](**kwargs))
-                except TypeError as exc:
-                    needed = ", ".join(f"{k}=..." for k in sorted(_FACTORY_OPTIONS[name]))
-                    raise ValueError(
-                        f"Reward {name!r} needs options: get_reward_funcs([...], {needed}) ({exc})."
-                    ) from exc
-            else:
-                funcs.append(REWARD_FUNCS[name])
-        elif name in REWARD_FUNCS:
+        kwargs = {k: v for k, v in options.items() if k in _FACTORY_OPTIONS.get(name, ())}
+        used |= set(kwargs)
+        if name in REWARD_FUNCS and not kwargs:
             funcs.append(REWARD_FUNCS[name])
-        elif name in TRL_FIXED_OPTIONS:
-            funcs.append(_import_reward(f"trl.rewards.{name}")(**TRL_FIXED_OPTIONS[name]))
+        elif name in REWARD_FACTORIES:
+            try:
+                funcs.append(REWARD_FACTORIES[name](**kwargs))
+            except TypeError as exc:
+                needed = ", ".join(f"{k}=..." for k in sorted(_FACTORY_OPTIONS[name]))
+                raise ValueError(f"Reward {name!r} needs options: get_reward_funcs([...], {needed}) ({exc}).") from exc
         elif name in TRL_REWARD_FUNCS:
-            funcs.append(_import_reward(f"trl.rewards.{name}"))
+            func = _import_reward(f"trl.rewards.{name}")
+            funcs.append(func(**TRL_FIXED_OPTIONS[name]) if name in TRL_FIXED_OPTIONS else func)
         elif "." in name:
             funcs.append(_import_reward(name))
         else:
@@ -124,10 +112,7 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
 
 
 def check_reward_names(names: Sequence[str]) -> None:
-    """A ValueError, one line with the closest names, for a name that is neither ours, TRL's, nor a dotted import
-    path: before anything is imported or loaded."""
-    import difflib
-
+    """A one-line ValueError naming the closest names for an unknown reward name, before anything is imported."""
     ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
     for name in names:
         if name not in ours and name not in TRL_REWARD_FUNCS and "." not in name:

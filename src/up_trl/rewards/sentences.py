@@ -1,19 +1,12 @@
-r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one.
-
-A reply without `\boxed{}` or "the answer is" most often ends with its answer: "So the probability is $\frac13$.", "Dot
-product = -41", "So there are **144** arrangements." `final_statement` reads the final sentence after the trailing
-asides are dropped (`content_end`: "Note: ...", "(Check: ...)", "Step 4 of 4 done.", "Let me know if ..."), and cut at
-an aside inside it ("200 minutes (3 hours 20 minutes)", "11/36 \approx 0.306"). Its answer is the last inline math span
-(`$...$`, `\(...\)`, `\[...\]`) or bold span (`**...**`), else the right side of its last "=" (a solution set "x = 2
-and x = -3", in spans or not, whole); `prediction` then takes the last right side of an equation chain inside the span.
-For a gold that is a name, `final_name` reads the one name of the final sentence ("So Navin earns the most.").
-Everything else is left to the last-number fallback. Every pattern is linear-time (one pass of tokens, bounded
-look-aheads).
+r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one
+(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time.
 """
 
 from __future__ import annotations
 
+import collections
 import re
+from collections.abc import Iterator
 
 from .expressions import _HEDGE, _HEDGE_WORDS, _LIST_SEPARATOR, _MATH_WORDS, phrase_expression, solution_list, the_name
 
@@ -25,8 +18,7 @@ _ASIDE_SENTENCE = re.compile(
     r"|i\s+hope|feel\s+free|step\s+\d+\s+(?:of\s+\d+\s+)?(?:done|complete)\w*|done\b|good\s+luck)\b)",
     re.I,
 )
-# An aside inside a sentence, after its value: "(about 33%)", "(3 hours 20 minutes)", "\approx 0.306".
-# Each alternative starts a run of spaces at its first space (`(?<!\s)`): linear on long runs of spaces.
+# An aside after a value: "(3 hours 20 minutes)", "\approx 0.306"; `(?<!\s)`: linear on long runs of spaces.
 _ASIDE_CUT = re.compile(r"(?<!\s)\s*\\approx(?![A-Za-z])|(?<!\s)\s+\((?=[^()\n$]{0,80}?(?<![\\A-Za-z])[A-Za-z]{3})")
 _DIGIT = re.compile(r"\d")
 # Math delimiters, paired left to right in one pass: `$$`, `$`, `\(`/`\)`, `\[`/`\]`; and bold markdown.
@@ -40,17 +32,20 @@ _NAME_GOLD = re.compile(r"\$?\s*(?:\\text\s*\{\s*([A-Z][a-z]+)\s*\}|([A-Z][a-z]+
 _TRAIL = " \t.!?。！？"  # sentence-final punctuation
 
 
+def _last(matches: Iterator[re.Match]) -> re.Match | None:
+    """The last of an iterator of matches (one pass, constant memory), None when it is empty."""
+    last = collections.deque(matches, maxlen=1)
+    return last[0] if last else None
+
+
 def _sentence_start(text: str, end: int) -> int:
     """Start of the sentence that holds position `end` (0 when no sentence boundary precedes it)."""
-    start = 0
-    for boundary in _SENTENCE_END.finditer(text, 0, end):
-        start = boundary.end()
-    return start
+    boundary = _last(_SENTENCE_END.finditer(text, 0, end))
+    return boundary.end() if boundary else 0
 
 
 def content_end(text: str) -> int:
-    """End of a reply's content: trailing aside sentences ("Note: the 2 loose eggs ...", "Step 4 of 4 done.",
-    "(Check: ...)") are dropped, at most `MAX_ASIDES` of them, and the final sentence is cut at an aside after a value.
+    """End of a reply's content: up to `MAX_ASIDES` trailing aside sentences dropped, and an aside after a value.
 
     >>> text = "She walks 200 minutes (3 hours 20 minutes). Note: 2 breaks."
     >>> text[: content_end(text)]
@@ -63,9 +58,8 @@ def content_end(text: str) -> int:
             break
         end = len(text[:start].rstrip())
     start = _sentence_start(text, len(text[:end].rstrip(_TRAIL)))
-    for aside in _ASIDE_CUT.finditer(text, start, end):
+    for aside in _ASIDE_CUT.finditer(text, start, end):  # after a value, outside math: the value is the answer
         if _DIGIT.search(text, start, aside.start()) and not text.count("$", start, aside.start()) % 2:
-            # an aside after a value, outside math: the value is the answer
             return aside.start()
     return end
 
@@ -81,19 +75,16 @@ def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:
     spans, opened = [], None
     for match in _MATH_TOKEN.finditer(text, start, end):
         token = match.group()
-        if opened is None:
-            if token in _CLOSER:
-                opened = (token, match.start(), match.end())
-        elif token == _CLOSER[opened[0]]:
+        if opened is None and token in _CLOSER:
+            opened = (token, match.start(), match.end())
+        elif opened is not None and token == _CLOSER[opened[0]]:
             spans.append((opened[1], match.end(), text[opened[2] : match.start()], opened[0]))
             opened = None
     return spans
 
 
 def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
-    r"""(start, end, answer) of the answer the final sentence of `text` ends with, at or after position `start`: its
-    last math or bold span (as `$...$`), else the right side of its last "="; None when it states none, or when prose
-    after it holds another value, a negation or a hedge.
+    r"""(start, end, answer) the final sentence (from `start`) ends with (a math or bold span, or after "="), or None.
 
     >>> final_statement(r"We get $x^2 = 9$, so the probability is $\frac13$.")[2]
     '$\\frac13$'
@@ -127,8 +118,7 @@ def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
 
 
 def _listed_spans(text: str, spans: list[tuple[int, int, str, str]]) -> tuple[int, int, str] | None:
-    """The last math spans of a sentence when they state one solution set ("$x = 2$ and $x = -3$"), joined as one
-    answer `$x = 2, x = -3$`; None otherwise."""
+    """The last math spans of a sentence joined as one answer when they state a solution set; None otherwise."""
     first = len(spans)
     while first > 0:
         between = text[spans[first - 1][1] : spans[first][0]] if first < len(spans) else ""
@@ -151,9 +141,7 @@ def is_name(gold: str) -> bool:
 
 
 def final_name(text: str) -> tuple[int, int, str] | None:
-    r"""(start, end, `\text{Name}`) of the one name the final sentence of `text` states ("So Navin earns the most.",
-    "Navin earns the most."); None when it names none or two ("Kelly has more than Sam."), hedges or negates
-    (`expressions.the_name`). For a gold that is a name: a number never answers one.
+    r"""(start, end, `\text{Name}`) of the one name the final sentence of `text` states (`expressions.the_name`).
 
     >>> final_name("Navin earns $7 an hour.\nSo Navin earns the most.")[2], final_name("Luka or Navin.")
     ('\\text{Navin}', None)

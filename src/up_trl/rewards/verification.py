@@ -1,17 +1,8 @@
-r"""Verification: one extracted answer against one gold answer with math-verify, as an outcome constant.
+r"""Verification: one extracted answer against one gold with math-verify, as an outcome constant.
 
-Runs inside a worker process of `pool.py` (or in-process when workers are off). math-verify's own SIGALRM bound
-(`MATH_VERIFY_TIMEOUT`, whole seconds) works only in a process's main thread: the caller passes `timeout=None`
-elsewhere. math-verify turns its own timeouts into `[]` / False and a warning; `verify_answer` counts those warnings
-(`_TIMEOUT_LOG`) so that an answer whose parse or comparison timed out is a TIMEOUT, never a silent WRONG. Gold answers
-are parsed once per process; only successful parses are cached, so a gold answer whose parse timed out once (a busy
-machine) is parsed again next time instead of being unscorable for good.
-
-math-verify drops a letter it takes for a unit even inside an expression (`$2t$` parses as 2, `$3 - s$` as 3); a
-match in which its parse dropped a letter of one side that it did not drop of the other is WRONG (`dropped_letters`).
-A letter that both sides write is a variable, no unit: when a parse dropped one, both sides are parsed again without
-math-verify's unit removal (`shared_letter_dropped`), so "9 - t" meets the gold "9-t" and no longer "9 + t".
-Repeating decimals, which it reads as their integer part, are written as fractions first (`numerals`).
+math-verify's SIGALRM bound works only in a main thread (elsewhere callers pass `timeout=None`); its timeouts become
+`[]` / False and a warning, counted by `_TIMEOUT_LOG`, so a timed-out item is TIMEOUT, never a silent WRONG. A match in
+which math-verify dropped a letter of one side only, as a unit (`$2t$` parsed as 2), is WRONG (`dropped_letters`).
 """
 
 from __future__ import annotations
@@ -23,12 +14,10 @@ import logging
 import re
 import threading
 
-from .expressions import _MATH_WORDS
-from .extraction import phrase_expression
+from .expressions import _MATH_WORDS, phrase_expression
 from .numerals import repeating_decimals
 
-# Seconds, math-verify's own SIGALRM bound for each parse and verify (whole seconds; its default is 5). 1 s and 2 s
-# fired on right MATH-500 answers (0.3 s of CPU) on a 2-core machine under a load of 10; an item is at most ~3x this.
+# math-verify's SIGALRM bound per parse and verify, in whole seconds: 1 and 2 fired on right answers under load.
 MATH_VERIFY_TIMEOUT = 3
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
@@ -41,9 +30,7 @@ _DELIMITER = re.compile(r"(?<!\\)\$|\\[()\[\]]")  # "$", "\(", "\[": math delimi
 
 
 def parse_input(answer: str, kind: str) -> str | None:
-    r"""The string handed to `math_verify.parse` for an extracted answer of `kind`; None when it is no answer.
-
-    A phrase answer is one expression in `$...$`, as the golds are (math-verify on bare text keeps one number).
+    r"""The string handed to `math_verify.parse` for an answer of `kind` (a phrase in `$...$`, as golds), or None.
 
     >>> parse_input("3", "boxed"), parse_input("1,000", "number"), parse_input("2x + 3", "phrase")
     ('\\boxed{3}', '1000', '$2x + 3$')
@@ -57,8 +44,7 @@ def parse_input(answer: str, kind: str) -> str | None:
 
 
 def _variables(text: str, words: bool) -> collections.Counter:
-    """The letters of `text` outside text blocks and commands; without `words`, those of words set apart by a space
-    ("12 cm", "7 hours") and of mathematical words ("pi", "sqrt") are left out."""
+    """The letters of `text` outside text blocks and commands; without `words`, spaced words ("12 cm") left out."""
     letters: collections.Counter = collections.Counter()
     for match in _LETTER_TOKEN.finditer(text):
         run = match.group(1)
@@ -71,12 +57,9 @@ def _variables(text: str, words: bool) -> collections.Counter:
 
 
 def dropped_letters(text: str, parsed: list) -> collections.Counter:
-    r"""The variables of `text` (an answer as handed to math-verify) that its parse `parsed` no longer has.
+    r"""The variables of `text` (as handed to math-verify) that its parse `parsed` no longer has.
 
-    A variable is a single letter ("s", "t", "x"), or a run of letters glued to a number or a letter ("2t", "5ab",
-    "12cm"), outside text blocks (`\text{ s}`, `\mathrm{m}`) and commands. A word set apart by a space is a unit or
-    prose, never a variable ("12 cm", "7 hours"). So "5 s", "5s" and "12 m" are 5s, 5s and 12m, as LaTeX reads them;
-    a unit that is meant is written as text (`5\text{ s}`) or as a word.
+    A variable is a letter, or letters glued to a number or letter ("2t"); a spaced word ("12 cm") is a unit or prose.
 
     >>> from math_verify import parse
     >>> [dict(dropped_letters(t, parse(t))) for t in ("$2t$", "$3 - s$", "$9 - x$", "$12 cm$", r"$5\text{ s}$")]
@@ -89,8 +72,7 @@ def dropped_letters(text: str, parsed: list) -> collections.Counter:
 
 
 def shared_letter_dropped(pred: str, pred_parsed: list, gold: str, gold_parsed: list) -> bool:
-    r"""Whether a parse dropped, as a unit, a variable that the prediction and the gold both write: a letter both
-    sides have is a variable on both ("9 - t" against "9-t"), so both are parsed again without unit removal.
+    r"""Whether a parse dropped, as a unit, a letter both sides write (a variable on both: "9 - t" against "9-t").
 
     >>> from math_verify import parse
     >>> [shared_letter_dropped(p, parse(p), g, parse(g)) for p, g in (("$9 - t$", "$9-t$"), ("$9 - t$", "$9$"))]
@@ -110,43 +92,13 @@ def _extraction_config(units: bool) -> list:
     return [dataclasses.replace(latex, normalization_config=normalization), ExprExtractionConfig()]
 
 
-class _SuccessCache:
-    """A small thread-safe LRU cache that keeps only truthy values (math-verify's `[]` means "failed")."""
-
-    def __init__(self, maxsize: int):
-        self.maxsize, self.items, self.lock = maxsize, collections.OrderedDict(), threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def put(self, key, value) -> None:
-        if not value:
-            return
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > self.maxsize:
-                self.items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-
-
-_GOLD_CACHE = _SuccessCache(GOLD_CACHE_SIZE)
 MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
 
 
 class _TimeoutLog(logging.Handler):
     """Counts math-verify's "Timeout during parsing/comparison" warnings, per thread."""
 
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.local = threading.local()
+    local = threading.local()
 
     def emit(self, record: logging.LogRecord) -> None:
         if str(record.msg).startswith("Timeout during"):
@@ -156,44 +108,46 @@ class _TimeoutLog(logging.Handler):
         return getattr(self.local, "count", 0)
 
 
-_TIMEOUT_LOG = _TimeoutLog()
+_TIMEOUT_LOG = _TimeoutLog(logging.WARNING)
 for _name in MATH_VERIFY_LOGGERS:
     logging.getLogger(_name).addHandler(_TIMEOUT_LOG)
 
 
+class _ParseFailed(Exception):
+    """A failed gold parse, raised through `functools.lru_cache`, which caches no exception."""
+
+
 def parse_gold(gold: str, kind: str, timeout: int | None, units: bool = True) -> list:
-    """math-verify's parse of a gold answer (`[]` when it fails); a bare gold is read as LaTeX first ("(1, 2)" is a
-    tuple, "3+4i" complex, "B" a choice), then as text. Without `units`, no letter is removed as a unit. Successful
-    parses are cached, failures never are."""
-    key = (gold, kind, timeout, units)
-    parsed = _GOLD_CACHE.get(key)
-    if parsed is None:
-        parsed = _parse_gold_uncached(gold, kind, timeout, units)
-        _GOLD_CACHE.put(key, parsed)
-    return parsed
+    """math-verify's parse of a gold (`[]` on failure; LaTeX first, then text), cached only when it succeeds."""
+    try:
+        return _parse_gold(gold, kind, timeout, units)
+    except _ParseFailed:
+        return []
 
 
-def _parse_gold_uncached(gold: str, kind: str, timeout: int | None, units: bool) -> list:
+@functools.lru_cache(maxsize=GOLD_CACHE_SIZE)
+def _parse_gold(gold: str, kind: str, timeout: int | None, units: bool) -> list:
     from math_verify import parse
 
     def read(text: str) -> list:
         return parse(text, extraction_config=_extraction_config(units), parsing_timeout=timeout)
 
     if kind == "boxed":
-        return read("\\boxed{" + repeating_decimals(gold) + "}")
-    if kind == "number":
-        return read(gold.replace(",", ""))
-    gold = repeating_decimals(gold)
-    if not _DELIMITER.search(gold):  # "\$18.90" is a sum of money, not math in "$...$"
-        parsed = read("$" + gold + "$")
-        if parsed and not isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
-            return parsed
-    return read(gold)
+        parsed = read("\\boxed{" + repeating_decimals(gold) + "}")
+    elif kind == "number":
+        parsed = read(gold.replace(",", ""))
+    else:
+        gold = repeating_decimals(gold)
+        parsed = [] if _DELIMITER.search(gold) else read("$" + gold + "$")  # "\$18.90" is money, not "$...$" math
+        if not parsed or isinstance(parsed[0], str):  # a bare string is math-verify's fallback, not a parse
+            parsed = read(gold)
+    if not parsed:
+        raise _ParseFailed
+    return parsed
 
 
 def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, timeout: int | None) -> int:
-    """CORRECT, WRONG, GOLD_UNPARSEABLE or TIMEOUT (math-verify's own bound fired and nothing was found correct) for
-    one extracted prediction (None: no answer) against one gold answer.
+    """The outcome of one extracted prediction (None: no answer) against one gold (TIMEOUT: math-verify's bound fired).
 
     >>> [verify_answer("2x + 3", "phrase", gold, "phrase", None) for gold in ("2x+3", "3")]
     [1, 0]
@@ -213,9 +167,8 @@ def verify_answer(pred: str | None, pred_kind: str, gold: str, gold_kind: str, t
                 pred_parsed = parse(pred_input, extraction_config=_extraction_config(False), parsing_timeout=timeout)
                 gold_parsed = parse_gold(gold, gold_kind, timeout, units=False)
             correct = pred_parsed and gold_parsed and verify(gold_parsed, pred_parsed, timeout_seconds=timeout)
-            # a match only on what math-verify kept: "2t" is no 2, and "2" no "2t"
-            if correct and dropped_letters(pred_input, pred_parsed) != dropped_letters(gold, gold_parsed):
-                correct = False
+            # a match only on what math-verify kept is none: "2t" is no 2, and "2" no "2t"
+            correct = correct and dropped_letters(pred_input, pred_parsed) == dropped_letters(gold, gold_parsed)
             outcome = CORRECT if correct else WRONG
     except Exception:  # math-verify catches its own errors; this is the last net (RecursionError, MemoryError)
         outcome = WRONG

@@ -1,12 +1,8 @@
 """What `up-trl train` and `up-trl eval` refuse before any model loads, each as one `UsageError` line saying what was
 wrong and what to set (exit status 2, argparse's), and how a setting is named in one (`Settings`).
 
-- `names`: the recipe's YAML, and misspelt recipe keys and flags, named with the closest real ones;
-- `settings`: the values, before TRL's config is built from them (`check_settings`, `check_choices`);
-- `ranges`: the value ranges TRL's config does not check, each rule kept by a named test.
-
-What the settings point at (rewards, data, model, output folder) is checked by `cli.parse.check_targets` with each
-room's own check; what TRL's config refuses while it is built, by `cli.parse.build_configs`.
+`names`: the recipe's YAML, misspelt keys and flags; `settings`: the values before TRL's config is built from them;
+`ranges`: the ranges TRL's config does not check. What the settings point at: `cli.parse.check_targets`.
 """
 
 from __future__ import annotations

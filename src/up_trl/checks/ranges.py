@@ -1,12 +1,7 @@
-"""The value ranges `up-trl train` and `up-trl eval` check before any model loads, on the values the parser is about
-to build the config from (command line, recipe and offline default alike).
-
-`up-trl train` keeps a rule only where TRL's config accepts a value outside it: for each rule in `TRAIN_RULES`,
-`tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` builds TRL's config from such a value, which
-would otherwise fail only after the model loads (a ZeroDivisionError, PEFT's check of `r`, a sampling error) or train
-on silently; the day it fails for a name, delete the rule. What TRL's config refuses while it is built
-(`--warmup_steps -1`, UP's `--delta 0.5`) is its own line (`cli.parse.build_configs`). Every float must also be finite
-(TRL's config takes NaN and inf: the same test, `[nonfinite]`). A failure is one line naming the flag or recipe key:
+"""The value ranges `up-trl train` and `up-trl eval` check before any model loads (command line, recipe and offline
+default alike). A train rule is kept only while TRL's config accepts a value outside it, which would fail only after
+the model loads or train on silently: `tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` (and
+`[nonfinite]`: every float must be finite); the day it fails for a name, delete the rule. A failure is one line:
 
     --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept).
 """

@@ -4,9 +4,8 @@ up-trl train                                            # offline default (the r
 up-trl train --config up_dapo                           # a packaged recipe by name (or a file); flags override it
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
 
-This module holds the commands; `parse` turns a command line into a checked `run.job.TrainJob` (TRL's parser, the
-checks of `up_trl.checks`), `launch` goes through `accelerate launch`, `catalog` finds the packaged recipes and
-accelerate configs, `help_text` prints at once, `eval_command` is `up-trl eval`. The job itself: `up_trl.run.job`.
+The commands; `parse`: a command line made a checked `run.job.TrainJob` (run by `up_trl.run.job`); `launch`:
+through accelerate; `catalog`: recipes and accelerate configs by name; `help_text`; `eval_command`: `up-trl eval`.
 """
 
 from __future__ import annotations

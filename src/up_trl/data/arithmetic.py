@@ -102,11 +102,8 @@ def arithmetic_dataset(
     """Generated problems, the same for the same `(size, ops, seed, split)`.
     "train": `size` problems drawn with replacement from the train problems (like epochs); "test": the distinct
     held-out problems of `ops`, shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul`
-    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first.
-
-    The offline model (SmolLM2-135M-Instruct) is right on about one `mul1` product in five, the mixed groups GRPO
-    learns from; with two worked examples, on one 2-digit sum in five: docs/benchmarks/index.md, "Learning signal".
-    """
+    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first
+    (how often SmolLM2-135M is right: docs/benchmarks/index.md, "Learning signal")."""
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op
     if split not in ("train", "test"):
         raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")

@@ -1,9 +1,6 @@
-"""What `up-trl eval` runs: score a model on math benchmarks with k samples per problem: avg@k, pass@k, maj@k.
-
-Generation uses vLLM when it is installed (`--backend auto`), else batched transformers generation; answers are
-scored by `rewards.MathAccuracyReward`. Problems whose gold answer does not parse, or with a sample whose scoring
-timed out, are left out of every score and counted (`excluded` in eval.json). maj@k groups answers by mathematical
-equivalence (`pass_at_k`). The command itself is `up_trl.cli.eval_command`: nothing here imports the CLI.
+"""What `up-trl eval` runs (the command is `up_trl.cli.eval_command`): k samples per problem of math benchmarks,
+scored by `rewards.MathAccuracyReward` as avg@k, pass@k, maj@k (`pass_at_k`). Problems whose gold answer does not
+parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json).
 """
 
 from __future__ import annotations

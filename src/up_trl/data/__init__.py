@@ -343,11 +343,10 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     """One quick request to the Hub: a dead network fails in seconds, not after datasets' ~25 s of retries."""
     from huggingface_hub import constants, get_session
 
-    try:
+    with suppress(Exception):
         get_session().head(constants.ENDPOINT, timeout=timeout)
-    except Exception:
-        return False
-    return True
+        return True
+    return False
 
 
 def _offline_flag() -> str | None:

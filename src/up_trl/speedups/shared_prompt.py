@@ -133,8 +133,7 @@ class SharedPromptTrainerMixin:
         checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers >= 5.23
         if checkpointing is None:  # the older name
             checkpointing = getattr(unwrapped, "is_gradient_checkpointing", False)
-        recomputes = checkpointing and unwrapped.training
-        return not (recomputes and torch.is_grad_enabled())
+        return not (checkpointing and unwrapped.training and torch.is_grad_enabled())  # recomputed layers
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         if self.shares_prompts(model, input_ids.device):
@@ -153,10 +152,9 @@ def _generation_setting(config, model, name: str):
 def shared_prompt_generate(
     generate, model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
 ):
-    """`generate(input_ids=..., attention_mask=..., **kwargs)` (`up-trl eval`'s loop) with each distinct prompt's
-    tokens 0 .. P-2 prefilled once into a cache the rows share: the same random draws, from logits equal to float
-    rounding. Anything else (no mask, a cache the config chooses, no cache, beams, several returns per prompt, extra
-    model inputs, or what `shared_prompt_cache` turns down) goes to `generate` unchanged."""
+    """`generate(input_ids=..., attention_mask=..., **kwargs)`, each distinct prompt's tokens 0 .. P-2 prefilled once
+    into a cache the rows share (the same draws; logits equal to float rounding); no mask, the config's own cache, no
+    cache, beams or returns > 1, extra inputs or a `shared_prompt_cache` refusal go to `generate` unchanged."""
     config = kwargs.get("generation_config")
     plain = (
         attention_mask is not None

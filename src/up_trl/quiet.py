@@ -3,6 +3,7 @@ eval` install the filter; the UP trainers do not (a library leaves a user's warn
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 # transformers 5's FutureWarnings for the names TRL 1.16 itself calls (`trl/models/utils.py`), at every run's first
@@ -21,8 +22,6 @@ def _not_cpu_notice(record) -> bool:
 
 def silence_unactionable_warnings(deepspeed: bool) -> None:
     """Hide `TRL_DEPRECATED_CALLS`, and DeepSpeed's `CPU_NOTICE` unless DeepSpeed was asked for."""
-    import logging
-
     warnings.filterwarnings("ignore", message=TRL_DEPRECATED_CALLS, category=FutureWarning)
     logger = logging.getLogger("DeepSpeed")
     if not deepspeed and _not_cpu_notice not in logger.filters:  # once per process

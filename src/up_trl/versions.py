@@ -1,6 +1,5 @@
-"""What CI tested, visible at run time: the version ranges up-trl declares (its installed metadata, i.e.
-pyproject.toml: each lower bound is CI's oldest stack, `.ci/stacks/oldest.txt`; only trl, whose private methods the
-UP trainers override, has an upper bound), and one warning naming any installed version outside them.
+"""What CI tested, visible at run time: the version ranges in up-trl's metadata (pyproject.toml: each lower bound is
+CI's oldest stack; only trl has an upper bound), and one warning naming any installed version outside them.
 
     >>> ranges = {"trl": ">=1.16.0,<1.17", "transformers": ">=5.17.0"}
     >>> untested_versions({"trl": "1.16.0", "transformers": "5.25.0"}, ranges)
@@ -12,6 +11,7 @@ UP trainers override, has an upper bound), and one warning naming any installed 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import suppress
 from importlib.metadata import PackageNotFoundError, requires, version
 
 from packaging.requirements import Requirement
@@ -42,10 +42,9 @@ TESTED: dict[str, str] = declared_ranges()
 
 
 def _installed(name: str) -> str:
-    try:
+    with suppress(PackageNotFoundError):
         return version(name)
-    except PackageNotFoundError:
-        return "not installed"
+    return "not installed"
 
 
 def untested_versions(
@@ -57,11 +56,10 @@ def untested_versions(
     installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}
     for name, found in installed.items():
-        spec = ranges[name]
         if found == "not installed" and name in OPTIONAL:
             continue
         try:
-            inside = SpecifierSet(spec).contains(found, prereleases=True)
+            inside = SpecifierSet(ranges[name]).contains(found, prereleases=True)
         except InvalidVersion:  # "not installed", or a version packaging cannot parse
             inside = False
         if not inside:

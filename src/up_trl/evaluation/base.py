@@ -1,9 +1,7 @@
 """`up-trl eval`'s baseline: the model a run was trained from, scored beside it with the same problems and settings,
-once (cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that scores).
-
-`--base_model auto` (the default) is the base the evaluated run folder names, `none` skips it, anything else is a
-model folder or Hub id. A run's own base that cannot load here is left out with one line saying why; a `--base_model`
-named that cannot load is an error (exit 2), like `--model`.
+once (cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that scores). A
+run's own base (`--base_model auto`) that cannot load here is left out with one line saying why; one named that
+cannot load is an error (exit 2), like `--model`.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import fields
 from pathlib import Path
 
@@ -31,12 +30,10 @@ def recorded_base_model(model: str) -> str | None:
     if record and record.get("base_model"):
         return str(record["base_model"])
     for folder in run_and_parent(model):
-        try:  # a card that is missing, not text, or whose front matter is no YAML mapping names no base
+        with suppress(OSError, ValueError, yaml.YAMLError):  # a card missing, not text, or no YAML mapping: no base
             front = metadata_load(folder / "README.md") or {}
-        except (OSError, ValueError, yaml.YAMLError):
-            continue
-        if front.get("base_model"):
-            return str(front["base_model"])
+            if front.get("base_model"):
+                return str(front["base_model"])
     return None
 
 
@@ -49,10 +46,8 @@ def loadable_base(base: str) -> tuple[str | None, str]:
     if not path.exists() and (base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-")):
         from ..data.models import OfflineModelMissingError, smollm2_path  # the offline default's base
 
-        try:
+        with suppress(OfflineModelMissingError):
             return smollm2_path(), ""
-        except OfflineModelMissingError:
-            pass
     if not path.exists() and (path.is_absolute() or base.startswith((".", "~"))):
         return None, f"its folder {base} no longer exists"
     try:
@@ -73,15 +68,10 @@ def model_identity(model: str) -> dict:
 
 def cache_path(model: str, args) -> tuple[Path, dict]:
     """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
-    from importlib.metadata import PackageNotFoundError, version
-
+    from .. import __version__
     from ..data.models import default_cache_dir
 
-    try:
-        scorer = version("up-trl")
-    except PackageNotFoundError:
-        scorer = "unknown"
-    key = {"model": model_identity(model), "up-trl": scorer}
+    key = {"model": model_identity(model), "up-trl": __version__}
     key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
     return default_cache_dir() / "eval-base" / f"{digest}.json", key
@@ -90,12 +80,10 @@ def cache_path(model: str, args) -> tuple[Path, dict]:
 def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
     """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once."""
     path, key = cache_path(base, args)
-    try:
+    with suppress(OSError, ValueError):
         cached = json.loads(path.read_text())
         if cached.get("key") == json.loads(json.dumps(key, default=str)):
             return cached["report"], True
-    except (OSError, ValueError):
-        pass
     report = evaluate(base, args.benchmarks, args)
     report["benchmarks"] = {
         name: {k: v for k, v in row.items() if k != "samples"} for name, row in report["benchmarks"].items()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,15 +96,12 @@ class EvalArguments:
             notes.append(f"--temperature 0 is greedy decoding: one sample per problem, so k=1 (not {self.k})")
             self.k = 1
         if self.output_dir is None:
-            local = Path(self.model).is_dir()
-            self.output_dir = str(Path(self.model) / "eval") if local else "outputs/eval"
+            self.output_dir = str(Path(self.model) / "eval") if Path(self.model).is_dir() else "outputs/eval"
         return notes
 
 
 def make_parser():
     """transformers' HfArgumentParser over `EvalArguments`, as `up-trl eval`."""
-    import argparse
-
     from transformers import HfArgumentParser
 
     # argparse's plain formatter: each help says its own default (HfArgumentParser's adds "(default: None)")

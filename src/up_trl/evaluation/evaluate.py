@@ -1,9 +1,6 @@
-"""What `up-trl eval` runs: score a model on math benchmarks with k samples per problem: avg@k, pass@k, maj@k.
-
-Generation uses vLLM when it is installed (`--backend auto`), else batched transformers generation; answers are
-scored by `rewards.MathAccuracyReward`. Problems whose gold answer does not parse, or with a sample whose scoring
-timed out, are left out of every score and counted (`excluded` in eval.json). maj@k groups answers by mathematical
-equivalence (`pass_at_k`). The command itself is `up_trl.cli.eval_command`: nothing here imports the CLI.
+"""What `up-trl eval` runs (the command is `up_trl.cli.eval_command`): k samples per problem of math benchmarks,
+scored by `rewards.MathAccuracyReward` as avg@k, pass@k, maj@k (`pass_at_k`). Problems whose gold answer does not
+parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json).
 """
 
 from __future__ import annotations
@@ -60,7 +57,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     outcomes, answers = reward.judge(flat, [g for g in solutions for _ in range(k)])
     correct = [float(o == CORRECT) for o in outcomes]
     groups = [answers[i : i + k] for i in range(0, len(flat), k)]
-    sames, equivalence_timeouts = equivalence_tables(groups, lambda tasks: verify_many(tasks))
+    sames, equivalence_timeouts = equivalence_tables(groups, verify_many)
     ks = default_ks(k)
     left_out = {GOLD_UNPARSEABLE: "gold_unparseable", TIMEOUT: "timeout"}  # a problem's first reason counts
     rows, excluded = [], dict.fromkeys(left_out.values(), 0)
@@ -106,6 +103,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
     system_prompt = system_prompt_from_flag(args.system_prompt)
+    arithmetic = {"arithmetic_ops": list(args.arithmetic_ops), "arithmetic_few_shot": args.arithmetic_few_shot}
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
     sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
     from .generate import transformers_generator, vllm_generator
@@ -128,11 +126,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
             if backend == "transformers"
             else {}
         ),
-        **(
-            {"arithmetic_ops": list(args.arithmetic_ops), "arithmetic_few_shot": args.arithmetic_few_shot}
-            if "arithmetic" in benchmarks
-            else {}
-        ),
+        **(arithmetic if "arithmetic" in benchmarks else {}),
         "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
         f"{torch.get_num_threads()} torch threads",
         "benchmarks": {},
@@ -158,6 +152,7 @@ def markdown_table(report: dict) -> str:
     sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
     base = report.get("base")
     head = f"Model `{report['model']}`" + (f", base model `{base['model']}` beside it" if base else "")
+    note = " The base model's scores were read from the cache (scored once before)." if base and base["cached"] else ""
     lines = [
         f"{head}, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
@@ -169,11 +164,6 @@ def markdown_table(report: dict) -> str:
         "|---|---|" + ("---|" if base else "") + "---|" * (len(keys) + 2),
         *comparison_rows(report, keys),
         "",
-        "Scores are over the problems scored; left-out problems are counted, never scored as wrong."
-        + (
-            " The base model's scores were read from the cache (scored once before)."
-            if base and base["cached"]
-            else ""
-        ),
+        "Scores are over the problems scored; left-out problems are counted, never scored as wrong." + note,
     ]
     return "\n".join(lines) + "\n"

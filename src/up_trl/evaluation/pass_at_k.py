@@ -69,9 +69,8 @@ def score_problem(
 
 
 def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Callable) -> tuple[list[Callable], int]:
-    """For each problem's extracted answers `(answer, kind)`, a `same(i, j)`: answer j is equivalent to answer i
-    (math-verify, i as the reference); and the count of comparisons that timed out ("not equivalent"). Only what
-    `majority_cluster` asks is verified: j against the representatives before it, in rounds, each one `verify` call
+    """For each problem's answers `(answer, kind)`, a `same(i, j)` (math-verify: j equals reference i), and the count
+    of comparisons that timed out. Only what `majority_cluster` asks is verified, in rounds of one `verify` call
     (`(pred, pred_kind, gold, gold_kind)` tasks -> outcomes) over every problem."""
     from ..rewards import CORRECT, TIMEOUT
 
@@ -101,5 +100,4 @@ def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Calla
 
 def default_ks(k: int) -> list[int]:
     """1, 2, 4, ... up to k, and k itself."""
-    ks = [2**i for i in range(int(math.log2(k)) + 1)] if k >= 1 else []
-    return sorted(set(ks + [k]))
+    return sorted({2**i for i in range(int(math.log2(k)) + 1)} | {k}) if k >= 1 else [k]

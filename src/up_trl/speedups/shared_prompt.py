@@ -9,9 +9,8 @@ completion, so they are computed once per distinct prompt and shared:
     share     row b takes the keys/values of its prompt          -> (B rows)  [an index: gradients add up per prompt]
     continue  token P-1 and the completion, with that cache      -> hidden states P-1 .. P+C-1, as in the full forward
 
-With the full row's positions and mask, the log-probs are the full forward's up to float rounding; token P-1 is
-re-run per row, its hidden state predicting the first completion token. A call falls back to the full rows where
-sharing would change the result or cannot work. No TRL import: the mixin overrides one TRL method by name.
+With the full row's positions and mask, the log-probs are the full forward's up to float rounding. A call falls back
+to the full rows where sharing would change the result or cannot work. No TRL import.
 """
 
 from __future__ import annotations
@@ -126,19 +125,15 @@ class SharedPromptTrainerMixin:
     def shares_prompts(self, model, device: torch.device) -> bool:
         """On CPU, in one process (DDP, FSDP and DeepSpeed expect one forward per backward), and not where
         checkpointed layers recompute in the backward (they would drop the cache)."""
-        if not (
-            device.type == "cpu"
-            and self.accelerator.num_processes == 1
-            and not self.is_deepspeed_enabled
-            and not self.is_fsdp_enabled
-        ):
+        if device.type != "cpu" or self.accelerator.num_processes != 1:
+            return False
+        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
             return False
         unwrapped = self.accelerator.unwrap_model(model)
         checkpointing = getattr(unwrapped, "is_activation_checkpointing", None)  # transformers >= 5.23
         if checkpointing is None:  # the older name
             checkpointing = getattr(unwrapped, "is_gradient_checkpointing", False)
-        recomputes = checkpointing and unwrapped.training
-        return not (recomputes and torch.is_grad_enabled())
+        return not (checkpointing and unwrapped.training and torch.is_grad_enabled())  # recomputed layers
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
         if self.shares_prompts(model, input_ids.device):
@@ -157,10 +152,9 @@ def _generation_setting(config, model, name: str):
 def shared_prompt_generate(
     generate, model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs
 ):
-    """`generate(input_ids=..., attention_mask=..., **kwargs)` (`up-trl eval`'s loop) with each distinct prompt's
-    tokens 0 .. P-2 prefilled once into a cache the rows share: the same random draws, from logits equal to float
-    rounding. Anything else (no mask, a cache the config chooses, no cache, beams, several returns per prompt, extra
-    model inputs, or what `shared_prompt_cache` turns down) goes to `generate` unchanged."""
+    """`generate(input_ids=..., attention_mask=..., **kwargs)`, each distinct prompt's tokens 0 .. P-2 prefilled once
+    into a cache the rows share (the same draws; logits equal to float rounding); no mask, the config's own cache, no
+    cache, beams or returns > 1, extra inputs or a `shared_prompt_cache` refusal go to `generate` unchanged."""
     config = kwargs.get("generation_config")
     plain = (
         attention_mask is not None

@@ -1,8 +1,7 @@
 """The UP trainers with each distinct prompt computed once (`shared_prompt`): an opt-in CPU saving, not UP.
 
-`SharedPromptUPGRPOTrainer` and `SharedPromptUPRLOOTrainer` take exactly the UP trainers' arguments and train the
-same objective, equal to TRL's computation up to float rounding (1.23x a step on the offline default, docs/benchmarks
-"CPU speed"). Separate classes keep the saving out of the UP trainers' method resolution order.
+They take exactly the UP trainers' arguments and train the same objective, equal to TRL's computation up to float
+rounding (1.23x a step on the offline default, docs/benchmarks "CPU speed"), outside the UP trainers' MRO.
 """
 
 from __future__ import annotations

@@ -43,10 +43,6 @@ class TrainingCrashed(RuntimeError):
         return self.__cause__ is not None and not failed_save(self.__cause__, self.output_dir)
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
-
-
 def load_data(job: TrainJob, is_async: bool):
     """(train set, eval set or None: the test split, unless `eval_strategy` is "no"), or a UsageError: from
     `--dataset_name` (streamed with `--dataset_streaming`), or from a recipe's `datasets:` mixture through TRL's
@@ -125,7 +121,7 @@ def run_job(job: TrainJob):
     is_async = script_args.trainer == "async_grpo"
     mixture = job.mixture.datasets if job.mixture is not None else None  # a recipe's `datasets:` names the data
     dataset_name = ", ".join(config.path for config in mixture) if mixture else script_args.dataset_name
-    deepspeed = bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED")
+    deepspeed = training_args.deepspeed_plugin is not None  # transformers': --deepspeed or ACCELERATE_USE_DEEPSPEED
     warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(deepspeed)

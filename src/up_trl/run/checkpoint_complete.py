@@ -78,19 +78,10 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
     return mark if isinstance(mark, dict) and mark.get("complete") is True else None
 
 
-def _whole_safetensors(path: Path) -> bool:
-    """Whether safetensors' `safe_open` reads the file (it refuses one cut short)."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(path, "numpy"):
-            return True
-    except (OSError, SafetensorError):
-        return False
-
-
 def _broken_piece(folder: Path) -> str | None:
     """What is missing or cut short in a checkpoint that carries no mark, judged by its pieces; None when whole."""
+    from safetensors import SafetensorError, safe_open
+
     state = folder / "trainer_state.json"
     if not state.is_file():
         return "no trainer_state.json"
@@ -101,8 +92,12 @@ def _broken_piece(folder: Path) -> str | None:
     if not any((folder / name).is_file() for name in WEIGHT_FILES) and not any(folder.glob("global_step*")):
         return "no weights"
     for path in sorted(folder.iterdir()):
-        if path.suffix == ".safetensors" and not _whole_safetensors(path):
-            return f"{path.name} cut short"
+        if path.suffix == ".safetensors":
+            try:  # safetensors' `safe_open` refuses a file cut short
+                with safe_open(path, "numpy"):
+                    pass
+            except (OSError, SafetensorError):
+                return f"{path.name} cut short"
         if path.suffix in (".pt", ".pth", ".bin") and not zipfile.is_zipfile(path):
             return f"{path.name} cut short"
     return None

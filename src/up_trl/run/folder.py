@@ -60,15 +60,6 @@ def _matching(folder: Path, names: Sequence[str], patterns: Sequence[str] = ()) 
     return sorted(p for p in folder.iterdir() if p.name in wanted or any(re.fullmatch(r, p.name) for r in patterns))
 
 
-def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
-    """Whether an up-trl from before run records listed files wrote `folder` (its metrics, card or marks)."""
-    if record is not None:
-        return True
-    if (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md"):
-        return True
-    return any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
-
-
 def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     """What previous runs wrote in `output_dir` (what `--overwrite_output_dir` removes): what the run record lists,
     or for an earlier up-trl every `RUN_FILES` and `RUN_GLOBS` entry but a user's README.md; `eval/` with either."""
@@ -79,7 +70,13 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     if record is not None and isinstance(record.get("files"), list):
         names = [n for key in ("files", "writing") for n in record.get(key) or [] if isinstance(n, str)]
         found = _matching(folder, names, RUN_GLOBS)  # the record's `patterns` are these (it names them for a reader)
-    elif _earlier_up_trl_run(folder, record):
+    # an up-trl from before run records listed files: its record, metrics, card or marks
+    elif (
+        record is not None
+        or (folder / "metrics.jsonl").is_file()
+        or is_model_card(folder / "README.md")
+        or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
+    ):
         found = [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p.name != "README.md" or is_model_card(p)]
     else:
         return []
@@ -198,7 +195,14 @@ def check_output_dir(
                 f"--output_dir {output_dir}: {names} changed since the run wrote it, so it is yours now: move it out "
                 "of the folder (--overwrite_output_dir would remove it), or choose another --output_dir."
             )
-        _refuse_removing_what_the_run_reads(output_dir, files, {"--model_name_or_path": model, **(reads or {})})
+        for flag, path in {"--model_name_or_path": model, **(reads or {})}.items():  # none of `files` is read
+            read = Path(path).resolve() if path is not None and Path(path).exists() else None
+            for removed in files if read is not None else []:
+                if read == removed.resolve() or removed.resolve() in read.parents:
+                    raise ValueError(
+                        f"--overwrite_output_dir would remove {removed}, which this run reads ({flag} {path}): move "
+                        f"it out of {output_dir} first, or choose another --output_dir."
+                    )
         return files
     raise ValueError(
         f"--output_dir {output_dir} holds a previous run ({describe_run_files(files)}): pass --overwrite_output_dir "
@@ -219,20 +223,6 @@ def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None
         if spec is not None and spec.origin not in (None, "built-in", "frozen"):
             reads[f"--reward_funcs {name}"] = spec.origin
     return {flag: path for flag, path in reads.items() if path}
-
-
-def _refuse_removing_what_the_run_reads(output_dir: str, files: list[Path], reads: dict) -> None:
-    """A ValueError when one of `files` (what `--overwrite_output_dir` would remove) is or holds a path in `reads`."""
-    for flag, path in reads.items():
-        if path is None or not Path(path).exists():
-            continue
-        read = Path(path).resolve()
-        for removed in files:
-            if read == removed.resolve() or removed.resolve() in read.parents:
-                raise ValueError(
-                    f"--overwrite_output_dir would remove {removed}, which this run reads ({flag} {path}): move it "
-                    f"out of {output_dir} first, or choose another --output_dir."
-                )
 
 
 def resume_command(argv: Sequence[str]) -> str:

@@ -4,10 +4,12 @@ rules and their tests: docs/reliability.md)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import shlex
 import shutil
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -16,6 +18,7 @@ from typing import Any
 
 from transformers.trainer_utils import get_last_checkpoint
 
+from .checkpoint_complete import MarkCompleteCallback, checkpoint_problem, newest_complete
 from .folder import forget_run_record, resume_command, write_run_record
 
 
@@ -91,16 +94,12 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
     """(the cause in words, its errno or None): the OSError's, else what `out` shows, else the error itself."""
-    import errno
-
     if isinstance(error, OSError) and error.errno is not None:
         return error.strerror or os.strerror(error.errno), error.errno
     if not out.is_dir():
         return os.strerror(errno.ENOENT), errno.ENOENT
     if not os.access(out, os.W_OK):
         return os.strerror(errno.EACCES), errno.EACCES
-    from .checkpoint_complete import newest_complete
-
     newest, _ = newest_complete(out)
     largest = max((p.stat().st_size for p in newest.rglob("*") if p.is_file()), default=0) if newest else 0
     if shutil.disk_usage(out).free < max(2**20, largest):
@@ -111,10 +110,6 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
 
 def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
     """The one line a failed save ends with: what it wrote, the newest complete checkpoint and the command to rerun."""
-    import errno
-
-    from .checkpoint_complete import checkpoint_problem, newest_complete
-
     out, step = Path(trainer.args.output_dir), trainer.state.global_step
     writing = out / f"checkpoint-{step}"
     if final or not writing.exists():
@@ -170,8 +165,6 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
             callback.training_bar.close()
     save_failed = failed_save(error, trainer.args.output_dir)  # then another save would fail too: none is tried
     saved = (None, "no emergency checkpoint: saving itself failed") if save_failed else save_after_crash(trainer)
-    from .checkpoint_complete import MarkCompleteCallback
-
     for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
         if isinstance(callback, MarkCompleteCallback):
             callback.restore(trainer.args)
@@ -195,8 +188,6 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
 
 def stop_reason(callbacks: Sequence[Any]) -> str | None:
     """Why training stopped before max_steps: the signal that asked, or the non-finite guard; None if neither."""
-    import signal
-
     for callback in callbacks:
         sig = getattr(callback, "stop_requested", None)
         if sig is not None:

@@ -3,6 +3,7 @@ saved weights' file mode, and signs of life (the first step, an ETA that leaves 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -19,6 +20,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 from ..file_modes import usual_file_modes
+from .folder import refresh_run_record, write_run_record
 
 logger = logging.get_logger(__name__)
 
@@ -61,14 +63,10 @@ class RunRecordCallback(TrainerCallback):
         self.fields = fields
 
     def on_train_begin(self, args, state, control, **kwargs):
-        from .folder import write_run_record
-
         if state.is_world_process_zero:
             write_run_record(args.output_dir, running=True, **self.fields, status="running")
 
     def on_save(self, args, state, control, **kwargs):
-        from .folder import refresh_run_record
-
         if state.is_world_process_zero:
             refresh_run_record(args.output_dir)
 
@@ -80,10 +78,8 @@ class GracefulStopCallback(TrainerCallback):
         self.stop_requested: int | None = None
         self._previous = {}
         for sig in signals:
-            try:
+            with contextlib.suppress(ValueError):  # not the main thread (a notebook worker, a test thread): no hook
                 self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread (a notebook worker, a test runner thread): nothing to hook
-                pass
 
     def _handle(self, signum, frame):
         if self.stop_requested is not None:  # second signal: the default behaviour

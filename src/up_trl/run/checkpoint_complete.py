@@ -232,8 +232,6 @@ ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_ge
                  "gradient_accumulation_steps", "num_iterations", "world_size")  # fmt: skip
 # Settings that name where this run is, not how it trains.
 NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "run_name")
-
-
 # Optimizer settings a resume applies (`resume_settings`), not under DeepSpeed, whose engine restores its own.
 OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
 

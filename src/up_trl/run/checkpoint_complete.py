@@ -65,17 +65,22 @@ def mark_complete(
         json.dump(record, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(temporary, mark)
-    return mark
+    return temporary.replace(mark)
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    """The JSON object in the file `path`, or None (no such file, not readable, or not a JSON object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
     """Process `rank`'s completion mark in `folder`, or None (none, or not one a run wrote)."""
-    try:
-        mark = json.loads((Path(folder) / mark_name(rank)).read_text())
-    except (OSError, ValueError):
-        return None
-    return mark if isinstance(mark, dict) and mark.get("complete") is True else None
+    mark = read_json(Path(folder) / mark_name(rank)) or {}
+    return mark if mark.get("complete") is True else None
 
 
 def _broken_piece(folder: Path) -> str | None:

@@ -22,13 +22,6 @@ from .checkpoint_complete import MarkCompleteCallback, checkpoint_problem, newes
 from .folder import forget_run_record, resume_command, write_run_record
 
 
-def leave_process_group(state) -> None:
-    """The last step of a launch, on every process: accelerate's `wait_for_everyone`, then `destroy_process_group`."""
-    if state.num_processes > 1:
-        state.wait_for_everyone()
-        state.destroy_process_group()
-
-
 def launched_with_others() -> bool:
     """Whether this process is one of several that a launcher (`accelerate launch`, torchrun) started."""
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -44,10 +37,8 @@ def exit_launched_process(code: int):
     threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
             stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
-            pass
     os._exit(code)
 
 

@@ -110,7 +110,7 @@ def run_job(job: TrainJob):
         StepEndRngCallback,
     )
     from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
-    from .ending import after_crash, leave_process_group, stop_reason
+    from .ending import after_crash, stop_reason
     from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
     from .parts import attach_parts, with_parts
     from .plots import plot_metrics
@@ -252,7 +252,9 @@ def run_job(job: TrainJob):
             trainer.push_to_hub(dataset_name=dataset_name)
             if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
                 refresh_run_record(out)
-        leave_process_group(state)  # last, on every process: none exits while another is mid-collective
+        if state.num_processes > 1:  # last, on every process: none exits while another is mid-collective
+            state.wait_for_everyone()
+            state.destroy_process_group()
         return trainer
     finally:
         prepared.lock.release()

@@ -245,8 +245,7 @@ def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
     """(a line per setting changed since `checkpoint`, a refusal or None: its batch's shape, or DeepSpeed's)."""
-    mark = read_mark(checkpoint)
-    saved = (mark or {}).get("settings") or {}
+    saved = (read_mark(checkpoint) or {}).get("settings") or {}
     name = Path(checkpoint).name
     changed = [key for key in settings if key in saved and key not in NOT_COMPARED and saved[key] != settings[key]]
     holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))

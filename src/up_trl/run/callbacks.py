@@ -21,6 +21,7 @@ from transformers.utils import logging
 
 from ..file_modes import usual_file_modes
 from .folder import refresh_run_record, write_run_record
+from .plots import read_metrics
 
 logger = logging.get_logger(__name__)
 
@@ -35,8 +36,8 @@ class JsonlMetricsCallback(TrainerCallback):
         """Keep only the records up to the step training starts from (none on a fresh run; a resume's before it)."""
         if not state.is_world_process_zero or not self.path.exists():
             return
-        kept = [line for line in self.path.read_text().splitlines() if _record_step(line) <= state.global_step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        kept = [r for r in read_metrics(self.path) if isinstance(r, dict) and isinstance(r.get("step"), int | float)]
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept if r["step"] <= state.global_step))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
@@ -46,14 +47,6 @@ class JsonlMetricsCallback(TrainerCallback):
         record |= {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in logs.items()}
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
-
-
-def _record_step(line: str) -> float:
-    """The `step` of one metrics.jsonl line; a line that is not a record counts as after every step."""
-    try:
-        return float(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return math.inf
 
 
 class RunRecordCallback(TrainerCallback):

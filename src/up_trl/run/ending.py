@@ -121,29 +121,10 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
     return f"saving failed after step {step} ({cause}) while writing {what}; {complete} in {out}; once {fix}, {then}"
 
 
-def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tuple[str | None, str]) -> str:
-    """The one line a crashed run ends with: where it stopped, what was saved where, how to resume."""
-    path, what = saved
-    out = trainer.args.output_dir
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    step, total = trainer.state.global_step, trainer.state.max_steps
-    where = f"at step {step + 1} of {total}" if step < total else f"after step {step} of {total}"
-    line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {what}"
-    if (Path(out) / "metrics.jsonl").exists():
-        line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
-    from .callbacks import NonFiniteGuardCallback
-
-    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
-    if guard is not None and guard.skipped:
-        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
-    if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
-        line += f". Resume with: {resume_command(argv)}"
-    return line
-
-
 def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
-    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, the last line."""
-    step, max_steps = trainer.state.global_step, trainer.state.max_steps
+    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, and the one line the
+    run ends with: where it stopped, what was saved where, how to resume (`save_failure_message` for a failed save)."""
+    out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
     trainer.up_stop = {
         "crashed": True,
         "reason": type(error).__name__,
@@ -154,17 +135,17 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
-    save_failed = failed_save(error, trainer.args.output_dir)  # then another save would fail too: none is tried
+    save_failed = failed_save(error, out)  # then another save would fail too: none is tried
     saved = (None, "no emergency checkpoint: saving itself failed") if save_failed else save_after_crash(trainer)
     for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
         if isinstance(callback, MarkCompleteCallback):
             callback.restore(trainer.args)
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
-        forget_run_record(trainer.args.output_dir)
+        forget_run_record(out)
     if trainer.is_world_process_zero() and step > 0:
         with contextlib.suppress(OSError):  # the disk that failed the save may refuse the record too
             write_run_record(
-                trainer.args.output_dir,
+                out,
                 **record,
                 status="crashed",
                 global_step=step,
@@ -174,7 +155,19 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
             )
     if save_failed:
         return save_failure_message(trainer, error, argv, final)
-    return crash_message(trainer, error, argv, saved)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    where = f"at step {step + 1} of {max_steps}" if step < max_steps else f"after step {step} of {max_steps}"
+    line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {saved[1]}"
+    if (Path(out) / "metrics.jsonl").exists():
+        line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
+    from .callbacks import NonFiniteGuardCallback
+
+    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
+    if guard is not None and guard.skipped:
+        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
+    if saved[0] is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
+        line += f". Resume with: {resume_command(argv)}"
+    return line
 
 
 def stop_reason(callbacks: Sequence[Any]) -> str | None:

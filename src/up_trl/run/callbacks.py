@@ -3,6 +3,7 @@ saved weights' file mode, and signs of life (the first step, an ETA that leaves 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -19,6 +20,8 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from transformers.utils import logging
 
 from ..file_modes import usual_file_modes
+from .folder import refresh_run_record, write_run_record
+from .plots import read_metrics
 
 logger = logging.get_logger(__name__)
 
@@ -33,8 +36,8 @@ class JsonlMetricsCallback(TrainerCallback):
         """Keep only the records up to the step training starts from (none on a fresh run; a resume's before it)."""
         if not state.is_world_process_zero or not self.path.exists():
             return
-        kept = [line for line in self.path.read_text().splitlines() if _record_step(line) <= state.global_step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        kept = [r for r in read_metrics(self.path) if isinstance(r, dict) and isinstance(r.get("step"), int | float)]
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept if r["step"] <= state.global_step))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs:
@@ -46,14 +49,6 @@ class JsonlMetricsCallback(TrainerCallback):
             f.write(json.dumps(record) + "\n")
 
 
-def _record_step(line: str) -> float:
-    """The `step` of one metrics.jsonl line; a line that is not a record counts as after every step."""
-    try:
-        return float(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return math.inf
-
-
 class RunRecordCallback(TrainerCallback):
     """Writes the run record (`run.folder`) when training begins (claiming what it may write) and at each save."""
 
@@ -61,14 +56,10 @@ class RunRecordCallback(TrainerCallback):
         self.fields = fields
 
     def on_train_begin(self, args, state, control, **kwargs):
-        from .folder import write_run_record
-
         if state.is_world_process_zero:
             write_run_record(args.output_dir, running=True, **self.fields, status="running")
 
     def on_save(self, args, state, control, **kwargs):
-        from .folder import refresh_run_record
-
         if state.is_world_process_zero:
             refresh_run_record(args.output_dir)
 
@@ -80,10 +71,8 @@ class GracefulStopCallback(TrainerCallback):
         self.stop_requested: int | None = None
         self._previous = {}
         for sig in signals:
-            try:
+            with contextlib.suppress(ValueError):  # not the main thread (a notebook worker, a test thread): no hook
                 self._previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread (a notebook worker, a test runner thread): nothing to hook
-                pass
 
     def _handle(self, signum, frame):
         if self.stop_requested is not None:  # second signal: the default behaviour

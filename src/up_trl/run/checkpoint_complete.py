@@ -65,32 +65,28 @@ def mark_complete(
         json.dump(record, f, indent=1)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(temporary, mark)
-    return mark
+    return temporary.replace(mark)
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    """The JSON object in the file `path`, or None (no such file, not readable, or not a JSON object)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
     """Process `rank`'s completion mark in `folder`, or None (none, or not one a run wrote)."""
-    try:
-        mark = json.loads((Path(folder) / mark_name(rank)).read_text())
-    except (OSError, ValueError):
-        return None
-    return mark if isinstance(mark, dict) and mark.get("complete") is True else None
-
-
-def _whole_safetensors(path: Path) -> bool:
-    """Whether safetensors' `safe_open` reads the file (it refuses one cut short)."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(path, "numpy"):
-            return True
-    except (OSError, SafetensorError):
-        return False
+    mark = read_json(Path(folder) / mark_name(rank)) or {}
+    return mark if mark.get("complete") is True else None
 
 
 def _broken_piece(folder: Path) -> str | None:
     """What is missing or cut short in a checkpoint that carries no mark, judged by its pieces; None when whole."""
+    from safetensors import SafetensorError, safe_open
+
     state = folder / "trainer_state.json"
     if not state.is_file():
         return "no trainer_state.json"
@@ -101,8 +97,12 @@ def _broken_piece(folder: Path) -> str | None:
     if not any((folder / name).is_file() for name in WEIGHT_FILES) and not any(folder.glob("global_step*")):
         return "no weights"
     for path in sorted(folder.iterdir()):
-        if path.suffix == ".safetensors" and not _whole_safetensors(path):
-            return f"{path.name} cut short"
+        if path.suffix == ".safetensors":
+            try:  # safetensors' `safe_open` refuses a file cut short
+                with safe_open(path, "numpy"):
+                    pass
+            except (OSError, SafetensorError):
+                return f"{path.name} cut short"
         if path.suffix in (".pt", ".pth", ".bin") and not zipfile.is_zipfile(path):
             return f"{path.name} cut short"
     return None
@@ -237,8 +237,6 @@ ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_ge
                  "gradient_accumulation_steps", "num_iterations", "world_size")  # fmt: skip
 # Settings that name where this run is, not how it trains.
 NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrite_output_dir", "run_name")
-
-
 # Optimizer settings a resume applies (`resume_settings`), not under DeepSpeed, whose engine restores its own.
 OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
 
@@ -247,8 +245,7 @@ def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
     """(a line per setting changed since `checkpoint`, a refusal or None: its batch's shape, or DeepSpeed's)."""
-    mark = read_mark(checkpoint)
-    saved = (mark or {}).get("settings") or {}
+    saved = (read_mark(checkpoint) or {}).get("settings") or {}
     name = Path(checkpoint).name
     changed = [key for key in settings if key in saved and key not in NOT_COMPARED and saved[key] != settings[key]]
     holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))

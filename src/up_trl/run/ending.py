@@ -4,10 +4,12 @@ rules and their tests: docs/reliability.md)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import shlex
 import shutil
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -16,14 +18,8 @@ from typing import Any
 
 from transformers.trainer_utils import get_last_checkpoint
 
+from .checkpoint_complete import MarkCompleteCallback, checkpoint_problem, newest_complete
 from .folder import forget_run_record, resume_command, write_run_record
-
-
-def leave_process_group(state) -> None:
-    """The last step of a launch, on every process: accelerate's `wait_for_everyone`, then `destroy_process_group`."""
-    if state.num_processes > 1:
-        state.wait_for_everyone()
-        state.destroy_process_group()
 
 
 def launched_with_others() -> bool:
@@ -41,10 +37,8 @@ def exit_launched_process(code: int):
     threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
             stream.flush()
-        except (OSError, ValueError):  # a closed or broken stream: nothing more can be written to it
-            pass
     os._exit(code)
 
 
@@ -91,16 +85,12 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
     """(the cause in words, its errno or None): the OSError's, else what `out` shows, else the error itself."""
-    import errno
-
     if isinstance(error, OSError) and error.errno is not None:
         return error.strerror or os.strerror(error.errno), error.errno
     if not out.is_dir():
         return os.strerror(errno.ENOENT), errno.ENOENT
     if not os.access(out, os.W_OK):
         return os.strerror(errno.EACCES), errno.EACCES
-    from .checkpoint_complete import newest_complete
-
     newest, _ = newest_complete(out)
     largest = max((p.stat().st_size for p in newest.rglob("*") if p.is_file()), default=0) if newest else 0
     if shutil.disk_usage(out).free < max(2**20, largest):
@@ -111,10 +101,6 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
 
 def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
     """The one line a failed save ends with: what it wrote, the newest complete checkpoint and the command to rerun."""
-    import errno
-
-    from .checkpoint_complete import checkpoint_problem, newest_complete
-
     out, step = Path(trainer.args.output_dir), trainer.state.global_step
     writing = out / f"checkpoint-{step}"
     if final or not writing.exists():
@@ -135,29 +121,10 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
     return f"saving failed after step {step} ({cause}) while writing {what}; {complete} in {out}; once {fix}, {then}"
 
 
-def crash_message(trainer, error: BaseException, argv: Sequence[str], saved: tuple[str | None, str]) -> str:
-    """The one line a crashed run ends with: where it stopped, what was saved where, how to resume."""
-    path, what = saved
-    out = trainer.args.output_dir
-    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    step, total = trainer.state.global_step, trainer.state.max_steps
-    where = f"at step {step + 1} of {total}" if step < total else f"after step {step} of {total}"
-    line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {what}"
-    if (Path(out) / "metrics.jsonl").exists():
-        line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
-    from .callbacks import NonFiniteGuardCallback
-
-    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
-    if guard is not None and guard.skipped:
-        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
-    if path is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
-        line += f". Resume with: {resume_command(argv)}"
-    return line
-
-
 def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
-    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, the last line."""
-    step, max_steps = trainer.state.global_step, trainer.state.max_steps
+    """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, and the one line the
+    run ends with: where it stopped, what was saved where, how to resume (`save_failure_message` for a failed save)."""
+    out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
     trainer.up_stop = {
         "crashed": True,
         "reason": type(error).__name__,
@@ -168,19 +135,17 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
-    save_failed = failed_save(error, trainer.args.output_dir)  # then another save would fail too: none is tried
+    save_failed = failed_save(error, out)  # then another save would fail too: none is tried
     saved = (None, "no emergency checkpoint: saving itself failed") if save_failed else save_after_crash(trainer)
-    from .checkpoint_complete import MarkCompleteCallback
-
     for callback in trainer.callback_handler.callbacks:  # on_train_end never comes: give back save_total_limit
         if isinstance(callback, MarkCompleteCallback):
             callback.restore(trainer.args)
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
-        forget_run_record(trainer.args.output_dir)
+        forget_run_record(out)
     if trainer.is_world_process_zero() and step > 0:
         with contextlib.suppress(OSError):  # the disk that failed the save may refuse the record too
             write_run_record(
-                trainer.args.output_dir,
+                out,
                 **record,
                 status="crashed",
                 global_step=step,
@@ -190,13 +155,23 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
             )
     if save_failed:
         return save_failure_message(trainer, error, argv, final)
-    return crash_message(trainer, error, argv, saved)
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    where = f"at step {step + 1} of {max_steps}" if step < max_steps else f"after step {step} of {max_steps}"
+    line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {saved[1]}"
+    if (Path(out) / "metrics.jsonl").exists():
+        line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
+    from .callbacks import NonFiniteGuardCallback
+
+    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
+    if guard is not None and guard.skipped:
+        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
+    if saved[0] is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
+        line += f". Resume with: {resume_command(argv)}"
+    return line
 
 
 def stop_reason(callbacks: Sequence[Any]) -> str | None:
     """Why training stopped before max_steps: the signal that asked, or the non-finite guard; None if neither."""
-    import signal
-
     for callback in callbacks:
         sig = getattr(callback, "stop_requested", None)
         if sig is not None:

@@ -20,6 +20,7 @@ from .checkpoint_complete import (
     checkpoint_problem,
     describe_skipped,
     newest_complete,
+    read_json,
     read_mark,
 )
 
@@ -46,27 +47,10 @@ def is_model_card(path: Path) -> bool:
     return text.startswith("---") and "generated_from_trainer" in text and "up-trl" in text
 
 
-def _record_here(folder: Path) -> dict | None:
-    try:
-        record = json.loads((folder / RUN_RECORD).read_text())
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _matching(folder: Path, names: Sequence[str], patterns: Sequence[str] = ()) -> list[Path]:
     """The entries at the top of `folder` whose name is one of `names` or matches one of `patterns` whole."""
     wanted = set(names)
     return sorted(p for p in folder.iterdir() if p.name in wanted or any(re.fullmatch(r, p.name) for r in patterns))
-
-
-def _earlier_up_trl_run(folder: Path, record: dict | None) -> bool:
-    """Whether an up-trl from before run records listed files wrote `folder` (its metrics, card or marks)."""
-    if record is not None:
-        return True
-    if (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md"):
-        return True
-    return any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
 
 
 def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
@@ -75,11 +59,17 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     folder = Path(output_dir)
     if not folder.is_dir():
         return []
-    record = _record_here(folder)
+    record = read_json(folder / RUN_RECORD)
     if record is not None and isinstance(record.get("files"), list):
         names = [n for key in ("files", "writing") for n in record.get(key) or [] if isinstance(n, str)]
         found = _matching(folder, names, RUN_GLOBS)  # the record's `patterns` are these (it names them for a reader)
-    elif _earlier_up_trl_run(folder, record):
+    # an up-trl from before run records listed files: its record, metrics, card or marks
+    elif (
+        record is not None
+        or (folder / "metrics.jsonl").is_file()
+        or is_model_card(folder / "README.md")
+        or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
+    ):
         found = [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p.name != "README.md" or is_model_card(p)]
     else:
         return []
@@ -198,7 +188,14 @@ def check_output_dir(
                 f"--output_dir {output_dir}: {names} changed since the run wrote it, so it is yours now: move it out "
                 "of the folder (--overwrite_output_dir would remove it), or choose another --output_dir."
             )
-        _refuse_removing_what_the_run_reads(output_dir, files, {"--model_name_or_path": model, **(reads or {})})
+        for flag, path in {"--model_name_or_path": model, **(reads or {})}.items():  # none of `files` is read
+            read = Path(path).resolve() if path is not None and Path(path).exists() else None
+            for removed in files if read is not None else []:
+                if read == removed.resolve() or removed.resolve() in read.parents:
+                    raise ValueError(
+                        f"--overwrite_output_dir would remove {removed}, which this run reads ({flag} {path}): move "
+                        f"it out of {output_dir} first, or choose another --output_dir."
+                    )
         return files
     raise ValueError(
         f"--output_dir {output_dir} holds a previous run ({describe_run_files(files)}): pass --overwrite_output_dir "
@@ -219,20 +216,6 @@ def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None
         if spec is not None and spec.origin not in (None, "built-in", "frozen"):
             reads[f"--reward_funcs {name}"] = spec.origin
     return {flag: path for flag, path in reads.items() if path}
-
-
-def _refuse_removing_what_the_run_reads(output_dir: str, files: list[Path], reads: dict) -> None:
-    """A ValueError when one of `files` (what `--overwrite_output_dir` would remove) is or holds a path in `reads`."""
-    for flag, path in reads.items():
-        if path is None or not Path(path).exists():
-            continue
-        read = Path(path).resolve()
-        for removed in files:
-            if read == removed.resolve() or removed.resolve() in read.parents:
-                raise ValueError(
-                    f"--overwrite_output_dir would remove {removed}, which this run reads ({flag} {path}): move it "
-                    f"out of {output_dir} first, or choose another --output_dir."
-                )
 
 
 def resume_command(argv: Sequence[str]) -> str:
@@ -262,7 +245,7 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
     hashes, and while `running` the names it may still write; renamed into place, so a kill leaves a whole one."""
     folder = Path(output_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    before = (_record_here(folder) or {}).get("files")
+    before = (read_json(folder / RUN_RECORD) or {}).get("files")
     listed = {n for n in before if isinstance(n, str)} if isinstance(before, list) else set()
     listed |= {p.name for p in _matching(folder, RUN_FILES)} | {RUN_RECORD}
     files = sorted(n for n in listed if n == RUN_RECORD or (folder / n).exists())
@@ -270,8 +253,7 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
     record |= {"writing": list(RUN_FILES)} if running else {}
     path, temporary = folder / RUN_RECORD, folder / f"{RUN_RECORD}.tmp"
     temporary.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(temporary, path)
-    return path
+    return temporary.replace(path)
 
 
 def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
@@ -287,7 +269,7 @@ def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
 def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
     """The listed files changed since written (a user's edit); [] for a run that did not end (an older record)."""
     folder = Path(output_dir)
-    record = _record_here(folder) if folder.is_dir() else None
+    record = read_json(folder / RUN_RECORD)
     if record is None or "writing" in record or not isinstance(record.get("hashes"), dict):
         return []
     now = content_hashes(folder, list(record["hashes"]))
@@ -296,7 +278,7 @@ def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
 
 def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
     """Rewrite the run record (at each save) with the files written so far, its fields kept."""
-    record = _record_here(Path(output_dir))
+    record = read_json(Path(output_dir) / RUN_RECORD)
     if record is None:
         return None
     fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing", "hashes")}
@@ -312,7 +294,7 @@ def forget_run_record(output_dir: str | os.PathLike) -> None:
 
 def read_run_record(folder: str | os.PathLike) -> dict | None:
     """The run record in `folder` (for a `checkpoint-<step>` folder: its run's), or None."""
-    return next(filter(None, map(_record_here, run_and_parent(folder))), None)
+    return next(filter(None, (read_json(f / RUN_RECORD) for f in run_and_parent(folder))), None)
 
 
 def run_and_parent(folder: str | os.PathLike) -> list[Path]:

@@ -43,10 +43,6 @@ class TrainingCrashed(RuntimeError):
         return self.__cause__ is not None and not failed_save(self.__cause__, self.output_dir)
 
 
-def _env_true(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
-
-
 def load_data(job: TrainJob, is_async: bool):
     """(train set, eval set or None: the test split, unless `eval_strategy` is "no"), or a UsageError: from
     `--dataset_name` (streamed with `--dataset_streaming`), or from a recipe's `datasets:` mixture through TRL's
@@ -114,7 +110,7 @@ def run_job(job: TrainJob):
         StepEndRngCallback,
     )
     from .checkpoint_complete import MarkCompleteCallback, resume_differences, run_settings
-    from .ending import after_crash, leave_process_group, stop_reason
+    from .ending import after_crash, stop_reason
     from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
     from .parts import attach_parts, with_parts
     from .plots import plot_metrics
@@ -125,7 +121,7 @@ def run_job(job: TrainJob):
     is_async = script_args.trainer == "async_grpo"
     mixture = job.mixture.datasets if job.mixture is not None else None  # a recipe's `datasets:` names the data
     dataset_name = ", ".join(config.path for config in mixture) if mixture else script_args.dataset_name
-    deepspeed = bool(training_args.deepspeed) or _env_true("ACCELERATE_USE_DEEPSPEED")
+    deepspeed = training_args.deepspeed_plugin is not None  # transformers': --deepspeed or ACCELERATE_USE_DEEPSPEED
     warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(deepspeed)
@@ -256,7 +252,9 @@ def run_job(job: TrainJob):
             trainer.push_to_hub(dataset_name=dataset_name)
             if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
                 refresh_run_record(out)
-        leave_process_group(state)  # last, on every process: none exits while another is mid-collective
+        if state.num_processes > 1:  # last, on every process: none exits while another is mid-collective
+            state.wait_for_everyone()
+            state.destroy_process_group()
         return trainer
     finally:
         prepared.lock.release()

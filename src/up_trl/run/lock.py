@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -34,13 +35,10 @@ class RunLock:
     def release(self) -> None:
         if self.lock is None:
             return
-        try:  # while still held: a run waiting on the old file sees it unlinked and takes a new one (filelock)
-            (self.folder / LOCK_FILE).unlink(missing_ok=True)
-        except OSError:  # the folder was made read-only: the file stays, unlocked
-            pass
-        finally:
-            self.lock.release()
-            self.lock = None
+        with contextlib.suppress(OSError):  # a folder made read-only: the file stays, unlocked
+            (self.folder / LOCK_FILE).unlink(missing_ok=True)  # while held: a run waiting on it takes a new one
+        self.lock.release()
+        self.lock = None
         remove_made(self.made)
 
 

@@ -9,16 +9,9 @@ from __future__ import annotations
 SETTINGS = ("initial_lr", "weight_decay", "betas", "eps")
 
 
-def optimizer_settings(optimizer, scheduler) -> tuple[list[dict], list[float] | None]:
-    """(each parameter group's `SETTINGS` and lr, the scheduler's base rates): what this run built."""
-    groups = [{k: group[k] for k in (*SETTINGS, "lr") if k in group} for group in optimizer.param_groups]
-    base_lrs = list(getattr(scheduler, "base_lrs", None) or []) or None
-    return groups, base_lrs
-
-
 def apply_settings(optimizer, scheduler, groups: list[dict], base_lrs: list[float] | None) -> None:
-    """Give the loaded `optimizer` and `scheduler` what `optimizer_settings` read before the load, the current rate
-    scaled by new base / saved base.
+    """Give the loaded `optimizer` and `scheduler` the run's settings read before the load (each parameter group's
+    `SETTINGS` and lr, the scheduler's base rates), the current rate scaled by new base / saved base.
 
     >>> import torch
     >>> p = torch.nn.Parameter(torch.zeros(1)); opt = torch.optim.AdamW([p], lr=0.01)
@@ -48,7 +41,9 @@ class ResumeSettingsMixin:
     """For a Trainer subclass: on resume, this run's optimizer settings win over the checkpoint's."""
 
     def _load_optimizer_and_scheduler(self, checkpoint):
-        fresh = optimizer_settings(self.optimizer, self.lr_scheduler) if checkpoint is not None else None
+        if checkpoint is not None:  # what this run built
+            groups = [{k: g[k] for k in (*SETTINGS, "lr") if k in g} for g in self.optimizer.param_groups]
+            base_lrs = list(getattr(self.lr_scheduler, "base_lrs", None) or []) or None
         super()._load_optimizer_and_scheduler(checkpoint)
-        if fresh is not None and not getattr(self, "is_deepspeed_enabled", False):
-            apply_settings(self.optimizer, self.lr_scheduler, *fresh)
+        if checkpoint is not None and not getattr(self, "is_deepspeed_enabled", False):
+            apply_settings(self.optimizer, self.lr_scheduler, groups, base_lrs)

@@ -96,6 +96,4 @@ def record_scorable(reward_funcs: Any) -> tuple[Any, ScorableRecorder]:
     plain = [i for i, f in enumerate(funcs) if not isinstance(f, (str, torch.nn.Module))]  # not a model (TRL's)
     recorder = ScorableRecorder(len(plain), always_scorable=len(plain) < len(funcs))
     wrapped = [_recording(f, plain.index(i), recorder) if i in plain else f for i, f in enumerate(funcs)]
-    if isinstance(reward_funcs, list):
-        return wrapped, recorder
-    return (wrapped[0] if wrapped else reward_funcs), recorder
+    return (wrapped if isinstance(reward_funcs, list) else wrapped[0] if wrapped else reward_funcs), recorder

@@ -1,6 +1,5 @@
-"""What the user wrote, checked as written before anything else: the recipe's YAML (one line for a syntax error,
-with its line and column), and misspelt recipe keys and flags, named with the closest real ones (TRL's parser only
-lists them, and `trl grpo` ignores a stray recipe key)."""
+"""What the user wrote, checked first: the recipe's YAML (a syntax error with its line and column), misspelt keys and
+flags named with the closest real ones (TRL's parser only lists them; `trl grpo` ignores a stray recipe key)."""
 
 from __future__ import annotations
 
@@ -52,9 +51,8 @@ def read_recipe(path: str) -> dict:
     return recipe
 
 
-def check_recipe_keys(parser, path: str) -> dict:
-    """Fail on a misspelt recipe key before anything else runs, naming the closest real ones; returns the recipe."""
-    recipe = read_recipe(path)
+def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
+    """Fail on a misspelt key of the recipe read from `path`, naming the closest real ones; returns the recipe."""
     known = {action.dest for action in parser._actions} | {"env"}
     unknown = [key for key in recipe if key not in known]
     if unknown:

@@ -1,6 +1,5 @@
-"""The settings checked before TRL's config is built from them (`check_settings`): `ranges`, a recipe value outside a
-setting's choices, a `--loss_type` TRL does not know, `--save_steps` with `--save_strategy no`, a stream without
-`--max_steps`. Each kept check names the test that shows the library accepting what it refuses."""
+"""The settings, checked before TRL's config is built from them: `ranges`, choices, `--loss_type`, saving, streams.
+Each check names the test that shows the library accepting what it refuses."""
 
 from __future__ import annotations
 

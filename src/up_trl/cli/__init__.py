@@ -67,7 +67,7 @@ def train_command(rest: list[str]) -> int:
         return 0
     try:
         if "--help-all" in rest:
-            make_parser(trainer_argument(rest, None)).print_help()  # every option of TRL's parser
+            make_parser(trainer_argument(rest, {})).print_help()  # every option of TRL's parser
             return 0
         if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
             from .launch import launch

@@ -1,7 +1,6 @@
-"""The recipes (`up-trl train --config`) and accelerate configs (`--accelerate_config`, as TRL ships
-`trl/accelerate_configs`) that ship in the package, found by name: a value naming an existing file is that file,
-else a name (with or without `.yaml`) is looked up among the packaged ones. The accelerate configs are written once,
-in the top-level `configs/accelerate/` (docs/maintaining.md, "Where the configs live").
+"""The recipes (`--config`) and accelerate configs (`--accelerate_config`, as TRL ships its own) in the package, by
+name: a value naming an existing file is that file, else a packaged name (with or without `.yaml`). The accelerate
+configs live once, in `configs/accelerate/` (docs/maintaining.md, "Where the configs live").
 
     >>> Path(recipe_path("up_dapo")).name, Path(accelerate_config_path("zero3")).name
     ('up_dapo.yaml', 'zero3.yaml')

@@ -1,9 +1,8 @@
-"""`up-trl eval`: its options (`evaluation.config.EvalArguments`) checked, then the scoring
-(`up_trl.evaluation.evaluate`) and what it writes: `<output_dir>/eval.json` and `eval.md`.
+"""`up-trl eval`: its options (`evaluation.config.EvalArguments`) checked, then scored (`evaluation.evaluate`).
 
-    up-trl eval                                   # the offline default's model on its held-out task
-    up-trl eval --model outputs/quickstart --benchmarks gsm8k math500 --k 4 --limit 50
-    up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM
+up-trl eval                                   # the offline default's model on its held-out task
+up-trl eval --model outputs/quickstart --benchmarks gsm8k math500 --k 4 --limit 50
+up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM
 """
 
 from __future__ import annotations
@@ -17,9 +16,8 @@ from ..evaluation.evaluate import benchmark_sets, check_benchmarks, evaluate, ma
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`up-trl eval`. Bad input (an unknown benchmark, a model transformers' AutoConfig cannot read, a folder with no
-    weights, an output folder that is a file or cannot be written, a
-    benchmark that needs the unreachable Hub) is one line and exit status 2, before any model loads."""
+    """`up-trl eval`, writing eval.json and eval.md. Bad input (an unknown benchmark, a model AutoConfig cannot read,
+    an output folder that cannot be written, a Hub set offline) is one line, exit status 2, before any model loads."""
     from ..checks import Settings
     from ..checks.names import flags_given
     from ..checks.ranges import check_ranges

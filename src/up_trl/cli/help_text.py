@@ -50,11 +50,8 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
 
 
 def train_help() -> str:
-    """`up-trl train --help`: the options a user sets first, with the offline default's values, then a pointer.
-    It says nothing the command refuses (`tests/test_cli.py::test_help_offers_nothing_the_command_refuses`).
-
-    Built without TRL's parser (which imports torch and transformers), so it prints at once.
-    """
+    """`up-trl train --help`: the options a user sets first, with the offline default's values; nothing the command
+    refuses (`tests/test_cli.py::test_help_offers_nothing_the_command_refuses`)."""
     import textwrap
 
     lines = [

@@ -6,7 +6,7 @@ checked first (`parse.check_train_args`): a usage error, or a flag neither takes
 from __future__ import annotations
 
 from ..checks import UsageError
-from ..checks.names import accelerate_launch_flags, check_flags
+from ..checks.names import check_flags
 from .catalog import CatalogError, accelerate_config_path
 
 
@@ -16,8 +16,10 @@ def launch(argv: list[str]) -> int:
 
     from . import parse
 
-    trainer = parse.trainer_argument(argv, parse.recipe_argument(list(argv))[1])
-    parser = parse.make_parser(trainer)
+    recipe_file = parse.recipe_argument(list(argv))[1]
+    trainer = parse.trainer_argument(argv, parse.read_recipe(recipe_file) if recipe_file is not None else {})
+    parser, launcher = parse.make_parser(trainer), launch_command_parser()
+    launch_flags = {option for action in launcher._actions for option in action.option_strings}
     config, launch_args, unknown, job = None, [], [], list(argv)
     groups, rest = [], parser.parse_known_args(argv)[1]  # in order: argparse keeps what it does not take in place
     for arg in rest:
@@ -36,17 +38,14 @@ def launch(argv: list[str]) -> int:
             except CatalogError as error:
                 raise UsageError(f"--accelerate_config {error}") from None
             check_launch_extras(value, config)
-        elif flag in accelerate_launch_flags():
+        elif flag in launch_flags:
             launch_args += group
-        elif flag != "--config":
-            unknown += group
-            continue
-        else:
+        else:  # the recipe stays the job's; anything else is refused below, by name
+            unknown += [] if flag == "--config" else group
             continue
         job = _without(job, group)
     check_flags(parser, unknown, trainer, parse.TRAINERS[trainer][1])
     parse.check_train_args(job)  # the job's usage errors here, before accelerate starts a process
-    launcher = launch_command_parser()
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
 

@@ -63,7 +63,7 @@ def make_parser(trainer: str = "grpo"):
     return TrlParser(dataclass_types, prog="up-trl train", usage=USAGE_TRAIN)
 
 
-def trainer_argument(argv: list[str], recipe: str | None) -> str:
+def trainer_argument(argv: list[str], recipe: dict) -> str:
     """The `--trainer` on the command line, else the recipe's `trainer:` key, else "grpo"."""
     for i, arg in enumerate(argv):
         if arg.startswith("--trainer="):
@@ -72,11 +72,7 @@ def trainer_argument(argv: list[str], recipe: str | None) -> str:
             if i + 1 == len(argv) or argv[i + 1].startswith("--"):
                 raise UsageError(f"--trainer needs a name: one of {', '.join(TRAINERS)}.")
             return argv[i + 1]
-    if recipe is not None and os.path.exists(recipe):
-        content = read_recipe(recipe)  # a YAML error is one line here too
-        if "trainer" in content:
-            return str(content["trainer"])
-    return "grpo"
+    return str(recipe.get("trainer", "grpo"))
 
 
 def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
@@ -101,12 +97,13 @@ def read_settings(argv: list[str]):
     """Every check of the command line and the recipe (`up_trl.checks`) on the chosen trainer's parser (TRL's,
     `make_parser`); returns (that parser, the argv to parse, the values it parses, the recipe file or None)."""
     argv, recipe_file = recipe_argument(argv)
-    trainer = trainer_argument(argv, recipe_file)
+    recipe = read_recipe(recipe_file) if recipe_file is not None else {}  # read once: a YAML error is one line
+    trainer = trainer_argument(argv, recipe)
     parser = make_parser(trainer)  # an unknown trainer: a UsageError
     check_flags(parser, argv, trainer, TRAINERS[trainer][1])
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
-        recipe, where = check_recipe_keys(parser, recipe_file), f"recipe {recipe_file}"
+        recipe, where = check_recipe_keys(parser, recipe, recipe_file), f"recipe {recipe_file}"
         env = recipe.pop("env", {}) or {}
         if not isinstance(env, dict):
             raise UsageError(f"recipe {recipe_file}: `env` must be a mapping of variable names to values.")

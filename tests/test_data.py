@@ -198,26 +198,35 @@ def _problem_key(row):
 
 
 @pytest.mark.parametrize("ops", [("mul1",), ("mul",), ("add", "sub"), ("mul1", "mul", "add", "sub")])
-def test_arithmetic_train_and_test_never_share_a_problem(ops):
-    """Held-out means held out: no test problem (in either operand order) is ever generated for training,
-    whatever the seed or size."""
+def test_arithmetic_train_dev_and_test_never_share_a_problem(ops):
+    """Held-out means held out: no dev or test problem (in either operand order) is ever generated for training,
+    whatever the seed or size, and dev and test share none."""
     train = set()
     for seed in range(3):
         train |= {_problem_key(r) for r in load_math_dataset("arithmetic", limit=3000, seed=seed, ops=ops)}
-    test = load_math_dataset("arithmetic", "test", limit=10**6, ops=ops)
-    assert len(set(map(user_text, test))) == len(test) > 0  # distinct problems
-    assert train.isdisjoint(_problem_key(r) for r in test)
-    expected = sum(len(arithmetic.arithmetic_problems(op, "test")) for op in ops)
-    assert len(test) == expected  # every held-out problem, each once
-    total = sum(len(arithmetic.arithmetic_problems(op, s)) for op in ops for s in ("train", "test"))
-    assert 0.15 < expected / total < 0.35  # about ARITHMETIC_TEST_FRACTION
+    held_out = {}
+    for split, fraction in (
+        ("test", arithmetic.ARITHMETIC_TEST_FRACTION),
+        ("dev", arithmetic.ARITHMETIC_DEV_FRACTION),
+    ):
+        rows = load_math_dataset("arithmetic", split, limit=10**6, ops=ops)
+        assert len(set(map(user_text, rows))) == len(rows) > 0  # distinct problems
+        held_out[split] = {_problem_key(r) for r in rows}
+        assert train.isdisjoint(held_out[split])
+        expected = sum(len(arithmetic.arithmetic_problems(op, split)) for op in ops)
+        assert len(rows) == expected  # every held-out problem, each once
+        total = sum(len(arithmetic.arithmetic_problems(op, s)) for op in ops for s in arithmetic.ARITHMETIC_SPLITS)
+        assert fraction * 0.5 < expected / total < fraction * 1.6  # about its share (mul1 is small)
+    assert held_out["dev"].isdisjoint(held_out["test"])
 
 
 def test_arithmetic_times_table_split_sizes():
-    """The times table: 64 problems, 16 of them (8 unordered facts and their mirrors, or squares) held out."""
-    train, test = (arithmetic.arithmetic_problems("mul1", s) for s in ("train", "test"))
-    assert len(train) + len(test) == 64 and len(test) == 16
-    assert {(b, a) for a, b in test} == set(test)  # mirrors stay together
+    """The times table: 64 problems, 16 of them (facts and their mirrors, or squares) held out for test, 9 for dev."""
+    train, dev, test = (arithmetic.arithmetic_problems("mul1", s) for s in ("train", "dev", "test"))
+    assert len(train) + len(dev) + len(test) == 64 and len(test) == 16 and len(dev) == 9
+    assert {(b, a) for a, b in test} == set(test) and {(b, a) for a, b in dev} == set(dev)  # mirrors stay together
+    with pytest.raises(ValueError, match=r"arithmetic has splits \('train', 'dev', 'test'\), not 'validation'"):
+        arithmetic.arithmetic_dataset(4, split="validation")
     limited = load_math_dataset("arithmetic", "test", limit=5, seed=1)
     assert len(limited) == 5
     assert limited.to_list() == load_math_dataset("arithmetic", "test", limit=5, seed=1).to_list()
@@ -234,7 +243,7 @@ def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_
     every_problem = {
         arithmetic.arithmetic_problem(op, a, b)[0]
         for op in arithmetic.ARITHMETIC_OPS
-        for split in ("train", "test")
+        for split in arithmetic.ARITHMETIC_SPLITS
         for a, b in arithmetic.arithmetic_problems(op, split)
     }
     for question, reply in arithmetic.ARITHMETIC_WORKED_EXAMPLES:

@@ -157,6 +157,35 @@ def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, ca
     assert "Unknown arithmetic op 'div' (--arithmetic_ops)" in refused(capsys, ["--arithmetic_ops", "add", "div"])
 
 
+def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
+    """--arithmetic_split dev: the dev problems (for choosing settings), none of test's or train's, recorded in
+    eval.json and eval.md; test stays the default; refused in one line beside a benchmark that is not arithmetic."""
+    from up_trl.data.arithmetic import arithmetic_problems
+    from up_trl.data.models import save_tiny_model
+    from up_trl.evaluation.config import parse_eval_args
+    from up_trl.evaluation.evaluate import benchmark_sets
+
+    assert parse_eval_args([]).arithmetic_split == "test"
+    args = parse_eval_args(["--arithmetic_ops", "mul", "--arithmetic_split", "dev"])
+    data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
+    dev = {f"What is {a} x {b}?" for a, b in arithmetic_problems("mul", "dev")}
+    assert sorted(p[-1]["content"] for p in data["prompt"]) == sorted(dev) and len(dev) == 54
+    test = benchmark_sets(["arithmetic"], parse_eval_args(["--arithmetic_ops", "mul"]), None)["arithmetic"]
+    assert dev.isdisjoint(p[-1]["content"] for p in test["prompt"])
+    out = tmp_path / "eval"
+    argv = ["--model", save_tiny_model(tmp_path / "tiny"), "--arithmetic_split", "dev", "--k", "1", "--limit", "2"]
+    assert main([*argv, "--max_new_tokens", "2", "--base_model", "none", "--output_dir", str(out)]) == 0
+    assert json.loads((out / "eval.json").read_text())["arithmetic_split"] == "dev"
+    assert "split dev." in (out / "eval.md").read_text()
+    capsys.readouterr()
+    assert "--arithmetic_split dev applies to the arithmetic benchmark only" in refused(
+        capsys, ["--benchmarks", "gsm8k", "--arithmetic_split", "dev"]
+    )
+    with pytest.raises(SystemExit) as exit:  # train is never scored: argparse's choices say so
+        main(["--arithmetic_split", "train"])
+    assert exit.value.code == 2 and "invalid choice: 'train'" in capsys.readouterr().err
+
+
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
     from up_trl.data.arithmetic import arithmetic_problems

@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         given = flags_given(sys.argv[1:] if argv is None else argv)
         check_ranges(Settings(vars(args), given, {}, "command line"), "eval")  # before any default is filled in
-        check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
+        check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot, args.arithmetic_split)
         if args.backend == "vllm" and missing("vllm"):
             raise ValueError(f"--backend vllm: {missing('vllm')}")
         notes = args.resolve_defaults()

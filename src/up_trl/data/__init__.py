@@ -85,7 +85,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "math500": DatasetSpec("math_oai/test.jsonl", ("test",), offline=True),  # problem, answer, subject, level
     "minerva": DatasetSpec("ocw/test.jsonl", ("test",), offline=True),  # Minerva OCW: problem, solution \boxed
     # Offline, generated in code (`up_trl.data.arithmetic`: "What is 7 x 23?"); train and test are disjoint by a hash.
-    "arithmetic": DatasetSpec("", ("train", "test"), offline=True),
+    "arithmetic": DatasetSpec("", ("train", "dev", "test"), offline=True),
     # Hub only. BytedTsinghua-SIA/DAPO-Math-17k repeats each problem ~100 times; open-r1's copy is deduplicated.
     "dapo-math-17k": DatasetSpec(
         "open-r1/DAPO-Math-17k-Processed",

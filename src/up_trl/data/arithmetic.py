@@ -1,5 +1,5 @@
 """The `arithmetic` dataset, generated in code (no download): "What is 7 x 8?" with its answer, for the offline
-default and its evaluation; train and test never share a problem, and worked examples can precede each problem.
+default and its evaluation; train, dev and test never share a problem, and worked examples can precede each problem.
 
     >>> arithmetic_dataset(2, seed=0, system_prompt=None)[0]["prompt"][-1]["content"].startswith("What is ")
     True
@@ -25,6 +25,8 @@ OPERANDS: dict[str, tuple[range, range]] = {
 ARITHMETIC_OPS: tuple[str, ...] = tuple(OPERANDS)
 ARITHMETIC_DEFAULT_SIZE = 1000
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
+ARITHMETIC_DEV_FRACTION = 0.10  # the next share, `split="dev"`: for choosing settings without looking at test
+ARITHMETIC_SPLITS = ("train", "dev", "test")
 
 # Worked examples (`few_shot`), in the reply format the reward reads; each lies outside its op's operand ranges (in
 # either order), so none is a problem of any split.
@@ -50,14 +52,16 @@ def arithmetic_problem(op: str, a: int, b: int) -> tuple[str, int]:
 
 def arithmetic_split(op: str, a: int, b: int) -> str:
     """The split of a problem, fixed by a hash of its sorted operands: disjoint splits, and "7 x 8" and "8 x 7"
-    share one, so no test fact is trained in the other order.
+    share one, so no held-out fact is trained in the other order.
 
     >>> arithmetic_split("mul1", 7, 8) == arithmetic_split("mul1", 8, 7)
     True
     """
     key = f"{'mul' if op == 'mul1' else op}:{min(a, b)},{max(a, b)}".encode()
     bucket = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
-    return "test" if bucket < ARITHMETIC_TEST_FRACTION else "train"
+    if bucket < ARITHMETIC_TEST_FRACTION:
+        return "test"
+    return "dev" if bucket < ARITHMETIC_TEST_FRACTION + ARITHMETIC_DEV_FRACTION else "train"
 
 
 def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
@@ -98,16 +102,16 @@ def arithmetic_dataset(
     few_shot: int = 0,
 ) -> Dataset:
     """Generated problems, the same for the same `(size, ops, seed, split)`.
-    "train": `size` problems drawn with replacement from the train problems (like epochs); "test": the distinct
-    held-out problems of `ops`, shuffled by `seed`, at most `size` (`mul1` has 64 problems, 16 of them test; `mul`
-    720 / 172, `add` 8,100 / 2,124, `sub` 4,095 / 1,001). `few_shot=n`: the first `n` worked examples go first
-    (how often SmolLM2-135M is right: docs/benchmarks/index.md, "Learning signal")."""
+    "train": `size` problems drawn with replacement from the train problems (like epochs); "dev" and "test": the
+    distinct held-out problems of `ops`, shuffled by `seed`, at most `size` (problems, test, dev: `mul1` 64, 16, 9;
+    `mul` 720, 172, 54; `add` 8,100, 2,124, 829; `sub` 4,095, 1,001, 408). `few_shot=n`: the first `n` worked
+    examples go first (how often SmolLM2-135M is right: docs/benchmarks/index.md, "Learning signal")."""
+    if split not in ARITHMETIC_SPLITS:
+        raise DataError(f"arithmetic has splits {ARITHMETIC_SPLITS}, not {split!r}.")
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op
-    if split not in ("train", "test"):
-        raise DataError(f"arithmetic has splits ('train', 'test'), not {split!r}.")
     shots = worked_example_turns(few_shot)
     rng = random.Random(f"{split}-{seed}")  # a str seed does not depend on PYTHONHASHSEED
-    if split == "test":
+    if split != "train":
         chosen = [(op, a, b) for op, pairs in pools.items() for a, b in pairs]
         rng.shuffle(chosen)
         chosen = chosen[:size]

@@ -62,6 +62,14 @@ class EvalArguments:
     arithmetic_few_shot: int = field(
         default=0, **_help("arithmetic only: worked examples before each problem (0 to 3), as trained with.")
     )
+    arithmetic_split: str = field(
+        default="test",
+        **_help(
+            "arithmetic only: the held-out problems scored: test (the default, what results report) or dev (for "
+            "choosing settings without looking at test; neither is ever trained on).",
+            choices=["test", "dev"],
+        ),
+    )
     seed: int = 0
     output_dir: str | None = field(
         default=None,

@@ -26,7 +26,11 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 
 
 def check_benchmarks(
-    benchmarks: list[str], k: int, arithmetic_ops: Sequence[str] = ("mul1",), arithmetic_few_shot: int = 0
+    benchmarks: list[str],
+    k: int,
+    arithmetic_ops: Sequence[str] = ("mul1",),
+    arithmetic_few_shot: int = 0,
+    arithmetic_split: str = "test",
 ) -> None:
     from ..data import OFFLINE_DATASETS
     from ..data.arithmetic import check_arithmetic_ops, worked_example_turns
@@ -41,6 +45,11 @@ def check_benchmarks(
         raise ValueError(
             f"--arithmetic_few_shot {arithmetic_few_shot} applies to the arithmetic benchmark only, not "
             f"{benchmarks}: drop it, or add arithmetic to --benchmarks."
+        )
+    if arithmetic_split != "test" and "arithmetic" not in benchmarks:
+        raise ValueError(
+            f"--arithmetic_split {arithmetic_split} applies to the arithmetic benchmark only, not {benchmarks}: drop "
+            "it, or add arithmetic to --benchmarks."
         )
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
@@ -81,13 +90,16 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
 
 def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
     """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
-    `arithmetic`: the held-out problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
+    `arithmetic`: the held-out problems of `args.arithmetic_ops` in `args.arithmetic_split`, shuffled by
+    `args.seed`)."""
     from ..data import load_math_dataset
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}
-    arithmetic = {"ops": args.arithmetic_ops, "few_shot": args.arithmetic_few_shot}
+    arithmetic = {"ops": args.arithmetic_ops, "few_shot": args.arithmetic_few_shot, "split": args.arithmetic_split}
     return {
-        b: load_math_dataset(*BENCHMARKS[b], **options, **(arithmetic if b == "arithmetic" else {}))
+        b: load_math_dataset(*BENCHMARKS[b], **options)
+        if b != "arithmetic"
+        else load_math_dataset(b, **options, **arithmetic)
         for b in benchmarks
     }
 
@@ -98,12 +110,16 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
     from ..data import system_prompt_from_flag
 
-    check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot)
+    check_benchmarks(benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot, args.arithmetic_split)
     backend = args.backend
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
     system_prompt = system_prompt_from_flag(args.system_prompt)
-    arithmetic = {"arithmetic_ops": list(args.arithmetic_ops), "arithmetic_few_shot": args.arithmetic_few_shot}
+    arithmetic = {
+        "arithmetic_ops": list(args.arithmetic_ops),
+        "arithmetic_few_shot": args.arithmetic_few_shot,
+        "arithmetic_split": args.arithmetic_split,
+    }
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
     sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
     from .generate import transformers_generator, vllm_generator
@@ -157,7 +173,8 @@ def markdown_table(report: dict) -> str:
         f"{head}, k={report['k']}, {sampling}, "
         f"{report['max_new_tokens']} new tokens, {report['backend']} on {report['machine']}"
         + (f"; arithmetic ops {', '.join(report['arithmetic_ops'])}" if "arithmetic_ops" in report else "")
-        + (f", worked examples: {report['arithmetic_few_shot']}." if report.get("arithmetic_few_shot") else "."),
+        + (f", worked examples: {report['arithmetic_few_shot']}" if report.get("arithmetic_few_shot") else "")
+        + (f", split {report['arithmetic_split']}." if report.get("arithmetic_split", "test") != "test" else "."),
         "",
         f"| benchmark |{' model |' if base else ''} problems | {' | '.join(keys)} | left out: gold unparseable | "
         "left out: timeout |",

@@ -67,7 +67,7 @@ FINAL_STEPS = 8  # final training reward and entropy: the mean over the last 8 s
 
 
 # Settings a stored run may lack (it predates them), with the value it ran with.
-SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0}
+SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0, "benchmark_split": "test"}
 
 
 def run_settings(settings: dict) -> dict:
@@ -244,7 +244,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--arithmetic_ops", nargs="+", default=["mul1"], help="arithmetic only: mul1, mul, add, sub")
     parser.add_argument("--arithmetic_few_shot", type=int, default=0, help="arithmetic only: worked examples")
     parser.add_argument("--benchmark", default="gsm8k", help="an `up-trl eval` benchmark (its held-out split)")
-    parser.add_argument("--benchmark_limit", type=int, default=50, help="test problems scored")
+    parser.add_argument(
+        "--benchmark_split",
+        default="test",
+        choices=["test", "dev"],
+        help="arithmetic only: the held-out split scored (dev: for a pilot choosing settings, never a result)",
+    )
+    parser.add_argument("--benchmark_limit", type=int, default=50, help="held-out problems scored")
     parser.add_argument("--k", type=int, default=4, help="samples per test problem")
     parser.add_argument("--pass_k", type=int, help="the table's pass@ (default: k); e.g. pass@4 estimated from k=16")
     parser.add_argument("--pairs", nargs="+", default=["DAPO"], choices=list(PAIRS))
@@ -283,7 +289,9 @@ def main(argv=None) -> dict:
     from up_trl.evaluation.evaluate import check_benchmarks
     from up_trl.evaluation.pass_at_k import default_ks
 
-    check_benchmarks([args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)))  # fails now, not later
+    check_benchmarks(  # fails now, not after the first run
+        [args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)), args.benchmark_split
+    )
     if args.arithmetic_few_shot and args.dataset != "arithmetic":
         parser.error(f"--arithmetic_few_shot {args.arithmetic_few_shot} needs --dataset arithmetic.")
     if (args.pass_k or args.k) not in default_ks(args.k):
@@ -375,7 +383,8 @@ def main(argv=None) -> dict:
     header = (
         f"SmolLM2-135M-Instruct trained on {args.dataset}{ops} for {args.max_steps} steps (batch "
         f"{args.per_device_train_batch_size}, steps_per_generation {args.steps_per_generation}, num_iterations "
-        f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems, "
+        f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems"
+        f"{' (dev split)' if args.benchmark_split == 'dev' else ''}, "
         f"k={args.k}, "
         f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
         f"wall {wall} min."

@@ -82,7 +82,8 @@ def eval_few_shot(s: dict) -> int:
 
 
 def score(model: str, eval_dir: Path, s: dict) -> dict:
-    """`up-trl eval` on the held-out split, with the same problems and sampling seed for every model."""
+    """`up-trl eval` on the held-out split (test, or arithmetic's dev for a pilot), with the same problems and
+    sampling seed for every model."""
     from up_trl.cli.eval_command import main as evaluate
 
     # --base_model none: the base model is scored once, as its own "before" job.
@@ -96,6 +97,7 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
             *s["arithmetic_ops"],
             "--arithmetic_few_shot",
             str(eval_few_shot(s)),
+            *(["--arithmetic_split", s["benchmark_split"]] if s.get("benchmark_split", "test") != "test" else []),
             "--limit",
             str(s["benchmark_limit"]),
             "--k",

@@ -679,3 +679,23 @@ def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
     from up_trl.run.collapse_warning import UP_ADVICE
 
     assert "3 of 345" in UP_ADVICE
+
+
+def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
+    """benchmarks/testbed_pilot.py's condition (issue 48): mean over seeds of (DAPO's dev avg@k - the base model's)
+    above 2 SE of that mean, every pilot seed finished, and no run collapsed."""
+    module = _load("testbed_pilot")
+
+    def runs(values, collapsed=()):
+        return [{"after": {"avg@4": v}, "collapsed": i in collapsed} for i, v in enumerate(values)]
+
+    met = module.verdict(0.2, runs([0.5, 0.6, 0.7]), 4)
+    assert met["meets"] and met["mean_gain"] == pytest.approx(0.4) and met["two_se"] == pytest.approx(2 * 0.1 / 3**0.5)
+    spread = module.verdict(0.2, runs([0.1, 0.6, 0.9]), 4)  # gain 0.333, 2 SE 0.467
+    assert not spread["meets"] and spread["mean_gain"] - spread["two_se"] < 0
+    assert not module.verdict(0.2, runs([0.5, 0.6, 0.7], collapsed={1}), 4)["meets"]
+    assert module.verdict(0.2, runs([0.5, 0.6, 0.7], collapsed={1}), 4)["collapsed"] == 1
+    short = module.verdict(0.2, runs([0.5, 0.6]), 4)
+    assert not short["meets"] and not short["complete"]  # a pilot seed missing: not decided
+    assert module.verdict(0.2, runs([0.5, 0.6]), 4, seeds=2)["meets"]
+    assert not module.verdict(None, runs([0.5, 0.6, 0.7]), 4)["meets"]  # no base model score

@@ -46,7 +46,7 @@ from bench import (
     save_png,
     write_results,
 )
-from real_model_runs import PAIRS, UP_MODES, eval_few_shot, score, train_argv  # noqa: F401 (the tests read them here)
+from real_model_runs import PAIRS, UP_MODES, config_name, eval_few_shot, score, train_argv  # noqa: F401 (the tests read them here)
 from toy_runs import judge
 
 # Flags that do not change what a run measures (where and how the script runs, which runs it starts).
@@ -67,7 +67,7 @@ FINAL_STEPS = 8  # final training reward and entropy: the mean over the last 8 s
 
 
 # Settings a stored run may lack (it predates them), with the value it ran with.
-SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0, "benchmark_split": "test"}
+SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0, "benchmark_split": "test", "up_positive_min_prob": None}
 
 
 def run_settings(settings: dict) -> dict:
@@ -134,17 +134,20 @@ def run_job(job: dict) -> dict:
     }
 
 
-def summarise(runs: list[dict], pairs: list[str], k: int, pass_k: int | None = None) -> list[dict]:
+def summarise(
+    runs: list[dict], pairs: list[str], k: int, pass_k: int | None = None, settings: dict | None = None
+) -> list[dict]:
     """Per pair: each seed with both runs finished (parent, UP, UP - parent on avg@k and pass@k), mean ± std over
     those seeds, and how often UP's avg@k was above, equal to or below its parent's."""
     metrics = (f"avg@{k}", f"pass@{pass_k or k}")
     rows = []
     for pair in pairs:
         mine = {(r["config"], r["seed"]): r["after"] for r in runs if r["pair"] == pair and "after" in r}
-        seeds = sorted(s for c, s in mine if c == pair and (f"UP-{pair}", s) in mine)
+        up_config = config_name(pair, "asymmetric", settings)
+        seeds = sorted(s for c, s in mine if c == pair and (up_config, s) in mine)
         per_seed = []
         for seed in seeds:
-            parent, up = mine[(pair, seed)], mine[(f"UP-{pair}", seed)]
+            parent, up = mine[(pair, seed)], mine[(up_config, seed)]
             per_seed.append(
                 {
                     "seed": seed,
@@ -159,6 +162,7 @@ def summarise(runs: list[dict], pairs: list[str], k: int, pass_k: int | None = N
         rows.append(
             {
                 "pair": pair,
+                "up_config": up_config,
                 "paired_seeds": len(seeds),
                 "per_seed": per_seed,
                 "mean_std": stats,
@@ -193,7 +197,7 @@ def markdown(rows: list[dict], k: int, before: dict | None, header: str, pass_k:
     if before:
         lines += [f"Base model (before training): {avg} {before[avg]:.3f}, {pas} {before[pas]:.3f}.", ""]
     for row in rows:
-        parent, up = row["pair"], f"UP-{row['pair']}"
+        parent, up = row["pair"], row.get("up_config", f"UP-{row['pair']}")
         lines += [
             f"### {parent} vs {up}",
             "",
@@ -215,7 +219,7 @@ def markdown(rows: list[dict], k: int, before: dict | None, header: str, pass_k:
     return "\n".join(lines)
 
 
-def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str) -> None:
+def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str, settings: dict | None = None) -> None:
     """Training reward vs step, one panel per pair: parent blue, UP red, one line per seed."""
     import matplotlib
 
@@ -224,11 +228,12 @@ def plot(runs: list[dict], pairs: list[str], path: Path, dataset: str) -> None:
 
     fig, axes = plt.subplots(1, len(pairs), figsize=(5 * len(pairs), 3.8), sharey=True, squeeze=False)
     for ax, pair in zip(axes[0], pairs):
-        for config, color in ((pair, "tab:blue"), (f"UP-{pair}", "tab:red")):
+        up_config = config_name(pair, "asymmetric", settings)
+        for config, color in ((pair, "tab:blue"), (up_config, "tab:red")):
             for i, run in enumerate(r for r in runs if r["config"] == config and r.get("reward_curve")):
                 steps, values = zip(*run["reward_curve"])
                 ax.plot(steps, values, color=color, alpha=0.7, marker=".", label=config if i == 0 else None)
-        ax.set_title(f"{pair} vs UP-{pair}")
+        ax.set_title(f"{pair} vs {up_config}")
         ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -272,6 +277,11 @@ def main(argv=None) -> dict:
         default=3.0,
         help="dual clip of both pairs, as in the recipes ('none': off)",
     )
+    parser.add_argument(
+        "--up_positive_min_prob",
+        type=float,
+        help="UP's runs only: the rare clip (as the up_dapo recipe, 0.05); names them 'UP-<pair> + rare clip'",
+    )
     parser.add_argument("--workers", type=int, default=2, help="processes, one torch thread each")
     parser.add_argument("--time_limit_minutes", type=float, help="start no new run after this; report what finished")
     parser.add_argument("--resume", action="store_true", help="reuse the runs in output_dir/runs.partial.jsonl")
@@ -306,7 +316,7 @@ def main(argv=None) -> dict:
     base = {"settings": settings, "deadline": deadline}
     jobs = [{**base, "pair": None, "config": "before", "up_mode": None, "seed": None}]
     jobs += [
-        {**base, "pair": p, "config": UP_MODES[mode] + p, "up_mode": mode, "seed": seed}
+        {**base, "pair": p, "config": config_name(p, mode, settings), "up_mode": mode, "seed": seed}
         for seed in args.seeds
         for p in pairs
         for mode in UP_MODES
@@ -365,15 +375,15 @@ def main(argv=None) -> dict:
     runs = sorted((r for r in runs if r["config"] != "before"), key=lambda r: (r["seed"], r["pair"], r["config"]))
     finished = {(r["config"], r["seed"]) for r in runs}
     missing = [
-        f"{UP_MODES[m]}{p} seed {s}"
+        f"{config_name(p, m, settings)} seed {s}"
         for s in args.seeds
         for p in pairs
         for m in UP_MODES
-        if (UP_MODES[m] + p, s) not in finished
+        if (config_name(p, m, settings), s) not in finished
     ]
     if missing:
         print(f"INCOMPLETE: {len(missing)} runs missing: {', '.join(missing)}", flush=True)
-    rows = summarise(runs, pairs, args.k, args.pass_k)
+    rows = summarise(runs, pairs, args.k, args.pass_k, settings)
     wall = round((time.perf_counter() - start) / 60, 1)
     if args.report_only and (out / "results.json").exists():  # the runs' own wall time and machine, not this rewrite's
         wall, machine = (json.loads((out / "results.json").read_text())[k] for k in ("wall_minutes", "machine"))
@@ -386,7 +396,9 @@ def main(argv=None) -> dict:
         f"{args.num_iterations}, delta {args.delta}), scored on {problems} held-out {args.benchmark} problems"
         f"{' (dev split)' if args.benchmark_split == 'dev' else ''}, "
         f"k={args.k}, "
-        f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs. Machine: {machine}; "
+        f"temperature 1, eval seed {args.eval_seed}. Paired: only up_mode differs"
+        f"{'' if args.up_positive_min_prob is None else f' (and UP has the rare clip {args.up_positive_min_prob})'}"
+        f". Machine: {machine}; "
         f"wall {wall} min."
     )
     report = {
@@ -405,7 +417,7 @@ def main(argv=None) -> dict:
     write_results(out, report)  # results.json (one line per run), curves.parquet
     table = markdown(rows, args.k, before, header, args.pass_k)
     (out / "table.md").write_text(table)
-    plot(runs, pairs, out / "curves.png", args.dataset)
+    plot(runs, pairs, out / "curves.png", args.dataset, settings)
     if not missing:
         partial.unlink(missing_ok=True)  # complete: results.json holds every run, the base model's as "before"
     print(table)

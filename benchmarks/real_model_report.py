@@ -18,6 +18,10 @@ import sys
 from pathlib import Path
 
 from bench import read_results, save_png
+from real_model_runs import config_name
+
+# How a README sentence names the arithmetic task trained on (benchmarks/real_model.py --arithmetic_ops).
+TASK_WORDS = {"add": "sums", "sub": "differences", "mul": "1-digit x 2-digit products", "mul1": "the times table"}
 
 REACH_WINDOW = 4  # an arm reaches a reward at the first step where the mean of its last 4 logged rewards is >= it
 
@@ -49,24 +53,29 @@ def reached_at(curve: list[list[float]], target: float, window: int = REACH_WIND
     return None
 
 
-def sentence(pair: str, primary: dict, k: int, problems: int, seeds: int) -> str:
-    """The README's sentence for the outcome (PREREGISTRATION.md, "What the README will say")."""
+def sentence(pair: str, primary: dict, k: int, problems: int, seeds: int, settings: dict | None = None) -> str:
+    """The README's sentence for the outcome (PREREGISTRATION.md, "What the README will say"); `settings` (the
+    results' own) name the task, the reuse and UP's config (default: the powered study's sums, 8 updates, UP-pair)."""
+    s = settings or {}
     d, two_se = primary["mean"], primary["two_se"]
-    where = f"On SmolLM2-135M-Instruct (sums, {seeds} paired seeds, 8 updates per rollout batch)"
+    task = " and ".join(TASK_WORDS.get(op, op) for op in s.get("arithmetic_ops", ["add"]))
+    updates = s.get("steps_per_generation", 4) * s.get("num_iterations", 2)
+    up = config_name(pair, "asymmetric", s)
+    where = f"On SmolLM2-135M-Instruct ({task}, {seeds} paired seeds, {updates} updates per rollout batch)"
     numbers = f"avg@{k} {d:+.3f} (2 SE ±{two_se:.3f})"
     if d - two_se > 0:
         said = (
-            f"{where}, UP-{pair} scored higher than {pair} on {problems} held-out problems: {numbers}, higher on "
+            f"{where}, {up} scored higher than {pair} on {problems} held-out problems: {numbers}, higher on "
             f"{primary['won']} of {seeds} seeds."
         )
     elif d + two_se < 0:
         said = (
-            f"{where}, UP-{pair} scored lower than {pair} on {problems} held-out problems: {numbers}, lower on "
+            f"{where}, {up} scored lower than {pair} on {problems} held-out problems: {numbers}, lower on "
             f"{primary['lost']} of {seeds} seeds."
         )
     else:
         said = (
-            f"{where}, no difference between UP-{pair} and {pair} was detected on {problems} held-out problems: "
+            f"{where}, no difference between {up} and {pair} was detected on {problems} held-out problems: "
             f"{numbers}, higher on {primary['won']} of {seeds} seeds; these seeds could detect a difference of "
             f"about {two_se:.3f}."
         )
@@ -83,11 +92,13 @@ def study(results: dict) -> dict:
     avg, pas = f"avg@{k}", f"pass@{pass_k}"
     runs = {(r["config"], r["seed"]): r for r in results["runs"]}
     out = {"settings": {key: s[key] for key in ("benchmark_limit", "k", "max_steps", "seeds")}, "pairs": {}}
+    before = results.get("before") or {}
     for pair in results["pairs"]:
-        seeds = sorted(seed for (c, seed) in runs if c == pair and (f"UP-{pair}", seed) in runs)
+        up_config = config_name(pair, "asymmetric", s)
+        seeds = sorted(seed for (c, seed) in runs if c == pair and (up_config, seed) in runs)
         per_seed, ratios = [], []
         for seed in seeds:
-            parent, up = runs[(pair, seed)], runs[(f"UP-{pair}", seed)]
+            parent, up = runs[(pair, seed)], runs[(up_config, seed)]
             target = parent["final_reward"]
             steps = {arm: reached_at(r["reward_curve"], target) for arm, r in (("parent", parent), ("up", up))}
             ratio = None if steps["up"] is None or not steps["parent"] else steps["up"] / steps["parent"]
@@ -106,10 +117,16 @@ def study(results: dict) -> dict:
         finite = sorted(r for r in ratios if r is not None)
         failures = {
             arm: {kind: sum(bool(runs[(c, seed)][kind]) for seed in seeds) for kind in ("collapsed", "runaway")}
-            for arm, c in (("parent", pair), ("up", f"UP-{pair}"))
+            for arm, c in (("parent", pair), ("up", up_config))
+        }
+        # Each arm against the base model (scored once, on the same problems and sampling seed): mean gain, 2 SE.
+        vs_base = {
+            arm: paired([r[avg][arm] - before[avg] for r in per_seed]) if avg in before else None
+            for arm in ("parent", "up")
         }
         primary = paired([r[avg]["up"] - r[avg]["parent"] for r in per_seed])
         out["pairs"][pair] = {
+            "up_config": up_config,
             "seeds": seeds,
             "primary": {"measure": avg, **primary},
             "secondary": {
@@ -126,9 +143,10 @@ def study(results: dict) -> dict:
                     arm: statistics.fmean(r["final_entropy"][arm] for r in per_seed) for arm in ("parent", "up")
                 },
                 "failures": failures,
+                "vs_base": {"base": before.get(avg), **vs_base},
             },
             "per_seed": per_seed,
-            "readme": sentence(pair, primary, k, s["benchmark_limit"], len(seeds)),
+            "readme": sentence(pair, primary, k, before.get("problems", s["benchmark_limit"]), len(seeds), s),
         }
     return out
 
@@ -140,14 +158,13 @@ def markdown(report: dict, results: dict) -> str:
         "",
     ]
     for pair, row in report["pairs"].items():
-        p, avg = row["primary"], row["primary"]["measure"]
+        p, avg, up = row["primary"], row["primary"]["measure"], row.get("up_config", f"UP-{pair}")
         pas = next(key for key in row["secondary"] if key.startswith("pass@"))
         q, steps = row["secondary"][pas], row["secondary"]["steps_ratio"]
         lines += [
-            f"### {pair} vs UP-{pair}",
+            f"### {pair} vs {up}",
             "",
-            f"| seed | {pair} {avg} | UP-{pair} {avg} | UP - parent | {pair} {pas} | UP-{pair} {pas} "
-            "| steps UP / parent |",
+            f"| seed | {pair} {avg} | {up} {avg} | UP - parent | {pair} {pas} | {up} {pas} | steps UP / parent |",
             "|---|---|---|---|---|---|---|",
         ]
         for r in row["per_seed"]:
@@ -166,12 +183,25 @@ def markdown(report: dict, results: dict) -> str:
             f"parent's final training reward, UP / parent: median {steps['median_of_reached']} over "
             f"{steps['reached']} seeds, {steps['censored']} censored; final entropy "
             f"{row['secondary']['final_entropy']['parent']:.3f} ({pair}) and "
-            f"{row['secondary']['final_entropy']['up']:.3f} (UP-{pair}); failures {failures}.",
+            f"{row['secondary']['final_entropy']['up']:.3f} ({up}); failures {failures}.",
+            *vs_base_line(row["secondary"].get("vs_base"), pair, up, avg),
             "",
             f"README: {row['readme']}",
             "",
         ]
     return "\n".join(lines)
+
+
+def vs_base_line(vs_base: dict | None, pair: str, up: str, avg: str) -> list[str]:
+    """Each arm's mean gain over the base model, as a line of report.md (none where the base was not scored)."""
+    if not vs_base or vs_base.get("parent") is None:
+        return []
+    gains = [
+        f"{name} {vs_base[arm]['mean']:+.3f} ± {vs_base[arm]['two_se']:.3f}"
+        for arm, name in (("parent", pair), ("up", up))
+        if vs_base[arm]["two_se"] is not None
+    ]
+    return [f"Against the base model ({avg} {vs_base['base']:.3f}), mean gain ± 2 SE: {', '.join(gains)}."]
 
 
 def plot(report: dict, path: Path) -> None:
@@ -191,7 +221,7 @@ def plot(report: dict, path: Path) -> None:
         mean, two_se = row["primary"]["mean"], row["primary"]["two_se"]
         ax.axhline(0, color="black", lw=0.8)
         ax.axhspan(mean - two_se, mean + two_se, color="grey", alpha=0.25, label=f"mean ± 2 SE ({mean:+.3f})")
-        ax.set_title(f"UP-{pair} minus {pair}, held-out {avg}, per seed")
+        ax.set_title(f"{row.get('up_config', f'UP-{pair}')} minus {pair}, held-out {avg}, per seed")
         ax.set_xlabel("paired seed")
         ax.legend(fontsize=8)
     fig.tight_layout()

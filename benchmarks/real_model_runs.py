@@ -16,9 +16,18 @@ PAIRS: dict[str, dict] = {
 UP_MODES = {"off": "", "asymmetric": "UP-"}  # up_mode -> prefix of the config's name
 
 
+def config_name(pair: str, up_mode: str, settings: dict | None = None) -> str:
+    """A run's config: the parent's name ("DAPO"), or UP's on it ("UP-DAPO"), "+ rare clip" where UP's runs keep the
+    clip for rare positive tokens (`up_positive_min_prob`, the `up_dapo` recipe's "UP + safe")."""
+    rare = up_mode != "off" and (settings or {}).get("up_positive_min_prob") is not None
+    return UP_MODES[up_mode] + pair + (" + rare clip" if rare else "")
+
+
 def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: str) -> list[str]:
     """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
+    if up_mode != "off" and settings.get("up_positive_min_prob") is not None:  # UP's runs only: the parent has none
+        objective["up_positive_min_prob"] = settings["up_positive_min_prob"]
     return [
         "--config",
         "quickstart",

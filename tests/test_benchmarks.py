@@ -587,6 +587,33 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
     lower = report_module.sentence("GSPO", {"mean": -0.1, "two_se": 0.02, "won": 1, "lost": 9}, 8, 96, 10)
     assert "scored higher than GSPO" in higher and "higher on 9 of 10" in higher
     assert "scored lower than GSPO" in lower and "lower on 9 of 10" in lower
+    assert "(sums, 10 paired seeds, 8 updates per rollout batch)" in higher  # the powered study's words, unchanged
+    assert row["secondary"]["vs_base"] == {"base": None, "parent": None, "up": None}  # no base model scored here
+    # Issue 48's study: the times table, UP with the rare clip, each arm against the base model.
+    study = {**settings, "arithmetic_ops": ["mul1"], "steps_per_generation": 4, "num_iterations": 1}
+    study["up_positive_min_prob"] = 0.05
+    renamed = [{**r, "config": r["config"].replace("UP-GSPO", "UP-GSPO + rare clip")} for r in runs]
+    before = {"avg@8": 0.15, "pass@4": 0.3, "problems": 16}
+    bench.write_results(
+        tmp_path,
+        {
+            "machine": "t",
+            "wall_minutes": 1,
+            "settings": study,
+            "pairs": {"GSPO": {}},
+            "runs": renamed,
+            "before": before,
+        },
+    )
+    row = report_module.main([str(tmp_path)])["pairs"]["GSPO"]
+    assert row["up_config"] == "UP-GSPO + rare clip" and row["primary"]["n"] == 3
+    gains = row["secondary"]["vs_base"]
+    assert gains["parent"]["mean"] == pytest.approx(0.2 - 0.15) and gains["up"]["mean"] == pytest.approx(
+        0.2333 - 0.15, abs=1e-4
+    )
+    assert "(the times table, 3 paired seeds, 4 updates per rollout batch)" in row["readme"]
+    assert "between UP-GSPO + rare clip and GSPO" in row["readme"] and "16 held-out problems" in row["readme"]
+    assert "Against the base model (avg@8 0.150)" in (tmp_path / "report.md").read_text()
 
 
 def test_collapse_rescue_counts_recovery_from_the_resume_on():
@@ -699,3 +726,46 @@ def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
     assert not short["meets"] and not short["complete"]  # a pilot seed missing: not decided
     assert module.verdict(0.2, runs([0.5, 0.6]), 4, seeds=2)["meets"]
     assert not module.verdict(None, runs([0.5, 0.6, 0.7]), 4)["meets"]  # no base model score
+
+
+def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
+    """--up_positive_min_prob 0.05 (issue 48's "UP-DAPO + rare clip"): UP's runs get the up_dapo recipe's rare clip,
+    the parent's runs stay the dapo recipe's, and the config names say which is which."""
+    from up_trl.cli import parse_train_args
+
+    module = _load("real_model")
+    settings = {
+        "model": "m",
+        "dataset": "arithmetic",
+        "arithmetic_ops": ["mul1"],
+        "delta": 3.0,
+        "max_steps": 16,
+        "steps_per_generation": 4,
+        "num_iterations": 2,
+        "max_completion_length": 64,
+        "per_device_train_batch_size": 8,
+        "up_positive_min_prob": 0.05,
+    }
+    parent, up = (module.train_argv(settings, "DAPO", mode, 1, "out") for mode in ("off", "asymmetric"))
+    assert "--up_positive_min_prob" not in parent
+    assert up[up.index("--up_positive_min_prob") + 1] == "0.05"
+    _, parent_args, _ = parse_train_args(parent)
+    _, up_args, _ = parse_train_args(up)
+    assert parent_args.up_positive_min_prob is None and up_args.up_positive_min_prob == 0.05
+    assert (up_args.loss_type, up_args.epsilon, up_args.epsilon_high, up_args.delta, up_args.beta) == (
+        "dapo",
+        0.2,
+        0.28,
+        3.0,
+        0.0,
+    )
+    names = [module.config_name("DAPO", mode, settings) for mode in ("off", "asymmetric")]
+    assert names == ["DAPO", "UP-DAPO + rare clip"]
+    assert module.config_name("DAPO", "asymmetric", {**settings, "up_positive_min_prob": None}) == "UP-DAPO"
+    runs = [
+        {"pair": "DAPO", "config": name, "seed": 7, "after": {"avg@4": value, "pass@4": value}}
+        for name, value in zip(names, (0.5, 0.75))
+    ]
+    (row,) = module.summarise(runs, ["DAPO"], 4, settings=settings)
+    assert row["up_config"] == "UP-DAPO + rare clip" and row["up_won"] == 1
+    assert row["per_seed"][0]["avg@4"]["difference"] == 0.25

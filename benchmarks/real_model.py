@@ -46,33 +46,19 @@ from bench import (
     save_png,
     write_results,
 )
-from real_model_runs import PAIRS, UP_MODES, config_name, eval_few_shot, score, train_argv  # noqa: F401 (the tests read them here)
-from toy_runs import judge
-
-# Flags that do not change what a run measures (where and how the script runs, which runs it starts).
-PROCESS_FLAGS = {
-    "output_dir",
-    "resume",
-    "report_only",
-    "time_limit_minutes",
-    "workers",
-    "keep_models",
-    "quick",
-    "seeds",
-    "pairs",
-    "pass_k",
-    "commit",
-}
-FINAL_STEPS = 8  # final training reward and entropy: the mean over the last 8 steps (collapse.py's smollm2 setting)
-
+from real_model_runs import (  # noqa: F401 (the tests read them here)
+    PAIRS,
+    UP_MODES,
+    config_name,
+    eval_few_shot,
+    run_job,
+    run_settings,
+    score,
+    train_argv,
+)
 
 # Settings a stored run may lack (it predates them), with the value it ran with.
 SETTINGS_BEFORE_STORED = {"arithmetic_few_shot": 0, "benchmark_split": "test", "up_positive_min_prob": None}
-
-
-def run_settings(settings: dict) -> dict:
-    """The settings a run's numbers depend on, stored with each run so that --resume cannot mix runs."""
-    return {k: v for k, v in settings.items() if k not in PROCESS_FLAGS}
 
 
 def stored_runs(report: dict) -> list[dict]:
@@ -91,47 +77,6 @@ def stored_runs(report: dict) -> list[dict]:
             }
         ]
     return [*before, *report["runs"]]
-
-
-def run_job(job: dict) -> dict:
-    """One job: the base model's evaluation ("before"), or one training run and the evaluation of its model."""
-    s = job["settings"]
-    key = {**{k: job[k] for k in ("pair", "config", "up_mode", "seed")}, "settings": run_settings(s)}
-    if time.time() > job["deadline"]:
-        return {**key, "skipped": True}  # past --time_limit_minutes: start nothing new
-    out = Path(s["output_dir"])
-    if job["config"] == "before":
-        t0 = time.perf_counter()
-        return {
-            **key,
-            "after": score(s["model"], out / "eval-before", s),
-            "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
-        }
-    from up_trl.cli import train
-    from up_trl.run.plots import read_metrics, series
-
-    run_dir = out / "runs" / f"{job['config']}-seed{job['seed']}"
-    t0 = time.perf_counter()
-    train(train_argv(s, job["pair"], job["up_mode"], job["seed"], str(run_dir)))
-    train_minutes = round((time.perf_counter() - t0) / 60, 2)
-    logs = read_metrics(run_dir / "metrics.jsonl")
-    measures = judge(logs, s["max_steps"], accuracy_key="reward", initial_steps=4, final_window=FINAL_STEPS)
-    t0 = time.perf_counter()
-    after = score(str(run_dir), run_dir / "eval", s)
-    if not s["keep_models"]:  # 0.5 GB of float32 weights per run
-        for weights in run_dir.glob("*.safetensors"):
-            weights.unlink()
-    return {
-        **key,
-        "commit": s.get("commit"),
-        "train_minutes": train_minutes,
-        "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
-        "final_reward": measures["final_accuracy"],
-        **{k: measures[k] for k in ("final_entropy", "initial_entropy", "collapsed", "runaway")},
-        "reward_curve": [list(p) for p in zip(*series(logs, "reward"))],
-        "entropy_curve": [list(p) for p in zip(*series(logs, "entropy"))],
-        "after": after,
-    }
 
 
 def summarise(

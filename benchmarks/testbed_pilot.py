@@ -27,7 +27,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from bench import describe_machine, git_commit, init_worker, open_partial, write_results
-from real_model import run_job
+from real_model_runs import run_job
 
 PILOT_SEEDS = (900, 901, 902)  # no study uses them
 # Shared by every candidate: the real-model studies' reuse (4 optimizer steps per rollout batch, 2 passes each: 8

@@ -26,7 +26,7 @@ from datasets import Dataset, IterableDataset, load_dataset
 from .answers import extract_boxed as extract_boxed
 from .answers import gold_answer as gold_answer
 from .answers import parse_level as parse_level
-from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
+from .arithmetic import ARITHMETIC_DEFAULT_SIZE, ARITHMETIC_SPLITS, arithmetic_dataset
 from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
 from .prompts import DataError as DataError
 from .prompts import make_prompt as make_prompt
@@ -84,8 +84,8 @@ DATASETS: dict[str, DatasetSpec] = {
     "math": DatasetSpec("math/{split}.jsonl", ("train", "test"), offline=True),  # problem, solution \boxed, level
     "math500": DatasetSpec("math_oai/test.jsonl", ("test",), offline=True),  # problem, answer, subject, level
     "minerva": DatasetSpec("ocw/test.jsonl", ("test",), offline=True),  # Minerva OCW: problem, solution \boxed
-    # Offline, generated in code (`up_trl.data.arithmetic`: "What is 7 x 23?"); train and test are disjoint by a hash.
-    "arithmetic": DatasetSpec("", ("train", "dev", "test"), offline=True),
+    # Offline, generated in code (`up_trl.data.arithmetic`: "What is 7 x 23?"); its splits are disjoint by a hash.
+    "arithmetic": DatasetSpec("", ARITHMETIC_SPLITS, offline=True),
     # Hub only. BytedTsinghua-SIA/DAPO-Math-17k repeats each problem ~100 times; open-r1's copy is deduplicated.
     "dapo-math-17k": DatasetSpec(
         "open-r1/DAPO-Math-17k-Processed",
@@ -144,7 +144,7 @@ def load_math_dataset(
 
     Example:
         >>> load_math_dataset("arithmetic", limit=1, system_prompt=None)[0]
-        {'prompt': [{'role': 'user', 'content': 'What is 4 x 7?'}], 'solution': '28', 'op': 'mul1'}
+        {'prompt': [{'role': 'user', 'content': 'What is 5 x 3?'}], 'solution': '15', 'op': 'mul1'}
     """
     name = name_or_path.lower() if isinstance(name_or_path, str) else "the mixture"
     if few_shot and name != "arithmetic":

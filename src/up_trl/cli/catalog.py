@@ -33,11 +33,6 @@ def recipe_names() -> list[str]:
     return _names("recipes")
 
 
-def accelerate_config_names() -> list[str]:
-    """The packaged accelerate configs, by name (`single_gpu`, `multi_gpu`, `zero3`, ...)."""
-    return _names("accelerate_configs")
-
-
 def _resolve(value: str, kind: str, what: str) -> str:
     if Path(value).expanduser().is_file():
         return str(Path(value).expanduser())

@@ -27,6 +27,7 @@ ARITHMETIC_DEFAULT_SIZE = 1000
 ARITHMETIC_TEST_FRACTION = 0.25  # share of the distinct problems of each op held out for `split="test"`
 ARITHMETIC_DEV_FRACTION = 0.10  # the next share, `split="dev"`: for choosing settings without looking at test
 ARITHMETIC_SPLITS = ("train", "dev", "test")
+DEV_END = ARITHMETIC_TEST_FRACTION + ARITHMETIC_DEV_FRACTION
 
 # Worked examples (`few_shot`), in the reply format the reward reads; each lies outside its op's operand ranges (in
 # either order), so none is a problem of any split.
@@ -59,9 +60,7 @@ def arithmetic_split(op: str, a: int, b: int) -> str:
     """
     key = f"{'mul' if op == 'mul1' else op}:{min(a, b)},{max(a, b)}".encode()
     bucket = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
-    if bucket < ARITHMETIC_TEST_FRACTION:
-        return "test"
-    return "dev" if bucket < ARITHMETIC_TEST_FRACTION + ARITHMETIC_DEV_FRACTION else "train"
+    return "test" if bucket < ARITHMETIC_TEST_FRACTION else "dev" if bucket < DEV_END else "train"
 
 
 def arithmetic_problems(op: str, split: str) -> list[tuple[int, int]]:
@@ -101,11 +100,10 @@ def arithmetic_dataset(
     system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
     few_shot: int = 0,
 ) -> Dataset:
-    """Generated problems, the same for the same `(size, ops, seed, split)`.
-    "train": `size` problems drawn with replacement from the train problems (like epochs); "dev" and "test": the
-    distinct held-out problems of `ops`, shuffled by `seed`, at most `size` (problems, test, dev: `mul1` 64, 16, 9;
-    `mul` 720, 172, 54; `add` 8,100, 2,124, 829; `sub` 4,095, 1,001, 408). `few_shot=n`: the first `n` worked
-    examples go first (how often SmolLM2-135M is right: docs/benchmarks/index.md, "Learning signal")."""
+    """Generated problems, the same for the same `(size, ops, seed, split)`: "train" draws `size` with replacement from
+    the train problems (like epochs); "dev" and "test" are the distinct problems of `ops`, shuffled by `seed`, at most
+    `size` (all / test / dev: `mul1` 64 / 16 / 9, `mul` 720 / 172 / 54, `add` 8,100 / 2,124 / 829, `sub` 4,095 / 1,001
+    / 408). `few_shot=n` puts the first `n` worked examples first (docs/benchmarks/index.md, "Learning signal")."""
     if split not in ARITHMETIC_SPLITS:
         raise DataError(f"arithmetic has splits {ARITHMETIC_SPLITS}, not {split!r}.")
     pools = {op: arithmetic_problems(op, split) for op in dict.fromkeys(ops)}  # checks each op

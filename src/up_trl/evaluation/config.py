@@ -65,9 +65,7 @@ class EvalArguments:
     arithmetic_split: str = field(
         default="test",
         **_help(
-            "arithmetic only: the held-out problems scored: test (the default, what results report) or dev (for "
-            "choosing settings without looking at test; neither is ever trained on).",
-            choices=["test", "dev"],
+            "arithmetic only: test (what results report) or dev (to choose settings by).", choices=["test", "dev"]
         ),
     )
     seed: int = 0

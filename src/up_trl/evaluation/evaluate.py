@@ -25,32 +25,21 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 }
 
 
-def check_benchmarks(
-    benchmarks: list[str],
-    k: int,
-    arithmetic_ops: Sequence[str] = ("mul1",),
-    arithmetic_few_shot: int = 0,
-    arithmetic_split: str = "test",
-) -> None:
+def check_benchmarks(benchmarks: list[str], k: int, ops: Sequence[str] = ("mul1",), few_shot=0, split="test") -> None:
     from ..data import OFFLINE_DATASETS
     from ..data.arithmetic import check_arithmetic_ops, worked_example_turns
 
-    unknown = [b for b in benchmarks if b not in BENCHMARKS]
-    if unknown:
+    if unknown := [b for b in benchmarks if b not in BENCHMARKS]:
         offline = ", ".join(b for b, (name, _) in BENCHMARKS.items() if name in OFFLINE_DATASETS)
         raise ValueError(f"Unknown benchmark(s) {unknown}: choose from {sorted(BENCHMARKS)} (offline: {offline}).")
-    check_arithmetic_ops(arithmetic_ops, "--arithmetic_ops")
-    worked_example_turns(arithmetic_few_shot)  # raises on a count out of range
-    if arithmetic_few_shot and "arithmetic" not in benchmarks:
-        raise ValueError(
-            f"--arithmetic_few_shot {arithmetic_few_shot} applies to the arithmetic benchmark only, not "
-            f"{benchmarks}: drop it, or add arithmetic to --benchmarks."
-        )
-    if arithmetic_split != "test" and "arithmetic" not in benchmarks:
-        raise ValueError(
-            f"--arithmetic_split {arithmetic_split} applies to the arithmetic benchmark only, not {benchmarks}: drop "
-            "it, or add arithmetic to --benchmarks."
-        )
+    check_arithmetic_ops(ops, "--arithmetic_ops")
+    worked_example_turns(few_shot)  # raises on a count out of range
+    for flag, value, default in (("few_shot", few_shot, 0), ("split", split, "test")):
+        if value != default and "arithmetic" not in benchmarks:
+            raise ValueError(
+                f"--arithmetic_{flag} {value} applies to the arithmetic benchmark only, not {benchmarks}: drop it, or "
+                "add arithmetic to --benchmarks."
+            )
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}.")
 
@@ -96,12 +85,8 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}
     arithmetic = {"ops": args.arithmetic_ops, "few_shot": args.arithmetic_few_shot, "split": args.arithmetic_split}
-    return {
-        b: load_math_dataset(*BENCHMARKS[b], **options)
-        if b != "arithmetic"
-        else load_math_dataset(b, **options, **arithmetic)
-        for b in benchmarks
-    }
+    splits = {b: {"split": split} for b, (_, split) in BENCHMARKS.items()} | {"arithmetic": arithmetic}
+    return {b: load_math_dataset(BENCHMARKS[b][0], **options, **splits[b]) for b in benchmarks}
 
 
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
@@ -115,11 +100,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
     if backend == "auto":
         backend = "vllm" if importlib.util.find_spec("vllm") and torch.cuda.is_available() else "transformers"
     system_prompt = system_prompt_from_flag(args.system_prompt)
-    arithmetic = {
-        "arithmetic_ops": list(args.arithmetic_ops),
-        "arithmetic_few_shot": args.arithmetic_few_shot,
-        "arithmetic_split": args.arithmetic_split,
-    }
+    arithmetic = {f"arithmetic_{k}": getattr(args, f"arithmetic_{k}") for k in ("ops", "few_shot", "split")}
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
     sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
     from .generate import transformers_generator, vllm_generator

@@ -33,14 +33,18 @@ def recipe_names() -> list[str]:
     return _names("recipes")
 
 
+def accelerate_config_names() -> list[str]:
+    """The packaged accelerate configs, by name (`single_gpu`, `multi_gpu`, `zero3`, ...)."""
+    return _names("accelerate_configs")
+
+
 def _resolve(value: str, kind: str, what: str) -> str:
     if Path(value).expanduser().is_file():
         return str(Path(value).expanduser())
     name = Path(value).name.removesuffix(".yaml")
     packaged = _folder(kind) / f"{name}.yaml"
-    if Path(value).name == value or value == f"{name}.yaml":  # a bare name, not a path to a missing file
-        if packaged.is_file():
-            return str(packaged)
+    if (Path(value).name == value or value == f"{name}.yaml") and packaged.is_file():  # a name, not a missing path
+        return str(packaged)
     raise CatalogError(f"{value}: no such file, and no packaged {what} of that name ({', '.join(_names(kind))}).")
 
 
@@ -63,9 +67,8 @@ def describe_recipe(name: str) -> str:
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")
     trainer = recipe.get("trainer", "grpo")
     if trainer == "grpo":
-        objective = objective_name(
-            recipe.get("loss_type", "dapo"), recipe.get("importance_sampling_level", "token"), up_mode
-        )
+        level = recipe.get("importance_sampling_level", "token")
+        objective = objective_name(recipe.get("loss_type", "dapo"), level, up_mode)
     else:
         objective = with_up({"rloo": "RLOO", "async_grpo": "GRPO (async)"}.get(trainer, trainer), up_mode)
     model = recipe.get("model_name_or_path") or "SmolLM2-135M-Instruct (offline)"
@@ -73,9 +76,7 @@ def describe_recipe(name: str) -> str:
     twin = name.removeprefix("up_") if name.startswith("up_") else f"up_{name}"
     if twin in recipe_names():
         line += f" (twin: {twin})"
-    if recipe.get("use_cpu"):
-        line += ", CPU"
-    return line
+    return line + (", CPU" if recipe.get("use_cpu") else "")
 
 
 def accelerate_config_path(value: str) -> str:

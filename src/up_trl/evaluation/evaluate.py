@@ -79,8 +79,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
 
 def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
     """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
-    `arithmetic`: the held-out problems of `args.arithmetic_ops` in `args.arithmetic_split`, shuffled by
-    `args.seed`)."""
+    `arithmetic`: `args.arithmetic_split`'s problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
     from ..data import load_math_dataset
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}

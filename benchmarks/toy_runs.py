@@ -1,5 +1,5 @@
 """The toy and stress runs of the collapse studies, and the pre-registered measures of a run: a helper module (no
-`__main__`), imported by collapse.py, collapse_cause.py, collapse_rescue.py and real_model.py.
+`__main__`), imported by collapse.py, collapse_cause.py, collapse_rescue.py and real_model_runs.py.
 
 - `warm_start_tail`: the stress task's warm start (a reward-irrelevant tail after the answer digit);
 - `toy_trainer` / `toy_run`: one run of a config at a reuse level, on the toy or the stress task;

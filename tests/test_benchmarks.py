@@ -308,21 +308,25 @@ def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     assert module.short_summary([dapo], None, 4)["DAPO"]["UP won"] == "2 of 3 seeds"
 
 
+# The settings of one real-model run that the pair tests build `up-trl train` flags from.
+PAIR_SETTINGS = {
+    "model": "m",
+    "dataset": "arithmetic",
+    "arithmetic_ops": ["add"],
+    "delta": 3.0,
+    "max_steps": 16,
+    "steps_per_generation": 4,
+    "num_iterations": 2,
+    "max_completion_length": 64,
+    "per_device_train_batch_size": 8,
+}
+
+
 def test_real_model_pair_differs_only_in_up_mode():
     from up_trl.cli import parse_train_args
 
     module = _load("real_model")
-    settings = {
-        "model": "m",
-        "dataset": "arithmetic",
-        "arithmetic_ops": ["add"],
-        "delta": 3.0,
-        "max_steps": 16,
-        "steps_per_generation": 4,
-        "num_iterations": 2,
-        "max_completion_length": 64,
-        "per_device_train_batch_size": 8,
-    }
+    settings = PAIR_SETTINGS
     for pair in module.PAIRS:
         parent, up = (module.train_argv(settings, pair, mode, 1, "out") for mode in ("off", "asymmetric"))
         assert [i for i, (a, b) in enumerate(zip(parent, up)) if a != b] == [parent.index("--up_mode") + 1]
@@ -734,18 +738,7 @@ def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
     from up_trl.cli import parse_train_args
 
     module = _load("real_model")
-    settings = {
-        "model": "m",
-        "dataset": "arithmetic",
-        "arithmetic_ops": ["mul1"],
-        "delta": 3.0,
-        "max_steps": 16,
-        "steps_per_generation": 4,
-        "num_iterations": 2,
-        "max_completion_length": 64,
-        "per_device_train_batch_size": 8,
-        "up_positive_min_prob": 0.05,
-    }
+    settings = {**PAIR_SETTINGS, "arithmetic_ops": ["mul1"], "up_positive_min_prob": 0.05}
     parent, up = (module.train_argv(settings, "DAPO", mode, 1, "out") for mode in ("off", "asymmetric"))
     assert "--up_positive_min_prob" not in parent
     assert up[up.index("--up_positive_min_prob") + 1] == "0.05"

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import statistics
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
-from bench import describe_machine, git_commit, init_worker, open_partial, write_results
+from bench import describe_machine, git_commit, init_worker, mean_std, open_partial, write_results
 from real_model_runs import run_job
 
 PILOT_SEEDS = (900, 901, 902)  # no study uses them
@@ -59,8 +58,8 @@ def verdict(base: float | None, runs: list[dict], k: int, seeds: int = len(PILOT
     """The condition for one candidate from its base model's dev avg@k and its finished DAPO runs."""
     diffs = [r["after"][f"avg@{k}"] - base for r in runs] if base is not None else []
     n = len(diffs)
-    mean = statistics.fmean(diffs) if n else None
-    se = statistics.stdev(diffs) / n**0.5 if n > 1 else None
+    mean, sd = mean_std(diffs)
+    se = sd / n**0.5 if n > 1 else None  # one seed has no spread to measure
     collapsed = sum(bool(r["collapsed"]) for r in runs)
     complete = n == seeds
     return {
@@ -189,8 +188,14 @@ def table(report: dict) -> str:
             f"{num(c['mean_gain'], '{:+.3f}')} | {num(c['two_se'])} | {c['collapsed']} | "
             f"{'yes' if c['meets'] else 'no' if c['complete'] else 'not run in full'} |"
         )
-    chosen = report["chosen"]
-    lines += ["", f"Chosen testbed: {chosen}." if chosen else "No candidate met the condition: no testbed found."]
+    chosen, unfinished = report["chosen"], [n for n, c in report["candidates"].items() if not c["complete"]]
+    if chosen:
+        verdict_line = f"Chosen testbed: {chosen}."
+    elif unfinished:  # not measured is not "none found"
+        verdict_line = f"No candidate met the condition so far; not run in full: {', '.join(unfinished)}. Not decided."
+    else:
+        verdict_line = "No candidate met the condition: no testbed found."
+    lines += ["", verdict_line]
     return "\n".join(lines) + "\n"
 
 

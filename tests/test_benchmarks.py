@@ -732,6 +732,22 @@ def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
     assert not module.verdict(None, runs([0.5, 0.6, 0.7]), 4)["meets"]  # no base model score
 
 
+def test_testbed_pilot_table_says_not_decided_when_a_candidate_did_not_finish():
+    """A candidate cut short by the time limit is not measured: the table must not read "no testbed found"."""
+    module = _load("testbed_pilot")
+
+    def report(complete: bool) -> dict:
+        run = {"candidate": "c", "config": "DAPO", "seed": 900, "after": {"avg@4": 0.5, "problems": 9}}
+        candidate = {"settings": {"k": 4}, "base_avg": 0.2, **module.verdict(0.2, [{**run, "collapsed": False}], 4, 1)}
+        candidate["complete"] = complete
+        return {"seeds": [900], "commit": "x", "machine": "m", "wall_minutes": 1, "chosen": None, "runs": [run],
+                "candidates": {"c": {**candidate, "meets": False}}}  # fmt: skip
+
+    assert "no testbed found" in module.table(report(True))
+    cut_short = module.table(report(False))
+    assert "not run in full: c. Not decided." in cut_short and "no testbed found" not in cut_short
+
+
 def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
     """--up_positive_min_prob 0.05 (issue 48's "UP-DAPO + rare clip"): UP's runs get the up_dapo recipe's rare clip,
     the parent's runs stay the dapo recipe's, and the config names say which is which."""

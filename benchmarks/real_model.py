@@ -142,7 +142,7 @@ def markdown(rows: list[dict], k: int, before: dict | None, header: str, pass_k:
     if before:
         lines += [f"Base model (before training): {avg} {before[avg]:.3f}, {pas} {before[pas]:.3f}.", ""]
     for row in rows:
-        parent, up = row["pair"], row.get("up_config", f"UP-{row['pair']}")
+        parent, up = row["pair"], row["up_config"]
         lines += [
             f"### {parent} vs {up}",
             "",

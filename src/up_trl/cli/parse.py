@@ -130,19 +130,20 @@ def check_targets(values: dict) -> str | None:
     from ..data import missing_data_file
     from ..data.model_source import ModelNotFoundError, check_model
     from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
-    from ..extras import check_extras
+    from ..extras import check_extras, check_quantization
     from ..rewards.registry import check_reward_names
     from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
     try:
-        check_reward_names(values["reward_funcs"])
+        check_reward_names(values["reward_funcs"] or [])
         parse_column_mapping(values["column_mapping"])
     except ValueError as error:
         raise UsageError(str(error)) from None
     if (missing := missing_data_file(values["dataset_name"])) is not None:
         raise UsageError(f"--dataset_name {values['dataset_name']}: {missing}")
     check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))
+    check_quantization(values)
     if values.get("output_dir"):
         check_output_folder(values["output_dir"])  # nothing created yet (the lock creates it, after the imports)
     model = values.get("model_name_or_path")

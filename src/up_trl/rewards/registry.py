@@ -122,3 +122,44 @@ def check_reward_names(names: Sequence[str]) -> None:
                 f"the names are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such "
                 "as my_rewards.my_reward."
             )
+
+
+# What TRL's trainer passes every reward function besides the dataset's columns (GRPOTrainer._calculate_rewards).
+TRAINER_REWARD_KWARGS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+
+
+def columns_needed(func: Callable) -> list[str]:
+    """The dataset columns a reward cannot do without: our accuracy rewards' `solution_column`, else the parameters
+    its signature names without a default beyond what the trainer passes (TRL's `accuracy_reward`: `solution`).
+
+    >>> columns_needed(lambda completions, target, **kw: []), columns_needed(REWARD_FUNCS["math_accuracy"])
+    (['target'], ['solution'])
+    """
+    if isinstance(getattr(func, "solution_column", None), str):
+        return [func.solution_column]
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # a builtin or a model: nothing to read
+        return []
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name
+        for p in parameters
+        if p.default is p.empty and p.kind in keyword and p.name not in TRAINER_REWARD_KWARGS
+    ]
+
+
+def check_reward_columns(names: Sequence[str], funcs: Sequence[Callable], columns: Sequence[str]) -> None:
+    """A one-line ValueError for the first reward that needs a column the training set lacks: TRL's trainer would
+    raise a TypeError at the first scoring, after the model loaded and generated [test_drop_in reward_columns]."""
+    for name, func in zip(names, funcs, strict=True):
+        missing = [column for column in columns_needed(func) if column not in columns]
+        if missing:
+            gold = ' (the gold answer: map yours with --column_mapping \'{"<column>": "answer"}\')'
+            raise ValueError(
+                f"--reward_funcs {name} reads the column {missing[0]!r}, which the training set lacks; its columns "
+                f"are {list(columns)}{gold if missing[0] == 'solution' else ''}: add it, or name rewards that need "
+                "only what it has."
+            )

@@ -94,12 +94,14 @@ def run_job(job: TrainJob):
     """Train; returns the trainer. The output folder is this run's until it ends (its lock)."""
     from accelerate import PartialState
     from transformers.trainer_callback import ProgressCallback
-    from trl import get_peft_config
+    from trl import get_peft_config, get_quantization_config
 
+    from ..data import columns_of
     from ..data.models import OfflineModelMissingError, smollm2_path
     from ..file_modes import usual_file_modes
     from ..quiet import silence_unactionable_warnings
     from ..rewards import get_reward_funcs
+    from ..rewards.registry import check_reward_columns
     from ..versions import warn_if_untested_versions
     from .callbacks import (
         FirstRolloutProgressCallback,
@@ -130,11 +132,10 @@ def run_job(job: TrainJob):
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
         reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
         try:
-            reward_funcs = get_reward_funcs(
-                script_args.reward_funcs, **(reward_options if "soft_overlong" in script_args.reward_funcs else {})
-            )
-            if script_args.reward_model_name_or_path:  # first, as `trl grpo` puts it: TRL loads it as a scorer
-                reward_funcs.insert(0, script_args.reward_model_name_or_path)
+            names = script_args.reward_funcs
+            named = get_reward_funcs(names, **(reward_options if "soft_overlong" in names else {}))
+            model_scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
+            reward_funcs = [model_scorer, *named] if model_scorer else named
         except ValueError as error:  # a dotted path that does not import, a factory without its options
             raise UsageError(f"--reward_funcs: {error}") from None
         state = PartialState()
@@ -143,6 +144,10 @@ def run_job(job: TrainJob):
         with state.main_process_first():
             dataset, eval_dataset = load_data(job, is_async)
             check_dataset_size(dataset, training_args)
+            try:  # a reward reading a column the set lacks: TRL's TypeError comes at the first scoring
+                check_reward_columns(names, named, columns_of(dataset))
+            except ValueError as error:
+                raise UsageError(str(error)) from None
             try:
                 model = job.model or smollm2_path()
             except OfflineModelMissingError as error:
@@ -161,7 +166,8 @@ def run_job(job: TrainJob):
             )
             state.wait_for_everyone()
 
-        model_init_kwargs = {"revision": model_args.model_revision}
+        remote = training_args.trust_remote_code  # GRPOConfig's, as `trl grpo` reads it
+        model_init_kwargs = {"revision": model_args.model_revision, "trust_remote_code": remote}
         if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
@@ -191,6 +197,7 @@ def run_job(job: TrainJob):
             train_dataset=dataset,
             **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
             peft_config=get_peft_config(model_args),
+            **({"quantization_config": quantized} if (quantized := get_quantization_config(model_args)) else {}),
             callbacks=callbacks,
         )
         attach_parts(trainer, script_args.skip_nonfinite_steps, script_args.max_consecutive_nonfinite_steps)
@@ -252,8 +259,10 @@ def run_job(job: TrainJob):
             trainer.push_to_hub(dataset_name=dataset_name)
             if trainer.is_world_process_zero():  # the push rewrote the card: the record's content hashes follow it
                 refresh_run_record(out)
-        if state.num_processes > 1:  # last, on every process: none exits while another is mid-collective
-            state.wait_for_everyone()
+        state.wait_for_everyone()  # none ends while another is mid-collective
+        if hasattr(trainer, "end"):  # transformers >= 5.18, as `trl grpo` ends: trackers finished, group destroyed
+            trainer.end()
+        elif state.num_processes > 1:
             state.destroy_process_group()
         return trainer
     finally:

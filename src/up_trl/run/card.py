@@ -38,7 +38,7 @@ def run_objective(trainer) -> tuple[str, str]:
     parent = trainer.up_parent_objective
     if parent is None:
         parent = objective_name(trainer.args.loss_type, trainer.args.importance_sampling_level, "off")
-    return with_up(parent, trainer.up_mode), parent
+    return with_up(parent, trainer.up_mode, trainer.up_positive_min_prob), parent
 
 
 def describe_dataset(
@@ -121,6 +121,7 @@ def _procedure(trainer) -> str:
     """The objective in words, the rewards and recipe, then every setting the trainer's config has."""
     args, stop = trainer.args, getattr(trainer, "up_stop", None)
     settings = {"objective": run_objective(trainer)[0], "up_mode": trainer.up_mode}
+    settings["up_positive_min_prob"] = trainer.up_positive_min_prob
     for name in [name for name in CARD_SETTINGS if hasattr(args, name)]:
         settings[SETTING_LABELS.get(name, name)] = getattr(trainer if name == "epsilon_high" else args, name)
     steps = f"{stop['step']} of {stop['max_steps']} (stopped)" if stop else trainer.state.global_step

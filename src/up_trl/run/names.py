@@ -31,18 +31,24 @@ PARENT_NAMES: dict[str, str] = {
 }
 
 
-def with_up(parent: str, up_mode: str = "asymmetric") -> str:
-    """The objective's name: UP-<parent>, or the parent alone when `up_mode="off"`.
+def with_up(parent: str, up_mode: str = "asymmetric", positive_min_prob: float | None = None) -> str:
+    """The objective's name as a person writes it: UP-<parent> (with the rare clip when `positive_min_prob` is set),
+    or the parent alone when `up_mode="off"`.
 
     >>> with_up("RLOO"), with_up("GRPO (async)", "off"), with_up("RLOO", "both")
     ('UP-RLOO', 'GRPO (async)', 'UP-RLOO (both signs)')
+    >>> with_up("DAPO", positive_min_prob=0.05)
+    'UP-DAPO with the rare clip (p_min 0.05)'
     """
     if up_mode == "off":
         return parent
-    return f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
+    name = f"UP-{parent}" + (" (both signs)" if up_mode == "both" else "")
+    return name if positive_min_prob is None else f"{name} with the rare clip (p_min {positive_min_prob:g})"
 
 
-def objective_name(loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric") -> str:
+def objective_name(
+    loss_type: str, importance_sampling_level: str = "token", up_mode: str = "asymmetric", p_min: float | None = None
+) -> str:
     """The objective in the papers' names: the parent is GSPO at sequence level, else the loss type's name.
 
     >>> objective_name("dapo"), objective_name("grpo", "sequence"), objective_name("dr_grpo", up_mode="off")
@@ -51,4 +57,4 @@ def objective_name(loss_type: str, importance_sampling_level: str = "token", up_
     'UP-GRPO (both signs)'
     """
     parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type)
-    return with_up(parent, up_mode)
+    return with_up(parent, up_mode, p_min)

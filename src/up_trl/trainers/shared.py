@@ -201,12 +201,10 @@ class UPTrainerMixin:
         parent = _parents_attribute(self, "_name")
         if self.up_mode == "off":
             return parent
+        p_min = self.up_positive_min_prob  # the settings themselves: the run card's table
         if self.up_parent_objective is None:  # GRPO: the loss type names it (DAPO, GSPO at sequence level, ...)
-            name = objective_name(self.args.loss_type, self.args.importance_sampling_level, self.up_mode)
-        else:
-            name = with_up(self.up_parent_objective, self.up_mode)
-        settings = f"up_mode={self.up_mode}, up_positive_min_prob={self.up_positive_min_prob}"
-        return f"{name} ({settings})"
+            return objective_name(self.args.loss_type, self.args.importance_sampling_level, self.up_mode, p_min)
+        return with_up(self.up_parent_objective, self.up_mode, p_min)
 
     @property
     def _paper(self) -> dict:

@@ -29,3 +29,14 @@ def first_call_sends_sigint(completions, **kwargs):
     if CALLS["count"] == 0:
         os.kill(os.getpid(), signal.SIGINT)
     return spread(completions)
+
+
+def says_target(completions, target, **kwargs):
+    """1 when the reply holds the row's `target` column (a column of the user's own, no gold answer), else 0."""
+    texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
+    return [float(str(t) in text) + 0.1 * (i % 4) for i, (text, t) in enumerate(zip(texts, target, strict=True))]
+
+
+def length(completions, **kwargs):
+    """Shorter replies score higher (TRL's quickstart rewards length on a prompt-only set)."""
+    return [-float(len(c[0]["content"] if isinstance(c, list) else c)) for c in completions]

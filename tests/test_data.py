@@ -39,7 +39,12 @@ def user_text(row):
         pytest.param("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["idx"], id="gsm8k_test_commas"),
         pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
         pytest.param(
-            "math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type", "idx"], id="math_test"
+            "math",
+            "test",
+            "How many vertical",
+            ["2", "10", r"$\dfrac{9}{7}$"],
+            ["level", "type", "idx"],
+            id="math_test",
         ),
         pytest.param(
             "math500",

@@ -30,10 +30,15 @@ def install_hint(extra: str) -> str:
     return f'`pip install -e ".[{extra}]"` in the checkout' if from_checkout() else f'`pip install "up-trl[{extra}]"`'
 
 
+def installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it."""
+    return importlib.util.find_spec(module) is not None
+
+
 def missing(extra: str) -> str | None:
     """The one-line message when `extra`'s module is not installed, else None."""
     module, what = EXTRAS[extra]
-    if importlib.util.find_spec(module) is not None:
+    if installed(module):
         return None
     return f"{what} needs the `{module}` package, which is not installed: run {install_hint(extra)}."
 
@@ -80,7 +85,7 @@ def check_quantization(values: dict) -> None:
         return
     if values.get("trainer") == "async_grpo":
         raise UsageError(f"{flag}: TRL's AsyncGRPOTrainer loads no quantized model: use --trainer grpo or rloo.")
-    if importlib.util.find_spec("bitsandbytes") is None:
+    if not installed("bitsandbytes"):
         raise UsageError(f"{flag} loads the model with bitsandbytes, not installed here: pip install bitsandbytes.")
     if not values.get("use_peft"):
         raise UsageError(f"{flag}: a quantized model trains only through adapters (QLoRA): add --use_peft true.")

@@ -127,7 +127,7 @@ def check_targets(values: dict) -> str | None:
     """What the settings point at, without loading or creating anything: the reward names, `--column_mapping`, a
     data file, the extras a setting needs, the output folder, the model (transformers' AutoConfig reads its
     config.json). Returns the model as `from_pretrained` gets it (None: the offline default)."""
-    from ..data import missing_data_file
+    from ..data import OFFLINE_DATASETS, missing_data_file
     from ..data.model_source import ModelNotFoundError, check_model
     from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
     from ..extras import check_extras, check_quantization
@@ -140,6 +140,9 @@ def check_targets(values: dict) -> str | None:
         parse_column_mapping(values["column_mapping"])
     except ValueError as error:
         raise UsageError(str(error)) from None
+    if not (values.get("datasets") or (values["dataset_name"] or "").strip()):  # datasets: "got None", later
+        names = ", ".join(OFFLINE_DATASETS)
+        raise UsageError(f"--dataset_name is empty: name a Hub id, a local folder or data file, or one of {names}.")
     if (missing := missing_data_file(values["dataset_name"])) is not None:
         raise UsageError(f"--dataset_name {values['dataset_name']}: {missing}")
     check_extras(values.get("use_vllm", False), values.get("deepspeed"), values.get("vllm_mode"))

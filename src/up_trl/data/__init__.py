@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -317,7 +317,8 @@ def _load_file(path: str, split: str, streaming: bool = False) -> Dataset | Iter
         raise DataError("the file is empty (0 bytes): write one problem per row, with its answer.")
     builder = FILE_BUILDERS[file.suffix.lower()]
     try:
-        return load_dataset(builder, data_files={split: str(file)}, split=split, streaming=streaming)
+        with _quiet_datasets():
+            return load_dataset(builder, data_files={split: str(file)}, split=split, streaming=streaming)
     except Exception as error:  # datasets' DatasetGenerationError, pyarrow's ArrowInvalid, ...: one line of its cause
         if builder == "parquet" and _parquet_rows(file) == 0:  # datasets: "BatchSize must be greater than 0, got 0"
             raise DataError("the Parquet file holds no rows: write one problem per row, with its answer.") from None
@@ -328,6 +329,23 @@ def _load_file(path: str, split: str, streaming: bool = False) -> Dataset | Iter
         raise DataError(
             f"datasets cannot read it as {builder} ({why}): fix the file, or save it as its extension says."
         ) from error
+
+
+@contextmanager
+def _quiet_datasets():
+    """datasets' log lines and progress bars off while it reads a local file: one it cannot read ends in our line
+    alone, not after its "Failed to load JSON ..." and a bar [test_same_as_trl_grpo unreadable_source]."""
+    from datasets.utils import logging as datasets_logging
+
+    level, bars = datasets_logging.get_verbosity(), datasets.is_progress_bar_enabled()
+    datasets_logging.set_verbosity(datasets_logging.CRITICAL)
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        datasets_logging.set_verbosity(level)
+        if bars:
+            datasets.enable_progress_bars()
 
 
 def _parquet_rows(file: Path) -> int | None:

@@ -1,0 +1,282 @@
+"""`up-trl train ARGV --up_mode off` trains what `trl grpo ARGV` trains: TRL's own script (`trl.scripts.grpo.main`,
+parsed by its own parser) and ours on the same argv, a tiny model on the CPU, 2 steps with the second off-policy,
+save the same weights and log the same rewards. Each case is a way a TRL user hands over data, rewards or a model."""
+
+import pytest
+import torch
+import trl.scripts.grpo as trl_grpo_script
+from conftest import ModelLoaded, one_line
+from safetensors.torch import load_file
+from test_any_dataset import hub_folder
+
+import up_trl.extras
+
+CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
+PLAIN = [f"{i} + {i} =" for i in range(16)]
+
+
+def shared_argv(model: str, data: str, *flags: str) -> list[str]:
+    """A short run on TRL's defaults (a named model, no recipe): 2 optimizer steps on one rollout batch."""
+    return ["--model_name_or_path", model, "--dataset_name", data, "--use_cpu", "true", "--bf16", "false",
+            "--report_to", "none", "--seed", "0", "--max_steps", "2", "--per_device_train_batch_size", "8",
+            "--num_generations", "4", "--steps_per_generation", "2", "--max_completion_length", "8",
+            "--learning_rate", "1e-2", "--logging_steps", "1", "--save_strategy", "no", *flags]  # fmt: skip
+
+
+@pytest.fixture
+def logged(monkeypatch):
+    """The log history of each trainer that saves (both scripts call `save_model(output_dir)` once at the end)."""
+    import transformers
+
+    histories, save = [], transformers.Trainer.save_model
+
+    def record(self, *args, **kwargs):
+        histories.append([dict(h) for h in self.state.log_history])
+        return save(self, *args, **kwargs)
+
+    monkeypatch.setattr(transformers.Trainer, "save_model", record)
+    return histories
+
+
+def run_both(tmp_path, argv: list[str], logged) -> tuple[dict, dict]:
+    """(TRL's saved tensors, ours): `trl grpo ARGV`, then `up-trl train ARGV --up_mode off`; their logged rewards
+    and losses equal, step by step. A third run, UP's (`--up_mode asymmetric`), must differ from TRL's: the case is
+    off-policy where it matters, so equal weights say the two scripts agree, not that UP had nothing to change."""
+    from up_trl.cli import main
+
+    theirs, ours, up = tmp_path / "trl", tmp_path / "off", tmp_path / "up"
+    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(theirs)])
+    trl_grpo_script.main(*parsed[:4])
+    for out, mode in ((ours, "off"), (up, "asymmetric")):
+        assert main(["train", *argv, "--output_dir", str(out), "--up_mode", mode, "--plot", "false"]) == 0
+    assert len(logged) == 3
+    kept = [[{k: v for k, v in h.items() if "reward" in k or k.endswith("loss")} for h in run] for run in logged]
+    assert kept[0] == kept[1] and any(kept[0])
+    weights = "adapter_model.safetensors" if (theirs / "adapter_model.safetensors").exists() else "model.safetensors"
+    theirs, ours, up = (load_file(folder / weights) for folder in (theirs, ours, up))
+    assert any(not torch.equal(theirs[name], up[name]) for name in theirs)
+    return theirs, ours
+
+
+def assert_same_trained_weights(theirs: dict, ours: dict, start: dict | None = None):
+    assert theirs.keys() == ours.keys() and theirs
+    for name in theirs:
+        assert torch.equal(theirs[name], ours[name]), name
+    if start is not None:  # training moved them: equal weights are not two untouched copies
+        assert any(not torch.equal(start[n], theirs[n]) for n in theirs if n in start)
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path):
+    from up_trl.data.models import save_tiny_model
+
+    path = save_tiny_model(tmp_path / "tiny")
+    return path, load_file(f"{path}/model.safetensors")
+
+
+def test_an_extra_column_read_by_a_dotted_path_reward(tmp_path, tiny_model_dir, logged):
+    """`prompt` and `target` (no gold answer): `target` reaches `cli_rewards.says_target` as a keyword."""
+    model, start = tiny_model_dir
+    data = hub_folder(tmp_path / "set", {"prompt": CHAT, "target": [str(2 * i) for i in range(16)]})
+    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.says_target")
+    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+
+
+def test_a_prompt_only_set_with_a_length_reward(tmp_path, tiny_model_dir, logged):
+    """TRL's quickstart: plain-text prompts, nothing else, a reward on length."""
+    model, start = tiny_model_dir
+    data = hub_folder(tmp_path / "set", {"prompt": PLAIN})
+    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.length")
+    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+
+
+def test_a_prompt_only_set_scored_by_a_reward_model(tmp_path, tiny_model_dir, logged):
+    """TRL's own CLI test for GRPO (tests/test_cli.py::test_grpo): `--reward_model_name_or_path` and no
+    `--reward_funcs` on a prompt-only set (its `zen` set, standard_prompt_only); a tiny sequence classifier here."""
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    from up_trl.data.models import tiny_tokenizer
+
+    tokenizer = tiny_tokenizer()
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, num_labels=1,
+                         pad_token_id=tokenizer.pad_token_id)  # fmt: skip
+    torch.manual_seed(1)
+    Qwen2ForSequenceClassification(config).save_pretrained(tmp_path / "scorer")
+    tokenizer.save_pretrained(tmp_path / "scorer")
+    model, start = tiny_model_dir
+    data = hub_folder(tmp_path / "set", {"prompt": PLAIN})
+    argv = shared_argv(model, data, "--reward_model_name_or_path", str(tmp_path / "scorer"))
+    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+
+
+def test_lora_through_use_peft(tmp_path, tiny_model_dir, logged):
+    """`--use_peft` with LoRA options: the same adapter weights."""
+    model, _ = tiny_model_dir
+    data = hub_folder(tmp_path / "set", {"prompt": CHAT})
+    lora = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0.0",
+            "--lora_target_modules", "q_proj", "v_proj"]  # fmt: skip
+    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.length", *lora)
+    theirs, ours = run_both(tmp_path, argv, logged)
+    assert_same_trained_weights(theirs, ours)
+    assert all("lora_" in name for name in theirs) and any(t.abs().sum() > 0 for n, t in theirs.items() if "_B" in n)
+
+
+def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, logged):
+    """`--dataset_test_split` with `--eval_strategy steps`: the same eval rewards logged, the same weights."""
+    import datasets
+
+    model, start = tiny_model_dir
+    folder = tmp_path / "set"
+    (folder / "data").mkdir(parents=True)
+    for split, rows in (("train", CHAT), ("test", CHAT[:8])):
+        datasets.Dataset.from_dict({"prompt": rows}).to_parquet(
+            str(folder / "data" / f"{split}-00000-of-00001.parquet")
+        )
+    evaluation = ["--dataset_test_split", "test", "--eval_strategy", "steps", "--eval_steps", "1",
+                  "--per_device_eval_batch_size", "8"]  # fmt: skip
+    argv = shared_argv(model, str(folder), "--reward_funcs", "cli_rewards.length", *evaluation)
+    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+    assert all(any("eval_reward" in h for h in run) for run in logged)
+
+
+# --- the model flags reach `from_pretrained` as in `trl grpo`, or stop in one line ----------------------------------
+
+MODEL_FLAGS = ["--model_revision", "main", "--attn_implementation", "eager", "--dtype", "float32",
+               "--trust_remote_code", "false", "--use_peft", "true"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [
+        pytest.param(
+            ["--load_in_4bit", "true", "--bnb_4bit_quant_type", "fp4", "--use_bnb_nested_quant", "true"],
+            id="4bit_with_options",
+        ),  # fmt: skip
+        pytest.param(["--load_in_8bit", "true"], id="8bit"),
+        pytest.param([], id="no_quantization"),
+    ],
+)
+def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_dir, monkeypatch, quantization):
+    """What `from_pretrained` receives, for the policy, under both scripts (bitsandbytes made to look installed: the
+    load stops before it is needed)."""
+    import transformers
+
+    from up_trl.cli import main
+
+    monkeypatch.setattr(up_trl.extras, "installed", lambda module: True)  # bitsandbytes, as up-trl's check sees it
+    received = []
+
+    def capture(cls, *args, **kwargs):
+        received.append(kwargs)
+        raise ModelLoaded
+
+    monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(capture))
+    model, _ = tiny_model_dir
+    argv = [*shared_argv(model, hub_folder(tmp_path / "set", {"prompt": PLAIN}), *MODEL_FLAGS, *quantization),
+            "--reward_funcs", "cli_rewards.length"]  # fmt: skip
+    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(tmp_path / "a")])
+    for run in (
+        lambda: trl_grpo_script.main(*parsed[:4]),
+        lambda: main(["train", *argv, "--output_dir", str(tmp_path / "b")]),
+    ):
+        with pytest.raises(ModelLoaded):
+            run()
+    theirs, ours = ({k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in r.items()} for r in received)
+    assert theirs == ours and {"revision", "attn_implementation", "dtype", "trust_remote_code"} <= set(ours)
+    if quantization:
+        assert ours["quantization_config"]["load_in_4bit" if "--load_in_4bit" in quantization else "load_in_8bit"]
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        pytest.param(
+            ["--load_in_8bit", "true", "--use_peft", "true"],
+            "--load_in_8bit true loads the model with bitsandbytes, not installed here: pip install bitsandbytes.",
+            id="no_bitsandbytes",
+        ),  # fmt: skip
+        pytest.param(
+            ["--load_in_4bit", "true"],
+            "--load_in_4bit true: a quantized model trains only through adapters (QLoRA): add --use_peft true.",
+            id="no_adapters",
+        ),  # fmt: skip
+        pytest.param(
+            ["--load_in_4bit", "true", "--trainer", "async_grpo"],
+            "--load_in_4bit true: TRL's AsyncGRPOTrainer loads no quantized model",
+            id="async",
+        ),  # fmt: skip
+    ],
+)
+def test_quantization_that_cannot_work_is_one_line_before_the_model(
+    no_model_loads, capsys, monkeypatch, flags, expected
+):
+    if "pip install bitsandbytes" not in expected:  # the other checks, where bitsandbytes is installed
+        monkeypatch.setattr(up_trl.extras, "installed", lambda module: True)
+    from conftest import TINY
+
+    line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", *flags])
+    assert line.startswith(expected)
+
+
+# --- data and rewards that do not fit: one line, before the model loads --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "columns, reward, expected",
+    [
+        pytest.param(
+            {"prompt": PLAIN},
+            "math_accuracy",
+            "--reward_funcs math_accuracy reads the column 'solution', "
+            "which the training set lacks; its columns are ['prompt'] (the gold answer",
+            id="no_gold",
+        ),  # fmt: skip
+        pytest.param(
+            {"prompt": PLAIN},
+            "accuracy_reward",
+            "--reward_funcs accuracy_reward reads the column 'solution'",
+            id="trls_accuracy_without_gold",
+        ),  # fmt: skip
+        pytest.param(
+            {"prompt": PLAIN, "answer": ["1"] * 16},
+            "cli_rewards.says_target",
+            "--reward_funcs "
+            "cli_rewards.says_target reads the column 'target', which the training set lacks; its columns "
+            "are ['prompt', 'solution', 'answer']: add it",
+            id="reward_columns",
+        ),  # fmt: skip
+        pytest.param({"text": PLAIN}, "cli_rewards.length", "--dataset_name ", id="no_prompt_or_problem"),
+    ],
+)
+def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, columns, reward, expected):
+    from conftest import TINY
+
+    data = hub_folder(no_model_loads / "set", columns)
+    capsys.readouterr()  # the set's own writing, not the run's
+    line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", data,
+                             "--reward_funcs", reward, "--output_dir", str(no_model_loads / "out")])  # fmt: skip
+    assert line.startswith(expected)
+    if "text" in columns:
+        assert "Need a `prompt` column" in line and "found ['text']" in line
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        pytest.param("", "--dataset_name is empty: name a Hub id, a local folder or data file", id="empty_name"),
+        pytest.param("bad.jsonl", "--dataset_name bad.jsonl: datasets cannot read it as json (", id="malformed_jsonl"),
+    ],
+)
+def test_a_source_datasets_cannot_read_is_our_line_alone(no_model_loads, capsys, source, expected):
+    """Nothing of datasets' own before it ("Failed to load JSON ...", a progress bar, "got None"): stderr is one line
+    (`one_line` forgives progress bars; this does not) [unreadable_source]."""
+    from conftest import TINY
+
+    from up_trl.cli import main
+
+    (no_model_loads / "bad.jsonl").write_text('{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solu\n')
+    argv = [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", source]
+    assert main(["train", *argv, "--output_dir", str(no_model_loads / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"up-trl train: error: {expected}"), err

@@ -134,7 +134,8 @@ def test_readme_example_runs(tmp_path):
     assert len(rewards) == README_TEST_STEPS // 2 and all(0 <= r <= 1 for r in rewards), rewards
     out = re.search(r'output_dir="([^"]+)"', README_EXAMPLE.code).group(1)
     card = (tmp_path / out / "README.md").read_text()  # TRL's card, with UP's name and paper (as the README says)
-    assert "UP-DAPO (up_mode=asymmetric, up_positive_min_prob=None)" in card and "2607.06987" in card
+    assert "This model was trained with UP-DAPO, a method" in card and "2607.06987" in card
+    assert "None" not in card.split("## Citations")[1].split("```")[0]  # "Cite UP-DAPO as:", no placeholder
     assert "generated_from_trainer" in card and "arithmetic" in card
 
 

@@ -132,7 +132,10 @@ def test_the_model_card_is_trls_naming_up(tmp_path, tiny, prompts_dataset):
     parent, up = pair(tmp_path, tiny, prompts_dataset, loss_type="dapo", up_positive_min_prob=0.05)
     up.create_model_card(dataset_name="toy")
     card = (tmp_path / "up/out/README.md").read_text()
-    assert "UP-DAPO (up_mode=asymmetric, up_positive_min_prob=0.05)" in card
+    (prose,) = [line for line in card.splitlines() if line.startswith("This model was trained with")]
+    assert prose.startswith("This model was trained with UP-DAPO with the rare clip (p_min 0.05), a method")
+    assert "=" not in prose and "None" not in prose  # the settings are the run card's table, not the name
+    assert "Cite UP-DAPO with the rare clip (p_min 0.05) as:" in card
     assert "2607.06987" in card and "Unbounded Positive" in card and "- up" in card
     assert "generated_from_trainer" in card  # TRL's template (`trl.trainer.utils.generate_model_card`)
     off_parent, off = pair(tmp_path / "off", tiny, prompts_dataset, up_mode="off", loss_type="dapo")

@@ -148,6 +148,18 @@ def test_card_names_the_objective_of_every_loss_type(trained, monkeypatch, loss_
     assert "[openai/gsm8k](https://huggingface.co/datasets/openai/gsm8k)" in card
 
 
+def test_card_names_the_rare_clip_in_words_and_its_setting_in_the_table(trained, monkeypatch):
+    trainer, _ = trained
+    assert "| up_positive_min_prob | None |" in render_model_card(trainer)
+    monkeypatch.setattr(trainer, "up_positive_min_prob", 0.05)
+    card = render_model_card(trainer)
+    check_common(card, trainer)
+    name = "UP-DAPO with the rare clip (p_min 0.05)"
+    assert f"This model was trained with {name}, a method" in card and f"Cite {name} as:" in card  # TRL's template
+    assert f"fine-tuned with **{name}**" in card and "| up_positive_min_prob | 0.05 |" in card
+    assert "- up-dapo\n" in card.split("---")[1]  # tagged by the objective, not its settings
+
+
 def test_card_says_when_up_equals_its_parent(trained, monkeypatch):
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "steps_per_generation", 1)  # every update on-policy: ratio exactly 1

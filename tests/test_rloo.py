@@ -309,7 +309,7 @@ def _written_card(trainer):
     assert "| loss_type |" not in card and "| delta |" not in card  # RLOOConfig has neither
     assert "| up/would_clip_frac |" in card and card.count("arXiv:2607.06987") == 1
     assert "- up-rloo" in card.split("---")[1] and "- grpo" not in card.split("---")[1]
-    assert "Cite UP-RLOO (up_mode=asymmetric, up_positive_min_prob=None) as:" in card  # TRL's, from `_name`
+    assert "Cite UP-RLOO as:" in card  # TRL's, from `_name`
     return card
 
 

@@ -64,3 +64,16 @@ def test_the_latex_parser_runs_on_the_antlr_runtime_installed():
         distribution("antlr4-python3-runtime").version
     )
     assert verify(parse("$\\frac{3}{6}$"), parse("$0.5$")) and not verify(parse("$\\sqrt{4}$"), parse("$3$"))
+
+
+def test_the_github_workflow_runs_ci_run_on_push_and_pull_request():
+    """What a contributor's push runs is `.ci/run`, the command this repository's CI is, with torch's CPU index
+    (else `pip install torch==2.13.0` pulls the CUDA build)."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert set(triggers) == {"push", "pull_request"}
+    (job,) = workflow["jobs"].values()
+    assert job["steps"][-1]["run"] == ".ci/run" and (ROOT / ".ci" / "run").stat().st_mode & 0o111
+    assert "download.pytorch.org/whl/cpu" in job["env"]["PIP_EXTRA_INDEX_URL"]

@@ -518,6 +518,9 @@ def test_importing_the_package_and_cli_is_light():
     code = "import sys, up_trl, up_trl.cli; print('torch' in sys.modules, 'trl' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["False", "False"], out.stderr
+    code = "import sys; from up_trl.cli import main; main(['train', '--help']); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split()[-1] == "False" and "--config RECIPE" in out.stdout, out.stderr  # it prints at once
     code = "from up_trl import UPGRPOTrainer, UPGRPOConfig, up_per_token_loss; print(UPGRPOTrainer.__name__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "UPGRPOTrainer", out.stderr

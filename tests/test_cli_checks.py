@@ -354,7 +354,7 @@ def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
     from up_trl import extras
 
     monkeypatch.setattr(extras, "from_checkout", lambda: False)
-    assert extras.install_hint("offline") == '`pip install "up-trl[offline]"`'
+    assert extras.install_hint("offline") == '`pip install "<up-trl wheel>[offline]"`'
 
 
 def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch):

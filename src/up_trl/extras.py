@@ -27,7 +27,11 @@ def from_checkout() -> bool:
 
 def install_hint(extra: str) -> str:
     """The pip command that installs `extra` the way up-trl is installed here (editable in a checkout)."""
-    return f'`pip install -e ".[{extra}]"` in the checkout' if from_checkout() else f'`pip install "up-trl[{extra}]"`'
+    return (
+        f'`pip install -e ".[{extra}]"` in the checkout'
+        if from_checkout()
+        else f'`pip install "<up-trl wheel>[{extra}]"`'
+    )
 
 
 def installed(module: str) -> bool:

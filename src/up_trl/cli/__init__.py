@@ -62,9 +62,6 @@ def unexpected_error(command: str, error: Exception) -> int:
 
 def train_command(rest: list[str]) -> int:
     """`up-trl train ...` (the arguments after `train`): the exit code, with errors as one line."""
-    if "-h" in rest or "--help" in rest:
-        print(train_help())
-        return 0
     try:
         if "--help-all" in rest:
             make_parser(trainer_argument(rest, {})).print_help()  # every option of TRL's parser
@@ -96,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     command, rest = argv[0], argv[1:]
+    if command == "train" and ("-h" in rest or "--help" in rest):  # before anything imports torch: at once
+        print(train_help())
+        return 0
     if command == "train":
         from ..run.ending import exit_launched_process, launched_with_others
 

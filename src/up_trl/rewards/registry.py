@@ -152,8 +152,8 @@ def columns_needed(func: Callable) -> list[str]:
 
 
 def check_reward_columns(names: Sequence[str], funcs: Sequence[Callable], columns: Sequence[str]) -> None:
-    """A one-line ValueError for the first reward that needs a column the training set lacks: TRL's trainer would
-    raise a TypeError at the first scoring, after the model loaded and generated [test_same_as_trl_grpo reward_columns]."""
+    """A one-line ValueError for the first reward that needs a column the training set lacks: TRL's trainer raises
+    a TypeError at the first scoring, after the model loaded and generated [test_same_as_trl_grpo reward_columns]."""
     for name, func in zip(names, funcs, strict=True):
         missing = [column for column in columns_needed(func) if column not in columns]
         if missing:

@@ -36,7 +36,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     Example:
     ```python
     from up_trl import UPGRPOConfig, UPGRPOTrainer
-    args = UPGRPOConfig(output_dir="out", loss_type="dapo", epsilon_high=0.28, num_iterations=2)
+    args = UPGRPOConfig(output_dir="out", loss_type="dapo", epsilon_high=0.28, num_iterations=2)  # 2nd: off-policy
     trainer = UPGRPOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
     trainer.train()
     ```

@@ -32,7 +32,7 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     Example:
     ```python
     from up_trl import UPRLOOConfig, UPRLOOTrainer
-    args = UPRLOOConfig(output_dir="out", num_iterations=2, beta=0.0)
+    args = UPRLOOConfig(output_dir="out", num_iterations=2, beta=0.0)  # 2 passes: the 2nd is off-policy, where UP acts
     trainer = UPRLOOTrainer(model="Qwen/Qwen3-0.6B", reward_funcs=my_reward, args=args, train_dataset=ds)
     trainer.train()
     ```

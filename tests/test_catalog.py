@@ -32,6 +32,7 @@ def test_recipes_and_accelerate_configs_live_in_the_package():
         "zero3",
         "multi_node_zero3",
         "zero3_cpu",
+        "fsdp2",
     }
 
 

@@ -27,6 +27,22 @@ def test_quickstart_script(tmp_path):
     assert not (tmp_path / "outputs" / "quickstart").exists()
 
 
+def test_lora_example_trains_only_the_adapters(tmp_path):
+    import json
+
+    from safetensors.torch import load_file
+
+    run = [sys.executable, str(ROOT / "examples" / "lora.py"), "--max_steps", "4"]
+    out = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ,
+                         "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 0 < result["trainable_share"] < 0.5 and len(result["rewards"]) == 2
+    adapter = load_file(tmp_path / "outputs" / "lora-example" / "adapter_model.safetensors")
+    assert adapter and all("lora_" in name for name in adapter)  # the adapter alone was saved
+    assert not (tmp_path / "outputs" / "lora-example" / "model.safetensors").exists()
+
+
 @pytest.mark.slow
 def test_notebook_runs_top_to_bottom(tmp_path):
     import nbformat

@@ -778,3 +778,15 @@ def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
     (row,) = module.summarise(runs, ["DAPO"], 4, settings=settings)
     assert row["up_config"] == "UP-DAPO + rare clip" and row["up_won"] == 1
     assert row["per_seed"][0]["avg@4"]["difference"] == 0.25
+
+
+def test_the_tracking_page_shows_what_run_health_prints(capsys):
+    """docs/tracking.md's tables are `benchmarks/run_health.py`'s output on the committed results, verbatim."""
+    import run_health
+
+    run_health.main([str(ROOT / "benchmarks" / "results")])
+    printed = capsys.readouterr().out.strip()
+    page = (ROOT / "docs" / "tracking.md").read_text()
+    for table in printed.split("\n\n"):
+        assert table in page
+    assert "| UP-DAPO | `entropy` | 1.18 | 1.94 | 2.49 | 2.87 | 2.96 |" in printed  # the runaway, as the page reads it

@@ -61,7 +61,7 @@ def test_every_recipe_parses(recipe):
         assert args.steps_per_generation > args.gradient_accumulation_steps
 
 
-@pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl", "rloo", "async_grpo"])
+@pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl", "rloo", "async_grpo", "gsm8k_small"])
 def test_twins_differ_only_in_ups_own_settings(name):
     """Each `up_<family>` recipe is its parent's plus UP's own settings (`up_*`), besides `output_dir`: a setting that
     is not UP's own (a KL, a learning rate) is in both twins with the same value, or in neither, so that comparing

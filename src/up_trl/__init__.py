@@ -24,18 +24,9 @@ _EXPORTS = {
     "up_per_token_loss": "objective.reference",
     "CollapseWarningCallback": "run.collapse_warning",
 }
-__all__ = [
-    "UPGRPOConfig",
-    "UPGRPOTrainer",
-    "UPRLOOConfig",
-    "UPRLOOTrainer",
-    "UPAsyncGRPOConfig",
-    "UPAsyncGRPOTrainer",
-    "probability_capacity",
-    "self_anchored_ratio",
-    "up_per_token_loss",
-    "CollapseWarningCallback",
-]  # = list(_EXPORTS), spelt out for linters
+# = list(_EXPORTS), spelt out for linters
+__all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",
+           "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback"]  # fmt: skip
 
 if TYPE_CHECKING:
     from .objective.losses import probability_capacity, self_anchored_ratio

@@ -26,17 +26,8 @@ from .callbacks import NonFiniteGuardCallback, UsualFileModesCallback
 from .resume_settings import ResumeSettingsMixin
 from .rollout_checkpoint import RolloutCheckpointMixin, is_synchronous
 
-__all__ = [
-    "NonFiniteGuardCallback",
-    "ResumeSettingsMixin",
-    "RolloutCheckpointMixin",
-    "RunCardMixin",
-    "UsualFileModesCallback",
-    "attach_parts",
-    "nonfinite_guard",
-    "record_unscorable",
-    "with_parts",
-]
+__all__ = ["NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin", "RunCardMixin",
+           "UsualFileModesCallback", "attach_parts", "nonfinite_guard", "record_unscorable", "with_parts"]  # fmt: skip
 
 
 class RunCardMixin:

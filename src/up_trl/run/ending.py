@@ -125,13 +125,8 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, and the one line the
     run ends with: where it stopped, what was saved where, how to resume (`save_failure_message` for a failed save)."""
     out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
-    trainer.up_stop = {
-        "crashed": True,
-        "reason": type(error).__name__,
-        "step": step,
-        "max_steps": max_steps,
-        "resume": resume_command(argv),
-    }
+    resume = resume_command(argv)
+    trainer.up_stop = dict(crashed=True, reason=type(error).__name__, step=step, max_steps=max_steps, resume=resume)
     for callback in trainer.callback_handler.callbacks:
         if getattr(callback, "training_bar", None) is not None:
             callback.training_bar.close()
@@ -143,16 +138,9 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     if trainer.is_world_process_zero() and step == 0:  # nothing trained: leave no run behind to refuse a rerun
         forget_run_record(out)
     if trainer.is_world_process_zero() and step > 0:
+        crash = {"global_step": step, "max_steps": max_steps, "checkpoint": saved[0], "error": repr(error)[:500]}
         with contextlib.suppress(OSError):  # the disk that failed the save may refuse the record too
-            write_run_record(
-                out,
-                **record,
-                status="crashed",
-                global_step=step,
-                max_steps=max_steps,
-                checkpoint=saved[0],
-                error=repr(error)[:500],
-            )
+            write_run_record(out, **record, status="crashed", **crash)
     if save_failed:
         return save_failure_message(trainer, error, argv, final)
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -166,7 +154,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
     if saved[0] is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
-        line += f". Resume with: {resume_command(argv)}"
+        line += f". Resume with: {resume}"
     return line
 
 

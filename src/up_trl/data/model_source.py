@@ -25,14 +25,8 @@ def checkpoints_in(folder: str | os.PathLike) -> list[Path]:
 
 def model_weights(path: Path) -> list[Path]:
     """The weight files (`WEIGHT_SUFFIXES` or a sharded `*.index.json`) in a model folder, not its training state."""
-    return [
-        p
-        for p in path.iterdir()
-        if p.is_file()
-        and (p.suffix in WEIGHT_SUFFIXES or p.name.endswith(".index.json"))
-        and p.name not in NOT_WEIGHTS
-        and not p.name.startswith("rollout_buffer_rank")
-    ]
+    kept = [p for p in path.iterdir() if p.name not in NOT_WEIGHTS and not p.name.startswith("rollout_buffer_rank")]
+    return [p for p in kept if p.is_file() and (p.suffix in WEIGHT_SUFFIXES or p.name.endswith(".index.json"))]
 
 
 def _latest(path: Path, flag: str) -> str:

@@ -157,9 +157,7 @@ def check_output_dir(
 ) -> list[Path]:
     """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's files
     to remove first (`--overwrite_output_dir`), never one holding a path in `reads` ({flag: a path the run reads})."""
-    out = Path(output_dir)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--output_dir {output_dir} is a file: name a folder (it is created if missing).")
+    out = Path(output_dir)  # a folder: `lock_output_dir` made it, or refused a file
     if model is not None and Path(model).exists() and out.resolve() == Path(model).resolve():
         raise ValueError(
             f"--output_dir {output_dir} is the folder the model is loaded from: write the trained model elsewhere."

@@ -130,13 +130,9 @@ class CollapseRule:
         if entropy is not None:
             h0, h = entropy
             if self._held("entropy runaway", h > h0 + self.entropy_margin, step):
-                self.fired = (
-                    step,
-                    "entropy runaway",
-                    f"entropy {h:.2f} nats (mean of the last {self.window} logs), "
-                    f"up from {h0:.2f} at the start, more than {self.entropy_margin} nat above it for "
-                    f"{self.patience_steps} steps",
-                )
+                what = f"entropy {h:.2f} nats (mean of the last {self.window} logs), up from {h0:.2f} at the start"
+                what += f", more than {self.entropy_margin} nat above it for {self.patience_steps} steps"
+                self.fired = (step, "entropy runaway", what)
                 return self.fired
         reward = self._means("reward", self.reward_window)
         signal = self.history["frac_reward_zero_std"][-self.reward_window :]
@@ -145,13 +141,9 @@ class CollapseRule:
             z = statistics.fmean(signal)
             lost = self._lost(r, r0) and z >= self.no_signal_frac
             if self._held("reward collapse", lost, step):
-                self.fired = (
-                    step,
-                    "reward collapse",
-                    f"reward {r:.3f} (mean of the last {self.reward_window} "
-                    f"logs), down from {r0:.3f} at the start, and {z:.0%} of the groups have no reward "
-                    "spread, so there is almost no learning signal left",
-                )
+                what = f"reward {r:.3f} (mean of the last {self.reward_window} logs), down from {r0:.3f} at the start"
+                spread = f"{z:.0%} of the groups have no reward spread, so there is almost no learning signal left"
+                self.fired = (step, "reward collapse", f"{what}, and {spread}")
                 return self.fired
         return None
 

@@ -117,11 +117,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
         "system_prompt": system_prompt,
         "limit": args.limit,
         "seed": args.seed,
-        **(
-            {"batch_size": args.batch_size, "share_prompt_prefix": args.share_prompt_prefix}
-            if backend == "transformers"
-            else {}
-        ),
+        **{key: getattr(args, key) for key in ("batch_size", "share_prompt_prefix") if backend == "transformers"},
         **(arithmetic if "arithmetic" in benchmarks else {}),
         "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
         f"{torch.get_num_threads()} torch threads",

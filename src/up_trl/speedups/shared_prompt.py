@@ -74,15 +74,9 @@ def shared_prompt_cache(
     cache = shareable_cache(model) if len(first) < len(inverse) else None
     if cache is None:
         return None
-    positions = {} if position_ids is None else {"position_ids": position_ids[first, :-1]}
-    model(  # the prefill: its one-position logits are not used
-        input_ids=prompt_ids[first, :-1],
-        attention_mask=prompt_mask[first, :-1],
-        **positions,
-        **{CACHE_ARGUMENT: cache},
-        use_cache=True,
-        logits_to_keep=1,
-    )
+    inputs = {"input_ids": prompt_ids[first, :-1], "attention_mask": prompt_mask[first, :-1], CACHE_ARGUMENT: cache}
+    inputs |= {} if position_ids is None else {"position_ids": position_ids[first, :-1]}
+    model(**inputs, use_cache=True, logits_to_keep=1)  # the prefill: its one-position logits are not used
     if cache.get_seq_length() != prompt_ids.size(1) - 1:
         return None
     cache.batch_select_indices(inverse)

@@ -40,9 +40,8 @@ def read_recipe(path: str) -> dict:
         def at(mark) -> str:
             return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
 
-        problem = (getattr(error, "problem", None) or str(error).splitlines()[0]) + at(
-            getattr(error, "problem_mark", None)
-        )
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        problem += at(getattr(error, "problem_mark", None))
         context = getattr(error, "context", None)
         context = f"{context}{at(getattr(error, 'context_mark', None))}: " if context else ""
         raise UsageError(f"recipe {path} is not valid YAML: {context}{problem}.") from None

@@ -63,7 +63,6 @@ def check_choices(settings: Settings, parser) -> None:
         value = settings.recipe[action.dest]
         if action.dest == "up_mode" or value is None:  # YAML's off is false: the UP config reads it, refuses the rest
             continue
-        spelled = getattr(value, "value", value)
-        if str(spelled) not in [str(getattr(c, "value", c)) for c in action.choices]:
-            known = [str(getattr(c, "value", c)) for c in action.choices]
+        known = [str(getattr(c, "value", c)) for c in action.choices]
+        if str(getattr(value, "value", value)) not in known:
             raise UsageError(f"{settings.show(action.dest)} is not one of {', '.join(known)}.")

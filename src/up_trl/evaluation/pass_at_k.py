@@ -15,9 +15,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """
     if k > n:
         raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}.")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+    return 1.0 if n - c < k else 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
 def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]) -> int | None:
@@ -43,9 +41,7 @@ def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]
         else:
             representatives.append(index)
             sizes.append(1)
-    if not sizes:
-        return None
-    return representatives[sizes.index(max(sizes))]  # index() finds the first of the largest: the earliest group
+    return representatives[sizes.index(max(sizes))] if sizes else None  # index(): the earliest of the largest groups
 
 
 def majority_correct(answers: list[str | None], correct: list[float], same: Callable[[int, int], bool]) -> float:

@@ -18,8 +18,7 @@ _BOX_START = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _BOX_TOKENS = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
 _BARE_BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])\s*([^\s${][^\s$]*)")  # MATH's "$\boxed 2$": no braces
 _PHRASE = re.compile(
-    r"final\s+answer(?:\s+is)?|\banswer\s+(?:is|(?:must|should|would|will)\s+be\b)|\banswer\s*[:=]|####",
-    re.I,
+    r"final\s+answer(?:\s+is)?|\banswer\s+(?:is|(?:must|should|would|will)\s+be\b)|\banswer\s*[:=]|####", re.I
 )
 _PHRASE_LEAD = re.compile(r"\s*:?[ \t*]*")
 # A clause that gives reasons ends the answer ("9, since 10 - 1 = 9", "6; we checked"), and so does an aside after it.

@@ -90,7 +90,6 @@ class GracefulStopCallback(TrainerCallback):
         if self.stop_requested is not None:
             control.should_save = True
             control.should_training_stop = True
-        return control
 
     def on_train_end(self, args, state, control, **kwargs):
         self.restore()
@@ -136,15 +135,14 @@ class NonFiniteGuardCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if self.record is not None and control.should_log:
             self.record(self.skipped)
-        return control
 
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
         if model is None:
-            return control
+            return
         finite = all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
         if finite:
             self.consecutive = 0
-            return control
+            return
         for p in model.parameters():
             p.grad = None
         self.skipped += 1
@@ -160,7 +158,6 @@ class NonFiniteGuardCallback(TrainerCallback):
             )
             control.should_save = True
             control.should_training_stop = True
-        return control
 
 
 class UsualFileModesCallback(TrainerCallback):
@@ -171,7 +168,6 @@ class UsualFileModesCallback(TrainerCallback):
             checkpoint = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
             if checkpoint.is_dir():
                 usual_file_modes(checkpoint)
-        return control
 
 
 class SteadyEtaBar(tqdm):

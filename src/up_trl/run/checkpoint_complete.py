@@ -184,14 +184,12 @@ class MarkCompleteCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         if args.save_total_limit is not None:
             self.save_total_limit, args.save_total_limit = args.save_total_limit, None
-        return control
 
     def on_step_end(self, args, state, control, **kwargs):
         """Before a save into a folder a killed save left: its old mark goes first, so it never reads complete."""
         if control.should_save:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             (folder / mark_name(getattr(args, "process_index", 0))).unlink(missing_ok=True)
-        return control
 
     def restore(self, args) -> None:
         """Give the Trainer its `save_total_limit` back (the run ended, or crashed)."""
@@ -201,7 +199,7 @@ class MarkCompleteCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         if not folder.is_dir():
-            return control
+            return
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None
         if state.is_world_process_zero and self.save_total_limit is not None:
@@ -219,7 +217,6 @@ class MarkCompleteCallback(TrainerCallback):
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             best = getattr(state, "best_model_checkpoint", None)
             rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)
-        return control
 
     def on_train_end(self, args, state, control, **kwargs):
         limit = self.save_total_limit
@@ -229,7 +226,6 @@ class MarkCompleteCallback(TrainerCallback):
             for checkpoint in checkpoints_in(args.output_dir):
                 if checkpoint.resolve() != Path(best).resolve():
                     shutil.rmtree(checkpoint, ignore_errors=True)
-        return control
 
 
 # Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.

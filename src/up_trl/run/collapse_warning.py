@@ -165,7 +165,6 @@ class CollapseWarningCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.rule.beta = getattr(args, "beta", 0.0)  # a GRPO / RLOO config's KL coefficient (none: 0)
-        return control
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or any(key.startswith("eval_") for key in logs):

@@ -63,11 +63,9 @@ class RolloutCheckpointCallback(TrainerCallback):
             elif saved["epoch"] + 1 == self.epoch:  # saved at its last step: the next epoch's order
                 self.generator.set_state(saved["after"])
         self.epoch_sampler_state = None if self.generator is None else self.generator.get_state()
-        return control
 
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
-        return control
 
     def rollout_step(self) -> int:
         """`_step` to resume from: inside an accumulation window (an emergency save), the window's first."""
@@ -83,7 +81,6 @@ class RolloutCheckpointCallback(TrainerCallback):
                 states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
                 state_dict["sampler_state"] = {"epoch": self.epoch, **states}
             torch.save(state_dict, rollout_file(folder, self.trainer.accelerator.process_index))
-        return control
 
 
 def is_synchronous(trainer_cls: type) -> bool:

@@ -28,12 +28,9 @@ class Rule:
     sentinels: Mapping[float, str] = field(default_factory=dict)
 
     def admits(self, value: float) -> bool:
-        if value in self.sentinels:
-            return True
         low, high, low_closed, high_closed = parse_range(self.allowed)
-        above = value >= low if low_closed else value > low
-        below = value <= high if high_closed else value < high
-        return above and below
+        inside = (value >= low if low_closed else value > low) and (value <= high if high_closed else value < high)
+        return inside or value in self.sentinels
 
     def describe(self) -> str:
         """'must be in (0, 1] (why)', with the sentinels."""

@@ -30,9 +30,7 @@ def gold_answer(value: Any) -> str:
     text = re.sub(r"(?<!\\)\$", "", text).strip()  # math delimiters; "\$18.90" keeps its dollar sign
     if scientific := re.fullmatch(r"(-?\d+(?:\.\d+)?)e([+-]?\d+)", text):  # Minerva writes 4.5e33
         text = f"{scientific.group(1)} \\times 10^{{{int(scientific.group(2))}}}"
-    if not text or re.fullmatch(r"-?\d+(\.\d+)?", text):
-        return text
-    return f"${text}$"
+    return text if not text or re.fullmatch(r"-?\d+(\.\d+)?", text) else f"${text}$"
 
 
 def parse_level(level: Any) -> int | None:

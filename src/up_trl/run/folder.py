@@ -119,10 +119,8 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
                 "or drop the flag to start afresh."
             )
         if skipped and notes is not None:
-            notes.append(
-                f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete "
-                f"{describe_skipped(skipped)}"
-            )
+            gone = describe_skipped(skipped)
+            notes.append(f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete {gone}")
         return str(newest)
     path = Path(os.path.expanduser(str(value)))
     if not path.is_dir():

@@ -8,10 +8,6 @@ UP is opt-in, in `up_trl.run.parts`. Importing this package imports neither TRL 
 TRAINERS: dict[str, tuple[str, str, str, str]] = {
     "grpo": ("trainers.grpo_config", "UPGRPOConfig", "trainers.grpo_trainer", "UPGRPOTrainer"),
     "rloo": ("trainers.rloo_config", "UPRLOOConfig", "trainers.rloo_trainer", "UPRLOOTrainer"),
-    "async_grpo": (
-        "trainers.async_grpo_config",
-        "UPAsyncGRPOConfig",
-        "trainers.async_grpo_trainer",
-        "UPAsyncGRPOTrainer",
-    ),
-}
+    "async_grpo": ("trainers.async_grpo_config", "UPAsyncGRPOConfig",
+                   "trainers.async_grpo_trainer", "UPAsyncGRPOTrainer"),
+}  # fmt: skip

@@ -43,13 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, DataError, HubUnavailableError, OfflineModelMissingError) as error:  # incl. ModelNotFoundError
         print(f"up-trl eval: error: {error}", file=sys.stderr)
         return 2
-    for note in notes + ([base_note] if base_note else []):
+    run = f"{', '.join(args.benchmarks)}, k={args.k}, temperature {args.temperature}, top_p {args.top_p}, "
+    run += f"{args.max_new_tokens} new tokens, system prompt {args.system_prompt or 'default (boxed)'}"
+    for note in [*notes, *([base_note] if base_note else []), run]:  # the notes, then what runs
         print(f"up-trl eval: {note}", flush=True)
-    print(
-        f"up-trl eval: {', '.join(args.benchmarks)}, k={args.k}, temperature {args.temperature}, top_p {args.top_p}, "
-        f"{args.max_new_tokens} new tokens, system prompt {args.system_prompt or 'default (boxed)'}",
-        flush=True,
-    )
     report = evaluate(args.model, args.benchmarks, args, sets)
     if base is not None:
         base_report, cached = score_base(base, args, lambda model, names, a: evaluate(model, names, a, sets))

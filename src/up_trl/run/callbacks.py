@@ -127,10 +127,7 @@ class NonFiniteGuardCallback(TrainerCallback):
     after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
 
     def __init__(self, max_consecutive: int = 10, record=None):
-        self.max_consecutive = max_consecutive
-        self.record = record
-        self.skipped = 0
-        self.consecutive = 0
+        self.max_consecutive, self.record, self.skipped, self.consecutive = max_consecutive, record, 0, 0
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.record is not None and control.should_log:

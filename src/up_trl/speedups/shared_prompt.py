@@ -88,8 +88,7 @@ class SharedPromptForward:
     (images), a one-token prompt or no shared prompt, it calls the model as TRL would."""
 
     def __init__(self, model, logits_to_keep: int):
-        self.model = model
-        self.logits_to_keep = logits_to_keep
+        self.model, self.logits_to_keep = model, logits_to_keep
         self.calls = {"shared": 0, "full": 0}  # how often each path ran (tests read it)
 
     def __call__(self, *, input_ids, attention_mask, labels, fused_lm_head=False, **other):

@@ -173,15 +173,12 @@ class CollapseWarningCallback(TrainerCallback):
         if fired is None:
             return control
         step, kind, what = fired
-        stopping = (
-            f" Saving a checkpoint and stopping ({self.stop_flag}=True)."
-            if self.stop_on_collapse
-            else f" ({self.stop_flag}=True would save a checkpoint and stop.)"
-        )
+        stopping = f" ({self.stop_flag}=True would save a checkpoint and stop.)"
+        if self.stop_on_collapse:
+            stopping = f" Saving a checkpoint and stopping ({self.stop_flag}=True)."
+            control.should_save = True
+            control.should_training_stop = True
         if state.is_world_process_zero:
             advice = self.dead_state_advice if kind == "dead state" else self.advice
             logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {advice}{stopping}")
-        if self.stop_on_collapse:
-            control.should_save = True
-            control.should_training_stop = True
         return control

@@ -177,8 +177,7 @@ def make_soft_overlong_punishment(max_completion_length: int, soft_punish_cache:
     >>> make_soft_overlong_punishment(100, 20)(completion_ids=[[1] * 80, [1] * 90])
     [0.0, -0.5]
     """
-    if soft_punish_cache is None:
-        soft_punish_cache = max(max_completion_length // 5, 1)
+    soft_punish_cache = max(max_completion_length // 5, 1) if soft_punish_cache is None else soft_punish_cache
     if not 0 < soft_punish_cache <= max_completion_length:
         raise ValueError(
             f"soft_punish_cache={soft_punish_cache} must be in (0, max_completion_length={max_completion_length}]."

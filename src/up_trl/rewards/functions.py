@@ -67,11 +67,9 @@ class MathAccuracyReward:
             )
         self.correct, self.incorrect = float(correct), float(incorrect)
         self.timeout_reward = self.incorrect if timeout_reward is None else float(timeout_reward)
-        self.solution_column = solution_column
         self.__name__ = name  # TRL logs rewards/<__name__>/mean
-        self.num_workers = num_workers
+        self.solution_column, self.num_workers, self.max_chars = solution_column, num_workers, max_chars
         self.item_timeout_s, self.startup_timeout_s = item_timeout_s, startup_timeout_s
-        self.max_chars = max_chars
         self.stats = RewardStats()
 
     def __repr__(self) -> str:
@@ -120,10 +118,8 @@ class MathAccuracyReward:
         with _STATS_LOCK:
             s = self.stats
             s.calls, s.completions, s.correct = s.calls + 1, s.completions + n, s.correct + outcomes.count(CORRECT)
-            s.skipped_gold += counts["skipped_gold"]
-            s.timeouts += counts["timeout"]
-            s.no_answer += counts["no_answer"]
-            s.worker_restarts += replaced
+            s.skipped_gold, s.timeouts = s.skipped_gold + counts["skipped_gold"], s.timeouts + counts["timeout"]
+            s.no_answer, s.worker_restarts = s.no_answer + counts["no_answer"], s.worker_restarts + replaced
         log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
         if callable(log_metric) and n:
             for key, count in counts.items():

@@ -3,6 +3,7 @@ lock what a previous run left there (`run.folder`); an async GRPO run's GPU and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -103,12 +104,9 @@ def check_async_grpo(args, model: str) -> None:
         )
     url, deadline = args.vllm_server_base_url.rstrip("/") + "/health", time.monotonic() + args.vllm_server_timeout
     while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url, timeout=5) as answer:
+            if answer.status == 200:
+                return
         if time.monotonic() >= deadline:
             raise UsageError(
                 f"--trainer async_grpo: no vLLM server answered at {url} within vllm_server_timeout "

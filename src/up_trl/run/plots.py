@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -17,10 +18,8 @@ def read_metrics(path: str | Path) -> list[dict]:
     """The records of a metrics.jsonl file (lines that fail to parse are skipped: a run may have been killed)."""
     records = []
     for line in Path(path).read_text().splitlines():
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
     return records
 
 

@@ -53,8 +53,7 @@ def read_recipe(path: str) -> dict:
 def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
     """Fail on a misspelt key of the recipe read from `path`, naming the closest real ones; returns the recipe."""
     known = {action.dest for action in parser._actions} | {"env"}
-    unknown = [key for key in recipe if key not in known]
-    if unknown:
+    if unknown := [key for key in recipe if key not in known]:
         raise UsageError(
             f"recipe {path}: unknown key "
             + "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown)
@@ -74,8 +73,7 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
         if flag.startswith("--") and flag not in known and flag != "--config":
             unknown.append(f"{flag}{closest_names(flag, known)}")
     launcher = accelerate_launch_flags()
-    launch_only = [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]
-    if launch_only:
+    if launch_only := [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]:
         raise UsageError(
             f"{', '.join(launch_only)} is an option of `accelerate launch`: add --accelerate_config NAME (zero3, "
             "multi_gpu, single_gpu, ...: `up-trl train --help`) to launch through it."

@@ -106,8 +106,7 @@ def parse_eval_args(argv: list[str]) -> EvalArguments:
     """`up-trl eval`'s arguments; an unknown option is argparse's usage error (exit 2), a dashed spelling
     (`--top-p`, HfArgumentParser's alias) too, as `up-trl train` refuses it."""
     parser = make_parser()
-    dashed = [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]
-    if dashed:
+    if dashed := [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]:
         parser.error(f"unrecognized arguments: {' '.join(dashed)} (options are spelt with underscores: --top_p)")
     args, rest = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
     if rest:

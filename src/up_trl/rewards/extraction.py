@@ -228,8 +228,7 @@ def extract_gold(solution: Any, max_chars: int = MAX_CHARS) -> tuple[str, str] |
     if isinstance(solution, bool) or not isinstance(solution, (str, int, float)):
         return None
     text = str(solution)[-max_chars:]
-    boxed = last_boxed(text)
-    if boxed is not None:
+    if (boxed := last_boxed(text)) is not None:
         return boxed, "boxed"
     if "####" in text:
         text = text.rsplit("####", 1)[1].strip().split("\n", 1)[0]

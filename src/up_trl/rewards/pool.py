@@ -38,8 +38,7 @@ class PoolUnavailable(Exception):
 
 def default_num_workers() -> int:
     """`UP_TRL_REWARD_WORKERS` if set (0: in-process), else min(2, CPU count)."""
-    value = os.environ.get("UP_TRL_REWARD_WORKERS", "").strip()
-    if value:
+    if value := os.environ.get("UP_TRL_REWARD_WORKERS", "").strip():
         try:
             return max(int(value), 0)
         except ValueError:

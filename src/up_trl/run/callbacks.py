@@ -136,8 +136,7 @@ class NonFiniteGuardCallback(TrainerCallback):
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
         if model is None:
             return
-        finite = all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
-        if finite:
+        if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
             self.consecutive = 0
             return
         for p in model.parameters():

@@ -122,8 +122,7 @@ class CollapseRule:
             return None
         if not self.beta and len(self.history["reward"]) > self._rewards_seen:  # a new rollout batch
             self._rewards_seen = len(self.history["reward"])
-            dead = self._dead_state()
-            if dead is not None:
+            if (dead := self._dead_state()) is not None:
                 self.fired = (step, "dead state", dead)
                 return self.fired
         entropy = self._means("entropy", self.window)

@@ -177,8 +177,7 @@ def check_output_dir(
     if not files or resume is not None:
         return []
     if overwrite:
-        edited = edited_since_written(out)
-        if edited:
+        if edited := edited_since_written(out):
             names = ", ".join(p.name for p in edited)
             raise ValueError(
                 f"--output_dir {output_dir}: {names} changed since the run wrote it, so it is yours now: move it out "

@@ -15,7 +15,7 @@ from bench import mean_std
 def replay_warning(logs: list[dict], beta: float = 0.0) -> list | None:
     """[step, kind] where the early warning's rule (`collapse_warning.CollapseRule`, default settings) fires on these
     logs, or None: what the live callback (on by default) said, reconstructed from the logged metrics."""
-    from up_trl.run.collapse_warning import CollapseRule
+    from up_trl.trainers.collapse_warning import CollapseRule
 
     rule = CollapseRule(beta=beta)  # as the callback: the dead state is watched only with beta = 0
     for log in logs:
@@ -114,7 +114,7 @@ def distinct_failures(runs: list[dict]) -> list[dict]:
     whose entropy curves are identical at every logged step (a guard that never changed a gradient follows plain UP
     exactly) are one event, not several. Each group: seed, level, family, its configs, what it was, and whether the
     dead-state rule fired on it (at which step)."""
-    from up_trl.run.collapse_warning import CollapseRule
+    from up_trl.trainers.collapse_warning import CollapseRule
 
     groups: dict[tuple, dict] = {}
     for run in runs:
@@ -156,7 +156,7 @@ def warning_report(runs: list[dict], **rule_settings) -> dict:
     """The early warning's rule replayed on recorded runs: on each collapsed or runaway run, whether and at which
     step it fires against the step where accuracy fell for good / entropy passed initial + 1 nat for good; on the
     healthy runs (neither), how many false alarms. `rule_settings` go to `collapse_warning.CollapseRule`."""
-    from up_trl.run.collapse_warning import CollapseRule
+    from up_trl.trainers.collapse_warning import CollapseRule
 
     rows, alarms, healthy = [], [], 0
     for run in runs:

@@ -64,7 +64,7 @@ def recovered_at(curve: list[list[float]], after: int) -> int | None:
 
 
 def rescue(name: str, seed: int, commit: str | None) -> dict:
-    from up_trl.run.collapse_warning import CollapseWarningCallback
+    from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
     base, _ = cached_warm_start(seed)
     with tempfile.TemporaryDirectory() as tmp:

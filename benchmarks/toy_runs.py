@@ -112,7 +112,7 @@ def toy_run(name: str, seed: int, level: int, settings: dict) -> dict:
     """One run of `name` at `level` updates per rollout on the toy or the stress task (`toy_trainer`)."""
     import copy
 
-    from up_trl.run.collapse_warning import CollapseWarningCallback
+    from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
     if settings["task"] == "tail":
         base, _ = warm_start_tail(

@@ -707,7 +707,7 @@ def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
     assert (result["trajectories"], result["runaways"]) == (345, 3)  # README, CHANGELOG, docs/collapse.md, UP_ADVICE
     seeds = sorted((group[0]["config"], group[0]["seed"]) for group in result["events"])
     assert seeds == [("UP-DAPO + rare clip", 4), ("UP-DAPO + rare clip", 15), ("UP-GRPO + rare clip", 4)]
-    from up_trl.run.collapse_warning import UP_ADVICE
+    from up_trl.trainers.collapse_warning import UP_ADVICE
 
     assert "3 of 345" in UP_ADVICE
 

@@ -1,12 +1,12 @@
-"""The early warning (`up_trl.run.collapse_warning`): its rule on hand-made curves, the callback's one line and its
-stop, that it only logs unless told to stop, and its registration in the UP trainers (on by default)."""
+"""The early warning (`up_trl.trainers.collapse_warning`): its rule on hand-made curves, the callback's one line and
+its stop, that it only logs unless told to stop, and its registration in the UP trainers (on by default)."""
 
 import logging
 
 import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
-from up_trl.run.collapse_warning import CollapseRule, CollapseWarningCallback
+from up_trl.trainers.collapse_warning import CollapseRule, CollapseWarningCallback
 
 
 def feed(rule, entropy=None, reward=None, zero_std=None):
@@ -96,7 +96,7 @@ def _replay(callback, logs_per_step):
 @pytest.mark.parametrize("stop", [False, True])
 def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
     logs = [{"entropy": 1.0}] * 10 + [{"entropy": 4.0}] * 10 + [{"eval_entropy": 9.0}]
-    with caplog.at_level(logging.WARNING, logger="up_trl.run.collapse_warning"):
+    with caplog.at_level(logging.WARNING, logger="up_trl.trainers.collapse_warning"):
         controls = _replay(CollapseWarningCallback(stop_on_collapse=stop, patience_steps=0), logs)
     lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
     # At log 12 the last 5 values are 1, 1, 1, 4, 4: mean 2.2 > 2.0.
@@ -214,7 +214,7 @@ def test_dead_state_needs_a_baseline_before_the_batch():
 @pytest.mark.parametrize("stop", [False, True])
 def test_dead_state_line_names_its_own_advice_and_stops_when_asked(stop, caplog):
     logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
-    with caplog.at_level(logging.WARNING, logger="up_trl.run.collapse_warning"):
+    with caplog.at_level(logging.WARNING, logger="up_trl.trainers.collapse_warning"):
         controls = _replay(CollapseWarningCallback(stop_on_collapse=stop), logs)
     lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
     assert len(lines) == 1 and "dead state at step 9" in lines[0] and "every advantage is 0" in lines[0]

@@ -17,7 +17,7 @@ from test_import_graph import MODULES, imported_modules
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
-from up_trl.run.collapse_warning import CollapseWarningCallback
+from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
 
 def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=length_reward, train=False, **overrides):

@@ -201,11 +201,19 @@ def test_data_and_run_depend_one_way():
     assert "up_trl.data" in PACKAGE_GRAPH["up_trl.run"] and "up_trl.run" not in PACKAGE_GRAPH["up_trl.data"]
 
 
+def test_the_core_stands_alone():
+    """The objective and the trainers import nothing of the application around them (issue 56): a maintainer of the
+    core never opens the run layer, the CLI, the checks, the data or the rewards."""
+    application = {"up_trl.run", "up_trl.cli", "up_trl.checks", "up_trl.data", "up_trl.rewards", "up_trl.evaluation"}
+    for core in ("up_trl.trainers", "up_trl.objective"):
+        assert not PACKAGE_GRAPH[core] & application, (core, sorted(PACKAGE_GRAPH[core] & application))
+
+
 def test_the_packages_public_names():
     """`from up_trl import *` gives the trainers, their configs, the headline equations and the collapse warning,
     each from its own module, loaded on first use."""
     import up_trl
-    from up_trl.run.collapse_warning import CollapseWarningCallback
+    from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
     assert set(up_trl.__all__) >= {
         "UPGRPOConfig",

@@ -22,7 +22,7 @@ _EXPORTS = {
     "probability_capacity": "objective.losses",
     "self_anchored_ratio": "objective.losses",
     "up_per_token_loss": "objective.reference",
-    "CollapseWarningCallback": "run.collapse_warning",
+    "CollapseWarningCallback": "trainers.collapse_warning",
 }
 # = list(_EXPORTS), spelt out for linters
 __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",
@@ -31,9 +31,9 @@ __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UP
 if TYPE_CHECKING:
     from .objective.losses import probability_capacity, self_anchored_ratio
     from .objective.reference import up_per_token_loss
-    from .run.collapse_warning import CollapseWarningCallback
     from .trainers.async_grpo_config import UPAsyncGRPOConfig
     from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer
+    from .trainers.collapse_warning import CollapseWarningCallback
     from .trainers.grpo_config import UPGRPOConfig
     from .trainers.grpo_trainer import UPGRPOTrainer
     from .trainers.rloo_config import UPRLOOConfig

@@ -61,7 +61,7 @@ def describe_recipe(name: str) -> str:
     """
     import yaml
 
-    from ..run.names import objective_name, with_up
+    from ..trainers.names import objective_name, with_up
 
     recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")

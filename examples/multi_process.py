@@ -1,9 +1,9 @@
 """UP from a Python script under `accelerate launch`, on as many processes as it starts: the same script runs on 8
-GPUs (DeepSpeed ZeRO-3 or FSDP2) and, with a tiny model built in code, on 2 CPU processes.
+GPUs (DeepSpeed ZeRO-3 or FSDP2) and, with a tiny model built in code, on 2 CPU processes (ZeRO-3 over gloo).
 
     accelerate launch --config_file configs/accelerate/fsdp2.yaml examples/multi_process.py --model Qwen/Qwen3-0.6B
     accelerate launch --config_file configs/accelerate/zero3.yaml examples/multi_process.py --model Qwen/Qwen3-0.6B
-    accelerate launch --config_file configs/accelerate/fsdp2_cpu.yaml examples/multi_process.py   # CPU, tiny model
+    accelerate launch --config_file configs/accelerate/zero3_cpu.yaml examples/multi_process.py   # CPU, tiny model
 
 Each process builds the same trainer; accelerate shards the model and splits every batch. `steps_per_generation=2`
 gives 2 optimizer steps per rollout batch, the second off-policy (where UP acts). Rank 0 prints one JSON line.

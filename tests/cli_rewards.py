@@ -32,9 +32,16 @@ def first_call_sends_sigint(completions, **kwargs):
 
 
 def says_target(completions, target, **kwargs):
-    """1 when the reply holds the row's `target` column (a column of the user's own, no gold answer), else 0."""
+    """How often the reply holds each character of the row's `target` column (a column of the user's own, no gold
+    answer), plus a spread inside every group of 4: the value of `target` changes the reward."""
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
-    return [float(str(t) in text) + 0.1 * (i % 4) for i, (text, t) in enumerate(zip(texts, target, strict=True))]
+    pairs = enumerate(zip(texts, target, strict=True))
+    return [sum(text.count(ch) for ch in str(t)) + 0.1 * (i % 4) for i, (text, t) in pairs]
+
+
+def reads_prompt(completions, prompt, **kwargs):
+    """A reward that reads `prompt`, which TRL never passes to rewards (it passes `prompts`)."""
+    return [0.0 for _ in completions]
 
 
 def length(completions, **kwargs):

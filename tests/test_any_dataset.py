@@ -65,7 +65,7 @@ def test_other_column_names_with_a_column_mapping(tmp_path):
         load_math_dataset(folder)
     rows = load_math_dataset(folder, column_mapping={"question_text": "problem", "gold": "answer"}, system_prompt="S")
     assert rows[0] == {"prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": "What is 2 + 2?"}],
-                       "solution": "4", "messages": CHAT[0]}  # fmt: skip
+                       "solution": "4", "answer": "4", "messages": CHAT[0]}  # fmt: skip
     rows = load_math_dataset(folder, column_mapping={"messages": "prompt", "gold": "solution"}, system_prompt="S")
     assert rows[0] == {"prompt": CHAT[0], "solution": "4", "question_text": "What is 2 + 2?"}
 

@@ -35,8 +35,10 @@ def user_text(row):
 @pytest.mark.parametrize(
     "name, split, problem_start, solutions, metadata",
     [
-        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["idx"], id="gsm8k_train"),
-        pytest.param("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["idx"], id="gsm8k_test_commas"),
+        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"], id="gsm8k_train"),
+        pytest.param(
+            "gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["answer", "idx"], id="gsm8k_test_commas"
+        ),
         pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
         pytest.param(
             "math",
@@ -51,7 +53,7 @@ def user_text(row):
             None,
             "Convert the point",
             [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
-            ["subject", "level", "unique_id"],
+            ["answer", "subject", "level", "unique_id"],
             id="math500",
         ),
         pytest.param(
@@ -283,9 +285,13 @@ def test_local_file_with_column_mapping(tmp_path, suffix):
     table = Dataset.from_list(ROWS)
     {"jsonl": table.to_json, "json": table.to_json, "csv": table.to_csv, "parquet": table.to_parquet}[suffix](path)
     ds = load_math_dataset(str(path), column_mapping={"question": "problem", "final": "answer"}, system_prompt=None)
-    assert ds.to_list() == [
-        {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4"},
-        {"prompt": [{"role": "user", "content": "Half of one?"}], "solution": r"$\frac{1}{2}$"},
+    assert ds.to_list() == [  # the answer column stays as written, beside the gold read into `solution`
+        {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4", "answer": "4"},
+        {
+            "prompt": [{"role": "user", "content": "Half of one?"}],
+            "solution": r"$\frac{1}{2}$",
+            "answer": r"\frac{1}{2}",
+        },
     ]
 
 
@@ -300,7 +306,7 @@ def test_local_file_missing_columns(tmp_path):
     path = tmp_path / "bad.jsonl"
     Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
     # The flag to set, with this file's own columns filled in (the Python spelling too).
-    mapping = r"""\{"text": "problem", "target": "answer"\}"""
+    mapping = r"""\{"text": "prompt", "target": "answer"\}"""
     with pytest.raises(
         ValueError,
         match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
@@ -421,17 +427,19 @@ DAPO_PROMPT = (
             ],
             "Find the number.",
             "204",
-            {"id": 60, "url": "u", "year": "2024"},
+            {"id": 60, "answer": "204", "url": "u", "year": "2024"},
             id="aime24",
         ),
-        pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {}, id="aime25"),
-        pytest.param("amc23", [{"id": 0, "question": "Q?", "answer": 27.0}], "Q?", "27", {"id": 0}, id="amc23"),
+        pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {"answer": "70"}, id="aime25"),
+        pytest.param(
+            "amc23", [{"id": 0, "question": "Q?", "answer": 27.0}], "Q?", "27", {"id": 0, "answer": 27.0}, id="amc23"
+        ),
         pytest.param(
             "olympiadbench",
             [{"id": 1, "question": "Q?", "final_answer": ["$\\frac{1}{2}$"], "solution": ["long"]}],
             "Q?",
             r"$\frac{1}{2}$",
-            {"id": 1},
+            {"id": 1, "final_answer": ["$\\frac{1}{2}$"]},
             id="olympiadbench",
         ),
     ],

@@ -1243,7 +1243,7 @@ DATA_FILE_CASES = [
         "columns.parquet",
         _parquet({"q": ["1 + 1?"], "sol": ["2"]}),
         [],
-        """found ['q', 'sol']. Map yours with --column_mapping '{"q": "problem", "sol": "answer"}'""",
+        """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
         id="parquet_without_the_columns",
     ),
     pytest.param(

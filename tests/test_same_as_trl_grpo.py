@@ -2,6 +2,8 @@
 parsed by its own parser) and ours on the same argv, a tiny model on the CPU, 2 steps with the second off-policy,
 save the same weights and log the same rewards. Each case is a way a TRL user hands over data, rewards or a model."""
 
+import re
+
 import pytest
 import torch
 import trl.scripts.grpo as trl_grpo_script
@@ -88,6 +90,14 @@ def test_an_extra_column_read_by_a_dotted_path_reward(tmp_path, tiny_model_dir, 
     model, start = tiny_model_dir
     data = hub_folder(tmp_path / "set", {"prompt": CHAT, "target": [str(2 * i) for i in range(16)]})
     argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.says_target")
+    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+
+
+def test_a_set_with_prompt_and_problem_columns_keeps_its_prompt(tmp_path, tiny_model_dir, logged):
+    """open-r1's shape: `prompt` beside `problem` and `answer`; the `prompt` is what TRL trains on, as written."""
+    model, start = tiny_model_dir
+    columns = {"prompt": CHAT, "problem": [f"{i} + {i}" for i in range(16)], "answer": [str(2 * i) for i in range(16)]}
+    argv = shared_argv(model, hub_folder(tmp_path / "set", columns), "--reward_funcs", "cli_rewards.length")
     assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
 
 
@@ -220,8 +230,8 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
 def test_quantization_that_cannot_work_is_one_line_before_the_model(
     no_model_loads, capsys, monkeypatch, flags, expected
 ):
-    if "pip install bitsandbytes" not in expected:  # the other checks, where bitsandbytes is installed
-        monkeypatch.setattr(up_trl.extras, "installed", lambda module: True)
+    installed = "pip install bitsandbytes" not in expected  # the other checks, where bitsandbytes is installed
+    monkeypatch.setattr(up_trl.extras, "installed", lambda module: installed)
     from conftest import TINY
 
     line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", *flags])
@@ -238,7 +248,7 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
             {"prompt": PLAIN},
             "math_accuracy",
             "--reward_funcs math_accuracy reads the column 'solution', "
-            "which the training set lacks; its columns are ['prompt'] (the gold answer",
+            "which the training set does not pass to rewards; its columns are ['prompt'] (the gold answer",
             id="no_gold",
         ),  # fmt: skip
         pytest.param(
@@ -251,9 +261,16 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
             {"prompt": PLAIN, "answer": ["1"] * 16},
             "cli_rewards.says_target",
             "--reward_funcs "
-            "cli_rewards.says_target reads the column 'target', which the training set lacks; its columns "
-            "are ['prompt', 'solution', 'answer']: add it",
+            "cli_rewards.says_target reads the column 'target', which the training set does not pass to rewards; "
+            "its columns are ['prompt', 'solution', 'answer']: add it",
             id="reward_columns",
+        ),  # fmt: skip
+        pytest.param(
+            {"prompt": PLAIN},
+            "cli_rewards.reads_prompt",
+            "--reward_funcs cli_rewards.reads_prompt reads the column 'prompt', which the training set does not pass "
+            "to rewards",
+            id="prompt_is_not_passed",
         ),  # fmt: skip
         pytest.param({"text": PLAIN}, "cli_rewards.length", "--dataset_name ", id="no_prompt_or_problem"),
     ],
@@ -267,7 +284,21 @@ def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, colu
                              "--reward_funcs", reward, "--output_dir", str(no_model_loads / "out")])  # fmt: skip
     assert line.startswith(expected)
     if "text" in columns:
-        assert "Need a `prompt` column" in line and "found ['text']" in line
+        assert "Need a `prompt` column" in line and "found ['text']" in line and '{"text": "prompt"}' in line
+
+
+def test_the_reward_kwargs_are_trls():
+    """`rewards.registry`'s list of what TRL passes every reward, and of the columns it keeps back, is TRL's."""
+    import inspect
+
+    from trl import GRPOTrainer
+
+    from up_trl.rewards.registry import COLUMNS_NOT_PASSED, TRAINER_REWARD_KWARGS
+
+    source = inspect.getsource(GRPOTrainer._calculate_rewards)
+    assert f"if key not in {list(COLUMNS_NOT_PASSED)}".replace("'", '"') in source
+    passed = {"prompts", "completions", "completion_ids"} | set(re.findall(r'(?<!_)reward_kwargs\["(\w+)"\]', source))
+    assert passed == TRAINER_REWARD_KWARGS
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from .prompts import system_prompt_from_flag as system_prompt_from_flag
 from .prompts import with_system
 
 # Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
-PROBLEM_COLUMNS: tuple[str, ...] = ("problem", "question", "prompt")
+PROBLEM_COLUMNS: tuple[str, ...] = ("prompt", "problem", "question")  # `prompt` first: what TRL reads
 ANSWER_COLUMNS: tuple[str, ...] = ("answer", "final_answer", "solution")
 # Columns never suggested as the problem or answer in `columns_message` (every column reaches the rewards).
 METADATA_COLUMNS: tuple[str, ...] = ("level", "type", "subject", "unique_id", "id", "year", "data_source", "op")
@@ -122,7 +122,8 @@ def load_math_dataset(
     few_shot: int = 0,
     streaming: bool = False,
 ) -> Dataset | IterableDataset:
-    """Load a math dataset as TRL conversational prompts with a `solution` column.
+    """Load a dataset as TRL takes it: a `prompt` set as written, a problem set as conversational prompts, with a
+    `solution` column wherever an answer column gives the gold.
 
     Args:
         name_or_path: a name in `DATASETS` (those in `OFFLINE_DATASETS` need no network), a `FILE_BUILDERS` file,
@@ -195,8 +196,8 @@ def columns_of(dataset: Dataset | IterableDataset) -> list[str]:
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
     """A `prompt` column as TRL reads it: every column as written (`prompt_system` first where asked), `solution`
-    added from an answer column when absent. A problem column: the math reading (`system_prompt`, the gold answer
-    read into `solution`, rows without one dropped), the other columns kept. Neither: a DataError."""
+    added from an answer column when absent. Else a problem column: the math reading (`system_prompt`, the gold
+    answer read into `solution`, rows without one dropped), the other columns kept. Neither: a DataError."""
     columns = columns_of(dataset)
     problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in columns), None)
@@ -219,9 +220,8 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
             row["level"] = parse_level(example["level"])
         return row
 
-    dropped = [] if as_written else [c for c in (problem_column, answer_column) if c not in (None, "prompt")]
-    try:
-        dataset = dataset.map(convert, remove_columns=dropped or None)
+    try:  # the problem column made the prompt; every other column stays, for the rewards
+        dataset = dataset.map(convert, remove_columns=None if as_written else [problem_column])
     except UnicodeDecodeError as error:  # datasets loads such text, then fails here [test_hostile jsonl_not_utf8]
         raise DataError(
             f"the text is not UTF-8 (byte 0x{error.object[error.start]:02x}: {error.reason}): save it as UTF-8."
@@ -241,19 +241,17 @@ def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, 
 
 
 def columns_message(columns: Sequence[str], problem: str | None, answer: str | None) -> str:
-    """For a set with no prompt or problem column: the columns found and a `column_mapping` (the spare columns, an
-    answer column too when none is found, else placeholders).
+    """For a set with no prompt or problem column: the columns found and a `column_mapping` to `prompt` (TRL's
+    column), and to an answer column when none is found and a column is spare.
 
     >>> columns_message(["q", "sol"], None, None).split("(in Python: ")[1]
-    'column_mapping={"q": "problem", "sol": "answer"}).'
+    'column_mapping={"q": "prompt", "sol": "answer"}).'
     >>> columns_message(["text", "a", "b"], None, "a").split("(in Python: ")[1]
-    'column_mapping={"<your problem column>": "problem"}).'
+    'column_mapping={"text": "prompt"}).'
     """
-    missing = [role for role, found in (("problem", problem), ("answer", answer)) if found is None]
+    missing = [role for role, found in (("prompt", problem), ("answer", answer)) if found is None]
     spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
-    suggestion = (
-        dict(zip(spare, missing)) if len(spare) == len(missing) else {f"<your {r} column>": r for r in missing}
-    )
+    suggestion = dict(zip(spare, missing)) or {"<your prompt column>": "prompt"}
     mapping = json.dumps(suggestion)
     return (
         f"Need a `prompt` column (used as written, as TRL does) or a problem column (problem, question), with an "

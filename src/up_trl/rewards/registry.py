@@ -124,10 +124,12 @@ def check_reward_names(names: Sequence[str]) -> None:
             )
 
 
-# What TRL's trainer passes every reward function besides the dataset's columns (GRPOTrainer._calculate_rewards).
+# What TRL's trainer passes every reward function besides the dataset's columns, and the columns it does not pass
+# (GRPOTrainer._calculate_rewards; pinned by tests/test_same_as_trl_grpo.py::test_the_reward_kwargs_are_trls).
 TRAINER_REWARD_KWARGS = frozenset(
     {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
 )
+COLUMNS_NOT_PASSED = ("prompt", "completion", "completion_ids")
 
 
 def columns_needed(func: Callable) -> list[str]:
@@ -151,15 +153,18 @@ def columns_needed(func: Callable) -> list[str]:
     ]
 
 
-def check_reward_columns(names: Sequence[str], funcs: Sequence[Callable], columns: Sequence[str]) -> None:
+def check_reward_columns(
+    names: Sequence[str], funcs: Sequence[Callable], columns: Sequence[str], split: str = "training"
+) -> None:
     """A one-line ValueError for the first reward that needs a column the training set lacks: TRL's trainer raises
     a TypeError at the first scoring, after the model loaded and generated [test_same_as_trl_grpo reward_columns]."""
+    passed = [column for column in columns if column not in COLUMNS_NOT_PASSED]
     for name, func in zip(names, funcs, strict=True):
-        missing = [column for column in columns_needed(func) if column not in columns]
+        missing = [column for column in columns_needed(func) if column not in passed]
         if missing:
             gold = ' (the gold answer: map yours with --column_mapping \'{"<column>": "answer"}\')'
             raise ValueError(
-                f"--reward_funcs {name} reads the column {missing[0]!r}, which the training set lacks; its columns "
-                f"are {list(columns)}{gold if missing[0] == 'solution' else ''}: add it, or name rewards that need "
-                "only what it has."
+                f"--reward_funcs {name} reads the column {missing[0]!r}, which the {split} set does not pass to "
+                f"rewards; its columns are {list(columns)}{gold if missing[0] == 'solution' else ''}: add it, or "
+                "name rewards that need only what it has."
             )

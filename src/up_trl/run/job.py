@@ -144,8 +144,10 @@ def run_job(job: TrainJob):
         with state.main_process_first():
             dataset, eval_dataset = load_data(job, is_async)
             check_dataset_size(dataset, training_args)
-            try:  # a reward reading a column the set lacks: TRL's TypeError comes at the first scoring
+            try:  # a reward reading a column a set lacks: TRL's TypeError comes at the first scoring
                 check_reward_columns(names, named, columns_of(dataset))
+                if eval_dataset is not None:
+                    check_reward_columns(names, named, columns_of(eval_dataset), "eval")
             except ValueError as error:
                 raise UsageError(str(error)) from None
             try:

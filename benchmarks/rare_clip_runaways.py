@@ -7,8 +7,10 @@ more than 1 nat above its start: `toy_runs.is_runaway`), keeps the arms with the
 (the first study's name for it), "+ safe" (the rare clip and beta 0.05)), and counts runaways by distinct trajectory:
 runs whose entropy and reward are equal at every logged step (the same run recorded in two folders, or an arm that
 stayed bit-identical to another) are one event; each event also says whether plain UP of the same seed ran the same
-trajectory (the rare clip never changed an update). Study B's p > 0 cells are left out: their verifier is wrong on
-purpose, so they are not the collapse study's setting (study_b_verifier/PREREGISTRATION.md counts p = 0 only).
+trajectory (the rare clip never changed an update). Study B's p > 0 cells (and its replication's) are left out:
+their verifier is wrong on purpose, so they are not the collapse study's setting (study_b_verifier/PREREGISTRATION.md
+counts p = 0 only). Then the count per arm (the rare clip alone, "+ rare clip" and the first study's "+ guard"; or
+"+ safe", the rare clip with beta 0.05) and per setting (task and updates per rollout batch), each a distinct count.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def rare_clip_runs(results: Path) -> list[dict]:
             continue
         report = read_results(path.parent) if "curve_keys" in report else report
         for run in report["runs"]:
-            if path.parent.name == "study_b_verifier" and run.get("noise") != 0:
+            if run.get("noise") not in (None, 0, 0.0):  # a verifier wrong on purpose
                 continue
             if "runaway" in run and any(arm in (run.get("config") or "") for arm in RARE_CLIP_ARMS):
                 plain = next(  # plain UP of the same family, seed and level, in the same folder
@@ -67,6 +69,13 @@ def count(runs: list[dict]) -> dict:
     return {"runs": len(runs), "trajectories": len(by_trajectory), "runaways": len(events), "events": events}
 
 
+def setting(run: dict) -> tuple[str, str]:
+    """(the arm: the rare clip alone or with the KL, the setting: task and updates per rollout batch) of a run."""
+    arm = "rare clip + beta 0.05 (+ safe)" if run["config"].endswith("+ safe") else "rare clip alone"
+    task = "SmolLM2" if "smollm2" in run["folder"] else "stress" if "stress" in run["folder"] else "toy"
+    return arm, f"{task} {run.get('level') or 16}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", type=Path, help="the folder of result folders: benchmarks/results")
@@ -80,6 +89,14 @@ def main(argv: list[str] | None = None) -> dict:
         first = group[0]
         same = "the same trajectory as plain UP" if first["same_as_plain_up"] else "not plain UP's trajectory"
         print(f"- {names}: entropy {first['initial_entropy']:.2f} -> {first['final_entropy']:.2f} nats ({same})")
+    runs = rare_clip_runs(parser.parse_args(argv).folder)
+    print("\n| arm | setting | distinct runs | ran away |\n|---|---|---|---|")
+    for key in sorted({setting(run) for run in runs}):
+        part = count([run for run in runs if setting(run) == key])
+        print(f"| {key[0]} | {key[1]} | {part['trajectories']} | {part['runaways']} |")
+    for arm in sorted({setting(run)[0] for run in runs}):
+        part = count([run for run in runs if setting(run)[0] == arm])
+        print(f"| {arm} | all | {part['trajectories']} | {part['runaways']} |")
     return result
 
 

@@ -45,9 +45,9 @@ DEAD_STATE_ADVICE = (
 ADVICE = "Try a lower learning_rate, or fewer updates per rollout batch (num_iterations, steps_per_generation)."
 # What the UP trainers add: the option the collapse study recommends (docs/collapse.md, rare_clip_runaways.py).
 UP_ADVICE = (
-    "Try up_positive_min_prob=0.05 (rare positive tokens keep the clip; in the up-trl collapse studies 3 of 345 "
-    "runs with it ran away, plain UP 18 of 60 on the seeds that chose it), a lower learning_rate, or fewer updates "
-    "per rollout batch (num_iterations, steps_per_generation)."
+    "Try up_positive_min_prob=0.05 (rare positive tokens keep the clip; in the up-trl collapse studies 3 of 193 "
+    "runs with it alone ran away, plain UP 18 of 60 on the seeds that chose it), a lower learning_rate, or fewer "
+    "updates per rollout batch (num_iterations, steps_per_generation)."
 )
 
 

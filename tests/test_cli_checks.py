@@ -98,7 +98,7 @@ TRAIN_CASES = [
     pytest.param(["--reward_funcs", "math_acuracy"], "--reward_funcs math_acuracy: no such reward (did you mean "
                  "math_accuracy?)", id="unknown_reward_name"),
     pytest.param(["--dataset_name", "{tmp}/qa.jsonl"],
-                 """found ['q', 'sol']. Map yours with --column_mapping '{{"q": "problem", "sol": "answer"}}'""",
+                 """found ['q', 'sol']. Map yours with --column_mapping '{{"q": "prompt", "sol": "answer"}}'""",
                  id="jsonl_without_answer_column"),
     pytest.param(["--output_dir", "{tmp}/afile"], "--output_dir {tmp}/afile is a file: name a folder",
                  id="output_dir_is_a_file"),

@@ -222,8 +222,8 @@ def test_a_streamed_dataset_is_read_lazily_as_prompts(tmp_path):
     rows = load_math_dataset(folder, streaming=True, system_prompt=None)
     assert isinstance(rows, IterableDataset)
     assert list(rows) == [
-        {"prompt": [{"role": "user", "content": "1 + 1?"}], "solution": "2"},
-        {"prompt": [{"role": "user", "content": "3 + 3?"}], "solution": "6"},  # a row with no answer is skipped
+        {"prompt": [{"role": "user", "content": "1 + 1?"}], "solution": "2", "answer": "2"},
+        {"prompt": [{"role": "user", "content": "3 + 3?"}], "solution": "6", "answer": "6"},  # no answer: skipped
     ]
     assert len(list(load_math_dataset(folder, streaming=True, limit=1))) == 1
 

@@ -3,6 +3,7 @@ not all equal (GRPO learns nothing from the others), the accuracy and the comple
 
     python benchmarks/learning_signal.py                       # the offline default: SmolLM2-135M, arithmetic
     python benchmarks/learning_signal.py --system_prompt none --max_completion_length 64
+    python benchmarks/learning_signal.py --ops add --few_shot 2 --split dev --seed 42 --num_prompts 48  # dev
 
 Sampling follows the training defaults (temperature 1.0, top_k 0). Prints one JSON line last.
 """
@@ -28,7 +29,14 @@ def main(argv=None):
     parser.add_argument("--top_k", type=int, default=0)
     parser.add_argument("--ops", nargs="+", default=["mul"], help="arithmetic only: mul1, mul, add, sub")
     parser.add_argument("--few_shot", type=int, default=0, help="arithmetic only: worked examples before each problem")
-    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--split", default="train", help="arithmetic only: train, dev or test")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="sampling, and which problems (for dev and test: the ones `up-trl eval --seed` scores first)",
+    )
+    parser.add_argument("--output", default=None, help="also write the JSON line to this file")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -41,6 +49,8 @@ def main(argv=None):
 
     system_prompt = system_prompt_from_flag(args.system_prompt)
     arithmetic = {"ops": args.ops, "few_shot": args.few_shot} if args.dataset_name == "arithmetic" else {}
+    if args.split != "train":  # recorded only when set: earlier results read as they did
+        arithmetic["split"] = args.split
     data = load_math_dataset(
         args.dataset_name,
         limit=args.num_prompts,
@@ -100,6 +110,9 @@ def main(argv=None):
         "example": completions[0][:300],
     }
     print(json.dumps(result))
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":

@@ -27,10 +27,15 @@ def config_name(pair: str, up_mode: str, settings: dict | None = None) -> str:
 
 
 def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: str) -> list[str]:
-    """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares."""
+    """`up-trl train` flags of one run: the pair's objective, `up_mode`, and the settings every run shares.
+
+    Settings a study may leave out take the real-model studies' values: `learning_rate` 3e-5, `num_generations` 8,
+    `system_prompt` "none", no LoRA (`lora_r` None; set, it trains a LoRA adapter of that rank, TRL's other LoRA
+    defaults)."""
     objective = {**PAIRS[pair], **({} if settings["delta"] is None else {"delta": settings["delta"]})}
     if up_mode != "off" and settings.get("up_positive_min_prob") is not None:  # UP's runs only: the parent has none
         objective["up_positive_min_prob"] = settings["up_positive_min_prob"]
+    lora = ["--use_peft", "true", "--lora_r", str(settings["lora_r"])] if settings.get("lora_r") else []
     return [
         "--config",
         "quickstart",
@@ -50,7 +55,7 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
         up_mode,
         *[part for key, value in objective.items() for part in (f"--{key}", str(value))],
         "--num_generations",
-        "8",
+        str(settings.get("num_generations", 8)),
         "--per_device_train_batch_size",
         str(settings["per_device_train_batch_size"]),
         "--steps_per_generation",
@@ -60,13 +65,14 @@ def train_argv(settings: dict, pair: str, up_mode: str, seed: int, output_dir: s
         "--max_completion_length",
         str(settings["max_completion_length"]),
         "--learning_rate",
-        "3e-5",
+        str(settings.get("learning_rate", "3e-5")),
+        *lora,
         "--max_steps",
         str(settings["max_steps"]),
         "--seed",
         str(seed),
         "--system_prompt",
-        "none",
+        settings.get("system_prompt", "none"),
         "--save_strategy",
         "no",
         "--report_to",
@@ -119,7 +125,7 @@ def score(model: str, eval_dir: Path, s: dict) -> dict:
             "--top_p",
             "1.0",
             "--system_prompt",
-            "none",
+            s.get("system_prompt", "none"),
             "--max_new_tokens",
             str(s["max_completion_length"]),
             "--seed",

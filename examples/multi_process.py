@@ -66,9 +66,14 @@ def main():
         sharding = "fsdp" if trainer.is_fsdp_enabled else "deepspeed" if trainer.is_deepspeed_enabled else "none"
         shard = {"sharding": sharding, "parameter": type(parameter).__name__}
         print(json.dumps({"processes": trainer.accelerator.num_processes, **shard, "rewards": rewards}))
+    trainer.accelerator.wait_for_everyone()  # rank 0 may still be writing: none destroys the group before it ends
     if hasattr(trainer, "end"):  # transformers >= 5.18: trackers finished, the process group destroyed
         trainer.end()
 
 
 if __name__ == "__main__":
     main()
+    from up_trl.run.ending import exit_launched_process, launched_with_others
+
+    if launched_with_others():  # skip the interpreter's teardown, where a late gloo thread can abort a finished rank
+        exit_launched_process(0)  # (docs/reliability.md, "Multi-process runs end cleanly")

@@ -48,5 +48,6 @@ class UPGRPOConfig(UPConfigMixin, GRPOConfig):
     paper recipes: `delta=3.0`, verl's `clip_ratio_c`) it acts on no negative token.
     """
 
-    def check_up_applies(self) -> None:
-        check_up_compatible(self.up_mode, self.loss_type, self.delta)
+    @staticmethod
+    def check_up(up_mode, args) -> None:
+        check_up_compatible(up_mode, args.loss_type, args.delta)

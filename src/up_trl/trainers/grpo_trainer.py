@@ -18,8 +18,8 @@ from trl import GRPOTrainer
 
 from ..objective.guards import rare_mask
 from ..objective.losses import anchored_old_logps, log_importance_weights, up_routes
-from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig, check_up_compatible
-from .shared import UP_METRICS, UPSyncTrainerMixin, default_output_dir
+from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig
+from .shared import UP_METRICS, UPSyncTrainerMixin
 
 __all__ = ["UP_METRICS", "UPGRPOTrainer"]  # UP_METRICS re-exported from `shared`
 
@@ -42,13 +42,11 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
     ```
     """
 
-    def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
-        args = UPGRPOConfig(default_output_dir(model, "-UP")) if args is None else args
-        self._read_up_args(args)
-        check_up_compatible(self.up_mode, args.loss_type, args.delta)
-        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+    up_config_class = UPGRPOConfig
+
+    def _up_on_policy_notice(self) -> tuple[str, str]:
         a = self.args
-        self._finish_up_init(
+        return (
             f"gradient_accumulation_steps={a.gradient_accumulation_steps} is a multiple of steps_per_generation"
             f" * num_iterations = {a.steps_per_generation} * {self.num_iterations}, so each batch is trained on"
             " only by the weights that generated it and the ratio pi_theta/pi_old is exactly 1 (with vLLM too: "

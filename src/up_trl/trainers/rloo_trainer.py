@@ -20,7 +20,7 @@ from trl import RLOOTrainer
 from ..objective.guards import is_rare
 from ..objective.losses import anchored_old_logps, up_routes
 from .rloo_config import UPRLOOConfig
-from .shared import UPSyncTrainerMixin, default_output_dir
+from .shared import UPSyncTrainerMixin
 
 
 class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
@@ -41,11 +41,11 @@ class UPRLOOTrainer(UPSyncTrainerMixin, RLOOTrainer):
     up_parent_objective = "RLOO"
     up_ratio_per_sequence = True
 
-    def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
-        args = UPRLOOConfig(default_output_dir(model, "-UP-RLOO")) if args is None else args
-        self._read_up_args(args)
-        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
-        self._finish_up_init(
+    up_config_class = UPRLOOConfig
+    up_output_suffix = "-UP-RLOO"
+
+    def _up_on_policy_notice(self) -> tuple[str, str]:
+        return (
             "RLOO computes old_logps with the policy being trained just before it is updated, so the ratio is "
             "exactly 1.",
             "set num_iterations > 1, or steps_per_generation > gradient_accumulation_steps.",

@@ -129,33 +129,48 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         super().__post_init__()
 
     def check_up_applies(self) -> None:
-        """Raise a ValueError that says what to set when UP cannot apply; a config whose parent has settings UP
-        cannot work with (GRPO's `loss_type`, `delta` below 1) overrides this."""
-        check_up_mode(self.up_mode)
+        """Raise a ValueError that says what to set when UP cannot apply to this config (`check_up`)."""
+        self.check_up(self.up_mode, self)
+
+    @staticmethod
+    def check_up(up_mode, args) -> None:
+        """The one check of UP's settings against the parent's `args` (this config's, or a plain parent config a UP
+        trainer was given); a config whose parent has settings UP cannot work with (GRPO's `loss_type`, `delta`
+        below 1) overrides this."""
+        check_up_mode(up_mode)
 
 
 class UPTrainerMixin:
-    """The parts every UP glue class shares; the glue class supplies `up_is_off_policy` and its loss override, calls
-    `_read_up_args(args)` before the parent's constructor, `_finish_up_init(why, advice)` after it and
-    `_log_up_metrics(...)` in its loss."""
+    """The parts every UP glue class shares, its construction included; the glue class supplies its config class, its
+    default folder's suffix, `up_is_off_policy`, `_up_on_policy_notice()` ((why this configuration is on-policy, what
+    to set so that it is not), in its words) and its loss override, which calls `_log_up_metrics(...)`."""
 
+    up_config_class: type  # the glue class's UP config (built when no `args` is given; its `check_up`)
+    up_output_suffix: str = "-UP"  # the default output folder: the model's name plus this
     up_parent_objective: str | None = None  # the parent's name in the card ("RLOO"); None: from GRPO's loss_type
     up_ratio_per_sequence: bool = False  # the parent's ratio is one per completion (RLOO)
+    up_logs_sums: bool = False  # the parent's `log` reduces (num, den) tuples of a window exactly (async GRPO)
     up_mode: str = "asymmetric"
     up_positive_min_prob: float | None = None
 
     up_is_off_policy: bool  # each glue class's staleness rule (a property)
 
-    def _read_up_args(self, args) -> None:
-        """`up_mode` and the rare clip from `args`; a plain parent config means UP (`"asymmetric"`), no clip."""
+    def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
+        """UP's settings read from `args` (a plain parent config means UP, no rare clip, checked here: a UP config
+        checked them when it was built), the parent's constructor through `super()` by design, then the collapse
+        warning and the on-policy notice."""
+        args = self.up_config_class(default_output_dir(model, self.up_output_suffix)) if args is None else args
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_positive_min_prob = getattr(args, "up_positive_min_prob", None)
-        check_up_mode(self.up_mode)
+        if not isinstance(args, UPConfigMixin):
+            self.up_config_class.check_up(self.up_mode, args)
         if self.up_mode == "off" and self.up_positive_min_prob is not None:
             logger.warning(
                 "up_mode='off' trains the parent objective: up_positive_min_prob acts only on UP's branch and "
                 "changes nothing here."
             )
+        super().__init__(model, reward_funcs, args, *pargs, **kwargs)
+        self._finish_up_init(*self._up_on_policy_notice())
 
     def _finish_up_init(self, on_policy_reason: str, advice: str) -> None:
         """After the parent's constructor: the collapse warning callback, then the on-policy notice."""
@@ -190,9 +205,11 @@ class UPTrainerMixin:
         for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
 
-    @staticmethod
-    def _up_rate(num: float, den: float):
-        """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN)."""
+    def _up_rate(self, num: float, den: float):
+        """The value one call logs: num / den, NaN when den is 0 (the parent's `log` skips NaN); (num, den) where the
+        parent's `log` reduces a window of tuples exactly, sum / sum (`up_logs_sums`)."""
+        if self.up_logs_sums:
+            return num, den
         return num / den if den > 0 else float("nan")
 
     # TRL's `create_model_card` reads these three: UP's name, settings and paper, or the parent's under "off".
@@ -250,6 +267,7 @@ class UPSyncTrainerMixin(UPTrainerMixin):
             del self.__dict__["_up_anchor"]
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        """The parent's forward through `super()`; its log-probs handed to the anchor while one is set."""
         out = super()._get_per_token_logps_and_entropies(
             model, input_ids, attention_mask, logits_to_keep, *args, **kwargs
         )

@@ -71,7 +71,7 @@ def smollm2_run(job: dict) -> dict:
     from real_model_runs import score, train_argv
 
     from up_trl.cli import train
-    from up_trl.run.plots import read_metrics
+    from up_trl.run.card import read_metrics
 
     name, seed, s = job["config"], job["seed"], job["settings"]
     family = name.split(" + ")[0].removeprefix("UP-")

@@ -169,7 +169,7 @@ LEVELS: dict[int, dict] = {
 }
 # Every arm: the opt-in shared-prompt forward (measured ~25% less CPU here); it needs activation checkpointing off.
 # Each prompt computed once (the runs' share_prompt_prefix=True): the trainer is up_trl.speedups'
-# SharedPromptUPGRPOTrainer (collapse.toy_trainer), which needs activation checkpointing off.
+# the shared-prompt part (collapse.toy_trainer), which needs activation checkpointing off.
 SPEED = dict(activation_checkpointing=False)
 # Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
 # (The first study's curves also hold up/guard_masked_frac, up/capacity_masked_frac and up/entropy_fallback, logged by

@@ -178,7 +178,7 @@ def run_job(job: dict) -> dict:
             "eval_minutes": round((time.perf_counter() - t0) / 60, 2),
         }
     from up_trl.cli import train
-    from up_trl.run.plots import read_metrics, series
+    from up_trl.run.card import read_metrics, series
 
     run_dir = out / "runs" / f"{job['config']}-seed{job['seed']}"
     t0 = time.perf_counter()

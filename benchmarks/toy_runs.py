@@ -63,9 +63,8 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
     from datasets import Dataset
     from transformers import PrinterCallback
 
-    from up_trl import UPGRPOConfig
+    from up_trl import UPGRPOConfig, UPGRPOTrainer
     from up_trl.run.parts import attach_parts, with_parts
-    from up_trl.speedups.trainers import SharedPromptUPGRPOTrainer
 
     tail = settings["task"] == "tail"
     tail_length = settings.get("tail_length", TAIL_LENGTH)
@@ -100,7 +99,7 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
     config = UPGRPOConfig(**{**base, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides})
     # UPGRPOTrainer, each prompt computed once (SPEED), with the opt-in parts the committed runs had (the rescue
     # resumes with a changed learning rate: `ResumeSettingsMixin`; its checkpoints hold the rollout batch)
-    trainer = with_parts(SharedPromptUPGRPOTrainer)(
+    trainer = with_parts(UPGRPOTrainer, share_prompt_prefix=True)(
         model=model, reward_funcs=reward_funcs, args=config, train_dataset=dataset, processing_class=tokenizer
     )
     attach_parts(trainer)

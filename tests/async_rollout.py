@@ -51,7 +51,7 @@ from trl.experimental.async_grpo.async_rollout_worker import (
 )
 from trl.trainer.utils import get_callable_name
 
-from up_trl.run.unscorable import METRIC, record_scorable
+from up_trl.run.parts import METRIC, record_scorable
 
 
 @contextlib.contextmanager

@@ -62,14 +62,14 @@ def make_trainer(
     tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
 ):
     """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    `SharedPromptUPGRPOTrainer`; `parts`: with every opt-in part, as `up-trl train` builds it, `with_parts`)."""
+    CPU saving; `parts`: with every opt-in part, as `up-trl train` builds it, `with_parts`)."""
     from up_trl import UPGRPOTrainer
-    from up_trl.speedups.trainers import SharedPromptUPGRPOTrainer
 
     model, tokenizer = tiny
     return build(
-        SharedPromptUPGRPOTrainer if shared_prompt else UPGRPOTrainer,
+        UPGRPOTrainer,
         parts,
+        shared_prompt,
         model=model,
         reward_funcs=reward,
         args=cpu_args(tmp_path, **overrides),
@@ -79,14 +79,16 @@ def make_trainer(
     )
 
 
-def build(trainer_class, parts: bool = False, **kwargs):
-    """`trainer_class(**kwargs)`; with `parts`, the class with every opt-in part and every callback part attached
-    (`up_trl.run.parts.with_parts`, `attach_parts`), as `up-trl train` builds its trainer."""
-    if not parts:
-        return trainer_class(**kwargs)
-    from up_trl.run.parts import attach_parts, with_parts
+def build(trainer_class, parts: bool = False, shared_prompt: bool = False, **kwargs):
+    """`trainer_class(**kwargs)`; `shared_prompt`: with the opt-in CPU saving (`SharedPromptTrainerMixin`); with
+    `parts`, the class with every opt-in part and every callback part attached (`up_trl.run.parts.with_parts`,
+    `attach_parts`), as `up-trl train` builds its trainer."""
+    from up_trl.run.parts import SharedPromptTrainerMixin, attach_parts, with_parts
 
-    trainer = with_parts(trainer_class)(**kwargs)
+    if not parts:
+        cls = type(trainer_class.__name__, (SharedPromptTrainerMixin, trainer_class), {}) if shared_prompt else None
+        return (cls or trainer_class)(**kwargs)
+    trainer = with_parts(trainer_class, shared_prompt)(**kwargs)
     attach_parts(trainer)
     return trainer
 

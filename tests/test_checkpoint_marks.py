@@ -1,5 +1,5 @@
 """Completion marks with several processes, and `save_total_limit` deleting old checkpoints only after the new one
-is marked complete (`up_trl.run.checkpoint_complete`). The processes are simulated: each rank's files and mark are
+is marked complete (`up_trl.run.checkpoints`). The processes are simulated: each rank's files and mark are
 written as that rank would write them."""
 
 import json
@@ -9,8 +9,8 @@ import pytest
 import torch
 from conftest import tiny_train_argv
 
-from up_trl.run import checkpoint_complete
-from up_trl.run.checkpoint_complete import (
+from up_trl.run import checkpoints as run_checkpoints
+from up_trl.run.checkpoints import (
     MarkCompleteCallback,
     checkpoint_problem,
     mark_complete,
@@ -187,14 +187,14 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     from up_trl.cli import main
     from up_trl.run.folder import check_output_dir, resolve_resume
 
-    real_mark = checkpoint_complete.mark_complete
+    real_mark = run_checkpoints.mark_complete
 
     def mark_complete(folder, *args, **kwargs):
         if folder.name == "checkpoint-3":
             raise Killed
         return real_mark(folder, *args, **kwargs)
 
-    monkeypatch.setattr(checkpoint_complete, "mark_complete", mark_complete)
+    monkeypatch.setattr(run_checkpoints, "mark_complete", mark_complete)
     out = tmp_path / "out"
     with pytest.raises(Killed):
         main(_argv(tiny_model, out, "--max_steps", "4", "--save_total_limit", "1"))

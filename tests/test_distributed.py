@@ -178,7 +178,7 @@ def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
 def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
     """`up-trl train` on 2 ZeRO-3 processes saving every step with `--save_total_limit 1`: each process marks the
     files it wrote (its RNG state, rollout batch and ZeRO shards), and the one checkpoint kept is complete."""
-    from up_trl.run.checkpoint_complete import checkpoint_problem, read_mark
+    from up_trl.run.checkpoints import checkpoint_problem, read_mark
 
     out = tmp_path / "out"
     _run(_two_process_save_run(tmp_path, out))
@@ -218,7 +218,7 @@ sys.exit(cli.main(["train"]))
 
 def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
     """`up-trl train` in one of several launched processes ends without the interpreter's teardown
-    (`run.ending.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
+    (`run.job.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
     process ending the plain way aborts every time (checked first, so this test can tell the two apart); with the
     call in `cli.main` removed, this test failed 20 runs of 20."""
     plain = subprocess.run([sys.executable, "-c", LATE_THREAD, "plain"], capture_output=True, text=True, timeout=300)
@@ -231,7 +231,7 @@ def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
 
 def test_two_processes_exit_0_on_a_busy_machine(tmp_path):
     """End to end: the same 2-process ZeRO-3 run twice beside two processes that keep both cores busy, and every run
-    exits 0. Before the processes of a run left together and ended without the interpreter's teardown (`run.ending`),
+    exits 0. Before the processes of a run left together and ended without the interpreter's teardown (`run.job`),
     rank 1 aborted at exit in about 2 runs of 5 under such load (a gloo worker thread asking for the GIL while the
     interpreter shut down); the test above reproduces that abort every time."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]

@@ -185,7 +185,34 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
     import up_trl.run.job
 
     source = inspect.getsource(up_trl.run.job.run_job)
-    assert "with_parts(build)(" in source and "attach_parts(trainer," in source  # `up-trl train` attaches them all
+    assert "with_parts(trainer_cls, script_args.share_prompt_prefix)" in source  # `up-trl train` attaches them all
+    assert "attach_parts(trainer," in source
+
+
+@pytest.mark.parametrize("kind, share", [("grpo", False), ("grpo", True), ("rloo", True), ("async_grpo", False)])
+def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
+    """Under `up-trl train` (`with_parts`), a method defined by two of up_trl's classes in the trainer's MRO is
+    defined by each but the last to call the next through `super()`, by design, and says so in its docstring: no
+    pair of mixins that works only in one order."""
+    import inspect
+
+    from up_trl.cli.parse import trainer_classes
+    from up_trl.run.parts import with_parts
+
+    mro = with_parts(trainer_classes(kind)[1], share_prompt_prefix=share).__mro__
+    ours = [c for c in mro if c.__module__.startswith("up_trl")]
+    defined: dict[str, list] = {}
+    for cls in ours:
+        for name, value in vars(cls).items():
+            if inspect.isfunction(value):
+                defined.setdefault(name, []).append(value)
+    shared = {name: functions for name, functions in defined.items() if len(functions) > 1}
+    assert "__init__" in shared and (kind == "async_grpo" or "_load_optimizer_and_scheduler" in shared)
+    for name, functions in shared.items():
+        for function in functions[:-1]:
+            where = function.__qualname__
+            assert f"super().{name}(" in inspect.getsource(function), f"{where} does not call the next {name}"
+            assert "super()" in (function.__doc__ or ""), f"{where}'s docstring does not say it calls super()"
 
 
 # --- the import closure a reader opens to follow a trainer -----------------------------------------------------------
@@ -256,14 +283,14 @@ def test_a_trainers_import_closure_fits_a_reading(module):
     )
     assert lines(at_import) <= 1000, sorted(at_import)
     assert lines(everything) <= 1500, sorted(everything)
-    assert "up_trl.run.card" not in everything and "up_trl.run.rollout_checkpoint" not in everything
+    assert "up_trl.run.card" not in everything and "up_trl.run.checkpoints" not in everything
 
 
 def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
     """The parts fill TRL gaps, not UP's: on TRL's GRPOTrainer the checkpoint holds the rollout batch and the
     non-finite and unscorable counts are logged; the run's card, which describes UP's settings, is left out."""
+    from up_trl.run.checkpoints import rollout_file
     from up_trl.run.parts import RunCardMixin, attach_parts, with_parts
-    from up_trl.run.rollout_checkpoint import rollout_file
 
     model, tokenizer = tiny
     built = with_parts(GRPOTrainer)
@@ -288,8 +315,14 @@ def test_each_part_is_safe_where_it_cannot_act():
     from transformers import TrainerCallback
 
     from up_trl import UPAsyncGRPOTrainer
-    from up_trl.run.callbacks import NonFiniteGuardCallback
-    from up_trl.run.parts import ResumeSettingsMixin, RolloutCheckpointMixin, RunCardMixin, nonfinite_guard, with_parts
+    from up_trl.run.parts import (
+        NonFiniteGuardCallback,
+        ResumeSettingsMixin,
+        RolloutCheckpointMixin,
+        RunCardMixin,
+        nonfinite_guard,
+        with_parts,
+    )
 
     assert with_parts(UPAsyncGRPOTrainer).__mro__[1:3] == (RunCardMixin, ResumeSettingsMixin)
     assert RolloutCheckpointMixin not in with_parts(UPAsyncGRPOTrainer).__mro__

@@ -52,7 +52,7 @@ Ranges (`checks.ranges`: only those TRL's config does not check itself)
   [test_every_rule_...]; TRL's config accepts a value outside each rule
   [tests/test_cli_checks.py::test_library_accepts_what_we_refuse]; what it refuses itself, its own line
   [tests/test_cli_checks.py].
-Checkpoints killed mid-save (`checkpoint_complete`)
+Checkpoints killed mid-save (`run.checkpoints`)
 - stopped before or inside each piece, empty, changed after its mark, unmarked [KILLED_AT and the tests after it]
   -> resume takes the newest complete one and names those it skipped; a real SIGKILL at each piece [slow].
 One run per folder (`run_lock`)
@@ -679,7 +679,7 @@ def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
     assert "-1, TRL's default: train --num_train_epochs epochs instead" in " ".join(train_help().split())
 
 
-# --- Checkpoints that survive a kill (`checkpoint_complete`) --------------------------------------------------------
+# --- Checkpoints that survive a kill (`run.checkpoints`) --------------------------------------------------------
 
 # The pieces of a checkpoint in the order the Trainer's `_save_checkpoint` writes them, then the rollout batch a UP
 # trainer adds, then the completion mark (`MarkCompleteCallback.on_save`).
@@ -700,7 +700,7 @@ def _save_pieces(folder, upto: str | None = None, cut: bool = False) -> None:
 
     from safetensors.torch import save_file
 
-    from up_trl.run.checkpoint_complete import mark_complete
+    from up_trl.run.checkpoints import mark_complete
 
     folder.mkdir(parents=True)
     for piece in PIECES:
@@ -764,7 +764,7 @@ def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_p
     ],
 )
 def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
-    from up_trl.run.checkpoint_complete import checkpoint_problem
+    from up_trl.run.checkpoints import checkpoint_problem
 
     _save_pieces(tmp_path / "checkpoint-1")
     assert checkpoint_problem(tmp_path / "checkpoint-1") is None
@@ -869,7 +869,7 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
 
 def _hold_lock(folder, ready, results, go):
     """In a child process: wait for `go`, try to take the lock, report, hold it until the parent is done."""
-    from up_trl.run.lock import lock_output_dir
+    from up_trl.run.folder import lock_output_dir
 
     go.wait()
     try:
@@ -918,11 +918,11 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
 
     from conftest import same_code_env
 
-    from up_trl.run.lock import LOCK_FILE
+    from up_trl.run.folder import LOCK_FILE
 
     out = no_model_loads / "out"
     hold = (
-        "import sys, time; from up_trl.run.lock import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
+        "import sys, time; from up_trl.run.folder import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
         "print('locked', flush=True); time.sleep(120 if sys.argv[2] == 'alive' else 0)"
     )
     child = None
@@ -981,7 +981,7 @@ def main_train(argv):
     return main(["train", *argv])
 
 
-# --- Resume with other settings (`checkpoint_complete.resume_differences`) ------------------------------------------
+# --- Resume with other settings (`run.checkpoints.resume_differences`) ------------------------------------------
 
 
 @pytest.mark.slow
@@ -1038,7 +1038,7 @@ def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
     The resume says so and trains with TRL's KL to the reference (loaded from the same model folder)."""
     from up_trl.cli import main
     from up_trl.data.models import save_tiny_model
-    from up_trl.run.plots import read_metrics
+    from up_trl.run.card import read_metrics
 
     out = tmp_path / "out"
     argv = [

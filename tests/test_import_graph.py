@@ -141,7 +141,7 @@ def test_the_graph_sees_every_kind_of_import():
     assert len(MODULES) > 20 and "up_trl.rewards" in MODULES and "up_trl.rewards.pool" in MODULES
     assert "up_trl.objective.ratios" in GRAPH["up_trl.objective.guards"]  # module level, relative
     assert "up_trl.cli.catalog" in GRAPH["up_trl.cli.launch"]
-    assert GRAPH["up_trl"] == set()  # its exports are imported lazily; its TYPE_CHECKING block does not count
+    assert GRAPH["up_trl"] == {"up_trl._version"}  # exports imported lazily; its TYPE_CHECKING block does not count
 
 
 def test_find_cycle_names_the_cycle():
@@ -207,6 +207,20 @@ def test_the_core_stands_alone():
     application = {"up_trl.run", "up_trl.cli", "up_trl.checks", "up_trl.data", "up_trl.rewards", "up_trl.evaluation"}
     for core in ("up_trl.trainers", "up_trl.objective"):
         assert not PACKAGE_GRAPH[core] & application, (core, sorted(PACKAGE_GRAPH[core] & application))
+
+
+def test_the_run_layer_goes_down_its_map():
+    """`up_trl/run/__init__.py` lists the run layer's modules in order: each imports only those above it, and never
+    the package itself (its `__init__` is the top of the house)."""
+    import re
+
+    doc = ast.get_docstring(ast.parse(MODULES["up_trl.run"].read_text()))
+    order = [f"up_trl.run.{name}" for name in re.findall(r"^- `(\w+)`", doc, re.M)]
+    assert sorted(order) == sorted(m for m in MODULES if m.startswith("up_trl.run.")), "the map names every module"
+    for i, module in enumerate(order):
+        run_imports = {t for t in GRAPH[module] if t.startswith("up_trl.run")}
+        assert run_imports <= set(order[:i]), (module, sorted(run_imports - set(order[:i])))
+        assert "up_trl" not in GRAPH[module], module
 
 
 def test_the_packages_public_names():

@@ -1,5 +1,5 @@
 """A run interrupted at any step and resumed from its checkpoint ends with the uninterrupted run's weights, bit for
-bit: the checkpoint carries the buffered rollout batch (`up_trl.run.rollout_checkpoint`), which TRL's does not. The
+bit: the checkpoint carries the buffered rollout batch (`up_trl.run.checkpoints`), which TRL's does not. The
 trainers here carry every opt-in part, as `up-trl train` builds them (`conftest.build`): the parts are under test."""
 
 import os
@@ -11,7 +11,7 @@ from test_rloo import make_rloo_trainer
 from transformers import TrainerCallback
 
 from up_trl.data.models import tiny_model_and_tokenizer
-from up_trl.run.rollout_checkpoint import RolloutCheckpointCallback, rollout_file
+from up_trl.run.checkpoints import RolloutCheckpointCallback, rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
 # steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with
@@ -157,8 +157,8 @@ def test_resume_trains_with_the_settings_it_was_given(tmp_path, kind):
 
 def test_under_deepspeed_a_changed_optimizer_setting_is_refused_in_one_line(tmp_path):
     """DeepSpeed's engine restores the optimizer as saved, so a new learning rate would not apply: refused, where
-    without DeepSpeed it is said and applied (`resume_settings`)."""
-    from up_trl.run.checkpoint_complete import mark_complete, resume_differences
+    without DeepSpeed it is said and applied (`run.checkpoints.ResumeSettingsMixin`)."""
+    from up_trl.run.checkpoints import mark_complete, resume_differences
 
     checkpoint = tmp_path / "checkpoint-4"
     checkpoint.mkdir()

@@ -35,13 +35,12 @@ def make_rloo_trainer(
     tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
 ):
     """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    `SharedPromptUPRLOOTrainer`; `parts`: every opt-in part, `conftest.build`)."""
-    from up_trl.speedups.trainers import SharedPromptUPRLOOTrainer
-
+    CPU saving; `parts`: every opt-in part, `conftest.build`)."""
     model, tokenizer = tiny
     return build(
-        SharedPromptUPRLOOTrainer if shared_prompt else UPRLOOTrainer,
+        UPRLOOTrainer,
         parts,
+        shared_prompt,
         model=model,
         reward_funcs=reward,
         args=rloo_args(tmp_path, **overrides),

@@ -139,7 +139,7 @@ def test_an_added_line_changes_the_pin_and_a_comment_does_not():
 # Where each feature that relies on TRL internals is defined; its docstring names the feature's pins or behaviours.
 FEATURE_HOMES = {
     "objective": [f"up_trl.trainers.{name}_trainer" for name in ("grpo", "rloo", "async_grpo")],
-    "rollout checkpoint": ["up_trl.run.rollout_checkpoint", "up_trl.run.resume_settings"],
+    "rollout checkpoint": ["up_trl.run.checkpoints"],
     "off-policy notice": ["up_trl.trainers.shared"],
     "logs and card": ["up_trl.trainers.shared"],
     "run card": ["up_trl.run.parts"],

@@ -1,4 +1,4 @@
-"""`up/unscorable_frac` from the reward functions themselves (`up_trl.run.unscorable`).
+"""`up/unscorable_frac` from the reward functions themselves (`up_trl.run.parts`).
 
 A completion is unscorable when no reward function gave it a finite value (None, NaN, +-inf are not; values are read
 as TRL reads them, float32); a model reward scores every completion. The wrapper changes nothing TRL sees: the same
@@ -18,7 +18,7 @@ import torch
 from conftest import cpu_args
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from up_trl.run.unscorable import METRIC, ScorableRecorder, record_scorable
+from up_trl.run.parts import METRIC, ScorableRecorder, record_scorable
 
 NAN, INF = float("nan"), float("inf")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # the one place it is written
 
 _EXPORTS = {
     "UPGRPOConfig": "trainers.grpo_config",

@@ -68,10 +68,10 @@ class TrainScriptArguments(GRPOScriptArguments):
     share_prompt_prefix: bool = field(
         default=False,
         metadata={
-            "help": "Opt-in CPU saving, not part of UP (grpo and rloo; up_trl.speedups.trainers): on CPU, in one "
-            "process, compute each distinct prompt of a batch once in the scoring forwards (the num_generations "
-            "completions of a prompt share it), instead of once per completion. Log-probs and gradients equal "
-            "TRL's to float rounding, not bit for bit."
+            "help": "Opt-in CPU saving, not part of UP (grpo and rloo; run.parts.SharedPromptTrainerMixin): on "
+            "CPU, in one process, compute each distinct prompt of a batch once in the scoring forwards (the "
+            "num_generations completions of a prompt share it), instead of once per completion. Log-probs and "
+            "gradients equal TRL's to float rounding, not bit for bit."
         },
     )
     plot: bool = field(default=True, metadata={"help": "Write metrics.png in the output directory at the end."})

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(train_help())
         return 0
     if command == "train":
-        from ..run.ending import exit_launched_process, launched_with_others
+        from ..run.job import exit_launched_process, launched_with_others
 
         code = train_command(rest)
         if launched_with_others():  # one of the processes `accelerate launch` started: end cleanly, with its code

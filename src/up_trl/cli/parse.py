@@ -175,11 +175,6 @@ def check_train_args(argv: list[str]):
     if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
         check_output_folder(training_args.output_dir)
     trainer_cls = trainer_classes(script_args.trainer)[1]
-    build = None
-    if script_args.share_prompt_prefix:  # the opt-in CPU saving: the same trainer, each prompt computed once
-        from ..speedups.trainers import SHARED_PROMPT_TRAINERS
-
-        build = SHARED_PROMPT_TRAINERS[trainer_cls]
     flags = flags_given(given)  # as typed (the checks add --save_strategy steps to a lone --save_steps)
     return TrainJob(
         script_args,
@@ -193,7 +188,6 @@ def check_train_args(argv: list[str]):
         flags=flags,
         column_mapping=parse_column_mapping(script_args.column_mapping),
         mixture=mixture,
-        build=build,
     )
 
 

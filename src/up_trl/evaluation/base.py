@@ -68,7 +68,7 @@ def model_identity(model: str) -> dict:
 
 def cache_path(model: str, args) -> tuple[Path, dict]:
     """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
-    from .. import __version__
+    from .._version import __version__
     from ..data.models import default_cache_dir
 
     key = {"model": model_identity(model), "up-trl": __version__}

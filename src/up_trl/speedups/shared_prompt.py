@@ -1,5 +1,5 @@
-"""Each distinct prompt of a batch computed once: an opt-in CPU saving (`speedups.trainers`; `up-trl train
---share_prompt_prefix true`), not part of UP: the UP trainers never run this module.
+"""Each distinct prompt of a batch computed once: an opt-in CPU saving (`SharedPromptTrainerMixin`, a part in
+`run.parts`; `up-trl train --share_prompt_prefix true`), not part of UP: the UP trainers never run this module.
 
 GRPO and RLOO score `num_generations` completions of every prompt, and TRL's forward runs the whole
 `[prompt | completion]` row for each. In a causal model the prompt's keys and values do not depend on the
@@ -129,6 +129,8 @@ class SharedPromptTrainerMixin:
         return not (checkpointing and unwrapped.training and torch.is_grad_enabled())  # recomputed layers
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        """The next class's forward through `super()`, on the shared-prompt model where `shares_prompts`: UP's anchor
+        (`UPSyncTrainerMixin`) reads its output either way."""
         if self.shares_prompts(model, input_ids.device):
             model = SharedPromptForward(model, logits_to_keep)
         return super()._get_per_token_logps_and_entropies(

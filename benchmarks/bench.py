@@ -280,7 +280,7 @@ def supervise(model, prompt_ids, reply, rng: random.Random, steps: int, device: 
 def warm_start(seed: int, steps: int = 60, *, device: torch.device | str = "cpu", **model_kwargs):
     """The tiny model after `steps` supervised steps on random one-digit answers: digits become likely, none right.
     `model_kwargs` (hidden_size, num_layers) size the model; benchmarks/gpu_suite.py builds a larger one on a GPU."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed, **model_kwargs)
     model.to(device)

@@ -141,7 +141,7 @@ def main(argv=None) -> dict:
     settings.pop("configs"), settings.pop("seeds"), settings.pop("levels")
     twins = settings.pop("twins", None)
     if args.setting == "smollm2":
-        from up_trl.data.models import smollm2_path
+        from up_trl.models.offline import smollm2_path
 
         settings.update(SMOLLM2, model=smollm2_path(), output_dir=str(out))
     if args.setting == "smollm2" and args.learning_rate != 1e-3:

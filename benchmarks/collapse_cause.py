@@ -67,7 +67,7 @@ def install(routing: str | None, records: list | None):
     for the duration of the call) against the batch's pi_old. Installing again replaces an earlier install."""
     import functools
 
-    from up_trl.data.models import tiny_tokenizer
+    from up_trl.models.offline import tiny_tokenizer
     from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
     # the trainer's own methods, also when an earlier install patched them (functools.wraps keeps them as __wrapped__)

@@ -73,7 +73,7 @@ def main():
     args = parser.parse_args()
 
     torch.set_num_threads(1)
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
         model = save_tiny_model(Path(tmp) / "model", seed=0)

@@ -21,7 +21,7 @@ and suite.png under --output_dir (default outputs/benchmarks/gpu_suite, outside 
    (TRL reloads the reference from it), `beta=0.05` against `beta=0`, 2 interleaved pairs of 4 steps: the median
    step time and CUDA's peak allocated memory, as ratios.
 
-Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.data.models).
+Nothing is downloaded: every model is built from a config, the tokenizer in code (up_trl.models.offline).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def kl_cost(args) -> dict:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     from up_trl import UPGRPOConfig, UPGRPOTrainer
-    from up_trl.data.models import tiny_tokenizer
+    from up_trl.models.offline import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     if args.dry_run:

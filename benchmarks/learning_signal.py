@@ -44,7 +44,7 @@ def main(argv=None):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from up_trl.data import load_math_dataset, system_prompt_from_flag
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
     from up_trl.rewards import get_reward_funcs
 
     system_prompt = system_prompt_from_flag(args.system_prompt)

@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from up_trl.data import load_math_dataset
-from up_trl.data.models import smollm2_path
+from up_trl.models.offline import smollm2_path
 
 
 def main(argv: list[str] | None = None) -> None:

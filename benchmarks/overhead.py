@@ -138,7 +138,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.bfloat16 if args.bf16 else torch.float32

@@ -240,9 +240,9 @@ def main(argv=None) -> dict:
     if args.quick:
         args.seeds, args.pairs, args.max_steps, args.benchmark_limit = args.seeds[:1], ["DAPO"], 2, 4
         args.k, args.max_completion_length = 2, 16
-    from up_trl.data.models import smollm2_path
     from up_trl.evaluation.evaluate import check_benchmarks
     from up_trl.evaluation.pass_at_k import default_ks
+    from up_trl.models.offline import smollm2_path
 
     check_benchmarks(  # fails now, not after the first run
         [args.benchmark], args.k, args.arithmetic_ops, eval_few_shot(vars(args)), args.benchmark_split

@@ -58,7 +58,7 @@ def build_trainer(argv: list[str], output_dir: str):
     """The trainer `up-trl train <argv>` builds (same parser, data, rewards and model), without its callbacks."""
     from up_trl.cli import parse_train_args
     from up_trl.data import load_math_dataset, system_prompt_from_flag
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
     from up_trl.rewards import get_reward_funcs
     from up_trl.run.parts import attach_parts, with_parts
     from up_trl.trainers.grpo_trainer import UPGRPOTrainer
@@ -258,7 +258,7 @@ def kernels(rounds: int, threads: int) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
 
     torch.set_num_threads(threads)
     path = smollm2_path()
@@ -330,7 +330,7 @@ def generation_options(rounds: int, threads: int) -> dict:
     from transformers import AutoModelForCausalLM, AutoTokenizer, CompileConfig, GenerationConfig
 
     from up_trl.data import load_math_dataset
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
     from up_trl.speedups.shared_prompt import shared_prompt_generate
 
     torch.set_num_threads(threads)

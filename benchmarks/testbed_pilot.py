@@ -81,7 +81,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 seed, 2 steps, 2 problems, k 2")
     parser.add_argument("--output_dir", default="outputs/benchmarks/testbed_pilot")
     args = parser.parse_args(argv)
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
 
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -344,7 +344,7 @@ def main(argv=None) -> dict:
     )
     parser.add_argument("--output_dir", default="outputs/benchmarks/testbed_search")
     args = parser.parse_args(argv)
-    from up_trl.data.models import smollm2_path
+    from up_trl.models.offline import smollm2_path
 
     commit = code_commit()
     if commit and commit.endswith("+dirty") and not (args.allow_dirty or args.report_only):

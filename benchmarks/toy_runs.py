@@ -41,7 +41,7 @@ def warm_start_tail(seed: int, steps: int = 120, tail_length: int = TAIL_LENGTH,
     digit and a reward-irrelevant tail of TAIL_LENGTH characters, each TAIL_FILLER with probability 1 - TAIL_NOISE,
     else a random letter (so a tail token is likely, p ~ 0.8, or rare, p ~ 0.008), then EOS. A stand-in for the
     long replies of the public report, where the reward reads the final answer and most tokens do not matter."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=seed)
     rng = random.Random(seed)

@@ -31,7 +31,7 @@ def main():
     if on_cpu:
         import torch
 
-        from up_trl.data.models import tiny_model_and_tokenizer
+        from up_trl.models.offline import tiny_model_and_tokenizer
 
         torch.set_num_threads(1)
         model, tokenizer = tiny_model_and_tokenizer(seed=0)

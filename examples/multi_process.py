@@ -30,7 +30,7 @@ def main():
     args = parser.parse_args()
     on_cpu = args.model is None
     if on_cpu:
-        from up_trl.data.models import tiny_model_and_tokenizer
+        from up_trl.models.offline import tiny_model_and_tokenizer
 
         model, tokenizer = tiny_model_and_tokenizer(seed=0)
     else:

@@ -12,7 +12,7 @@ import torch
 from datasets import Dataset
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
-from up_trl.data.models import tiny_model_and_tokenizer
+from up_trl.models.offline import tiny_model_and_tokenizer
 
 torch.set_num_threads(1)
 

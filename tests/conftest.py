@@ -16,7 +16,7 @@ torch.set_num_threads(1)
 @pytest.fixture
 def tiny():
     """(model, tokenizer): a 2-layer, hidden-64 Qwen2 with a character tokenizer, seeded."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     return tiny_model_and_tokenizer(seed=0)
 
@@ -187,12 +187,12 @@ def no_model_loads(monkeypatch, tmp_path):
     (a config.json naming a known model_type, and a weights file: files only, it never loads)."""
     import transformers
 
-    import up_trl.data.models
+    import up_trl.models.offline
 
     def refuse(*args, **kwargs):
         raise ModelLoaded("a model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", refuse)
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "outputs" / "quickstart").mkdir(parents=True)

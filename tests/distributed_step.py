@@ -62,7 +62,7 @@ def run(loss_type: str, out_dir: str) -> dict:
     from datasets import Dataset
 
     from up_trl import UPGRPOConfig, UPGRPOTrainer
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     initial = {n: p.detach().clone() for n, p in model.state_dict().items()}

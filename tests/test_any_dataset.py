@@ -93,7 +93,7 @@ def test_trl_reward_names_are_trls_functions():
 
 def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path):
     from up_trl.cli import train
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)]})
     argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)

@@ -19,8 +19,8 @@ from conftest import cpu_args, length_reward
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
-from up_trl.data.models import tiny_tokenizer
-from up_trl.objective.reference import up_per_token_loss
+from up_trl.models.offline import tiny_tokenizer
+from up_trl.objective.paper_losses import up_per_token_loss
 from up_trl.trainers.grpo_trainer import UP_METRICS
 
 GA, SPG = 2, 4  # the hand-made batch is one micro-batch of a generation batch split in SPG, accumulated over GA

@@ -32,7 +32,7 @@ from trl.experimental.async_grpo.async_rollout_worker import RolloutSample, _Asy
 from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_attention
 
 from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-from up_trl.data.models import save_tiny_model
+from up_trl.models.offline import save_tiny_model
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
 

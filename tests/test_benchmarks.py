@@ -89,7 +89,7 @@ def test_sample_efficiency_async_pair_refuses_corrupted_rewards(capsys, monkeypa
 
 @pytest.mark.slow
 def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
     _load("learning_signal").main(
@@ -227,7 +227,7 @@ def test_step_profile_splits_a_step_into_phases():
 
 @pytest.mark.slow
 def test_step_profile_compare_interleaves_two_trainings(tmp_path):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     tiny = save_tiny_model(tmp_path / "tiny")
     flags = (
@@ -348,9 +348,9 @@ def test_real_model_pair_differs_only_in_up_mode():
 
 
 def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
-    import up_trl.data.models
+    import up_trl.models.offline
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", lambda: "m")
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: "m")
     module = _load("real_model")
     flags = ["--dataset", "arithmetic", "--benchmark", "arithmetic", "--output_dir", str(tmp_path), "--report_only"]
     stored = {"config": "DAPO", "pair": "DAPO", "seed": 0, "settings": {"max_steps": 99}}
@@ -482,7 +482,7 @@ def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
 
     import torch
 
-    from up_trl.data.models import tiny_tokenizer
+    from up_trl.models.offline import tiny_tokenizer
     from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
     eos = tiny_tokenizer().eos_token_id

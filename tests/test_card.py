@@ -45,7 +45,7 @@ def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
     from up_trl import UPGRPOTrainer
     from up_trl.data import load_math_dataset
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
@@ -106,7 +106,7 @@ def test_card_hub_model_hub_dataset_pushed(trained, monkeypatch):
 
 def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path):
     trainer, _ = trained
-    cache = tmp_path / "SmolLM2-135M-Instruct-float32"  # the folder up_trl.data.models.smollm2_path converts into
+    cache = tmp_path / "SmolLM2-135M-Instruct-float32"  # the folder up_trl.models.offline.smollm2_path converts into
     cache.mkdir()
     monkeypatch.setattr(trainer.model.config, "_name_or_path", str(cache))
     out = tmp_path / "run"

@@ -153,7 +153,7 @@ def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("marks") / "tiny")
 

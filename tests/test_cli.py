@@ -156,12 +156,12 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
     ],
 )
 def test_bad_input_fails_before_the_model_is_loaded(tmp_path, monkeypatch, flags, match):
-    import up_trl.data.models
+    import up_trl.models.offline
 
     def no_model(*args, **kwargs):
         raise AssertionError("the model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", no_model)
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", no_model)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises((ValueError, ConnectionError), match=match):
         train(["--output_dir", str(tmp_path), *flags])
@@ -169,7 +169,7 @@ def test_bad_input_fails_before_the_model_is_loaded(tmp_path, monkeypatch, flags
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     root = tmp_path_factory.mktemp("cli")
     model_dir = save_tiny_model(root / "tiny")
@@ -261,7 +261,7 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
 def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, flags, cls, objective):
     """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the tests' CPU stand-ins for the vLLM
     server and the flash-attention-3 kernel, which `up-trl train` itself requires)."""
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     if trainer == "async_grpo":
         import up_trl.cli.parse
@@ -346,7 +346,7 @@ def _with_async_on_cpu(trainer_classes):
 
 
 def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(tmp_path, capsys):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     out = tmp_path / "out"
     argv = [

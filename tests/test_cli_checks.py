@@ -359,7 +359,7 @@ def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
 
 def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch):
     """With a model named and no --output_dir, TRL's config writes to `trainer_output`: checked like a named one."""
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(no_model_loads / "tiny")
     capsys.readouterr()  # its progress bar

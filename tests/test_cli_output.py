@@ -16,7 +16,7 @@ UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "grad
 
 @pytest.mark.slow
 def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     argv = [

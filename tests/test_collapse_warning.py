@@ -127,7 +127,7 @@ def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts
     import torch
     from conftest import make_trainer
 
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     stale = dict(steps_per_generation=2, num_iterations=2, max_steps=4)
     weights = {}

@@ -79,7 +79,7 @@ def _run(cmd: list[str], timeout: int = 480) -> subprocess.CompletedProcess:
 def test_cli_train_under_zero3_on_two_processes(tmp_path):
     from transformers import AutoModelForCausalLM
 
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     tiny = save_tiny_model(tmp_path / "tiny")
     data = tmp_path / "arithmetic.jsonl"
@@ -134,7 +134,7 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
 def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
     """`up-trl train` on 2 ZeRO-3 processes saving every step with `--save_total_limit 1` (save, rotation and mark
     steps at every step and at the end): the command line."""
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     tiny = tmp_path / "tiny"
     argv = [

@@ -161,3 +161,23 @@ def test_the_method_page_shows_the_override_as_it_is():
 
     for method in (UPGRPOTrainer._compute_loss, UPRLOOTrainer._compute_loss):  # UP in one screen
         assert len(inspect.getsource(method).splitlines()) <= 25, method.__qualname__
+
+
+def test_the_maintainers_map_names_every_module_once():
+    """docs/maintaining.md's map: one line a module of src/up_trl, each once, each that exists."""
+    text = (ROOT / "docs" / "maintaining.md").read_text()
+    block = text.split("One line a module", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    listed, package = [], ""
+    for line in block.splitlines():
+        name = line.split()[0]
+        if not line.startswith(" "):
+            package = name if name.endswith("/") else ""
+            if package:
+                continue
+        listed.append(package + name)
+    modules = sorted(str(p.relative_to(ROOT / "src" / "up_trl")) for p in (ROOT / "src" / "up_trl").rglob("*.py"))
+    packages_with_an_init_only = {m for m in modules if m.endswith("/__init__.py")} - set(listed)
+    assert sorted(set(listed)) == sorted(listed), "a module listed twice"
+    assert sorted(set(listed) | packages_with_an_init_only) == modules, set(modules) ^ (
+        set(listed) | packages_with_an_init_only
+    )

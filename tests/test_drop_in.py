@@ -116,7 +116,7 @@ def test_no_setup_the_parent_accepts_is_refused(tmp_path, tiny):
 def test_a_model_object_with_a_kl_behaves_as_in_the_parent(tmp_path, prompts_dataset, kind):
     """beta > 0 with a model built in code: TRL reloads its reference from `config._name_or_path` (empty here) and
     fails; the UP trainer fails the same way (nothing of its own in between)."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     errors = []
     for index in range(2):

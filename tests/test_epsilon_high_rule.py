@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from up_trl.cli.catalog import recipe_path
-from up_trl.objective.reference import clipped_surrogate_loss, up_per_token_loss
+from up_trl.objective.paper_losses import clipped_surrogate_loss, up_per_token_loss
 
 R = torch.linspace(0.305, 4.005, 371)  # the ratio r = pi_theta / pi_old, never exactly on a clip boundary
 RECIPES = Path(recipe_path("up_dapo")).parent  # the packaged recipes

@@ -14,7 +14,7 @@ EVAL = ["--benchmarks", "gsm8k", "--k", "2", "--limit", "2", "--max_new_tokens",
 def run_folder(tmp_path_factory):
     """A 1-step `up-trl train` run of a tiny model: its run record names the base folder."""
     from up_trl.cli import train
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     root = tmp_path_factory.mktemp("eval-base")
     base = save_tiny_model(root / "tiny-base")
@@ -124,6 +124,6 @@ def test_a_card_that_names_the_offline_smollm2_scores_its_local_copy(tmp_path, m
     (tmp_path / "checkpoint-2").mkdir()
     assert recorded_base_model(str(tmp_path)) == recorded_base_model(str(tmp_path / "checkpoint-2"))
     assert recorded_base_model(str(tmp_path)) == "HuggingFaceTB/SmolLM2-135M-Instruct"
-    monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/cache/SmolLM2-135M-Instruct-float32")
+    monkeypatch.setattr("up_trl.models.offline.smollm2_path", lambda: "/cache/SmolLM2-135M-Instruct-float32")
     assert loadable_base("HuggingFaceTB/SmolLM2-135M-Instruct") == ("/cache/SmolLM2-135M-Instruct-float32", "")
     assert recorded_base_model(str(tmp_path / "nothing-here")) is None

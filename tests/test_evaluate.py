@@ -142,18 +142,18 @@ def refused(capsys, argv) -> str:
 
 
 def test_unknown_benchmark_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.data.models
+    import up_trl.models.offline
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
     assert re.search(
         "Unknown benchmark.*aime2099.*offline: gsm8k, math500, minerva", refused(capsys, ["--benchmarks", "aime2099"])
     )
 
 
 def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.data.models
+    import up_trl.models.offline
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
     assert "Unknown arithmetic op 'div' (--arithmetic_ops)" in refused(capsys, ["--arithmetic_ops", "add", "div"])
 
 
@@ -161,9 +161,9 @@ def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
     """--arithmetic_split dev: the dev problems (for choosing settings), none of test's or train's, recorded in
     eval.json and eval.md; test stays the default; refused in one line beside a benchmark that is not arithmetic."""
     from up_trl.data.arithmetic import arithmetic_problems
-    from up_trl.data.models import save_tiny_model
     from up_trl.evaluation.config import parse_eval_args
     from up_trl.evaluation.evaluate import benchmark_sets
+    from up_trl.models.offline import save_tiny_model
 
     assert parse_eval_args([]).arithmetic_split == "test"
     args = parse_eval_args(["--arithmetic_ops", "mul", "--arithmetic_split", "dev"])
@@ -189,9 +189,9 @@ def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
     from up_trl.data.arithmetic import arithmetic_problems
-    from up_trl.data.models import save_tiny_model
     from up_trl.evaluation.config import parse_eval_args
     from up_trl.evaluation.evaluate import benchmark_sets
+    from up_trl.models.offline import save_tiny_model
 
     args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30"])
     assert parse_eval_args([]).arithmetic_ops == ["mul1"]
@@ -259,7 +259,7 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
 
 
 def test_tiny_model_end_to_end(tmp_path):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
@@ -297,7 +297,7 @@ def test_tiny_model_end_to_end(tmp_path):
 
 def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
     """--temperature 0 used to crash (greedy decoding with num_return_sequences > 1)."""
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
@@ -334,7 +334,7 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     from up_trl.evaluation.config import parse_eval_args
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("up_trl.data.models.smollm2_path", lambda: "/base/smollm2")
+    monkeypatch.setattr("up_trl.models.offline.smollm2_path", lambda: "/base/smollm2")
     args = parse_eval_args([])
     notes = args.resolve_defaults()
     assert args.benchmarks == ["arithmetic"] and args.model == "/base/smollm2" and "base" in notes[0]
@@ -361,7 +361,7 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
     """CPU eval lays out the k copies of a prompt as `num_return_sequences` does and prefills each prompt once
     (`--share_prompt_prefix`, on by default): the same samples as k prefills (`false`)."""
     import up_trl.speedups.shared_prompt as shared_prompt
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     seen = []
     real = shared_prompt.distinct_prompts
@@ -410,7 +410,7 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
     the same as the num_return_sequences=k path."""
     from transformers import GenerationConfig
 
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
     GenerationConfig(num_return_sequences=2, do_sample=True).save_pretrained(model)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 
-from up_trl.data.models import save_tiny_model
 from up_trl.file_modes import default_file_mode, usual_file_modes
+from up_trl.models.offline import save_tiny_model
 
 
 def mode(path) -> int:

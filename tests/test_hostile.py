@@ -59,7 +59,7 @@ One run per folder (`run_lock`)
 - runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
   the other is refused naming the pid; a stale lock is taken over and said so; a file system without file locks is
   refused in one line.
-Files the user names (loaded by `datasets` / read by transformers' `AutoConfig`, `data.model_source`, `checks.names`)
+Files the user names (loaded by `datasets`, read by `AutoConfig`: `models.source`, `checks.recipe_and_flags`)
 - data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
   are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
   weights [MODEL_FOLDER_CASES]; output folders that cannot be made [OUTPUT_FOLDER_CASES] -> one line (the library's
@@ -265,7 +265,7 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
 def loss_trainer(tmp_path_factory):
     from datasets import Dataset
 
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     trainer = _trainer(
         tmp_path_factory.mktemp("hostile"),
@@ -441,12 +441,12 @@ def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompt
 
 @pytest.fixture
 def no_model(monkeypatch):
-    import up_trl.data.models
+    import up_trl.models.offline
 
     def refuse(*args, **kwargs):
         raise AssertionError("the model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.data.models, "smollm2_path", refuse)
+    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", refuse)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
@@ -513,7 +513,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
     from up_trl.cli import train
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     (tmp_path / "hostile_rewards.py").write_text(
         "def nothing(completions, **kwargs):\n    return [None] * len(completions)\n"
@@ -815,7 +815,7 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
     from conftest import same_code_env
 
     from up_trl.cli import main
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     here = Path(__file__).parent
     out = tmp_path / "out"
@@ -987,7 +987,7 @@ def main_train(argv):
 @pytest.mark.slow
 def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
     from up_trl.cli import main
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     out = tmp_path / "out"
     argv = [
@@ -1037,7 +1037,7 @@ def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
     """The warning's advice at a dead state (docs/collapse.md): resume from an earlier checkpoint with `--beta 0.05`.
     The resume says so and trains with TRL's KL to the reference (loaded from the same model folder)."""
     from up_trl.cli import main
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
     from up_trl.run.card import read_metrics
 
     out = tmp_path / "out"
@@ -1405,7 +1405,7 @@ def test_a_model_folder_without_weights_is_refused_before_an_overwrite(no_model_
 
 
 def test_model_folders_that_load_pass_the_check(tmp_path):
-    from up_trl.data.model_source import check_model
+    from up_trl.models.source import check_model
 
     for name, files in {
         "sharded": {"config.json": QWEN2, "model.safetensors.index.json": b"{}"},
@@ -1498,9 +1498,9 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
 
 def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads, monkeypatch):
     """`no_model_loads` raises a BaseException: the CLI's catch-all of Exception lets it through."""
-    import up_trl.data.models
+    import up_trl.models.offline
     from up_trl.cli import main
 
-    monkeypatch.setattr("up_trl.run.preflight.prepare_run", lambda *a, **k: up_trl.data.models.smollm2_path())
+    monkeypatch.setattr("up_trl.run.preflight.prepare_run", lambda *a, **k: up_trl.models.offline.smollm2_path())
     with pytest.raises(ModelLoaded):
         main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])

@@ -51,8 +51,8 @@ def _imports_in(node: ast.AST):
 
 
 def _known(name: str) -> str | None:
-    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.objective.losses.x` ->
-    `up_trl.objective.losses`)."""
+    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.objective.routing.x` ->
+    `up_trl.objective.routing`)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -157,13 +157,13 @@ from .extraction import extract_answer
 if TYPE_CHECKING:
     from ..trainers.grpo_trainer import UPGRPOTrainer  # never runs
 def f():
-    from ..objective.losses import up_routes
+    from ..objective.routing import up_routes
     from . import pool
     import up_trl.data
     from up_trl.objective.guards import is_rare
 """
     found = imported_modules("up_trl.rewards.functions", source)
-    expected = ("rewards.extraction", "objective.losses", "rewards.pool", "data", "objective.guards")
+    expected = ("rewards.extraction", "objective.routing", "rewards.pool", "data", "objective.guards")
     assert found == {f"up_trl.{name}" for name in expected}
 
 

@@ -100,7 +100,7 @@ def test_grpo_and_rloo_anchor_pi_old_through_the_one_function(tmp_path, tiny, pr
 
     import up_trl.trainers.grpo_trainer
     import up_trl.trainers.rloo_trainer
-    from up_trl.objective.losses import anchored_old_logps
+    from up_trl.objective.routing import anchored_old_logps
 
     for module, make in (
         (up_trl.trainers.grpo_trainer, make_trainer),

@@ -6,14 +6,14 @@ import pytest
 import torch
 
 from up_trl.objective.guards import rare_mask
-from up_trl.objective.losses import (
+from up_trl.objective.paper_losses import clipped_surrogate_loss, up_per_token_loss
+from up_trl.objective.routing import (
     anchored_old_logps,
     log_importance_weights,
     probability_capacity,
     self_anchored_ratio,
     up_routes,
 )
-from up_trl.objective.reference import clipped_surrogate_loss, up_per_token_loss
 
 EPS = dict(epsilon_low=0.2, epsilon_high=0.28)
 

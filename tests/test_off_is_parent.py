@@ -13,7 +13,7 @@ from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
-from up_trl.data.models import tiny_model_and_tokenizer
+from up_trl.models.offline import tiny_model_and_tokenizer
 
 # Two ways a rollout batch goes stale: more mini-batches than one optimizer step takes, and more passes over it.
 STALE = {

@@ -65,7 +65,7 @@ def test_training_announces_the_first_rollout_batch_and_keeps_the_eta_bar(tmp_pa
 
 
 def test_offline_model_conversion_is_announced_once(tmp_path, monkeypatch, capsys):
-    import up_trl.data.models as models
+    import up_trl.models.offline as models
 
     class Fake:  # stands in for the GGUF tokenizer and model: the conversion itself takes ~40 s
         @classmethod

@@ -69,7 +69,7 @@ def _per_step(trainer, key):
 def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, tiny, prompts_dataset):
     """SIGTERM at step 3, inside a rollout cycle (4 micro-steps a rollout batch): the checkpoint written at the end of
     that step resumes into the uninterrupted run, bit for bit (tests/test_resume.py covers GRPO and RLOO layouts)."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     common = dict(max_steps=6, num_iterations=2, steps_per_generation=2, save_strategy="steps", save_steps=100)
     full = _trainer(tmp_path / "full", tiny_model_and_tokenizer(seed=0), prompts_dataset, **common)
@@ -102,7 +102,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, 
 
 
 def test_same_seed_same_metrics(tmp_path, prompts_dataset):
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     runs = []
     for name in ("a", "b"):

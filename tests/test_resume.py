@@ -10,7 +10,7 @@ from conftest import make_trainer
 from test_rloo import make_rloo_trainer
 from transformers import TrainerCallback
 
-from up_trl.data.models import tiny_model_and_tokenizer
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.run.checkpoints import RolloutCheckpointCallback, rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}

@@ -62,7 +62,7 @@ def _sequence_logps(trainer, model, batch):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
@@ -256,7 +256,7 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 def two_runs(tmp_path_factory):
     """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off", with
     every opt-in part, as `up-trl train` builds it (the card and the skipped-step count are parts)."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
     runs = {}

@@ -17,7 +17,7 @@ from up_trl.cli import main
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
 

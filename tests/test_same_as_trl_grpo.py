@@ -79,7 +79,7 @@ def assert_same_trained_weights(theirs: dict, ours: dict, start: dict | None = N
 
 @pytest.fixture
 def tiny_model_dir(tmp_path):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
     return path, load_file(f"{path}/model.safetensors")
@@ -114,7 +114,7 @@ def test_a_prompt_only_set_scored_by_a_reward_model(tmp_path, tiny_model_dir, lo
     `--reward_funcs` on a prompt-only set (its `zen` set, standard_prompt_only); a tiny sequence classifier here."""
     from transformers import Qwen2Config, Qwen2ForSequenceClassification
 
-    from up_trl.data.models import tiny_tokenizer
+    from up_trl.models.offline import tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,

@@ -56,7 +56,7 @@ def _can_mount_tmpfs(folder) -> bool:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """The run, uninterrupted, saving every step: its folder (the weights to reach, a checkpoint's size)."""
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     tmp = tmp_path_factory.mktemp("uninterrupted")
     tiny = save_tiny_model(tmp / "tiny")

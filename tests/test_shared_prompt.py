@@ -349,7 +349,7 @@ def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(
 
 def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_dataset, monkeypatch):
     """Checkpointed layers drop the cache (transformers), so the prompt would be lost: the full rows instead."""
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     calls = []
     real_call = SharedPromptForward.__call__

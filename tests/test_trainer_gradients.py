@@ -14,8 +14,8 @@ from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
 from up_trl.objective.guards import rare_mask
-from up_trl.objective.losses import log_importance_weights, self_anchored_ratio, up_routes
-from up_trl.objective.reference import up_per_token_loss
+from up_trl.objective.paper_losses import up_per_token_loss
+from up_trl.objective.routing import log_importance_weights, self_anchored_ratio, up_routes
 
 LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
 GA, SPG, MAX_LEN = 2, 4, 6
@@ -33,7 +33,7 @@ def _forward(trainer, model, batch, compute_entropy=False):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     from datasets import Dataset

@@ -65,7 +65,7 @@ def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts
     # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too. UP
     # clips no positive token (r~ = 1); the negative ones as the parent does; up/would_clip_frac: what the clip
     # would have stopped.
-    from up_trl.data.models import tiny_model_and_tokenizer
+    from up_trl.models.offline import tiny_model_and_tokenizer
 
     logged = {}
     for up_mode in ("asymmetric", "off"):
@@ -81,7 +81,7 @@ def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
     trainer = UPGRPOTrainer(

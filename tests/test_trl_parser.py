@@ -184,7 +184,7 @@ def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
     `trl grpo`): both sets' rows, each made prompts as `--dataset_name` would make them; `test_split_size` gives the
     eval split."""
     from up_trl.cli import check_train_args
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
     from up_trl.run.job import load_data
 
     recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
@@ -233,7 +233,7 @@ def test_one_step_on_a_streamed_mixture(tmp_path):
     from conftest import tiny_train_argv
 
     from up_trl.cli import train
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
     argv[argv.index("--config") + 1] = mixture_recipe(tmp_path, streaming=True)
@@ -262,7 +262,7 @@ def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tm
     from conftest import tiny_train_argv
 
     from up_trl.cli import train
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     tiny = save_tiny_model(tmp_path / "tiny")
     argv = tiny_train_argv(tiny, tmp_path / "out", reward="accuracy_reward", max_steps=1)

@@ -98,7 +98,7 @@ def test_a_wrapped_constructor_forwards_everything_and_sets_what_up_reads(traine
     if trainer == "UPAsyncGRPOTrainer":  # through the tests' CPU stand-ins
         from test_async_grpo import _args, _trainer
 
-        from up_trl.data.models import save_tiny_model
+        from up_trl.models.offline import save_tiny_model
 
         made = _trainer(save_tiny_model(tmp_path / "tiny"), prompts_dataset, _args(tmp_path))
     else:

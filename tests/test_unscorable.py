@@ -199,7 +199,7 @@ def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, rewa
     from transformers import AutoTokenizer
 
     from up_trl import UPAsyncGRPOConfig
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
@@ -223,7 +223,7 @@ def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
     from transformers import AutoTokenizer
 
     from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(2)]})

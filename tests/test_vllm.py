@@ -45,7 +45,7 @@ def engine(tmp_path_factory):
     """(model folder, [the one shared LLM]): every trainer of this module generates with the same engine."""
     from vllm_sync import shared_engine
 
-    from up_trl.data.models import save_tiny_model
+    from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden_size=128, seed=0)
     with shared_engine() as llms:

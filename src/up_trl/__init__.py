@@ -19,8 +19,8 @@ _EXPORTS = {
     "UPRLOOTrainer": "trainers.rloo_trainer",
     "UPAsyncGRPOConfig": "trainers.async_grpo_config",
     "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
-    "probability_capacity": "objective.losses",
-    "self_anchored_ratio": "objective.losses",
+    "probability_capacity": "objective.routing",
+    "self_anchored_ratio": "objective.ratios",
     "up_per_token_loss": "objective.reference",
     "CollapseWarningCallback": "trainers.collapse_warning",
 }
@@ -29,7 +29,8 @@ __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UP
            "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback"]  # fmt: skip
 
 if TYPE_CHECKING:
-    from .objective.losses import probability_capacity, self_anchored_ratio
+    from .objective.ratios import self_anchored_ratio
+    from .objective.routing import probability_capacity
     from .objective.reference import up_per_token_loss
     from .trainers.async_grpo_config import UPAsyncGRPOConfig
     from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer

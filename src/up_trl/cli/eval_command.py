@@ -19,13 +19,13 @@ def main(argv: list[str] | None = None) -> int:
     """`up-trl eval`, writing eval.json and eval.md. Bad input (an unknown benchmark, a model AutoConfig cannot read,
     an output folder that cannot be written, a Hub set offline) is one line, exit status 2, before any model loads."""
     from ..checks import Settings
-    from ..checks.names import flags_given
     from ..checks.ranges import check_ranges
+    from ..checks.recipe_and_flags import flags_given
     from ..data import DataError, HubUnavailableError, system_prompt_from_flag
-    from ..data.model_source import check_model
-    from ..data.models import OfflineModelMissingError
     from ..evaluation.base import choose_base, score_base
     from ..extras import missing
+    from ..models.offline import OfflineModelMissingError
+    from ..models.source import check_model
     from ..run.preflight import check_output_folder
 
     args = parse_eval_args(list(sys.argv[1:] if argv is None else argv))

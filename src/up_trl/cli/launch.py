@@ -6,7 +6,7 @@ checked first (`parse.check_train_args`): a usage error, or a flag neither takes
 from __future__ import annotations
 
 from ..checks import UsageError
-from ..checks.names import check_flags
+from ..checks.recipe_and_flags import check_flags
 from .catalog import CatalogError, accelerate_config_path
 
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from ..checks import RecipeNotFoundError, Settings, UsageError
-from ..checks.names import check_flags, check_recipe_keys, flags_given, read_recipe
+from ..checks.recipe_and_flags import check_flags, check_recipe_keys, flags_given, read_recipe
 from ..checks.settings import check_choices, check_settings
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
@@ -128,9 +128,9 @@ def check_targets(values: dict) -> str | None:
     data file, the extras a setting needs, the output folder, the model (transformers' AutoConfig reads its
     config.json). Returns the model as `from_pretrained` gets it (None: the offline default)."""
     from ..data import OFFLINE_DATASETS, missing_data_file
-    from ..data.model_source import ModelNotFoundError, check_model
-    from ..data.models import OfflineModelMissingError, check_offline_model, smollm2_cached
     from ..extras import check_extras, check_quantization
+    from ..models.offline import OfflineModelMissingError, check_offline_model, smollm2_cached
+    from ..models.source import ModelNotFoundError, check_model
     from ..rewards.registry import check_reward_names
     from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping

@@ -1,7 +1,7 @@
 r"""Math prompts for GRPO: `load_math_dataset` gives TRL conversational prompts, a `solution` column (the gold
 answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`), the source's metadata columns
 (`level` as an int, `type`, ...) and `images` for vision-language sets; a `prompt` column (text or messages) is kept
-as written, with every other column. Beside it: `arithmetic`, `prompts`, `answers`, `models`, `model_source`.
+as written, with every other column. Beside it: `arithmetic`, `prompts`, `answers` (the models: `up_trl.models`).
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]

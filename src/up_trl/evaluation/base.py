@@ -39,12 +39,12 @@ def recorded_base_model(model: str) -> str | None:
 
 def loadable_base(base: str) -> tuple[str | None, str]:
     """(what `from_pretrained` should get for `base`, or None when it cannot load here; why not, in words)."""
-    from ..data.model_source import ModelNotFoundError, check_model
+    from ..models.source import ModelNotFoundError, check_model
     from ..run.card import SMOLLM2_HUB_ID
 
     path = Path(os.path.expanduser(base))
     if not path.exists() and (base == SMOLLM2_HUB_ID or path.name.startswith("SmolLM2-135M-Instruct-")):
-        from ..data.models import OfflineModelMissingError, smollm2_path  # the offline default's base
+        from ..models.offline import OfflineModelMissingError, smollm2_path  # the offline default's base
 
         with suppress(OfflineModelMissingError):
             return smollm2_path(), ""
@@ -69,7 +69,7 @@ def model_identity(model: str) -> dict:
 def cache_path(model: str, args) -> tuple[Path, dict]:
     """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
     from .._version import __version__
-    from ..data.models import default_cache_dir
+    from ..models.offline import default_cache_dir
 
     key = {"model": model_identity(model), "up-trl": __version__}
     key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
@@ -102,7 +102,7 @@ def choose_base(args) -> tuple[str | None, str]:
         return None, ""  # none asked for, or `auto` of no run folder: nothing to compare with
     base, why = loadable_base(wanted)
     if base is None and args.base_model != "auto":  # asked for by name: bad input, like a missing --model
-        from ..data.model_source import check_model
+        from ..models.source import check_model
 
         base = check_model(wanted, "--base_model")  # raises its one-line ModelNotFoundError
     if base is None:

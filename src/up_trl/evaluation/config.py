@@ -80,7 +80,7 @@ class EvalArguments:
                 self.model = DEFAULT_MODEL_DIR
                 notes.append(f"model: {DEFAULT_MODEL_DIR} (what `up-trl train` left there)")
             else:
-                from ..data.models import smollm2_path
+                from ..models.offline import smollm2_path
 
                 self.model = smollm2_path()
                 notes.append(f"model: the base SmolLM2-135M-Instruct (no trained model in {DEFAULT_MODEL_DIR} yet)")

@@ -28,7 +28,7 @@ from accelerate.logging import get_logger
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
-from ..data.model_source import checkpoints_in
+from ..models.source import checkpoints_in
 
 COMPLETE_MARK = "up_trl_checkpoint.json"
 RANK_MARK = "up_trl_checkpoint-rank{rank}.json"  # the mark of process N > 0, with several processes

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..data.model_source import checkpoints_in
 from ..errors import is_a_file
+from ..models.source import checkpoints_in
 from .checkpoints import (
     COMPLETE_MARK,
     WEIGHT_FILES,

@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from transformers.trainer_utils import get_last_checkpoint
-
 from ..errors import UsageError
-from .checkpoints import MarkCompleteCallback, checkpoint_problem, newest_complete
-from .folder import forget_run_record, resume_command, write_run_record
+
+# Light at import (the standard library only): `cli` imports this module before torch (`up-trl train --help`).
 
 
 @dataclass
@@ -111,8 +109,8 @@ def run_job(job: TrainJob):
     from trl import get_peft_config, get_quantization_config
 
     from ..data import columns_of
-    from ..data.models import OfflineModelMissingError, smollm2_path
     from ..file_modes import usual_file_modes
+    from ..models.offline import OfflineModelMissingError, smollm2_path
     from ..quiet import silence_unactionable_warnings
     from ..rewards import get_reward_funcs
     from ..rewards.registry import check_reward_columns
@@ -126,8 +124,8 @@ def run_job(job: TrainJob):
         StepEndRngCallback,
     )
     from .card import plot_metrics
-    from .checkpoints import resume_differences, run_settings
-    from .folder import describe_run_files, refresh_run_record, remove_run_files
+    from .checkpoints import MarkCompleteCallback, resume_differences, run_settings
+    from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
     from .parts import attach_parts, with_parts
     from .preflight import check_async_grpo, check_dataset_size, prepare_run
 
@@ -347,6 +345,8 @@ def failed_save(error: BaseException, out: str | os.PathLike | None = None) -> b
 
 def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None]:
     """(the cause in words, its errno or None): the OSError's, else what `out` shows, else the error itself."""
+    from .checkpoints import newest_complete
+
     if isinstance(error, OSError) and error.errno is not None:
         return error.strerror or os.strerror(error.errno), error.errno
     if not out.is_dir():
@@ -363,6 +363,9 @@ def save_failure_cause(error: BaseException, out: Path) -> tuple[str, int | None
 
 def save_failure_message(trainer, error: BaseException, argv: Sequence[str], final: bool = False) -> str:
     """The one line a failed save ends with: what it wrote, the newest complete checkpoint and the command to rerun."""
+    from .checkpoints import checkpoint_problem, newest_complete
+    from .folder import resume_command
+
     out, step = Path(trainer.args.output_dir), trainer.state.global_step
     writing = out / f"checkpoint-{step}"
     if final or not writing.exists():
@@ -386,6 +389,11 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
 def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict, final: bool = False) -> str:
     """After `trainer.train()` (`final`: the save after it) raised: emergency checkpoint, record, and the one line the
     run ends with: where it stopped, what was saved where, how to resume (`save_failure_message` for a failed save)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from .checkpoints import MarkCompleteCallback
+    from .folder import forget_run_record, resume_command, write_run_record
+
     out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
     resume = resume_command(argv)
     trainer.up_stop = dict(crashed=True, reason=type(error).__name__, step=step, max_steps=max_steps, resume=resume)

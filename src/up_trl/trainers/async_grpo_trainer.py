@@ -22,7 +22,7 @@ import torch
 from trl.experimental.async_grpo import AsyncGRPOTrainer
 
 from ..objective.guards import is_rare
-from ..objective.losses import packed_token_sum_loss, self_anchored_ratio, up_routes
+from ..objective.routing import packed_token_sum_loss, self_anchored_ratio, up_routes
 from .async_grpo_config import UPAsyncGRPOConfig
 from .shared import UPTrainerMixin
 

@@ -18,7 +18,7 @@ import torch
 from trl import RLOOTrainer
 
 from ..objective.guards import is_rare
-from ..objective.losses import anchored_old_logps, up_routes
+from ..objective.routing import anchored_old_logps, up_routes
 from .rloo_config import UPRLOOConfig
 from .shared import UPSyncTrainerMixin
 

@@ -23,7 +23,7 @@ from transformers import TrainingArguments
 
 from ..objective.guards import GuardConfigMixin
 from ..objective.indicators import indicator_rates, leading_indicator_sums
-from ..objective.losses import UP_MODES, up_positive_token_sums
+from ..objective.routing import UP_MODES, up_positive_token_sums
 from .names import UP_PAPER, objective_name, with_up
 
 logger = get_logger(__name__)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 
 from .guards import rare_mask
-from .losses import UpMode, up_routes
 from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights, self_anchored_ratio
+from .routing import UpMode, up_routes
 
 
 def clipped_surrogate_loss(

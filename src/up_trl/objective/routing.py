@@ -1,5 +1,5 @@
-"""UP, the mathematics the trainers use: pure tensor functions, no TRL import (routing by the sign of A, Probability
-Capacity, the sums behind the `up/*` metrics; the reference losses are in `reference`).
+"""UP's routing by the sign of A and what the trainers measure of it: pure tensor functions, no TRL import (the
+routes, Probability Capacity, the sums behind the `up/*` metrics; the losses written from the paper: `paper_losses`).
 
 UP (Unbounded Positive Asymmetric Optimization, arXiv 2607.06987) splits the clipped policy objective
 of GRPO / DAPO / GSPO on the sign of the advantage A:

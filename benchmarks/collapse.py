@@ -7,10 +7,10 @@
     python benchmarks/collapse.py --setting toy --seeds 0 --updates_per_rollout 4 --configs DAPO UP-DAPO  # one pair
 
 Writes results.json (one record per run: config, seed, level, final_accuracy, final_entropy, collapsed, runaway,
-the early warning's step, curves), table.md and collapse.png under --output_dir (default outputs/collapse, which
-git ignores); runs.partial.jsonl holds each finished run (--resume goes on from it, --report_only rewrites the
-outputs). The last line printed is a JSON summary: per config and level, runs, collapsed, final accuracy mean and
-std.
+the early warning's step), curves.parquet (every curve logged, or only the setting's `kept_curves`), table.md and
+collapse.png under --output_dir (default outputs/collapse, which git ignores); runs.partial.jsonl holds each finished
+run with all its curves (--resume goes on from it, --report_only rewrites the outputs). The last line printed is a
+JSON summary: per config and level, runs, collapsed, final accuracy mean and std.
 
 The pre-registered settings, rules and goals (PRE-REGISTRATION, committed in this docstring at afae796 before the
 first study's full runs, and PRE-REGISTRATION 2, at 7480703 before the safe-UP runs) are in the docstring of
@@ -140,6 +140,7 @@ def main(argv=None) -> dict:
             settings[key] = getattr(args, key)
     settings.pop("configs"), settings.pop("seeds"), settings.pop("levels")
     twins = settings.pop("twins", None)
+    kept_curves = settings.pop("kept_curves", None)  # None: every curve the runs logged
     if args.setting == "smollm2":
         from up_trl.models.offline import smollm2_path
 
@@ -223,7 +224,7 @@ def main(argv=None) -> dict:
     }
     report["forecast_report"] = forecast_report(runs)
     report["distinct_failures"] = distinct_failures(runs)
-    write_report(out, report)
+    write_report(out, report, kept_curves)
     (out / "table.md").write_text(markdown(rows, header))
     title = f"{args.setting}: {SETTING_TEXT[args.setting]}; seeds {min(seeds)}-{max(seeds)}"
     plot(runs, out / "collapse.png", title, REPORT_ORDER)

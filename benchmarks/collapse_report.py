@@ -24,13 +24,17 @@ def replay_warning(logs: list[dict], beta: float = 0.0) -> list | None:
     return rule.fired and list(rule.fired[:2])
 
 
-def write_report(out: Path, report: dict) -> None:
-    """results.json with one record per run, and every curve of every run in curves.parquet beside it
-    (`bench.write_results`: float32, null where a metric was not logged)."""
+def write_report(out: Path, report: dict, kept_curves: tuple[str, ...] | None = None) -> None:
+    """results.json with one record per run, and every curve of every run (or only those named in `kept_curves`) in
+    curves.parquet beside it (`bench.write_results`: float32, null where a metric was not logged)."""
     import bench
 
     def flat(run):
-        curves = {f"{key}_curve": points for key, points in run.get("curves", {}).items()}
+        curves = {
+            f"{key}_curve": points
+            for key, points in run.get("curves", {}).items()
+            if kept_curves is None or key in kept_curves
+        }
         return {**{k: v for k, v in run.items() if k != "curves"}, **curves}
 
     bench.write_results(out, {**report, "runs": [flat(run) for run in report["runs"]]})

@@ -432,12 +432,13 @@ def test_no_benchmark_writes_into_its_results_folder_by_default():
 
 
 def test_results_stay_compact():
-    """The committed results are what the docs cite, in a compact form: under 7 MB in all (three collapse studies'
-    per-step curves are most of it; the third keeps only the 5 curves its rules and forecasts read), curves in
-    Parquet (no JSON file holds megabytes of per-step values), no study's partial file."""
+    """The committed results are what the docs cite, in a compact form: under 6 MB in all (three collapse studies'
+    per-step curves are most of it; the second and third keep only the 5 curves their rules and forecasts read,
+    `collapse_settings.REPORT_CURVES`), curves in Parquet (no JSON file holds megabytes of per-step values), no
+    study's partial file."""
     files = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
-    assert total < 7_000_000, f"benchmarks/results holds {total / 1e6:.1f} MB: keep curves in curves.parquet"
+    assert total < 6_000_000, f"benchmarks/results holds {total / 1e6:.1f} MB: keep curves in curves.parquet"
     assert not [p for p in files if p.name == "runs.partial.jsonl"]
     big = [str(p.relative_to(ROOT)) for p in files if p.suffix == ".json" and p.stat().st_size > 400_000]
     assert not big, f"JSON results over 400 kB (move their curves to Parquet): {big}"

@@ -89,3 +89,16 @@ def test_the_records_hold_only_runnable_configs_and_the_removed_guards_they_name
         recorded = {run["config"] for run in json.loads(path.read_text())["runs"]}  # the records, without curves
         assert recorded - set(collapse.CONFIGS) == (removed if setting in ("toy", "stress") else set()), setting
         assert recorded <= set(collapse_settings.REPORT_ORDER)  # `collapse.py --report_only` orders them
+
+
+def test_a_setting_with_kept_curves_writes_and_holds_only_those(tmp_path):
+    """A setting's `kept_curves` (collapse_settings.REPORT_CURVES) are the curves its committed records hold, and all
+    that a rerun writes to curves.parquet; the others' records hold every curve their runs logged."""
+    run = {"config": "UP-DAPO", "seed": 0, "level": 4, "curves": {"entropy": [[1, 1.25]], "grad_norm": [[1, 0.5]]}}
+    collapse.write_report(tmp_path, {"runs": [run]}, ("entropy",))
+    assert collapse.read_report(tmp_path)["runs"][0]["curves"] == {"entropy": [[1, 1.25]]}
+    for setting, settings in collapse.SETTINGS.items():
+        path = ROOT / "benchmarks" / "results" / f"collapse_{setting}" / "results.json"
+        if "kept_curves" in settings and path.exists():
+            kept = sorted(f"{key}_curve" for key in settings["kept_curves"])
+            assert json.loads(path.read_text())["curve_keys"] == kept, setting

@@ -197,7 +197,7 @@ def test_no_import_cycle_between_subpackages():
 
 
 def test_data_and_run_depend_one_way():
-    # The run folder reads a model's checkpoints (`data.model_source.checkpoints_in`); data knows nothing of runs.
+    # The run layer loads the data (`run.job.load_data`); data knows nothing of runs.
     assert "up_trl.data" in PACKAGE_GRAPH["up_trl.run"] and "up_trl.run" not in PACKAGE_GRAPH["up_trl.data"]
 
 

@@ -21,7 +21,7 @@ _EXPORTS = {
     "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
     "probability_capacity": "objective.routing",
     "self_anchored_ratio": "objective.ratios",
-    "up_per_token_loss": "objective.reference",
+    "up_per_token_loss": "objective.paper_losses",
     "CollapseWarningCallback": "trainers.collapse_warning",
 }
 # = list(_EXPORTS), spelt out for linters
@@ -31,7 +31,7 @@ __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UP
 if TYPE_CHECKING:
     from .objective.ratios import self_anchored_ratio
     from .objective.routing import probability_capacity
-    from .objective.reference import up_per_token_loss
+    from .objective.paper_losses import up_per_token_loss
     from .trainers.async_grpo_config import UPAsyncGRPOConfig
     from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer
     from .trainers.collapse_warning import CollapseWarningCallback

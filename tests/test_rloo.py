@@ -112,7 +112,7 @@ def _splitting_min_prob(batch):
     return ((probs[0] + probs[1]) / 2).item()
 
 
-@pytest.mark.parametrize("rare", [False, True], ids=["", "rare_guard"])
+@pytest.mark.parametrize("rare", [False, True], ids=["plain", "rare_guard"])
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 def test_loss_and_gradient_equal_closed_form(setup, up_mode, rare):
     up, _, batch = setup

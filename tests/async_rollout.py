@@ -119,7 +119,7 @@ class InProcessRolloutWorker:
         self.args = args
         self.groups_per_fill = groups_per_fill
         reward_funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
-        reward_funcs, self._scorable = record_scorable(reward_funcs)  # up/unscorable_frac (`unscorable`)
+        reward_funcs, self._scorable = record_scorable(reward_funcs)  # up/unscorable_frac (`run.parts`)
         # The attributes TRL's `_AsyncRolloutLoop._score_group` reads (pinned by tests/test_async_grpo.py).
         self._scorer = SimpleNamespace(
             reward_funcs=reward_funcs,

@@ -39,23 +39,10 @@ def cpu_args(tmp_path, config_class=None, **overrides):
     """A UP config (UPGRPOConfig unless `config_class` says otherwise) for a seconds-long CPU run."""
     from up_trl import UPGRPOConfig
 
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=8,
-        max_steps=2,
-        logging_steps=1,
-        learning_rate=1e-2,
-        save_strategy="no",
-        seed=0,
-        temperature=1.0,
-    )
-    kwargs.update(overrides)
-    return (config_class or UPGRPOConfig)(**kwargs)
+    kwargs = dict(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to="none", save_strategy="no",
+                  per_device_train_batch_size=8, num_generations=4, max_completion_length=8, max_steps=2,
+                  logging_steps=1, learning_rate=1e-2, seed=0, temperature=1.0)  # fmt: skip
+    return (config_class or UPGRPOConfig)(**(kwargs | overrides))
 
 
 def make_trainer(
@@ -66,17 +53,8 @@ def make_trainer(
     from up_trl import UPGRPOTrainer
 
     model, tokenizer = tiny
-    return build(
-        UPGRPOTrainer,
-        parts,
-        shared_prompt,
-        model=model,
-        reward_funcs=reward,
-        args=cpu_args(tmp_path, **overrides),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=callbacks,
-    )
+    kwargs = dict(reward_funcs=reward, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
+    return build(UPGRPOTrainer, parts, shared_prompt, model=model, args=cpu_args(tmp_path, **overrides), **kwargs)
 
 
 def build(trainer_class, parts: bool = False, shared_prompt: bool = False, **kwargs):
@@ -136,44 +114,34 @@ def same_code_env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
 
 
-def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4) -> list[str]:
+def argv(*words: str, **flags) -> list[str]:
+    """Command-line tokens: `words` split at spaces, then `--name value` per flag, in place of a `--name` already
+    there (a list: one token per item; a bool: true/false; None: the flag removed). Paths and JSON go in `flags`."""
+    tokens = [token for word in words for token in word.split()]
+    for name, value in flags.items():
+        i = tokens.index(f"--{name}") if f"--{name}" in tokens else len(tokens)
+        end = next((j for j in range(i + 1, len(tokens)) if tokens[j].startswith("--")), len(tokens))
+        values = value if isinstance(value, (list, tuple)) else [] if value is None else [value]
+        new = [str(v).lower() if isinstance(v, bool) else str(v) for v in values]
+        tokens[i:end] = [] if value is None else [f"--{name}", *new]
+    return tokens
+
+
+def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4, **overrides) -> list[str]:
     """`up-trl train`'s flags for a short run of the tiny model in `out`: 2 optimizer steps per rollout batch (the
-    offline default's, from its recipe: a named model alone would take TRL's defaults), 16 problems, no plot; `flags`
-    come last (they win)."""
+    offline default's, from its recipe), 16 problems, no plot; `overrides` as in `argv`, `flags` last (they win)."""
     import cli_rewards
 
     cli_rewards.reset()
-    return [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        model,
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        reward,
-        "--max_steps",
-        str(max_steps),
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--learning_rate",
-        "1e-2",
-        "--plot",
-        "false",
-        *flags,
-    ]
+    line = "--config quickstart --dataset_limit 16 --per_device_train_batch_size 8 --num_generations 4 --plot false"
+    named = dict(model_name_or_path=model, output_dir=out, reward_funcs=reward, max_steps=max_steps) | overrides
+    return [*argv(line, "--max_completion_length 4 --learning_rate 1e-2", **named), *flags]
 
 
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
 
-TINY = ["--use_cpu", "true", "--bf16", "false", "--max_steps", "1", "--per_device_train_batch_size", "8",
-        "--num_generations", "4", "--max_completion_length", "4", "--dataset_limit", "16"]  # fmt: skip
+TINY = argv("--use_cpu true --bf16 false --max_steps 1 --per_device_train_batch_size 8 --num_generations 4",
+            "--max_completion_length 4 --dataset_limit 16")  # fmt: skip
 
 
 class ModelLoaded(BaseException):
@@ -194,6 +162,7 @@ def no_model_loads(monkeypatch, tmp_path):
 
     monkeypatch.setattr(up_trl.models.offline, "smollm2_path", refuse)
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(refuse))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "outputs" / "quickstart").mkdir(parents=True)
     (tmp_path / "outputs" / "quickstart" / "config.json").write_text('{"model_type": "qwen2"}')

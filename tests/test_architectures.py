@@ -42,25 +42,13 @@ def tiny_moe(router_aux_loss_coef=AUX_COEF, seed=0):
     from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
 
     tokenizer = tiny_tokenizer()
+    ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
     config = Qwen3MoeConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        moe_intermediate_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        num_experts=4,
-        num_experts_per_tok=2,
-        output_router_logits=True,
-        router_aux_loss_coef=router_aux_loss_coef,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
+        output_router_logits=True, router_aux_loss_coef=router_aux_loss_coef, max_position_embeddings=256,
+        tie_word_embeddings=True, **ids,
+    )  # fmt: skip
     torch.manual_seed(seed)
     model = Qwen3MoeForCausalLM(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -95,28 +83,13 @@ def tiny_llava(seed=0):
         num_additional_image_tokens=1,  # CLIP's CLS token, which the "default" strategy drops
         chat_template=VL_TEMPLATE,
     )
-    vision = CLIPVisionConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        image_size=IMAGE_SIZE,
-        patch_size=PATCH_SIZE,
-        projection_dim=32,
-    )
+    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                              image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, projection_dim=32)  # fmt: skip
+    ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
     text = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
+        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, **ids,
+    )  # fmt: skip
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
@@ -147,9 +120,7 @@ def _train(tmp_path, model, processing_class, dataset, **overrides):
     """UP trains `max_steps=2` optimizer steps on one rollout batch (num_iterations=2: the second is off-policy)."""
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     args = cpu_args(tmp_path, num_iterations=2, max_steps=2, **overrides)
-    trainer = UPGRPOTrainer(
-        model=model, reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=processing_class
-    )
+    trainer = UPGRPOTrainer(model, length_reward, args=args, train_dataset=dataset, processing_class=processing_class)
     trainer.train()
     changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])}
     return trainer, changed
@@ -160,13 +131,8 @@ def _logged(trainer, key):
 
 
 def _grad_trainer(tmp_path, model, processing_class, dataset):
-    trainer = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, loss_type="dapo", num_iterations=2),
-        train_dataset=dataset,
-        processing_class=processing_class,
-    )
+    args = cpu_args(tmp_path, loss_type="dapo", num_iterations=2)
+    trainer = UPGRPOTrainer(model, length_reward, args=args, train_dataset=dataset, processing_class=processing_class)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = GA
     trainer.args.steps_per_generation = SPG
@@ -197,15 +163,10 @@ def _closed_form(trainer, batch, level, up_mode="asymmetric"):
     divided by TRL's dapo normaliser for one accumulation window."""
     logps, _, _ = _forward(trainer, batch)
     mask = batch["completion_mask"].float()
+    clip = dict(epsilon_low=trainer.epsilon_low, epsilon_high=trainer.epsilon_high)
+    old, advantages = batch["old_per_token_logps"], batch["advantages"]
     per_token = up_per_token_loss(
-        logps,
-        batch["old_per_token_logps"],
-        batch["advantages"],
-        mask,
-        epsilon_low=trainer.epsilon_low,
-        epsilon_high=trainer.epsilon_high,
-        importance_sampling_level=level,
-        up_mode=up_mode,
+        logps, old, advantages, mask, **clip, importance_sampling_level=level, up_mode=up_mode
     )
     return (per_token * mask).sum() / (batch["num_items_in_batch"] * GA / SPG)
 
@@ -253,13 +214,6 @@ def _assert_up_differs_from_off(trainer, batch, level, up_grads):
 # --- mixture of experts ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def moe_prompts():
-    from datasets import Dataset
-
-    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
-
-
 @pytest.mark.xfail(
     transformers.__version__.startswith("5.17."),
     reason="transformers 5.17's Qwen3-MoE cannot generate with its router loss on: load_balancing_loss_func weights "
@@ -267,8 +221,8 @@ def moe_prompts():
     raises=RuntimeError,
     strict=True,
 )
-def test_moe_trains_off_policy_with_the_router_loss(tmp_path, moe_prompts):
-    trainer, changed = _train(tmp_path, *tiny_moe(), moe_prompts)
+def test_moe_trains_off_policy_with_the_router_loss(tmp_path, prompts_dataset):
+    trainer, changed = _train(tmp_path, *tiny_moe(), prompts_dataset)
     assert trainer.aux_loss_enabled and trainer.router_aux_loss_coef == AUX_COEF
     names = {n for n, _ in trainer.model.named_parameters()}
     assert changed == names  # every parameter, the routers' and every layer's experts' included
@@ -295,27 +249,25 @@ def _moe_batch(trainer, tokenizer):
     return _make_stale(trainer, batch, seed=1)
 
 
+def _moe_setup(tmp_path_factory, coef):
+    from datasets import Dataset
+
+    model, tokenizer = tiny_moe(router_aux_loss_coef=coef)
+    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    trainer = _grad_trainer(tmp_path_factory.mktemp("moe"), model, tokenizer, ds)
+    assert trainer.aux_loss_enabled == (coef > 0)
+    return trainer, _moe_batch(trainer, tokenizer)
+
+
 @pytest.fixture(scope="module")
 def moe_setup(tmp_path_factory):
     """The closed-form setup without the router loss (coefficient 0: the policy loss alone)."""
-    from datasets import Dataset
-
-    model, tokenizer = tiny_moe(router_aux_loss_coef=0.0)
-    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
-    trainer = _grad_trainer(tmp_path_factory.mktemp("moe"), model, tokenizer, ds)
-    assert not trainer.aux_loss_enabled
-    return trainer, _moe_batch(trainer, tokenizer)
+    return _moe_setup(tmp_path_factory, 0.0)
 
 
 @pytest.fixture(scope="module")
 def moe_aux_setup(tmp_path_factory):
-    from datasets import Dataset
-
-    model, tokenizer = tiny_moe()
-    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
-    trainer = _grad_trainer(tmp_path_factory.mktemp("moe_aux"), model, tokenizer, ds)
-    assert trainer.aux_loss_enabled
-    return trainer, _moe_batch(trainer, tokenizer)
+    return _moe_setup(tmp_path_factory, AUX_COEF)
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])

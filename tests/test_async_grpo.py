@@ -53,35 +53,18 @@ def prompts():
 
 
 def _args(tmp_path, config_cls=UPAsyncGRPOConfig, **overrides):
-    return cpu_args(
-        tmp_path,
-        config_cls,
-        **{
-            "per_device_train_batch_size": 4,
-            "gradient_accumulation_steps": GA,
-            "max_steps": 3,
-            "token_budget": 0,  # fixed-count micro-batches (the default asks the vLLM server for its max_model_len)
-            "epsilon": EPS_LOW,
-            "epsilon_high": EPS_HIGH,
-            "weight_sync_steps": 2,
-            **overrides,
-        },
-    )
+    # token_budget 0: fixed-count micro-batches (the default asks the vLLM server for its max_model_len)
+    settings = dict(per_device_train_batch_size=4, gradient_accumulation_steps=GA, max_steps=3, token_budget=0)
+    settings |= dict(epsilon=EPS_LOW, epsilon_high=EPS_HIGH, weight_sync_steps=2)
+    return cpu_args(tmp_path, config_cls, **(settings | overrides))
 
 
 def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    rollout = in_process_rollout(
-        checkpoint,
-        train_dataset=dataset,
-        reward_funcs=length_reward,
-        processing_class=tokenizer,
-        args=args,
-        **rollout_kwargs,
-    )
-    kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer, **rollout)
+    kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer)
+    rollout = in_process_rollout(checkpoint, **kwargs, **rollout_kwargs)
     with async_grpo_on_cpu():
-        return (AsyncGRPOTrainer if parent else UPAsyncGRPOTrainer)(checkpoint, **kwargs)
+        return (AsyncGRPOTrainer if parent else UPAsyncGRPOTrainer)(checkpoint, **kwargs, **rollout)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -97,15 +80,8 @@ def _samples(vocab, seed=0):
     for group, length, advantage in spec:
         completion = torch.randint(4, vocab, (length,), generator=g)
         ids = torch.cat([prompts[group], completion])
-        samples.append(
-            {
-                "input_ids": ids,
-                "completion_mask": torch.cat([torch.zeros_like(prompts[group]), torch.ones_like(completion)]),
-                "advantage": advantage,
-                "group_id": group,
-                "metrics": {},
-            }
-        )
+        mask = torch.cat([torch.zeros_like(prompts[group]), torch.ones_like(completion)])
+        samples.append(dict(input_ids=ids, completion_mask=mask, advantage=advantage, group_id=group, metrics={}))
     return samples
 
 
@@ -174,19 +150,24 @@ def parent_result(checkpoint, prompts, stale_batch, tmp_path_factory):
     return _loss_and_grads(_trainer(checkpoint, prompts, args, parent=True), stale_batch[1])
 
 
-@pytest.mark.parametrize("up_mode", ["asymmetric", "both", "off"])
-def test_loss_and_every_gradient_equal_the_closed_form(up_mode, checkpoint, prompts, stale_batch, tmp_path):
+@pytest.mark.parametrize("case", ["asymmetric", "both", "off", "rare_guard"])
+def test_loss_and_every_gradient_equal_the_closed_form(case, checkpoint, prompts, stale_batch, tmp_path):
     samples, batch = stale_batch
-    args = _args(tmp_path, up_mode=up_mode)
+    up_mode, rare = ("asymmetric", True) if case == "rare_guard" else (case, False)
+    olds = torch.cat([s["old_log_probs"][s["completion_mask"].bool()] for s in samples if s["advantage"] > 0])
+    min_prob = olds.exp().median().item() if rare else None  # half of the positive tokens were "rare" at sampling
+    args = _args(tmp_path, up_mode=up_mode, up_positive_min_prob=min_prob)
     loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
 
     reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
-    expected = closed_form_loss(reference, samples, up_mode)
+    expected = closed_form_loss(reference, samples, up_mode, min_prob=min_prob)
     expected.backward()
     torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
     expected_grads = dict(reference.named_parameters())
     for name, grad in grads.items():
         torch.testing.assert_close(grad, expected_grads[name].grad, rtol=1e-4, atol=1e-6, msg=name)
+    if rare:  # the guard acted on this batch
+        assert not torch.allclose(closed_form_loss(reference, samples, up_mode).detach(), expected.detach())
 
 
 def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale_batch, parent_result, tmp_path):
@@ -422,31 +403,9 @@ def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
-    out = subprocess.run(
-        [sys.executable, str(script), "--steps", "2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""},
-    )
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    cmd = [sys.executable, str(script), "--steps", "2"]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 1 and not out.stdout
     assert out.stderr.strip().splitlines()[-1].startswith("examples/async_grpo.py needs a CUDA GPU and a vLLM server")
     assert "Traceback" not in out.stderr and not list(tmp_path.iterdir())  # nothing trained, nothing written
-
-
-def test_rare_guard_loss_and_every_gradient_equal_the_closed_form(checkpoint, prompts, stale_batch, tmp_path):
-    samples, batch = stale_batch
-    olds = torch.cat([s["old_log_probs"][s["completion_mask"].bool()] for s in samples if s["advantage"] > 0])
-    min_prob = olds.exp().median().item()  # half of the positive tokens were "rare" at sampling
-    args = _args(tmp_path, up_positive_min_prob=min_prob)
-    loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
-    reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
-    expected = closed_form_loss(reference, samples, "asymmetric", min_prob=min_prob)
-    expected.backward()
-    torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
-    expected_grads = dict(reference.named_parameters())
-    for name, grad in grads.items():
-        torch.testing.assert_close(grad, expected_grads[name].grad, rtol=1e-4, atol=1e-6, msg=name)
-    plain = closed_form_loss(reference, samples, "asymmetric")
-    assert not torch.allclose(plain.detach(), expected.detach())  # the guard acted on this batch

@@ -1,12 +1,12 @@
 """The benchmark scripts run end to end at toy sizes (their published figures come from full runs)."""
 
 import ast
-import importlib.util
 import json
 import os
 import statistics
 import subprocess
 import sys
+from importlib import import_module as _load  # benchmarks/<name>.py (pytest's pythonpath has benchmarks/)
 from pathlib import Path
 
 import pytest
@@ -14,30 +14,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name):
-    """The benchmark script `benchmarks/<name>.py` as a module (pytest's `pythonpath` has benchmarks/, where they
-    import their shared module `bench`); the tests call its public functions and `main`."""
-    return importlib.import_module(name)
-
-
 @pytest.mark.slow
 def test_overhead_prints_ratios():
-    result = _load("overhead").main(
-        [
-            "--hidden_size",
-            "32",
-            "--num_layers",
-            "1",
-            "--completion_length",
-            "16",
-            "--prompt_length",
-            "8",
-            "--steps",
-            "2",
-            "--threads",
-            "1",
-        ]
-    )
+    flags = "--hidden_size 32 --num_layers 1 --completion_length 16 --prompt_length 8 --steps 2 --threads 1"
+    result = _load("overhead").main(flags.split())
     assert result["step_time_ratio"] > 0 and result["peak_memory_ratio"] > 0
     assert result["memory_measure"] == "bytes saved for backward"
     assert "CPU" in result["machine"] or "cpu" in result["machine"]
@@ -92,44 +72,18 @@ def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
     from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
-    _load("learning_signal").main(
-        [
-            "--model_name_or_path",
-            path,
-            "--num_prompts",
-            "2",
-            "--num_generations",
-            "2",
-            "--max_completion_length",
-            "4",
-            "--threads",
-            "1",
-        ]
-    )
+    flags = "--num_prompts 2 --num_generations 2 --max_completion_length 4 --threads 1"
+    _load("learning_signal").main(["--model_name_or_path", path, *flags.split()])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
     assert result["unscored"] == 0 and 0 <= result["accuracy"] <= 1  # every gold parses: all 4 replies scored
 
 
 # The categories the issue asks the scorer benchmark to cover (right forms, answer shapes, wrong perturbations).
-SCORER_CATEGORIES = {
-    "boxed",
-    "phrase_latex",
-    "phrase_plain",
-    "answer_colon",
-    "hash",
-    "fraction_decimal",
-    "assignment",
-    "units",
-    "thousands_separator",
-    "polynomial_constant",
-    "polynomial_coefficient",
-    "opposite_sign",
-    "echoed_question",
-    "hedged",
-    "retraction",
-    "partial",
-}
+SCORER_CATEGORIES = set(
+    "boxed phrase_latex phrase_plain answer_colon hash fraction_decimal assignment units thousands_separator "
+    "polynomial_constant polynomial_coefficient opposite_sign echoed_question hedged retraction partial".split()
+)
 SCORER_GOLD_TYPES = {"integer", "fraction", "decimal", "interval", "tuple", "matrix", "text", "units", "thousands"}
 
 
@@ -309,17 +263,9 @@ def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
 
 
 # The settings of one real-model run that the pair tests build `up-trl train` flags from.
-PAIR_SETTINGS = {
-    "model": "m",
-    "dataset": "arithmetic",
-    "arithmetic_ops": ["add"],
-    "delta": 3.0,
-    "max_steps": 16,
-    "steps_per_generation": 4,
-    "num_iterations": 2,
-    "max_completion_length": 64,
-    "per_device_train_batch_size": 8,
-}
+PAIR_SETTINGS = dict(model="m", dataset="arithmetic", arithmetic_ops=["add"], delta=3.0, max_steps=16,
+                     steps_per_generation=4, num_iterations=2, max_completion_length=64,
+                     per_device_train_batch_size=8)  # fmt: skip
 
 
 def test_real_model_pair_differs_only_in_up_mode():
@@ -332,19 +278,10 @@ def test_real_model_pair_differs_only_in_up_mode():
         assert [i for i, (a, b) in enumerate(zip(parent, up)) if a != b] == [parent.index("--up_mode") + 1]
         assert len(parent) == len(up) and parent[parent.index("--delta") + 1] == "3.0"
     _, args, _ = parse_train_args(module.train_argv(settings, "GSPO", "asymmetric", 1, "out"))
-    assert (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high) == (
-        "sequence",
-        "grpo",
-        3e-4,
-        4e-4,
-    )
-    assert (args.delta, args.num_iterations, args.seed, args.up_mode, args.per_device_train_batch_size) == (
-        3.0,
-        2,
-        1,
-        "asymmetric",
-        8,
-    )
+    got = (args.importance_sampling_level, args.loss_type, args.epsilon, args.epsilon_high)
+    assert got == ("sequence", "grpo", 3e-4, 4e-4)
+    got = (args.delta, args.num_iterations, args.seed, args.up_mode, args.per_device_train_batch_size)
+    assert got == (3.0, 2, 1, "asymmetric", 8)
 
 
 def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
@@ -373,13 +310,8 @@ def _git_status() -> list[str] | None:
     tracked files under benchmarks/ (`git status --porcelain`), or None outside a git checkout. Edits elsewhere in
     the checkout while the test runs do not count."""
     try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=all"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        cmd = ["git", "status", "--porcelain", "--untracked-files=all"]
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -395,22 +327,11 @@ def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
     before = _git_status()
     if before is None:
         pytest.skip("not a git checkout")
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
-    }
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
     for argv in (["gpu_suite.py", "--dry_run", "--pairs", "DAPO"], ["staleness_sweep.py", "--quick"]):
-        out = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        cmd = [sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]]
+        out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, f"{argv}: {out.stderr[-3000:]}"
     assert (tmp_path / "outputs" / "benchmarks" / "gpu_suite" / "results.json").exists()
     assert _git_status() == before
@@ -551,18 +472,10 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
     report_module = _load("real_model_report")
 
     def run(config, seed, avg, rewards, collapsed=False):
-        return {
-            "config": config,
-            "seed": seed,
-            "commit": "abc",
-            "final_reward": sum(rewards[-8:]) / 8,
-            "final_entropy": 0.5,
-            "initial_entropy": 0.6,
-            "collapsed": collapsed,
-            "runaway": False,
-            "after": {"avg@8": avg, "pass@4": min(1.0, 2 * avg)},
-            "reward_curve": [[s + 1, r] for s, r in enumerate(rewards)],
-        }
+        curve = [[s + 1, r] for s, r in enumerate(rewards)]
+        return dict(config=config, seed=seed, commit="abc", final_reward=sum(rewards[-8:]) / 8, final_entropy=0.5,
+                    initial_entropy=0.6, collapsed=collapsed, runaway=False, reward_curve=curve,
+                    after={"avg@8": avg, "pass@4": min(1.0, 2 * avg)})  # fmt: skip
 
     rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
     runs = [
@@ -599,17 +512,8 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
     study["up_positive_min_prob"] = 0.05
     renamed = [{**r, "config": r["config"].replace("UP-GSPO", "UP-GSPO + rare clip")} for r in runs]
     before = {"avg@8": 0.15, "pass@4": 0.3, "problems": 16}
-    bench.write_results(
-        tmp_path,
-        {
-            "machine": "t",
-            "wall_minutes": 1,
-            "settings": study,
-            "pairs": {"GSPO": {}},
-            "runs": renamed,
-            "before": before,
-        },
-    )
+    results = {"machine": "t", "wall_minutes": 1, "settings": study, "pairs": {"GSPO": {}}, "runs": renamed}
+    bench.write_results(tmp_path, {**results, "before": before})
     row = report_module.main([str(tmp_path)])["pairs"]["GSPO"]
     assert row["up_config"] == "UP-GSPO + rare clip" and row["primary"]["n"] == 3
     gains = row["secondary"]["vs_base"]
@@ -766,13 +670,8 @@ def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
     _, parent_args, _ = parse_train_args(parent)
     _, up_args, _ = parse_train_args(up)
     assert parent_args.up_positive_min_prob is None and up_args.up_positive_min_prob == 0.05
-    assert (up_args.loss_type, up_args.epsilon, up_args.epsilon_high, up_args.delta, up_args.beta) == (
-        "dapo",
-        0.2,
-        0.28,
-        3.0,
-        0.0,
-    )
+    got = (up_args.loss_type, up_args.epsilon, up_args.epsilon_high, up_args.delta, up_args.beta)
+    assert got == ("dapo", 0.2, 0.28, 3.0, 0.0)
     names = [module.config_name("DAPO", mode, settings) for mode in ("off", "asymmetric")]
     assert names == ["DAPO", "UP-DAPO + rare clip"]
     assert module.config_name("DAPO", "asymmetric", {**settings, "up_positive_min_prob": None}) == "UP-DAPO"

@@ -25,15 +25,8 @@ def test_recipes_and_accelerate_configs_live_in_the_package():
     assert Path(recipe_path("up_dapo")) == PACKAGE / "recipes" / "up_dapo.yaml"
     assert Path(accelerate_config_path("zero3")) == PACKAGE / "accelerate_configs" / "zero3.yaml"
     assert {"quickstart", "up_dapo", "dapo", "up_gspo", "gspo", "up_rloo", "up_async_grpo"} <= set(recipe_names())
-    assert set(accelerate_config_names()) == {
-        "single_gpu",
-        "multi_gpu",
-        "zero2",
-        "zero3",
-        "multi_node_zero3",
-        "zero3_cpu",
-        "fsdp2",
-    }
+    names = "single_gpu multi_gpu zero2 zero3 multi_node_zero3 zero3_cpu fsdp2"
+    assert set(accelerate_config_names()) == set(names.split())
 
 
 def test_the_checkouts_configs_accelerate_are_the_configs_found_by_name():
@@ -95,20 +88,9 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
     launched, checked = [], []
     monkeypatch.setattr(launch_module, "launch_command", launched.append)
     monkeypatch.setattr(parse, "check_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
-    argv = [
-        "--accelerate_config",
-        "zero3",
-        "--num_processes",
-        "8",
-        "--config",
-        "up_dapo",
-        "--main_process_port",
-        "29501",
-        "--learning_rate",
-        "5e-7",
-        "--multi_gpu",
-    ]
-    assert main(["train", *argv]) == 0
+    argv = "--accelerate_config zero3 --num_processes 8 --config up_dapo --main_process_port 29501"
+    argv += " --learning_rate 5e-7 --multi_gpu"
+    assert main(["train", *argv.split()]) == 0
     (args,) = launched
     assert args.config_file == accelerate_config_path("zero3") and args.num_processes == 8
     assert args.main_process_port == 29501 and args.multi_gpu

@@ -8,7 +8,7 @@ import sys
 import warnings
 
 import pytest
-from conftest import same_code_env
+from conftest import same_code_env, tiny_train_argv
 
 UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "gradient_checkpointing_disable",
                 "gradient_checkpointing_enable", "FutureWarning")  # fmt: skip
@@ -19,30 +19,10 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
     from up_trl.models.offline import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny")
-    argv = [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        model,
-        "--output_dir",
-        str(tmp_path / "out"),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "tests.conftest.length_reward",
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--plot",
-        "false",
-        "--activation_checkpointing",
-        "true",
-    ]  # (checkpointing on: TRL toggles it around generation)
+    flags = ["--activation_checkpointing", "true"]  # on: TRL toggles it around generation
+    argv = tiny_train_argv(
+        model, tmp_path / "out", *flags, reward="tests.conftest.length_reward", max_steps=2, learning_rate=None
+    )
     out = subprocess.run(
         [sys.executable, "-m", "up_trl", "train", *argv],
         capture_output=True,

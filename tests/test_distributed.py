@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import argv, tiny_train_argv
 from distributed_step import LOSS_TYPES
 
 from up_trl.cli.catalog import accelerate_config_path
@@ -40,32 +41,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _launch_zero3(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--config_file",
-        str(ZERO3_CPU),
-        "--num_processes",
-        "2",
-        "--main_process_port",
-        str(_free_port()),
-        *args,
-    ]
+def _launch(config_file, *args) -> list[str]:
+    """`accelerate launch --config_file CONFIG` on 2 processes, a free port, then `args`."""
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file)]
+    return [*launch, "--num_processes", "2", "--main_process_port", str(_free_port()), *map(str, args)]
 
 
 def _run(cmd: list[str], timeout: int = 480) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "OMP_NUM_THREADS": "1",
-        "HF_HUB_OFFLINE": "1",
-        "HF_DATASETS_OFFLINE": "1",
-        "TOKENIZERS_PARALLELISM": "false",
-        "WANDB_DISABLED": "true",
-        # `distributed_step.length_reward` by dotted path, as a user's own reward module next to the recipe.
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
-    }
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_DISABLED="true")
+    env["TOKENIZERS_PARALLELISM"] = "false"
+    # `distributed_step.length_reward` by dotted path, as a user's own reward module next to the recipe.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     noise = ("FutureWarning", "warnings.warn(", "return func(")
     stderr = "\n".join(line for line in proc.stderr.splitlines() if not any(n in line for n in noise))
@@ -87,31 +73,17 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
         "".join(json.dumps({"problem": f"{i} + {i + 3} = ?", "answer": str(2 * i + 3)}) + "\n" for i in range(32))
     )
     out = tmp_path / "out"
-    flags = {
-        "config": "quickstart",  # its values for what is not set here (a named model alone takes TRL's defaults)
-        "model_name_or_path": tiny,
-        "dataset_name": str(data),
-        # The registry's default reward (0 for a random model) plus a dense one, so every group has a spread.
-        "reward_funcs": ["math_accuracy", "distributed_step.length_reward"],
-        "output_dir": str(out),
-        "max_steps": "2",
-        "num_iterations": "2",
-        "per_device_train_batch_size": "4",
-        "num_generations": "4",
-        "max_completion_length": "8",
-        "learning_rate": "1e-2",
-        "logging_steps": "1",
-        "use_cpu": "true",
-        "bf16": "false",
-        "report_to": "none",
-        "save_strategy": "no",
-        "plot": "false",
-    }
-    argv = [a for k, v in flags.items() for a in (f"--{k}", *([v] if isinstance(v, str) else v))]
+    # The quickstart recipe's values for what is not set here (a named model alone takes TRL's defaults); the
+    # registry's default reward (0 for a random model) plus a dense one, so every group has a spread.
+    rewards = ["math_accuracy", "distributed_step.length_reward"]
+    line = "--config quickstart --max_steps 2 --num_iterations 2 --per_device_train_batch_size 4 --num_generations 4"
+    line += " --max_completion_length 8 --learning_rate 1e-2 --logging_steps 1 --use_cpu true --bf16 false"
+    flags = argv(line, "--report_to none --save_strategy no --plot false", model_name_or_path=tiny, dataset_name=data,
+                 reward_funcs=rewards, output_dir=out)  # fmt: skip
     # `up-trl train --accelerate_config zero3_cpu --num_processes 2`: the CLI launches itself through accelerate.
     port = str(_free_port())
     launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", port]
-    _run([sys.executable, "-m", "up_trl", "train", *launch, *argv])
+    _run([sys.executable, "-m", "up_trl", "train", *launch, *flags])
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = {r["step"]: r for r in records if "loss" in r}
@@ -137,42 +109,12 @@ def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
     from up_trl.models.offline import save_tiny_model
 
     tiny = tmp_path / "tiny"
-    argv = [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        str(tiny) if tiny.exists() else save_tiny_model(tiny),
-        "--output_dir",
-        str(out),
-        "--dataset_name",
-        "arithmetic",
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "distributed_step.length_reward",
-        "--max_steps",
-        "2",
-        "--per_device_train_batch_size",
-        "4",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--use_cpu",
-        "true",
-        "--bf16",
-        "false",
-        "--report_to",
-        "none",
-        "--plot",
-        "false",
-        "--save_steps",
-        "1",
-        "--save_total_limit",
-        "1",
-    ]
+    model = str(tiny) if tiny.exists() else save_tiny_model(tiny)
+    line = "--dataset_name arithmetic --use_cpu true --bf16 false --report_to none --save_steps 1 --save_total_limit 1"
+    flags = tiny_train_argv(model, out, *line.split(), reward="distributed_step.length_reward", max_steps=2,
+                            per_device_train_batch_size=4, learning_rate=None)  # fmt: skip
     launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", str(_free_port())]
-    return [sys.executable, "-m", "up_trl", "train", *launch, *argv]
+    return [sys.executable, "-m", "up_trl", "train", *launch, *flags]
 
 
 def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
@@ -250,7 +192,7 @@ def one_and_two_processes(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("distributed_step")
     script = str(TESTS / "distributed_step.py")
     _run([sys.executable, script, str(tmp / "one.pt")])
-    _run(_launch_zero3(script, str(tmp / "two.pt")))
+    _run(_launch(ZERO3_CPU, script, tmp / "two.pt"))
     return torch.load(tmp / "one.pt"), torch.load(tmp / "two.pt")
 
 
@@ -277,9 +219,7 @@ def test_zero3_two_processes_equal_one_process(one_and_two_processes, loss_type)
 
 def _example_on_two_processes(config_file: str, out: Path) -> dict:
     """examples/multi_process.py under `accelerate launch CONFIG` (2 processes, tiny model): rank 0's JSON line."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", config_file, "--num_processes", "2",
-           "--main_process_port", str(_free_port()), str(ROOT / "examples" / "multi_process.py"),
-           "--output_dir", str(out)]  # fmt: skip
+    cmd = _launch(config_file, ROOT / "examples" / "multi_process.py", "--output_dir", out)
     return json.loads(_run(cmd).stdout.strip().splitlines()[-1])
 
 

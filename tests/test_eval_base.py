@@ -4,10 +4,11 @@ seed), once: the base's scores are cached, keyed by the model and the settings (
 import json
 
 import pytest
+from conftest import tiny_train_argv
 
 from up_trl.cli.eval_command import main
 
-EVAL = ["--benchmarks", "gsm8k", "--k", "2", "--limit", "2", "--max_new_tokens", "4"]
+EVAL = "--benchmarks gsm8k --k 2 --limit 2 --max_new_tokens 4".split()
 
 
 @pytest.fixture(scope="module")
@@ -19,30 +20,7 @@ def run_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("eval-base")
     base = save_tiny_model(root / "tiny-base")
     train(
-        [
-            "--config",
-            "quickstart",
-            "--model_name_or_path",
-            base,
-            "--output_dir",
-            str(root / "run"),
-            "--dataset_limit",
-            "16",
-            "--reward_funcs",
-            "tests.conftest.length_reward",
-            "--max_steps",
-            "1",
-            "--per_device_train_batch_size",
-            "8",
-            "--num_generations",
-            "4",
-            "--max_completion_length",
-            "4",
-            "--learning_rate",
-            "1e-1",
-            "--plot",
-            "false",
-        ]
+        tiny_train_argv(base, root / "run", reward="tests.conftest.length_reward", max_steps=1, learning_rate="1e-1")
     )
     return root / "run", base
 

@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from conftest import argv, one_line
 
 from up_trl.cli.eval_command import main
 from up_trl.evaluation.evaluate import score_benchmark
@@ -133,28 +134,17 @@ def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
     assert [r.get("excluded") for r in rows] == [None, "timeout", "gold_unparseable"]
 
 
-def refused(capsys, argv) -> str:
-    """`up-trl eval ARGV`'s one line on stderr; it must exit 2 (like argparse) with no traceback."""
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("up-trl eval: error: "), err
-    return err[0]
-
-
-def test_unknown_benchmark_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.models.offline
-
-    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
-    assert re.search(
-        "Unknown benchmark.*aime2099.*offline: gsm8k, math500, minerva", refused(capsys, ["--benchmarks", "aime2099"])
-    )
-
-
-def test_unknown_arithmetic_op_is_refused_before_the_model_loads(monkeypatch, capsys):
-    import up_trl.models.offline
-
-    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: pytest.fail("model loaded before the check"))
-    assert "Unknown arithmetic op 'div' (--arithmetic_ops)" in refused(capsys, ["--arithmetic_ops", "add", "div"])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ("--benchmarks aime2099", r"Unknown benchmark.*aime2099.*offline: gsm8k, math500, minerva"),
+        ("--arithmetic_ops add div", r"Unknown arithmetic op 'div' \(--arithmetic_ops\)"),
+    ],
+    ids=["unknown_benchmark", "unknown_arithmetic_op"],
+)
+def test_bad_input_is_refused_before_the_model_loads(monkeypatch, capsys, flags, message):
+    monkeypatch.setattr("up_trl.models.offline.smollm2_path", lambda: pytest.fail("model loaded before the check"))
+    assert re.search(message, one_line(capsys, flags.split(), command="eval"))
 
 
 def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
@@ -173,14 +163,13 @@ def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
     test = benchmark_sets(["arithmetic"], parse_eval_args(["--arithmetic_ops", "mul"]), None)["arithmetic"]
     assert dev.isdisjoint(p[-1]["content"] for p in test["prompt"])
     out = tmp_path / "eval"
-    argv = ["--model", save_tiny_model(tmp_path / "tiny"), "--arithmetic_split", "dev", "--k", "1", "--limit", "2"]
-    assert main([*argv, "--max_new_tokens", "2", "--base_model", "none", "--output_dir", str(out)]) == 0
+    flags = "--arithmetic_split dev --k 1 --limit 2 --max_new_tokens 2 --base_model none"
+    assert main(argv(flags, model=save_tiny_model(tmp_path / "tiny"), output_dir=out)) == 0
     assert json.loads((out / "eval.json").read_text())["arithmetic_split"] == "dev"
     assert "split dev." in (out / "eval.md").read_text()
     capsys.readouterr()
-    assert "--arithmetic_split dev applies to the arithmetic benchmark only" in refused(
-        capsys, ["--benchmarks", "gsm8k", "--arithmetic_split", "dev"]
-    )
+    line = one_line(capsys, "--benchmarks gsm8k --arithmetic_split dev".split(), command="eval")
+    assert "--arithmetic_split dev applies to the arithmetic benchmark only" in line
     with pytest.raises(SystemExit) as exit:  # train is never scored: argparse's choices say so
         main(["--arithmetic_split", "train"])
     assert exit.value.code == 2 and "invalid choice: 'train'" in capsys.readouterr().err
@@ -201,25 +190,8 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     assert len(problems) == 30 and set(problems) <= test_pairs
     assert all(int(sol) == sum(map(int, q[8:-1].split(" + "))) for q, sol in zip(problems, data["solution"]))
     out = tmp_path / "eval"
-    assert (
-        main(
-            [
-                "--model",
-                save_tiny_model(tmp_path / "tiny"),
-                "--arithmetic_ops",
-                "add",
-                "--k",
-                "2",
-                "--limit",
-                "2",
-                "--max_new_tokens",
-                "4",
-                "--output_dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    flags = "--arithmetic_ops add --k 2 --limit 2 --max_new_tokens 4"
+    assert main(argv(flags, model=save_tiny_model(tmp_path / "tiny"), output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
     assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
@@ -228,32 +200,12 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     assert [p[-1] for p in shown["prompt"]] == [p[-1] for p in data["prompt"]]  # the same held-out problems
     assert all(len(p) == 5 and p[0]["content"] == "What is 3 + 5?" for p in shown["prompt"])
     capsys.readouterr()
-    assert "must number 0 to 3" in refused(capsys, ["--arithmetic_few_shot", "9"])
-    assert "applies to the arithmetic benchmark only" in refused(
-        capsys, ["--benchmarks", "gsm8k", "--arithmetic_few_shot", "1"]
-    )
+    assert "must number 0 to 3" in one_line(capsys, ["--arithmetic_few_shot", "9"], command="eval")
+    line = one_line(capsys, "--benchmarks gsm8k --arithmetic_few_shot 1".split(), command="eval")
+    assert "applies to the arithmetic benchmark only" in line
     shots_out = tmp_path / "eval-shots"
-    assert (
-        main(
-            [
-                "--model",
-                str(tmp_path / "tiny"),
-                "--arithmetic_ops",
-                "add",
-                "--arithmetic_few_shot",
-                "2",
-                "--k",
-                "2",
-                "--limit",
-                "2",
-                "--max_new_tokens",
-                "4",
-                "--output_dir",
-                str(shots_out),
-            ]
-        )
-        == 0
-    )
+    flags = "--arithmetic_ops add --arithmetic_few_shot 2 --k 2 --limit 2 --max_new_tokens 4"
+    assert main(argv(flags, model=tmp_path / "tiny", output_dir=shots_out)) == 0
     assert json.loads((shots_out / "eval.json").read_text())["arithmetic_few_shot"] == 2
     assert "arithmetic ops add, worked examples: 2." in (shots_out / "eval.md").read_text()
 
@@ -263,27 +215,8 @@ def test_tiny_model_end_to_end(tmp_path):
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
-    assert (
-        main(
-            [
-                "--model",
-                model,
-                "--benchmarks",
-                "gsm8k",
-                "math500",
-                "--k",
-                "2",
-                "--limit",
-                "2",
-                "--max_new_tokens",
-                "4",
-                "--output_dir",
-                str(out),
-                "--save_samples",
-            ]
-        )
-        == 0
-    )
+    flags = "--benchmarks gsm8k math500 --k 2 --limit 2 --max_new_tokens 4 --save_samples"
+    assert main(argv(flags, model=model, output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert set(report["benchmarks"]) == {"gsm8k", "math500"}
     for row in report["benchmarks"].values():
@@ -301,27 +234,8 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
-    assert (
-        main(
-            [
-                "--model",
-                model,
-                "--benchmarks",
-                "gsm8k",
-                "--k",
-                "4",
-                "--limit",
-                "2",
-                "--temperature",
-                "0",
-                "--max_new_tokens",
-                "4",
-                "--output_dir",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    flags = "--benchmarks gsm8k --k 4 --limit 2 --temperature 0 --max_new_tokens 4"
+    assert main(argv(flags, model=model, output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert report["k"] == 1 and report["greedy"] is True
     assert {"avg@1", "maj@1", "pass@1"} <= report["benchmarks"]["gsm8k"].keys()
@@ -370,30 +284,8 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
     samples = {}
     for share in ("true", "false"):
         out = tmp_path / share
-        assert (
-            main(
-                [
-                    "--model",
-                    model,
-                    "--benchmarks",
-                    "gsm8k",
-                    "--k",
-                    "3",
-                    "--limit",
-                    "3",
-                    "--batch_size",
-                    "2",
-                    "--max_new_tokens",
-                    "6",
-                    "--share_prompt_prefix",
-                    share,
-                    "--output_dir",
-                    str(out),
-                    "--save_samples",
-                ]
-            )
-            == 0
-        )
+        flags = "--benchmarks gsm8k --k 3 --limit 3 --batch_size 2 --max_new_tokens 6 --save_samples"
+        assert main(argv(flags, model=model, share_prompt_prefix=share, output_dir=out)) == 0
         rows = json.loads((out / "eval.json").read_text())["benchmarks"]["gsm8k"]["samples"]
         samples[share] = [row["completions"] for row in rows]
     assert samples["true"] == samples["false"] and len(samples["true"]) == 3
@@ -417,28 +309,8 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
     samples = {}
     for share in ("true", "false"):
         out = tmp_path / share
-        assert (
-            main(
-                [
-                    "--model",
-                    model,
-                    "--benchmarks",
-                    "gsm8k",
-                    "--k",
-                    "3",
-                    "--limit",
-                    "2",
-                    "--max_new_tokens",
-                    "4",
-                    "--share_prompt_prefix",
-                    share,
-                    "--output_dir",
-                    str(out),
-                    "--save_samples",
-                ]
-            )
-            == 0
-        )
+        flags = "--benchmarks gsm8k --k 3 --limit 2 --max_new_tokens 4 --save_samples"
+        assert main(argv(flags, model=model, share_prompt_prefix=share, output_dir=out)) == 0
         report = json.loads((out / "eval.json").read_text())
         assert report["share_prompt_prefix"] is (share == "true") and report["batch_size"] == 8
         samples[share] = [row["completions"] for row in report["benchmarks"]["gsm8k"]["samples"]]

@@ -1,71 +1,10 @@
-"""Hostile input to the trainer and the main job. Each case ends in a clear error before any optimizer step, or in
-a run that completes with finite parameters and a finite logged loss, every skipped sample or step counted.
-
-Case -> outcome [where it is tested; `[id]` alone: a parameter of a test in this file].
-
-Completions
-- only EOS, empty text [only_eos]; one token [one_token]; all cut at max length [cut_at_max_length]
-  -> trains, loss finite.
-- all cut and masked (mask_truncated_completions=True) [cut_and_masked] -> loss exactly 0, weights unchanged.
-Rewards
-- raises [reward_raises] -> TRL re-raises the reward's own exception at the first generation, before any optimizer
-  step, weights untouched. UP does not swallow it: a broken verifier must stop the run, not train on nothing.
-- wrong number of values [wrong_count] -> TRL's ValueError, same point.
-- NaN for a whole group [nan_whole_group], None for all [none_for_all] or some [none_for_some], +-inf for one
-  sample [inf_one_sample, minus_inf_one_sample] -> TRL zeroes their advantage (an inf zeroes its whole group);
-  UP counts them in `up/unscorable_frac`.
-- equal in every group [test_equal_rewards_give_exactly_zero_loss] -> loss exactly 0, weights unchanged.
-- hostile completion strings for the math rewards -> reward 0, no exception, no hang [tests/test_rewards.py].
-Loss
-- completion_mask all zeros, hand-made batch, every loss_type x up_mode
-  [test_every_token_masked_gives_zero_loss_and_gradient] -> loss exactly 0, gradient exactly 0.
-- NaN advantage, hand-made batch [test_nan_advantage_makes_the_loss_nan] -> loss NaN in every up_mode (never hidden).
-- NaN advantages in a run [test_nan_advantages_are_skipped_and_counted] -> optimizer steps skipped, counted in
-  `up/nonfinite_skipped_steps`, weights finite. NaN loss on chosen steps, too many in a row
-  [tests/test_reliability.py].
-Settings
-- batch sizes num_generations does not divide, num_generations=1, generation_batch_size with steps_per_generation
-  [test_batch_settings_fail_at_config_time] -> TRL's ValueError at config time.
-- unknown loss_type, up_mode=True (YAML `on`) [test_up_settings_fail_at_config_time]; up_mode='sideways', other
-  objectives with UP [tests/test_training.py] -> UPGRPOConfig's ValueError.
-- num_iterations=0, steps_per_generation=0, fewer prompts than one generation batch, max_completion_length=0
-  [test_zero_step_setups_end_as_in_the_parent] -> what GRPOTrainer does, error for error (a drop-in); `up-trl train`
-  refuses each before any model loads [tests/test_cli_checks.py]. temperature=0 [temperature_0] -> transformers'
-  ValueError at the first generation, weights untouched.
-Main job (`up-trl train`)
-- --config without a path, empty or list recipe, missing recipe, --column_mapping not JSON, indivisible batch
-  [test_main_job_bad_input_fails_before_the_model_is_loaded] -> ValueError / FileNotFoundError, no model loaded.
-- --up_mode not a choice [test_main_job_refuses_an_unknown_up_mode_choice] -> argparse exit 2 naming the choices.
-- --config=recipe.yaml, one word [test_main_job_accepts_config_with_equals] -> read as --config recipe.yaml.
-- a reward that scores nothing [test_main_job_with_a_reward_that_scores_nothing] -> completes; metrics.jsonl valid
-  JSON (reward null), unscorable fraction counted, weights finite, plot written.
-- unknown dataset, reward or loss_type, Hub dataset offline, misspelt recipe key -> error before the model is
-  loaded [tests/test_cli.py].
-- every bad input of `up-trl train` / `up-trl eval` (missing or misspelt model folder, Hub id offline, group size,
-  batch shape, YAML syntax, up_mode in YAML, loss_type with UP, data file or columns, output folder, resume) -> one
-  line, exit 2, before any model loads [tests/test_cli_checks.py].
-- a reward that raises mid-run, diverging weights (lr 1e30) -> an emergency checkpoint of finite weights, the
-  metrics kept, one line saying where and how to resume, exit 1 [tests/test_run_folder.py].
-Ranges (`checks.ranges`: only those TRL's config does not check itself)
-- each reported out-of-range value of `up-trl train` / `up-trl eval`, a recipe's value and choice -> one line, exit
-  2, before any model loads [TRAIN_RANGE_CASES, EVAL_RANGE_CASES]; every rule just past its bound
-  [test_every_rule_...]; TRL's config accepts a value outside each rule
-  [tests/test_cli_checks.py::test_library_accepts_what_we_refuse]; what it refuses itself, its own line
-  [tests/test_cli_checks.py].
-Checkpoints killed mid-save (`run.checkpoints`)
-- stopped before or inside each piece, empty, changed after its mark, unmarked [KILLED_AT and the tests after it]
-  -> resume takes the newest complete one and names those it skipped; a real SIGKILL at each piece [slow].
-One run per folder (`run_lock`)
-- runs started at the same instant, a folder locked by a running process, a lock left by a dead one -> one runs;
-  the other is refused naming the pid; a stale lock is taken over and said so; a file system without file locks is
-  refused in one line.
-Files the user names (loaded by `datasets`, read by `AutoConfig`: `models.source`, `checks.recipe_and_flags`)
-- data files empty, unreadable, binary, malformed, without usable columns or rows [DATA_FILE_CASES]; recipes that
-  are not YAML text [RECIPE_FILE_CASES]; model folders with a broken config.json, an unknown model_type or no
-  weights [MODEL_FOLDER_CASES]; output folders that cannot be made [OUTPUT_FOLDER_CASES] -> one line (the library's
-  words, naming the flag), exit 2, no model loaded, nothing created.
-- an exception that escapes a library [test_an_unexpected_error_...] -> one line naming its type and
-  UP_TRL_DEBUG, exit 1; raised with UP_TRL_DEBUG=1.
+"""Hostile input to the trainer and the main job: each case ends in a clear error before any optimizer step, or in a
+run that completes with finite parameters and a finite logged loss, every skipped sample or step counted (the cases:
+docs/reliability.md). Elsewhere: hostile completion strings for the math rewards (tests/test_rewards.py); NaN loss on
+chosen steps (tests/test_reliability.py); up_mode='sideways', other objectives with UP (tests/test_training.py); every
+bad input `up-trl train` / `up-trl eval` refuses in one line, and TRL's config accepting what the range rules refuse
+(tests/test_cli_checks.py); unknown dataset, reward or loss_type, a misspelt recipe key (tests/test_cli.py); a reward
+that raises mid-run, diverging weights: an emergency checkpoint (tests/test_run_folder.py).
 """
 
 import math
@@ -74,10 +13,9 @@ import re
 
 import pytest
 import torch
-from conftest import TINY, ModelLoaded, cpu_args, make_trainer, one_line, param_snapshots
+from conftest import TINY, ModelLoaded, cpu_args, make_trainer, one_line, param_snapshots, tiny_train_argv
 
 from up_trl import UPGRPOConfig
-from up_trl.cli.catalog import recipe_path
 
 
 def index_reward(completions, **kwargs):
@@ -86,8 +24,7 @@ def index_reward(completions, **kwargs):
 
 
 def _trainer(tmp_path, tiny, dataset, reward=index_reward, callbacks=None, **overrides):
-    """A UP trainer with every opt-in part, as `up-trl train` builds it (the non-finite step guard and the
-    unscorable count are parts)."""
+    """A UP trainer with every opt-in part (the non-finite step guard, the unscorable count), as `up-trl train`."""
     return make_trainer(tmp_path, tiny, dataset, reward=reward, callbacks=callbacks, parts=True, **overrides)
 
 
@@ -439,75 +376,53 @@ def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompt
 # --- The main job ---------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def no_model(monkeypatch):
-    import up_trl.models.offline
+BAD_INPUT = {  # the main job's bad input: flags ({tmp}: a folder holding empty.yaml and list.yaml), error, match
+    "config_no_path": ("--config", ValueError, "--config needs a recipe"),
+    "config_then_flag": ("--config --max_steps 2", ValueError, "--config needs a recipe"),
+    "empty_recipe": ("--config {tmp}/empty.yaml", ValueError, "must be a YAML mapping"),
+    "list_recipe": ("--config {tmp}/list.yaml", ValueError, "must be a YAML mapping"),
+    "missing_recipe": ("--config {tmp}/nope.yaml", FileNotFoundError, "nope.yaml"),
+    "column_mapping_not_json": (
+        "--column_mapping question:problem",
+        ValueError,
+        r"--column_mapping .* is not JSON .*write it like",
+    ),
+    "batch_not_divisible": (  # the offline default: steps_per_generation=2, num_generations=8
+        "--per_device_train_batch_size 5",
+        ValueError,
+        r"generation_batch_size \(10\) must be divisible by num_generations \(8\)",
+    ),
+    "unknown_dataset": ("--dataset_name no-such-set", ValueError, "no-such-set"),
+    "unknown_reward": ("--reward_funcs no_such_reward", ValueError, "no_such_reward"),
+    "hub_dataset_offline": ("--dataset_name aime24", (ValueError, ConnectionError), "Offline alternatives"),
+    "unknown_loss_type": ("--up_mode off --loss_type nope", ValueError, "nope"),
+    "unknown_arithmetic_op": ("--arithmetic_ops add div", ValueError, "Unknown arithmetic op 'div'"),
+    "too_many_worked_examples": ("--arithmetic_few_shot 7", ValueError, "must number 0 to 3"),
+}
 
-    def refuse(*args, **kwargs):
-        raise AssertionError("the model was loaded before the input was checked")
 
-    monkeypatch.setattr(up_trl.models.offline, "smollm2_path", refuse)
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.mark.parametrize(
-    "flags, recipe, error, match",
-    [
-        pytest.param(["--config"], None, ValueError, "--config needs a recipe", id="config_no_path"),
-        pytest.param(
-            ["--config", "--max_steps", "2"], None, ValueError, "--config needs a recipe", id="config_then_flag"
-        ),
-        pytest.param(["--config", "{recipe}"], "", ValueError, "must be a YAML mapping", id="empty_recipe"),
-        pytest.param(["--config", "{recipe}"], "- up_mode\n", ValueError, "must be a YAML mapping", id="list_recipe"),
-        pytest.param(["--config", "{tmp}/nope.yaml"], None, FileNotFoundError, "nope.yaml", id="missing_recipe"),
-        pytest.param(
-            ["--column_mapping", "question:problem"],
-            None,
-            ValueError,
-            r"--column_mapping .* is not JSON .*write it like",
-            id="column_mapping_not_json",
-        ),
-        pytest.param(
-            ["--per_device_train_batch_size", "5"],  # offline default: steps_per_generation=2, num_generations=8
-            None,
-            ValueError,
-            r"generation_batch_size \(10\) must be divisible by num_generations \(8\)",
-            id="batch_not_divisible",
-        ),
-    ],
-)
-def test_main_job_bad_input_fails_before_the_model_is_loaded(tmp_path, no_model, flags, recipe, error, match):
+@pytest.mark.parametrize("flags, error, match", list(BAD_INPUT.values()), ids=list(BAD_INPUT))
+def test_main_job_bad_input_fails_before_the_model_is_loaded(no_model_loads, flags, error, match):
     from up_trl.cli import train
 
-    if recipe is not None:
-        (tmp_path / "recipe.yaml").write_text(recipe)
-    flags = [f.format(recipe=tmp_path / "recipe.yaml", tmp=tmp_path) for f in flags]
+    (no_model_loads / "empty.yaml").write_text("")
+    (no_model_loads / "list.yaml").write_text("- up_mode\n")
     with pytest.raises(error, match=match):
-        train(["--output_dir", str(tmp_path / "out"), *flags])
+        train(["--output_dir", str(no_model_loads / "out"), *flags.format(tmp=no_model_loads).split()])
 
 
-def test_main_job_refuses_an_unknown_up_mode_choice(tmp_path, no_model, capsys):
+def test_main_job_refuses_an_unknown_up_mode_choice(no_model_loads, capsys):
     from up_trl.cli import train
 
     with pytest.raises(SystemExit) as exit_info:
-        train(["--output_dir", str(tmp_path), "--up_mode", "sideways"])
+        train(["--output_dir", str(no_model_loads), "--up_mode", "sideways"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'sideways' (choose from 'asymmetric', 'both', 'off')" in capsys.readouterr().err
 
 
-def test_main_job_accepts_config_with_equals():
-    from pathlib import Path
-
-    from up_trl.cli import parse_train_args
-
-    recipe = Path(recipe_path("up_dapo"))
-    _, args, _ = parse_train_args([f"--config={recipe}", "--up_mode", "off", "--use_cpu", "true", "--bf16", "false"])
-    assert args.up_mode == "off" and args.loss_type == "dapo"
-
-
 def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
-    """A reward that returns None for every completion: the job completes, saves finite weights, writes valid
-    JSON lines (the undefined reward as null) with the unscorable fraction, and plots."""
+    """A reward of None for every completion: the job completes, saves finite weights, writes valid JSON lines (the
+    undefined reward as null) with the unscorable fraction, and plots."""
     import json
 
     from safetensors.torch import load_file
@@ -516,38 +431,13 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
     from up_trl.models.offline import save_tiny_model
 
     (tmp_path / "hostile_rewards.py").write_text(
-        "def nothing(completions, **kwargs):\n    return [None] * len(completions)\n"
+        "def nothing(completions, **kw):\n    return [None] * len(completions)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
-    train(
-        [
-            "--config",
-            "quickstart",
-            "--model_name_or_path",
-            save_tiny_model(tmp_path / "tiny"),
-            "--dataset_name",
-            "arithmetic",
-            "--dataset_limit",
-            "16",
-            "--reward_funcs",
-            "hostile_rewards.nothing",
-            "--output_dir",
-            str(out),
-            "--max_steps",
-            "2",
-            "--per_device_train_batch_size",
-            "8",
-            "--num_generations",
-            "4",
-            "--max_completion_length",
-            "8",
-            "--steps_per_generation",
-            "2",
-            "--learning_rate",
-            "1e-2",
-        ]
-    )
+    model = save_tiny_model(tmp_path / "tiny")
+    flags = dict(dataset_name="arithmetic", max_completion_length=8, steps_per_generation=2, plot=None)
+    train(tiny_train_argv(model, out, reward="hostile_rewards.nothing", max_steps=2, **flags))
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert [r["step"] for r in steps] == [1, 2] and all(r["loss"] == 0.0 for r in steps)
@@ -562,45 +452,36 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
 # The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
 # the model had loaded). The rule's range and why are in the line.
 TRAIN_RANGE_CASES = [
-    pytest.param(
-        "learning_rate",
-        "inf",
-        "--learning_rate inf is not a finite number: learning_rate must be > 0",
-        id="learning_rate_inf",
-    ),
-    pytest.param("learning_rate", "nan", "--learning_rate nan is not a finite number", id="learning_rate_nan"),
-    pytest.param(
-        "learning_rate",
-        "-0.001",
-        "--learning_rate -0.001 is out of range: learning_rate must be > 0",
-        id="learning_rate_negative",
-    ),
-    pytest.param("top_p", "1.5", "--top_p 1.5 is out of range: top_p must be in (0, 1]", id="top_p_above_1"),
-    pytest.param("epsilon", "-0.2", "--epsilon -0.2 is out of range: epsilon must be in [0, 1]", id="epsilon_neg"),
-    pytest.param(
-        "epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0", id="epsilon_high_neg"
-    ),
-    pytest.param("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0", id="beta_neg"),
-    pytest.param("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0", id="save_steps_0"),
-    pytest.param("save_steps", "-5", "--save_steps -5 is out of range", id="save_steps_neg"),
-    pytest.param(
+    ("learning_rate", "inf", "--learning_rate inf is not a finite number: learning_rate must be > 0"),
+    ("learning_rate", "nan", "--learning_rate nan is not a finite number"),
+    ("learning_rate", "-0.001", "--learning_rate -0.001 is out of range: learning_rate must be > 0"),
+    ("top_p", "1.5", "--top_p 1.5 is out of range: top_p must be in (0, 1]"),
+    ("epsilon", "-0.2", "--epsilon -0.2 is out of range: epsilon must be in [0, 1]"),
+    ("epsilon_high", "-0.2", "--epsilon_high -0.2 is out of range: epsilon_high must be >= 0"),
+    ("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0"),
+    ("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0"),
+    ("save_steps", "-5", "--save_steps -5 is out of range"),
+    (
         "max_steps",
         "0",
-        "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; "
-        "0 would still run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
-        id="max_steps_0",
+        "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; 0 would still "
+        "run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
     ),
-    pytest.param("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1", id="max_steps_neg"),
-    pytest.param("temperature", "0", "--temperature 0 is out of range: temperature must be > 0", id="temperature_0"),
-    pytest.param("temperature", "-1", "--temperature -1 is out of range", id="temperature_neg"),
-    pytest.param("seed", "-1", "--seed -1 is out of range: seed must be in [0, 4294967295]", id="seed_neg"),
-    pytest.param("delta", "inf", "--delta inf is not a finite number: delta must be a finite number", id="delta_inf"),
-    pytest.param("reward_weights", "nan", "--reward_weights [nan] is not a finite number", id="reward_weights_nan"),
-    pytest.param("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)", id="beta2_1"),
+    ("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1"),
+    ("temperature", "0", "--temperature 0 is out of range: temperature must be > 0"),
+    ("temperature", "-1", "--temperature -1 is out of range"),
+    ("seed", "-1", "--seed -1 is out of range: seed must be in [0, 4294967295]"),
+    ("delta", "inf", "--delta inf is not a finite number: delta must be a finite number"),
+    ("reward_weights", "nan", "--reward_weights [nan] is not a finite number"),
+    ("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)"),
 ]
 
 
-@pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES)
+def _ids(cases):
+    return [f"{name}={value}" for name, value, _ in cases]
+
+
+@pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES, ids=_ids(TRAIN_RANGE_CASES))
 def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
     out = ["--output_dir", str(no_model_loads / "out")]
     args = [*TINY, *out, f"--{name}={value}"]  # `=`: argparse would read `-0.001` alone as an option
@@ -622,24 +503,19 @@ def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys
 
 
 EVAL_RANGE_CASES = [
-    pytest.param("limit", "-1", "--limit -1 is out of range: limit must be >= 1", id="limit_neg"),
-    pytest.param("limit", "0", "--limit 0 is out of range", id="limit_0"),
-    pytest.param(
-        "temperature",
-        "-1",
-        "--temperature -1 is out of range: temperature must be >= 0 (0 decodes greedily",
-        id="temperature_neg",
-    ),
-    pytest.param("max_new_tokens", "0", "--max_new_tokens 0 is out of range", id="max_new_tokens_0"),
-    pytest.param("batch_size", "0", "--batch_size 0 is out of range", id="batch_size_0"),
-    pytest.param("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]", id="top_p_0"),
-    pytest.param("seed", "-2", "--seed -2 is out of range", id="seed_neg"),
-    pytest.param("temperature", "inf", "--temperature inf is not a finite number", id="temperature_inf"),
-    pytest.param("k", "0", "--k must be at least 1, got 0.", id="k_0"),  # evaluation.check_benchmarks's, no rule
+    ("limit", "-1", "--limit -1 is out of range: limit must be >= 1"),
+    ("limit", "0", "--limit 0 is out of range"),
+    ("temperature", "-1", "--temperature -1 is out of range: temperature must be >= 0 (0 decodes greedily"),
+    ("max_new_tokens", "0", "--max_new_tokens 0 is out of range"),
+    ("batch_size", "0", "--batch_size 0 is out of range"),
+    ("top_p", "0", "--top_p 0 is out of range: top_p must be in (0, 1]"),
+    ("seed", "-2", "--seed -2 is out of range"),
+    ("temperature", "inf", "--temperature inf is not a finite number"),
+    ("k", "0", "--k must be at least 1, got 0."),  # evaluation.check_benchmarks's, no rule
 ]
 
 
-@pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES)
+@pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES, ids=_ids(EVAL_RANGE_CASES))
 def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
     assert message in one_line(capsys, ["--model", "outputs/quickstart", f"--{name}={value}"], command="eval")
 
@@ -684,13 +560,7 @@ def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
 # The pieces of a checkpoint in the order the Trainer's `_save_checkpoint` writes them, then the rollout batch a UP
 # trainer adds, then the completion mark (`MarkCompleteCallback.on_save`).
 PIECES = (
-    "model.safetensors",
-    "optimizer.pt",
-    "scheduler.pt",
-    "rng_state.pth",
-    "trainer_state.json",
-    "rollout_buffer_rank0.pt",
-    "mark",
+    "model.safetensors optimizer.pt scheduler.pt rng_state.pth trainer_state.json rollout_buffer_rank0.pt mark".split()
 )
 
 
@@ -819,30 +689,9 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
 
     here = Path(__file__).parent
     out = tmp_path / "out"
-    argv = [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        save_tiny_model(tmp_path / "tiny"),
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "cli_rewards.spread",
-        "--max_steps",
-        "3",
-        "--per_device_train_batch_size",
-        "8",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--plot",
-        "false",
-        "--save_steps",
-        "1",
-    ]
+    argv = tiny_train_argv(
+        save_tiny_model(tmp_path / "tiny"), out, "--save_steps", "1", max_steps=3, learning_rate=None
+    )
     env = same_code_env()
     env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
     killed = subprocess.run(
@@ -918,6 +767,7 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
 
     from conftest import same_code_env
 
+    from up_trl.cli import main
     from up_trl.run.folder import LOCK_FILE
 
     out = no_model_loads / "out"
@@ -943,7 +793,7 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
             )
         else:  # the checks pass the lock and stop at the (refused) model load
             with pytest.raises(ModelLoaded, match="a model was loaded"):
-                main_train([*TINY, "--output_dir", str(out)])
+                main(["train", *TINY, "--output_dir", str(out)])
             printed = capsys.readouterr().out
             stale = f"up-trl: took over the lock of {out}: the run that held it (pid {child.pid if child else 0})"
             assert (stale in printed) == (outcome == "stale"), printed
@@ -975,13 +825,7 @@ def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads,
     assert not (no_model_loads / "new").exists()
 
 
-def main_train(argv):
-    from up_trl.cli import main
-
-    return main(["train", *argv])
-
-
-# --- Resume with other settings (`run.checkpoints.resume_differences`) ------------------------------------------
+# --- Resume with other settings (`run_checkpoints.resume_differences`) ------------------------------------------
 
 
 @pytest.mark.slow
@@ -990,28 +834,9 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
     from up_trl.models.offline import save_tiny_model
 
     out = tmp_path / "out"
-    argv = [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        save_tiny_model(tmp_path / "tiny"),
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "cli_rewards.spread",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--plot",
-        "false",
-        "--save_steps",
-        "1",
-        "--steps_per_generation",
-        "2",
-    ]
+    flags = "--save_steps 1 --steps_per_generation 2".split()
+    model = save_tiny_model(tmp_path / "tiny")
+    argv = tiny_train_argv(model, out, *flags, max_steps=None, per_device_train_batch_size=None, learning_rate=None)
     assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
     assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
     capsys.readouterr()
@@ -1041,32 +866,8 @@ def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
     from up_trl.run.card import read_metrics
 
     out = tmp_path / "out"
-    argv = [
-        "--config",
-        "quickstart",
-        "--model_name_or_path",
-        save_tiny_model(tmp_path / "tiny"),
-        "--output_dir",
-        str(out),
-        "--dataset_limit",
-        "16",
-        "--reward_funcs",
-        "cli_rewards.spread",
-        "--num_generations",
-        "4",
-        "--max_completion_length",
-        "4",
-        "--plot",
-        "false",
-        "--save_steps",
-        "1",
-        "--steps_per_generation",
-        "2",
-        "--per_device_train_batch_size",
-        "8",
-        "--beta",
-        "0",
-    ]
+    flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
+    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), out, *flags, max_steps=None, learning_rate=None)
     assert main(["train", *argv, "--max_steps", "1"]) == 0
     capsys.readouterr()
     assert main(["train", *argv, "--resume_from_checkpoint", "true", "--max_steps", "2", "--beta", "0.05"]) == 0

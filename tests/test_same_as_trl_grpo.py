@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 import trl.scripts.grpo as trl_grpo_script
-from conftest import ModelLoaded, one_line
+from conftest import TINY, ModelLoaded, argv, one_line
 from safetensors.torch import load_file
 from test_any_dataset import hub_folder
 
@@ -19,10 +19,9 @@ PLAIN = [f"{i} + {i} =" for i in range(16)]
 
 def shared_argv(model: str, data: str, *flags: str) -> list[str]:
     """A short run on TRL's defaults (a named model, no recipe): 2 optimizer steps on one rollout batch."""
-    return ["--model_name_or_path", model, "--dataset_name", data, "--use_cpu", "true", "--bf16", "false",
-            "--report_to", "none", "--seed", "0", "--max_steps", "2", "--per_device_train_batch_size", "8",
-            "--num_generations", "4", "--steps_per_generation", "2", "--max_completion_length", "8",
-            "--learning_rate", "1e-2", "--logging_steps", "1", "--save_strategy", "no", *flags]  # fmt: skip
+    line = "--use_cpu true --bf16 false --report_to none --seed 0 --max_steps 2 --per_device_train_batch_size 8"
+    line += " --num_generations 4 --steps_per_generation 2 --max_completion_length 8 --learning_rate 1e-2"
+    return [*argv(line, "--logging_steps 1 --save_strategy no", model_name_or_path=model, dataset_name=data), *flags]
 
 
 @pytest.fixture
@@ -133,8 +132,7 @@ def test_lora_through_use_peft(tmp_path, tiny_model_dir, logged):
     """`--use_peft` with LoRA options: the same adapter weights."""
     model, _ = tiny_model_dir
     data = hub_folder(tmp_path / "set", {"prompt": CHAT})
-    lora = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_dropout", "0.0",
-            "--lora_target_modules", "q_proj", "v_proj"]  # fmt: skip
+    lora = "--use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0.0 --lora_target_modules q_proj v_proj".split()
     argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.length", *lora)
     theirs, ours = run_both(tmp_path, argv, logged)
     assert_same_trained_weights(theirs, ours)
@@ -152,26 +150,23 @@ def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, l
         datasets.Dataset.from_dict({"prompt": rows}).to_parquet(
             str(folder / "data" / f"{split}-00000-of-00001.parquet")
         )
-    evaluation = ["--dataset_test_split", "test", "--eval_strategy", "steps", "--eval_steps", "1",
-                  "--per_device_eval_batch_size", "8"]  # fmt: skip
-    argv = shared_argv(model, str(folder), "--reward_funcs", "cli_rewards.length", *evaluation)
+    evaluation = "--dataset_test_split test --eval_strategy steps --eval_steps 1 --per_device_eval_batch_size 8"
+    argv = shared_argv(model, str(folder), "--reward_funcs", "cli_rewards.length", *evaluation.split())
     assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
     assert all(any("eval_reward" in h for h in run) for run in logged if run != "end")
 
 
 # --- the model flags reach `from_pretrained` as in `trl grpo`, or stop in one line ----------------------------------
 
-MODEL_FLAGS = ["--model_revision", "main", "--attn_implementation", "eager", "--dtype", "float32",
-               "--trust_remote_code", "false", "--use_peft", "true"]  # fmt: skip
+MODEL_FLAGS = (
+    "--model_revision main --attn_implementation eager --dtype float32 --trust_remote_code false --use_peft true"
+)
 
 
 @pytest.mark.parametrize(
     "quantization",
     [
-        pytest.param(
-            ["--load_in_4bit", "true", "--bnb_4bit_quant_type", "fp4", "--use_bnb_nested_quant", "true"],
-            id="4bit_with_options",
-        ),  # fmt: skip
+        pytest.param("--load_in_4bit true --bnb_4bit_quant_type fp4 --use_bnb_nested_quant true".split(), id="4bit"),
         pytest.param(["--load_in_8bit", "true"], id="8bit"),
         pytest.param([], id="no_quantization"),
     ],
@@ -192,7 +187,7 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
 
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(capture))
     model, _ = tiny_model_dir
-    argv = [*shared_argv(model, hub_folder(tmp_path / "set", {"prompt": PLAIN}), *MODEL_FLAGS, *quantization),
+    argv = [*shared_argv(model, hub_folder(tmp_path / "set", {"prompt": PLAIN}), *MODEL_FLAGS.split(), *quantization),
             "--reward_funcs", "cli_rewards.length"]  # fmt: skip
     parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(tmp_path / "a")])
     for run in (
@@ -214,17 +209,17 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
             ["--load_in_8bit", "true", "--use_peft", "true"],
             "--load_in_8bit true loads the model with bitsandbytes, not installed here: pip install bitsandbytes.",
             id="no_bitsandbytes",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--load_in_4bit", "true"],
             "--load_in_4bit true: a quantized model trains only through adapters (QLoRA): add --use_peft true.",
             id="no_adapters",
-        ),  # fmt: skip
+        ),
         pytest.param(
             ["--load_in_4bit", "true", "--trainer", "async_grpo"],
             "--load_in_4bit true: TRL's AsyncGRPOTrainer loads no quantized model",
             id="async",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_quantization_that_cannot_work_is_one_line_before_the_model(
@@ -232,8 +227,6 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
 ):
     installed = "pip install bitsandbytes" not in expected  # the other checks, where bitsandbytes is installed
     monkeypatch.setattr(up_trl.extras, "installed", lambda module: installed)
-    from conftest import TINY
-
     line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", *flags])
     assert line.startswith(expected)
 
@@ -250,13 +243,13 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
             "--reward_funcs math_accuracy reads the column 'solution', "
             "which the training set does not pass to rewards; its columns are ['prompt'] (the gold answer",
             id="no_gold",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"prompt": PLAIN},
             "accuracy_reward",
             "--reward_funcs accuracy_reward reads the column 'solution'",
             id="trls_accuracy_without_gold",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"prompt": PLAIN, "answer": ["1"] * 16},
             "cli_rewards.says_target",
@@ -264,20 +257,18 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
             "cli_rewards.says_target reads the column 'target', which the training set does not pass to rewards; "
             "its columns are ['prompt', 'solution', 'answer']: add it",
             id="reward_columns",
-        ),  # fmt: skip
+        ),
         pytest.param(
             {"prompt": PLAIN},
             "cli_rewards.reads_prompt",
             "--reward_funcs cli_rewards.reads_prompt reads the column 'prompt', which the training set does not pass "
             "to rewards",
             id="prompt_is_not_passed",
-        ),  # fmt: skip
+        ),
         pytest.param({"text": PLAIN}, "cli_rewards.length", "--dataset_name ", id="no_prompt_or_problem"),
     ],
 )
 def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, columns, reward, expected):
-    from conftest import TINY
-
     data = hub_folder(no_model_loads / "set", columns)
     capsys.readouterr()  # the set's own writing, not the run's
     line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", data,
@@ -311,8 +302,6 @@ def test_the_reward_kwargs_are_trls():
 def test_a_source_datasets_cannot_read_is_our_line_alone(no_model_loads, capsys, source, expected):
     """Nothing of datasets' own before it ("Failed to load JSON ...", a progress bar, "got None"): stderr is one line
     (`one_line` forgives progress bars; this does not) [unreadable_source]."""
-    from conftest import TINY
-
     from up_trl.cli import main
 
     (no_model_loads / "bad.jsonl").write_text('{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solu\n')

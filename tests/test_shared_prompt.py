@@ -89,15 +89,8 @@ def tiny_lfm2():
     from transformers import Lfm2Config, Lfm2ForCausalLM
 
     torch.manual_seed(0)
-    config = Lfm2Config(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        layer_types=["conv", "full_attention"],
-    )
+    sizes = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
+    config = Lfm2Config(**sizes, num_key_value_heads=2, layer_types=["conv", "full_attention"])
     model = Lfm2ForCausalLM(config).eval()
     add_fused_lm_head(model)
     return model
@@ -209,16 +202,9 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
     from transformers import GenerationConfig
 
-    config = GenerationConfig(
-        max_new_tokens=12,
-        do_sample=True,
-        temperature=1.0,
-        top_k=0,
-        output_logits=True,
-        return_dict_in_generate=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+    ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0, output_logits=True,
+                              return_dict_in_generate=True, **ids)  # fmt: skip
     out = {}
     shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
     for name, generate in (("full", model.generate), ("shared", shared_generate)):
@@ -235,18 +221,10 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     assert out["shared_batches"][:2] == [(2, width - 1), (5, 1)]  # 2 prompts prefilled, then 5 rows decode
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "cache_implementation",
-        "models_cache_implementation",
-        "no_cache",
-        "models_num_return_sequences",
-        "other_kwargs",
-        "active_dropout",
-        "beams",
-    ],
-)
+CASES = "cache_implementation models_cache_implementation no_cache models_num_return_sequences other_kwargs"
+
+
+@pytest.mark.parametrize("case", [*CASES.split(), "active_dropout", "beams"])
 def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     from transformers import GenerationConfig
 
@@ -271,10 +249,8 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     if case == "beams":
         settings.update(num_beams=2, do_sample=False)
     out = {}
-    for name, generate in (
-        ("full", model.generate),
-        ("shared", functools.partial(shared_prompt_generate, model.generate, model)),
-    ):
+    shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
+    for name, generate in (("full", model.generate), ("shared", shared_generate)):
         torch.manual_seed(0)
         with torch.no_grad(), backbone_batches(model) as batches:
             out[name] = generate(**prompts, generation_config=GenerationConfig(**settings), **kwargs)
@@ -286,15 +262,8 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
 def run_training(tmp_path, tiny, dataset, share, make=make_trainer, **settings):
     """Parameters after each step, logged losses and the decoder stack's batches of an off-policy run."""
     snapshots = param_snapshots()
-    trainer = make(
-        tmp_path / str(share),
-        tiny,
-        dataset,
-        callbacks=[snapshots],
-        shared_prompt=share,
-        activation_checkpointing=False,
-        **settings,
-    )
+    settings |= dict(callbacks=[snapshots], shared_prompt=share, activation_checkpointing=False)
+    trainer = make(tmp_path / str(share), tiny, dataset, **settings)
     with backbone_batches(trainer.model) as batches:
         trainer.train()
     losses = [r["loss"] for r in trainer.state.log_history if "loss" in r]
@@ -355,12 +324,9 @@ def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_datas
     real_call = SharedPromptForward.__call__
     monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))
     # steps_per_generation=1: no old-log-prob pass, where TRL turns checkpointing off (and sharing would apply)
-    make_trainer(
-        tmp_path, tiny, prompts_dataset, activation_checkpointing=True, max_steps=1, shared_prompt=True
-    ).train()
+    settings = dict(max_steps=1, shared_prompt=True)
+    make_trainer(tmp_path, tiny, prompts_dataset, activation_checkpointing=True, **settings).train()
     assert len(calls) == 0
     fresh = tiny_model_and_tokenizer(seed=0)  # the first trainer turned checkpointing on in `tiny`'s model
-    make_trainer(
-        tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, max_steps=1, shared_prompt=True
-    ).train()
+    make_trainer(tmp_path / "b", fresh, prompts_dataset, activation_checkpointing=False, **settings).train()
     assert len(calls) > 0

@@ -11,13 +11,8 @@ from up_trl import UPGRPOConfig, UPGRPOTrainer
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 from up_trl.trainers.grpo_trainer import UP_METRICS
 
-CLIP_RATIO_METRICS = (  # TRL's own, logged by the parent's loss under UP too
-    "clip_ratio/low_mean",
-    "clip_ratio/high_mean",
-    "clip_ratio/region_mean",
-    "clip_ratio/low_min",
-    "clip_ratio/high_max",
-)
+# TRL's own, logged by the parent's loss under UP too
+CLIP_RATIO_METRICS = tuple(f"clip_ratio/{k}" for k in "low_mean high_mean region_mean low_min high_max".split())
 
 
 def _train(tmp_path, tiny, dataset, **overrides):
@@ -84,12 +79,8 @@ def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_d
     from up_trl.models.offline import save_tiny_model
 
     path = save_tiny_model(tmp_path / "tiny")
-    trainer = UPGRPOTrainer(
-        model=path,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, beta=0.04, num_iterations=2),
-        train_dataset=prompts_dataset,
-    )
+    args = cpu_args(tmp_path, beta=0.04, num_iterations=2)
+    trainer = UPGRPOTrainer(model=path, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert _changed(trainer.model, before) > 0
@@ -119,51 +110,18 @@ def test_plain_text_prompts_and_plain_grpo_config(tmp_path, tiny):
     from datasets import Dataset
 
     model, tokenizer = tiny
-    args = GRPOConfig(
-        **{
-            k: v
-            for k, v in cpu_args(tmp_path, num_iterations=2).to_dict().items()
-            if k
-            in (
-                "output_dir",
-                "use_cpu",
-                "bf16",
-                "report_to",
-                "per_device_train_batch_size",
-                "num_generations",
-                "max_completion_length",
-                "max_steps",
-                "logging_steps",
-                "learning_rate",
-                "save_strategy",
-                "seed",
-                "num_iterations",
-            )
-        }
-    )
-    trainer = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=args,
-        processing_class=tokenizer,
-        train_dataset=Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(16)]}),
-    )
+    keep = "output_dir use_cpu bf16 report_to per_device_train_batch_size num_generations max_completion_length"
+    keep += " max_steps logging_steps learning_rate save_strategy seed num_iterations"
+    args = GRPOConfig(**{k: v for k, v in cpu_args(tmp_path, num_iterations=2).to_dict().items() if k in keep.split()})
+    dataset = Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(16)]})
+    trainer = UPGRPOTrainer(model, length_reward, args=args, processing_class=tokenizer, train_dataset=dataset)
     assert trainer.up_mode == "asymmetric"
     trainer.train()
     assert _logged(trainer, "up/capacity_clipped_mean")
 
 
 def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tiny, prompts_dataset, monkeypatch):
-    from trl import GRPOTrainer
-
-    model, tokenizer = tiny
-    trainer = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path),
-        train_dataset=prompts_dataset,
-        processing_class=tokenizer,
-    )
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset)
     seen = {}
     real_forward = GRPOTrainer._get_per_token_logps_and_entropies
 
@@ -250,27 +208,14 @@ def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, promp
     model, tokenizer = tiny
     args = GRPOConfig(output_dir=str(tmp_path), loss_type="cispo", use_cpu=True, report_to="none")
     with pytest.raises(ValueError, match="loss_type='cispo'"):
-        UPGRPOTrainer(
-            model=model,
-            reward_funcs=length_reward,
-            args=args,
-            train_dataset=prompts_dataset,
-            processing_class=tokenizer,
-        )
+        UPGRPOTrainer(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
 
 
 @pytest.mark.parametrize("loss_type", CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)
 def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset, loss_type):
     level = "sequence" if loss_type == "luspo" else "token"  # TRL: luspo is sequence level only
-    trainer, before = _train(
-        tmp_path,
-        tiny,
-        prompts_dataset,
-        loss_type=loss_type,
-        up_mode="off",
-        num_iterations=2,
-        importance_sampling_level=level,
-    )
+    overrides = dict(loss_type=loss_type, up_mode="off", num_iterations=2, importance_sampling_level=level)
+    trainer, before = _train(tmp_path, tiny, prompts_dataset, **overrides)
     losses = _logged(trainer, "loss")
     assert len(losses) == 2 and all(torch.isfinite(torch.tensor(losses)))
     assert _changed(trainer.model, before) > 0

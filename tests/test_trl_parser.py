@@ -6,36 +6,17 @@ import dataclasses
 
 import pytest
 import yaml
-from conftest import one_line
+from conftest import argv, one_line
 
 from up_trl.cli.parse import make_parser, parse_train_args
 
 # A `trl grpo` command line as TRL's docs write one (use_cpu and bf16 false: this also parses on a CPU-only machine,
 # where TRL's own GRPOConfig refuses bf16).
-DOCS_ARGV = [
-    "--model_name_or_path",
-    "Qwen/Qwen2-0.5B-Instruct",
-    "--dataset_name",
-    "trl-lib/DeepMath-103K",
-    "--dataset_config",
-    "default",
-    "--dataset_train_split",
-    "train",
-    "--reward_funcs",
-    "accuracy_reward",
-    "--learning_rate",
-    "1e-6",
-    "--per_device_train_batch_size",
-    "4",
-    "--num_generations",
-    "4",
-    "--max_completion_length",
-    "64",
-    "--use_cpu",
-    "true",
-    "--bf16",
-    "false",
-]
+DOCS_ARGV = argv(
+    "--model_name_or_path Qwen/Qwen2-0.5B-Instruct --dataset_name trl-lib/DeepMath-103K --dataset_config default",
+    "--dataset_train_split train --reward_funcs accuracy_reward --learning_rate 1e-6 --per_device_train_batch_size 4",
+    "--num_generations 4 --max_completion_length 64 --use_cpu true --bf16 false",
+)
 
 
 def trl_grpo(argv):
@@ -188,15 +169,8 @@ def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
     from up_trl.run.job import load_data
 
     recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
-    argv = [
-        "--config",
-        recipe,
-        "--model_name_or_path",
-        save_tiny_model(tmp_path / "tiny"),
-        "--output_dir",
-        str(tmp_path / "o"),
-    ]
-    train_set, eval_set = load_data(check_train_args([*argv, "--eval_strategy", "steps"]), is_async=False)
+    flags = argv(config=recipe, model_name_or_path=save_tiny_model(tmp_path / "tiny"), output_dir=tmp_path / "o")
+    train_set, eval_set = load_data(check_train_args([*flags, "--eval_strategy", "steps"]), is_async=False)
     assert (len(train_set), len(eval_set)) == (18, 6)  # 24 problems, a quarter held out
     rows = [*train_set, *eval_set]
     assert sorted(row["solution"] for row in rows) == sorted(
@@ -204,7 +178,7 @@ def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
     )
     square = next(row for row in rows if row["solution"] == "9")
     assert square["prompt"][-1] == {"role": "user", "content": "3 squared?"}  # a `question`, made a chat prompt
-    assert load_data(check_train_args(argv), is_async=False)[1] is None  # no eval without eval_strategy
+    assert load_data(check_train_args(flags), is_async=False)[1] is None  # no eval without eval_strategy
 
 
 def test_a_stream_needs_max_steps_in_one_line(tmp_path, capsys):
@@ -235,9 +209,9 @@ def test_one_step_on_a_streamed_mixture(tmp_path):
     from up_trl.cli import train
     from up_trl.models.offline import save_tiny_model
 
-    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
-    argv[argv.index("--config") + 1] = mixture_recipe(tmp_path, streaming=True)
-    run = train(argv)
+    recipe = mixture_recipe(tmp_path, streaming=True)
+    model = save_tiny_model(tmp_path / "tiny")
+    run = train(tiny_train_argv(model, tmp_path / "out", reward="accuracy_reward", max_steps=1, config=recipe))
     assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
     assert type(run.train_dataset).__name__ == "IterableDataset"
     assert f"{tmp_path / 'sums'}, {tmp_path / 'squares'}" in (tmp_path / "out" / "README.md").read_text()  # the card

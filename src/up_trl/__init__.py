@@ -29,9 +29,9 @@ __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UP
            "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback"]  # fmt: skip
 
 if TYPE_CHECKING:
+    from .objective.paper_losses import up_per_token_loss
     from .objective.ratios import self_anchored_ratio
     from .objective.routing import probability_capacity
-    from .objective.paper_losses import up_per_token_loss
     from .trainers.async_grpo_config import UPAsyncGRPOConfig
     from .trainers.async_grpo_trainer import UPAsyncGRPOTrainer
     from .trainers.collapse_warning import CollapseWarningCallback

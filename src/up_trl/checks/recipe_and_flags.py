@@ -10,8 +10,7 @@ from . import RecipeNotFoundError, UsageError, closest_names
 
 
 def read_recipe(path: str) -> dict:
-    """The recipe's mapping, or a UsageError for a missing file, a YAML syntax error (with its line and column) or
-    a file that is not a mapping."""
+    """The recipe's mapping, or a UsageError (a missing or unreadable file, bad YAML, not a mapping)."""
     import yaml
 
     try:
@@ -63,8 +62,7 @@ def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
 
 
 def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
-    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them); a flag
-    of `accelerate launch` says to add `--accelerate_config`."""
+    """Fail on a misspelt flag, naming the closest real ones; an `accelerate launch` flag wants --accelerate_config."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
     unknown = []

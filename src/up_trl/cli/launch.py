@@ -59,8 +59,7 @@ def _without(argv: list[str], group: list[str]) -> list[str]:
 
 
 def check_launch_extras(name: str, path: str) -> None:
-    """An accelerate config that asks for DeepSpeed (`distributed_type: DEEPSPEED`) while it is not installed: the
-    extra to install, in one line (accelerate would fail inside each launched process)."""
+    """A UsageError for an accelerate config asking for DeepSpeed while it is not installed (else: in each process)."""
     import yaml
 
     from ..extras import missing

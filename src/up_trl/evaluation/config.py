@@ -103,8 +103,7 @@ def make_parser():
 
 
 def parse_eval_args(argv: list[str]) -> EvalArguments:
-    """`up-trl eval`'s arguments; an unknown option is argparse's usage error (exit 2), a dashed spelling
-    (`--top-p`, HfArgumentParser's alias) too, as `up-trl train` refuses it."""
+    """`up-trl eval`'s arguments; an unknown option or a dashed spelling (`--top-p`) is argparse's usage error."""
     parser = make_parser()
     if dashed := [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]:
         parser.error(f"unrecognized arguments: {' '.join(dashed)} (options are spelt with underscores: --top_p)")

@@ -45,8 +45,7 @@ def check_benchmarks(benchmarks: list[str], k: int, ops: Sequence[str] = ("mul1"
 
 
 def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=None) -> tuple[dict, list[dict]]:
-    """Score k samples per problem: the summary row (scores over the problems scored, and what was left out) and
-    one row per problem; a left-out problem is counted, never scored as wrong."""
+    """(summary row, a row per problem) of k samples per problem; a left-out problem is counted, never scored wrong."""
     from ..rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
 
     reward = reward or make_math_accuracy_reward()
@@ -71,15 +70,13 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     summary: dict = {"problems": len(scored)}
     if scored:
         summary.update({key: round(sum(r[key] for r in scored) / len(scored), 4) for key in scored[0]})
-    summary["excluded"] = excluded
-    summary["timeout_samples"] = outcomes.count(TIMEOUT)
+    summary |= {"excluded": excluded, "timeout_samples": outcomes.count(TIMEOUT)}
     summary["equivalence_timeouts"] = equivalence_timeouts
     return summary, rows
 
 
 def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
-    """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
-    `arithmetic`: `args.arithmetic_split`'s problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
+    """Each benchmark's first `args.limit` problems of its split, as prompts with a `solution` column."""
     from ..data import load_math_dataset
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}

@@ -17,8 +17,7 @@ def transformers_generator(model_path, args):
 
 
 def _generate_transformers(model, tokenizer, prompts, k, args, device):
-    """k samples of each prompt with `generate`; on CPU with `share_prompt_prefix`, each prompt prefilled once for
-    its k rows, laid out as `num_return_sequences` lays them (`shared_prompt_generate`: the same samples)."""
+    """k samples of each prompt; on CPU with `share_prompt_prefix`, each prompt prefilled once (the same samples)."""
     import copy
 
     from tqdm.auto import tqdm

@@ -50,8 +50,7 @@ def _installed(name: str) -> str:
 def untested_versions(
     installed: Mapping[str, str] | None = None, ranges: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The packages of `installed` (name -> version; default: those installed, "not installed" for a missing one)
-    whose version is outside `ranges` (default `TESTED`); an optional one that is not installed is not listed."""
+    """The packages of `installed` (default: those installed) outside `ranges` (default `TESTED`), name -> version."""
     ranges = TESTED if ranges is None else ranges
     installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}

@@ -3,8 +3,7 @@ default alike). A train rule is kept only while TRL's config accepts a value out
 the model loads or train on silently: `tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` (and
 `[nonfinite]`: every float must be finite); the day it fails for a name, delete the rule. A failure is one line:
 
-    --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept).
-"""
+    --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept)."""
 
 from __future__ import annotations
 

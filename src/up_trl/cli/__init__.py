@@ -3,9 +3,6 @@
 up-trl train                                            # offline default (the recipe quickstart): SmolLM2, CPU
 up-trl train --config up_dapo                           # a packaged recipe by name (or a file); flags override it
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
-
-The commands; `parse`: a command line made a checked `run.job.TrainJob` (run by `up_trl.run.job`); `launch`:
-through accelerate; `catalog`: recipes and accelerate configs by name; `help_text`; `eval_command`: `up-trl eval`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 up-trl eval                                   # the offline default's model on its held-out task
 up-trl eval --model outputs/quickstart --benchmarks gsm8k math500 --k 4 --limit 50
-up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM
-"""
+up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM"""
 
 from __future__ import annotations
 

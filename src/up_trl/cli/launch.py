@@ -1,7 +1,6 @@
 """`up-trl train --accelerate_config NAME ...` (a packaged accelerate config or a file) through `accelerate launch`,
 split as `trl grpo` splits it: what TRL's parser does not take is accelerate's (`--num_processes 8`, ...). The job is
-checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is one line and launches nothing.
-"""
+checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is one line and launches nothing."""
 
 from __future__ import annotations
 

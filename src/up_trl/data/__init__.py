@@ -195,9 +195,8 @@ def columns_of(dataset: Dataset | IterableDataset) -> list[str]:
 
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
-    """A `prompt` column as TRL reads it: every column as written (`prompt_system` first where asked), `solution`
-    added from an answer column when absent. Else a problem column: the math reading (`system_prompt`, the gold
-    answer read into `solution`, rows without one dropped), the other columns kept. Neither: a DataError."""
+    """A `prompt` column as written (`prompt_system` first where asked), else a problem column made a prompt with
+    `system_prompt` (rows without a gold dropped); `solution` read from an answer column; neither: a DataError."""
     columns = columns_of(dataset)
     problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in columns), None)
@@ -331,8 +330,7 @@ def _load_file(path: str, split: str, streaming: bool = False) -> Dataset | Iter
 
 @contextmanager
 def _quiet_datasets():
-    """datasets' log lines and progress bars off while it reads a local file: one it cannot read ends in our line
-    alone, not after its "Failed to load JSON ..." and a bar [test_same_as_trl_grpo unreadable_source]."""
+    """datasets' logs and progress bars off while it reads a file [test_same_as_trl_grpo unreadable_source]."""
     from datasets.utils import logging as datasets_logging
 
     level, bars = datasets_logging.get_verbosity(), datasets.is_progress_bar_enabled()
@@ -366,8 +364,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _offline_flag() -> str | None:
-    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE when set, read now: datasets reads it at its import, before a recipe's
-    `env:` block sets it [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, read now [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
     return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)

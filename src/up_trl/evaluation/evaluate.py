@@ -1,7 +1,6 @@
 """What `up-trl eval` runs (the command is `up_trl.cli.eval_command`): k samples per problem of math benchmarks,
 scored by `rewards.MathAccuracyReward` as avg@k, pass@k, maj@k (`pass_at_k`). Problems whose gold answer does not
-parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json).
-"""
+parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json)."""
 
 from __future__ import annotations
 

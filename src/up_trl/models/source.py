@@ -1,7 +1,6 @@
 """A `--model` checked by transformers' own `AutoConfig.from_pretrained` (config.json only) before anything is
 loaded or removed, its exception as one line naming the flag. Our own checks are kept only where transformers' answer
-does not say what to change, each beside the test that shows it.
-"""
+does not say what to change, each beside the test that shows it."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def check_model(
     revision: str | None = None,
     trust_remote_code: bool = False,
 ) -> str:
-    """`name_or_path` as `from_pretrained` should get it (a user's `~` expanded), once transformers has read its
-    config; else a ModelNotFoundError, one line naming `flag`, with transformers' own message."""
+    """`name_or_path` as `from_pretrained` should get it, once AutoConfig read it, else a ModelNotFoundError."""
     from huggingface_hub import constants
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 

@@ -105,8 +105,7 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
             funcs.append(_import_reward(name))
         else:
             raise ValueError(f"Unknown reward function {name!r}. {_known()}")
-    unused = sorted(set(options) - used)
-    if unused:
+    if unused := sorted(set(options) - used):
         logger.warning("get_reward_funcs: options %s are used by none of %s.", unused, list(names))
     return funcs
 

@@ -1,6 +1,5 @@
 r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one
-(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time.
-"""
+(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time."""
 
 from __future__ import annotations
 

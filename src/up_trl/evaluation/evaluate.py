@@ -11,17 +11,12 @@ from collections.abc import Sequence
 
 from .pass_at_k import default_ks, equivalence_tables, score_problem
 
-# benchmark name -> (dataset name in up_trl.data.DATASETS, split)
+# benchmark name -> (dataset name in up_trl.data.DATASETS, split); arithmetic: the offline default's held-out problems
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "gsm8k": ("gsm8k", "test"),
-    "math500": ("math500", "test"),
-    "minerva": ("minerva", "test"),
-    "arithmetic": ("arithmetic", "test"),  # the offline default's task: its held-out problems, each once
-    "aime24": ("aime24", "train"),
-    "aime25": ("aime25", "train"),
-    "amc23": ("amc23", "test"),
-    "olympiadbench": ("olympiadbench", "test"),
-}
+    "gsm8k": ("gsm8k", "test"), "math500": ("math500", "test"), "minerva": ("minerva", "test"),
+    "arithmetic": ("arithmetic", "test"), "aime24": ("aime24", "train"), "aime25": ("aime25", "train"),
+    "amc23": ("amc23", "test"), "olympiadbench": ("olympiadbench", "test"),
+}  # fmt: skip
 
 
 def check_benchmarks(benchmarks: list[str], k: int, ops: Sequence[str] = ("mul1",), few_shot=0, split="test") -> None:
@@ -102,23 +97,13 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
-    report = {
-        "model": model_path,
-        "k": args.k,
-        "greedy": args.temperature == 0,
-        "backend": backend,
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "max_new_tokens": args.max_new_tokens,
-        "system_prompt": system_prompt,
-        "limit": args.limit,
-        "seed": args.seed,
-        **{key: getattr(args, key) for key in ("batch_size", "share_prompt_prefix") if backend == "transformers"},
-        **(arithmetic if "arithmetic" in benchmarks else {}),
-        "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
-        f"{torch.get_num_threads()} torch threads",
-        "benchmarks": {},
-    }
+    report = {"model": model_path, "k": args.k, "greedy": args.temperature == 0, "backend": backend}
+    report |= {key: getattr(args, key) for key in ("temperature", "top_p", "max_new_tokens")}
+    report |= {"system_prompt": system_prompt, "limit": args.limit, "seed": args.seed}
+    report |= {key: getattr(args, key) for key in ("batch_size", "share_prompt_prefix") if backend == "transformers"}
+    report |= arithmetic if "arithmetic" in benchmarks else {}
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    report |= {"machine": f"{platform.machine()}, {device}, {torch.get_num_threads()} torch threads", "benchmarks": {}}
     for name, data in sets.items():
         start = time.perf_counter()
         samples = generate(data["prompt"], args.k)

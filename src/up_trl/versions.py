@@ -68,8 +68,7 @@ def untested_versions(
 
 def untested_versions_message(installed: Mapping[str, str] | None = None) -> str | None:
     """The warning for versions outside `TESTED`, naming installed and tested versions; None when all are tested."""
-    untested = untested_versions(installed)
-    if not untested:
+    if not (untested := untested_versions(installed)):
         return None
     found = ", ".join(f"{name} {value}" for name, value in untested.items())
     tested = ", ".join(f"{name}{TESTED[name]}" for name in untested)

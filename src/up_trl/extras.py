@@ -51,8 +51,7 @@ def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") 
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
         if value and (message := missing(extra)) is not None:
             raise UsageError(f"{name} {value}: {message}")
-    build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
-    if build is not None:
+    if use_vllm and (vllm_mode or "colocate") == "colocate" and (build := vllm_cpu_build()) is not None:
         raise UsageError(
             f"use_vllm True: the installed vLLM is a CPU build ({build}), which repacks its linear weights for its "
             "CPU kernels, so TRL's colocate weight sync (`model.load_weights`) fails at the first step: set "

@@ -53,7 +53,6 @@ def parse_range(text: str) -> tuple[float, float, bool, bool]:
 _PROBABILITY = "a probability"
 # TRL's config builds from a value outside each of these: test_library_accepts_what_we_refuse[NAME] (see above).
 TRAIN_RULES: tuple[Rule, ...] = (
-    # How long to train, how often to log and save.
     Rule("max_steps", ">= 1", "optimizer steps to train; 0 would still run one",
          sentinels={-1: "TRL's default, train --num_train_epochs epochs instead"}),
     Rule("num_train_epochs", "> 0", "used when max_steps is -1"),
@@ -61,7 +60,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("logging_steps", "> 0", "a log line every N steps; below 1, a fraction of the run"),
     Rule("eval_steps", "> 0", "an evaluation every N steps"),
     Rule("save_total_limit", ">= 1", "checkpoints kept; unset keeps all"),
-    # The optimizer.
     Rule("learning_rate", "> 0", "the AdamW step size: 0 trains nothing, a negative one climbs the loss"),
     Rule("weight_decay", ">= 0", "AdamW's decoupled weight decay"),
     Rule("adam_beta1", "[0, 1)", "AdamW's first-moment decay"),
@@ -80,7 +78,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("num_generations_eval", ">= 1", "completions per prompt in evaluation"),
     Rule("max_completion_length", ">= 1", "the longest completion, in tokens"),
     Rule("dataset_limit", ">= 1", "training problems kept; unset keeps all"),
-    # Sampling.
     Rule("temperature", "> 0", "sampling divides the logits by it, and training needs samples"),
     Rule("top_p", "(0, 1]", "a probability: the share of the sampling mass kept"),
     Rule("top_k", ">= 0", "the most likely tokens kept; 0 turns it off"),
@@ -95,7 +92,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("ref_model_mixup_alpha", "[0, 1]", "the reference model's mixing weight"),
     Rule("ref_model_sync_steps", ">= 1", "steps between reference-model syncs"),
     Rule("max_consecutive_nonfinite_steps", ">= 1", "skipped steps in a row before the run stops"),
-    # Seeds and workers.
     Rule("seed", f"[0, {SEED_MAX}]", "transformers seeds numpy, which takes 0 to 2**32 - 1"),
     Rule("data_seed", f"[0, {SEED_MAX}]", "numpy takes 0 to 2**32 - 1"),
     Rule("dataloader_num_workers", ">= 0", "data-loading processes; 0 loads in the main one"),
@@ -105,7 +101,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("lora_r", ">= 1", "the LoRA rank"),
     Rule("lora_alpha", "> 0", "the LoRA scale"),
     Rule("lora_dropout", "[0, 1)", _PROBABILITY),
-    # The async trainer.
     Rule("max_staleness", ">= 0", "model versions a rollout may lag behind"),
     Rule("weight_sync_steps", ">= 1", "optimizer steps between weight syncs"),
     Rule("queue_maxsize", ">= 1", "rollouts the queue holds"),

@@ -65,11 +65,10 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
     """Fail on a misspelt flag, naming the closest real ones; an `accelerate launch` flag wants --accelerate_config."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
-    unknown = []
-    for arg in argv:
-        flag = arg.split("=", 1)[0]
-        if flag.startswith("--") and flag not in known and flag != "--config":
-            unknown.append(f"{flag}{closest_names(flag, known)}")
+    flags = [arg.split("=", 1)[0] for arg in argv]
+    unknown = [
+        f"{f}{closest_names(f, known)}" for f in flags if f.startswith("--") and f not in known and f != "--config"
+    ]
     launcher = accelerate_launch_flags()
     if launch_only := [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]:
         raise UsageError(

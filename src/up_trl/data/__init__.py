@@ -23,15 +23,9 @@ from pathlib import Path
 import datasets
 from datasets import Dataset, IterableDataset, load_dataset
 
-from .answers import extract_boxed as extract_boxed
-from .answers import gold_answer as gold_answer
-from .answers import parse_level as parse_level
+from .answers import extract_boxed, gold_answer, parse_level  # noqa: F401  (extract_boxed: re-exported)
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, ARITHMETIC_SPLITS, arithmetic_dataset
-from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
-from .prompts import DataError as DataError
-from .prompts import make_prompt as make_prompt
-from .prompts import system_prompt_from_flag as system_prompt_from_flag
-from .prompts import with_system
+from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt, system_prompt_from_flag, with_system  # noqa: F401
 
 # Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("prompt", "problem", "question")  # `prompt` first: what TRL reads
@@ -165,8 +159,7 @@ def load_math_dataset(
         n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
         rows = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
         return rows.to_iterable_dataset() if streaming else rows
-    dataset = _read(name_or_path, spec, split, streaming)
-    return _prepared(dataset, spec, **prepare)
+    return _prepared(_read(name_or_path, spec, split, streaming), spec, **prepare)
 
 
 def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, seed, limit, **prompts):
@@ -250,8 +243,7 @@ def columns_message(columns: Sequence[str], problem: str | None, answer: str | N
     """
     missing = [role for role, found in (("prompt", problem), ("answer", answer)) if found is None]
     spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
-    suggestion = dict(zip(spare, missing)) or {"<your prompt column>": "prompt"}
-    mapping = json.dumps(suggestion)
+    mapping = json.dumps(dict(zip(spare, missing)) or {"<your prompt column>": "prompt"})
     return (
         f"Need a `prompt` column (used as written, as TRL does) or a problem column (problem, question), with an "
         f"answer column ({', '.join(ANSWER_COLUMNS)}) for the accuracy rewards; found {list(columns)}. Map yours "

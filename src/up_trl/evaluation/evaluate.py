@@ -58,8 +58,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
             excluded[why] += 1
             rows.append({"excluded": why})
             continue
-        answers = [a[0] if a else None for a in group]
-        rows.append(score_problem(answers, correct[p * k : (p + 1) * k], ks, sames[p]))
+        rows.append(score_problem([a[0] if a else None for a in group], correct[p * k : (p + 1) * k], ks, sames[p]))
     scored = [r for r in rows if "excluded" not in r]
     summary: dict = {"problems": len(scored)}
     if scored:

@@ -29,8 +29,7 @@ def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]
     ...                  ["1/2", "0.5", "3", "3"][j]})
     0
     """
-    representatives: list[int] = []
-    sizes: list[int] = []
+    representatives, sizes = [], []  # a group's first member, and its size
     for index, answer in enumerate(answers):
         if answer is None:
             continue

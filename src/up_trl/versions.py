@@ -55,12 +55,9 @@ def untested_versions(
     installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}
     for name, found in installed.items():
-        if found == "not installed" and name in OPTIONAL:
-            continue
-        try:
-            inside = SpecifierSet(ranges[name]).contains(found, prereleases=True)
-        except InvalidVersion:  # "not installed", or a version packaging cannot parse
-            inside = False
+        inside = found == "not installed" and name in OPTIONAL  # an optional one may be missing
+        with suppress(InvalidVersion):  # "not installed", or a version packaging cannot parse: outside
+            inside = inside or SpecifierSet(ranges[name]).contains(found, prereleases=True)
         if not inside:
             untested[name] = found
     return untested

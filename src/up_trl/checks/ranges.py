@@ -8,9 +8,8 @@ the model loads or train on silently: `tests/test_cli_checks.py::test_library_ac
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import Settings, UsageError
 
@@ -122,18 +121,13 @@ def rules_for(command: str) -> dict[str, Rule]:
     return {rule.name: rule for rule in (TRAIN_RULES if command == "train" else EVAL_RULES)}
 
 
-def _numbers(value: Any) -> Iterable[float]:
-    """The numbers in a setting's value (a list's each), bools and non-numbers left out."""
-    values = value if isinstance(value, (list, tuple)) else [value]
-    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-
-
 def check_ranges(settings: Settings, command: str = "train") -> None:
     """A UsageError, one line, for the first setting out of its rule's range or not finite."""
     rules = rules_for(command)
     for name in settings.values:
-        for value in _numbers(settings[name]):
-            rule = rules.get(name)
+        rule, given = rules.get(name), settings[name]
+        values = given if isinstance(given, (list, tuple)) else [given]
+        for value in (v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)):  # a list's each
             if isinstance(value, float) and not math.isfinite(value):
                 wanted = rule.describe() if rule else "must be a finite number"
                 raise UsageError(f"{settings.show(name)} is not a finite number: {name} {wanted}.")

@@ -139,11 +139,8 @@ def columns_needed(func: Callable) -> list[str]:
     except (TypeError, ValueError):  # a builtin or a model: nothing to read
         return []
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [
-        p.name
-        for p in parameters
-        if p.default is p.empty and p.kind in keyword and p.name not in TRAINER_REWARD_KWARGS
-    ]
+    needed = [p.name for p in parameters if p.default is p.empty and p.kind in keyword]
+    return [name for name in needed if name not in TRAINER_REWARD_KWARGS]
 
 
 def check_reward_columns(

@@ -2,8 +2,7 @@
 
 
 class UsageError(ValueError):
-    """A mistake on the command line, in a recipe or in what they name: `main` prints it as one line and exits 2,
-    like argparse."""
+    """A mistake on the command line, in a recipe or in what they name (one line, exit 2, like argparse)."""
 
 
 def is_a_file(output_dir, flag: str = "--output_dir") -> str:

@@ -27,11 +27,8 @@ def from_checkout() -> bool:
 
 def install_hint(extra: str) -> str:
     """The pip command that installs `extra` the way up-trl is installed here (editable in a checkout)."""
-    return (
-        f'`pip install -e ".[{extra}]"` in the checkout'
-        if from_checkout()
-        else f'`pip install "<up-trl wheel>[{extra}]"`'
-    )
+    checkout = f'`pip install -e ".[{extra}]"` in the checkout'
+    return checkout if from_checkout() else f'`pip install "<up-trl wheel>[{extra}]"`'
 
 
 def installed(module: str) -> bool:
@@ -48,15 +45,13 @@ def missing(extra: str) -> str | None:
 
 
 def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") -> None:
-    """A UsageError naming the extra to install for `use_vllm` or `deepspeed` when it is missing, or for vLLM's CPU
-    build in colocate mode (`vllm_cpu_build`); a recipe that asks for one still parses without it."""
+    """A UsageError naming the extra `use_vllm` or `deepspeed` needs when missing, or for vLLM's CPU build colocated"""
     from .errors import UsageError
 
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
         if value and (message := missing(extra)) is not None:
             raise UsageError(f"{name} {value}: {message}")
-    build = vllm_cpu_build() if use_vllm and (vllm_mode or "colocate") == "colocate" else None
-    if build is not None:
+    if use_vllm and (vllm_mode or "colocate") == "colocate" and (build := vllm_cpu_build()) is not None:
         raise UsageError(
             f"use_vllm True: the installed vLLM is a CPU build ({build}), which repacks its linear weights for its "
             "CPU kernels, so TRL's colocate weight sync (`model.load_weights`) fails at the first step: set "
@@ -78,10 +73,8 @@ def vllm_cpu_build() -> str | None:
 
 
 def check_quantization(values: dict) -> None:
-    """`--load_in_4bit` / `--load_in_8bit` reach the trainer as in `trl grpo` (TRL's `get_quantization_config`); a
-    UsageError, before the model loads, where they cannot work: without bitsandbytes (transformers' ImportError
-    comes after the checks, as a traceback), without `--use_peft` (transformers refuses to train a purely quantized
-    model once it has loaded), or under `--trainer async_grpo` (TRL's takes no quantization_config)."""
+    """A UsageError, before the model loads, where `--load_in_4bit` / `--load_in_8bit` cannot work: under async_grpo,
+    without bitsandbytes (else a traceback after the checks) or without `--use_peft` (else refused once loaded)."""
     from .errors import UsageError
 
     flag = next((f"--{name} true" for name in ("load_in_4bit", "load_in_8bit") if values.get(name)), None)

@@ -18,8 +18,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
 def usual_file_modes(folder: str | os.PathLike, since: float | None = None) -> None:
-    """Give the private weight files under `folder` (no group or other bit) `default_file_mode()`; with `since` (a
-    `time.time()`), only those a save just wrote: a private weight file of the user's stays private."""
+    """Private weight files under `folder` get `default_file_mode()`; with `since`, only those written since then."""
     mode = default_file_mode()
     for path in Path(folder).rglob("*"):
         if path.suffix in WEIGHT_SUFFIXES and path.is_file() and not path.is_symlink():

@@ -50,18 +50,14 @@ def _installed(name: str) -> str:
 def untested_versions(
     installed: Mapping[str, str] | None = None, ranges: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The packages of `installed` (name -> version; default: those installed, "not installed" for a missing one)
-    whose version is outside `ranges` (default `TESTED`); an optional one that is not installed is not listed."""
+    """The packages of `installed` (default: those installed) outside `ranges` (default `TESTED`), name -> version."""
     ranges = TESTED if ranges is None else ranges
     installed = {name: _installed(name) for name in ranges} if installed is None else installed
     untested = {}
     for name, found in installed.items():
-        if found == "not installed" and name in OPTIONAL:
-            continue
-        try:
-            inside = SpecifierSet(ranges[name]).contains(found, prereleases=True)
-        except InvalidVersion:  # "not installed", or a version packaging cannot parse
-            inside = False
+        inside = found == "not installed" and name in OPTIONAL  # an optional one may be missing
+        with suppress(InvalidVersion):  # "not installed", or a version packaging cannot parse: outside
+            inside = inside or SpecifierSet(ranges[name]).contains(found, prereleases=True)
         if not inside:
             untested[name] = found
     return untested
@@ -69,8 +65,7 @@ def untested_versions(
 
 def untested_versions_message(installed: Mapping[str, str] | None = None) -> str | None:
     """The warning for versions outside `TESTED`, naming installed and tested versions; None when all are tested."""
-    untested = untested_versions(installed)
-    if not untested:
+    if not (untested := untested_versions(installed)):
         return None
     found = ", ".join(f"{name} {value}" for name, value in untested.items())
     tested = ", ".join(f"{name}{TESTED[name]}" for name in untested)

@@ -1,9 +1,6 @@
-"""What `up-trl train` and `up-trl eval` refuse before any model loads, each as one `UsageError` line saying what was
-wrong and what to set (exit status 2, argparse's), and how a setting is named in one (`Settings`).
-
-`recipe_and_flags`: the recipe's YAML, misspelt keys and flags; `settings`: the values before TRL's config is built
-from them; `ranges`: the ranges TRL's config does not check. What the settings point at: `cli.parse.check_targets`.
-"""
+"""What `up-trl train` and `up-trl eval` refuse before any model loads, each as one `UsageError` line (exit 2):
+`recipe_and_flags` (YAML, misspelt keys and flags), `settings` (values), `ranges` (what TRL's config does not check).
+What the settings point at: `cli.parse.check_targets`."""
 
 from __future__ import annotations
 

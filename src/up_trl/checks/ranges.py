@@ -3,15 +3,13 @@ default alike). A train rule is kept only while TRL's config accepts a value out
 the model loads or train on silently: `tests/test_cli_checks.py::test_library_accepts_what_we_refuse[NAME]` (and
 `[nonfinite]`: every float must be finite); the day it fails for a name, delete the rule. A failure is one line:
 
-    --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept).
-"""
+    --top_p 1.5 is out of range: top_p must be in (0, 1] (a probability: the share of the sampling mass kept)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import Settings, UsageError
 
@@ -54,7 +52,6 @@ def parse_range(text: str) -> tuple[float, float, bool, bool]:
 _PROBABILITY = "a probability"
 # TRL's config builds from a value outside each of these: test_library_accepts_what_we_refuse[NAME] (see above).
 TRAIN_RULES: tuple[Rule, ...] = (
-    # How long to train, how often to log and save.
     Rule("max_steps", ">= 1", "optimizer steps to train; 0 would still run one",
          sentinels={-1: "TRL's default, train --num_train_epochs epochs instead"}),
     Rule("num_train_epochs", "> 0", "used when max_steps is -1"),
@@ -62,7 +59,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("logging_steps", "> 0", "a log line every N steps; below 1, a fraction of the run"),
     Rule("eval_steps", "> 0", "an evaluation every N steps"),
     Rule("save_total_limit", ">= 1", "checkpoints kept; unset keeps all"),
-    # The optimizer.
     Rule("learning_rate", "> 0", "the AdamW step size: 0 trains nothing, a negative one climbs the loss"),
     Rule("weight_decay", ">= 0", "AdamW's decoupled weight decay"),
     Rule("adam_beta1", "[0, 1)", "AdamW's first-moment decay"),
@@ -81,7 +77,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("num_generations_eval", ">= 1", "completions per prompt in evaluation"),
     Rule("max_completion_length", ">= 1", "the longest completion, in tokens"),
     Rule("dataset_limit", ">= 1", "training problems kept; unset keeps all"),
-    # Sampling.
     Rule("temperature", "> 0", "sampling divides the logits by it, and training needs samples"),
     Rule("top_p", "(0, 1]", "a probability: the share of the sampling mass kept"),
     Rule("top_k", ">= 0", "the most likely tokens kept; 0 turns it off"),
@@ -96,7 +91,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("ref_model_mixup_alpha", "[0, 1]", "the reference model's mixing weight"),
     Rule("ref_model_sync_steps", ">= 1", "steps between reference-model syncs"),
     Rule("max_consecutive_nonfinite_steps", ">= 1", "skipped steps in a row before the run stops"),
-    # Seeds and workers.
     Rule("seed", f"[0, {SEED_MAX}]", "transformers seeds numpy, which takes 0 to 2**32 - 1"),
     Rule("data_seed", f"[0, {SEED_MAX}]", "numpy takes 0 to 2**32 - 1"),
     Rule("dataloader_num_workers", ">= 0", "data-loading processes; 0 loads in the main one"),
@@ -106,7 +100,6 @@ TRAIN_RULES: tuple[Rule, ...] = (
     Rule("lora_r", ">= 1", "the LoRA rank"),
     Rule("lora_alpha", "> 0", "the LoRA scale"),
     Rule("lora_dropout", "[0, 1)", _PROBABILITY),
-    # The async trainer.
     Rule("max_staleness", ">= 0", "model versions a rollout may lag behind"),
     Rule("weight_sync_steps", ">= 1", "optimizer steps between weight syncs"),
     Rule("queue_maxsize", ">= 1", "rollouts the queue holds"),
@@ -128,18 +121,13 @@ def rules_for(command: str) -> dict[str, Rule]:
     return {rule.name: rule for rule in (TRAIN_RULES if command == "train" else EVAL_RULES)}
 
 
-def _numbers(value: Any) -> Iterable[float]:
-    """The numbers in a setting's value (a list's each), bools and non-numbers left out."""
-    values = value if isinstance(value, (list, tuple)) else [value]
-    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-
-
 def check_ranges(settings: Settings, command: str = "train") -> None:
     """A UsageError, one line, for the first setting out of its rule's range or not finite."""
     rules = rules_for(command)
     for name in settings.values:
-        for value in _numbers(settings[name]):
-            rule = rules.get(name)
+        rule, given = rules.get(name), settings[name]
+        values = given if isinstance(given, (list, tuple)) else [given]
+        for value in (v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)):  # a list's each
             if isinstance(value, float) and not math.isfinite(value):
                 wanted = rule.describe() if rule else "must be a finite number"
                 raise UsageError(f"{settings.show(name)} is not a finite number: {name} {wanted}.")

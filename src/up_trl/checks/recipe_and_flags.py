@@ -10,8 +10,7 @@ from . import RecipeNotFoundError, UsageError, closest_names
 
 
 def read_recipe(path: str) -> dict:
-    """The recipe's mapping, or a UsageError for a missing file, a YAML syntax error (with its line and column) or
-    a file that is not a mapping."""
+    """The recipe's mapping, or a UsageError (a missing or unreadable file, bad YAML, not a mapping)."""
     import yaml
 
     try:
@@ -63,15 +62,13 @@ def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
 
 
 def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
-    """Fail on a misspelt command-line flag, naming the closest real ones (HfArgumentParser only lists them); a flag
-    of `accelerate launch` says to add `--accelerate_config`."""
+    """Fail on a misspelt flag, naming the closest real ones; an `accelerate launch` flag wants --accelerate_config."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
-    unknown = []
-    for arg in argv:
-        flag = arg.split("=", 1)[0]
-        if flag.startswith("--") and flag not in known and flag != "--config":
-            unknown.append(f"{flag}{closest_names(flag, known)}")
+    flags = [arg.split("=", 1)[0] for arg in argv]
+    unknown = [
+        f"{f}{closest_names(f, known)}" for f in flags if f.startswith("--") and f not in known and f != "--config"
+    ]
     launcher = accelerate_launch_flags()
     if launch_only := [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]:
         raise UsageError(

@@ -8,8 +8,7 @@ from .ranges import check_ranges
 
 
 def check_settings(settings: Settings) -> list[str]:
-    """Check the settings before TRL's config is built from them; returns flags to add to the command line (a
-    `--save_steps` written alone adds `--save_strategy steps`, so that it saves)."""
+    """Check the settings before TRL's config is built; returns flags to add (`_check_saving`)."""
     _check_data(settings)
     if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
         raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
@@ -19,8 +18,7 @@ def check_settings(settings: Settings) -> list[str]:
 
 
 def _check_data(s: Settings) -> None:
-    """A stream (`--dataset_streaming`, or a mixture's `streaming`) has no length: training needs `--max_steps`
-    (transformers' Trainer refuses it only in `train()`, after the model loads:
+    """A stream has no length: it needs `--max_steps` (transformers refuses it after the model loads:
     tests/test_cli_checks.py::test_library_accepts_what_we_refuse[streaming_without_max_steps])."""
     streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])
     if streaming and (s["max_steps"] is None or s["max_steps"] <= 0):
@@ -29,9 +27,8 @@ def _check_data(s: Settings) -> None:
 
 
 def _check_loss_type(s: Settings) -> None:
-    """A `--loss_type` TRL does not know: TRL's config takes any name and fails at the first loss, after the model
-    loads (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config refuses it only
-    under UP."""
+    """A `--loss_type` TRL does not know: TRL fails at the first loss, after the model loads
+    (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config, only under UP."""
     from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
@@ -42,9 +39,9 @@ def _check_loss_type(s: Settings) -> None:
 
 
 def _check_saving(s: Settings) -> list[str]:
-    """`--save_steps N` alone saves every N steps: the recipe's (or offline default's) `save_strategy: no` would
-    otherwise win silently. Both written, contradicting each other: an error (TRL's config takes both and saves
-    nothing: tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
+    """`--save_steps N` alone adds `--save_strategy steps` (a recipe's `no` would win silently); both written: an
+    error, as TRL saves nothing
+    (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
     if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
         return []
     if "save_strategy" in s.command_line:

@@ -3,9 +3,6 @@
 up-trl train                                            # offline default (the recipe quickstart): SmolLM2, CPU
 up-trl train --config up_dapo                           # a packaged recipe by name (or a file); flags override it
 up-trl train --accelerate_config zero3 --num_processes 8 --config up_dapo   # through accelerate launch
-
-The commands; `parse`: a command line made a checked `run.job.TrainJob` (run by `up_trl.run.job`); `launch`:
-through accelerate; `catalog`: recipes and accelerate configs by name; `help_text`; `eval_command`: `up-trl eval`.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ __all__ += ["train", "train_help"]
 
 
 def train(argv: list[str] | None = None):
-    """Run the main job (`run.job.run_job`) on a command line; returns the trainer. Bad input is a UsageError before
-    any model loads (`check_train_args`); a crash in training a `run.job.TrainingCrashed`."""
+    """Run the main job on a command line; returns the trainer (bad input: a UsageError before any model loads)."""
     from ..run.job import run_job
 
     return run_job(check_train_args(list(sys.argv[1:] if argv is None else argv)))
@@ -45,18 +41,13 @@ DEBUG_ENV = "UP_TRL_DEBUG"  # set to 1: an unexpected error is raised with its t
 
 
 def unexpected_error(command: str, error: Exception) -> int:
-    """An exception no check caught (a library's own, mid-run): one line naming its type and message and how to see
-    the traceback; exit status 1. With UP_TRL_DEBUG=1 it is raised again, traceback and all."""
+    """An exception no check caught: one line naming it, exit status 1 (UP_TRL_DEBUG=1: raised, traceback and all)."""
     if os.environ.get(DEBUG_ENV, "").strip().lower() in ("1", "true", "yes"):
         raise error
     message = " ".join(str(error).split())
     message = message if len(message) <= 500 else message[:500] + " ..."
-    kind = type(error).__qualname__
-    print(
-        f"up-trl {command}: error: {kind}{': ' + message if message else ''} (set {DEBUG_ENV}=1 to see the traceback)",
-        file=sys.stderr,
-        flush=True,
-    )
+    message = type(error).__qualname__ + (f": {message}" if message else "")
+    print(f"up-trl {command}: error: {message} (set {DEBUG_ENV}=1 to see the traceback)", file=sys.stderr, flush=True)
     return 1
 
 

@@ -2,8 +2,7 @@
 
 up-trl eval                                   # the offline default's model on its held-out task
 up-trl eval --model outputs/quickstart --benchmarks gsm8k math500 --k 4 --limit 50
-up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM
-"""
+up-trl eval --model Qwen/Qwen3-8B --benchmarks aime24 aime25 --k 32 --max_new_tokens 16384   # Hub, vLLM"""
 
 from __future__ import annotations
 
@@ -16,8 +15,7 @@ from ..evaluation.evaluate import benchmark_sets, check_benchmarks, evaluate, ma
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`up-trl eval`, writing eval.json and eval.md. Bad input (an unknown benchmark, a model AutoConfig cannot read,
-    an output folder that cannot be written, a Hub set offline) is one line, exit status 2, before any model loads."""
+    """`up-trl eval`, writing eval.json and eval.md; bad input is one line, exit status 2, before any model loads."""
     from ..checks import Settings
     from ..checks.ranges import check_ranges
     from ..checks.recipe_and_flags import flags_given
@@ -28,10 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..models.source import check_model
     from ..run.preflight import check_output_folder
 
-    args = parse_eval_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_eval_args(argv)
     try:
-        given = flags_given(sys.argv[1:] if argv is None else argv)
-        check_ranges(Settings(vars(args), given, {}, "command line"), "eval")  # before any default is filled in
+        check_ranges(Settings(vars(args), flags_given(argv), {}, "command line"), "eval")  # before defaults are set
         check_benchmarks(args.benchmarks, args.k, args.arithmetic_ops, args.arithmetic_few_shot, args.arithmetic_split)
         if args.backend == "vllm" and missing("vllm"):
             raise ValueError(f"--backend vllm: {missing('vllm')}")

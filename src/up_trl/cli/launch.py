@@ -1,7 +1,6 @@
 """`up-trl train --accelerate_config NAME ...` (a packaged accelerate config or a file) through `accelerate launch`,
 split as `trl grpo` splits it: what TRL's parser does not take is accelerate's (`--num_processes 8`, ...). The job is
-checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is one line and launches nothing.
-"""
+checked first (`parse.check_train_args`): a usage error, or a flag neither takes, is one line and launches nothing."""
 
 from __future__ import annotations
 
@@ -43,24 +42,16 @@ def launch(argv: list[str]) -> int:
         else:  # the recipe stays the job's; anything else is refused below, by name
             unknown += [] if flag == "--config" else group
             continue
-        job = _without(job, group)
+        at = next((i for i in range(len(job)) if job[i : i + len(group)] == group), len(job))  # the group, first found
+        job = job[:at] + job[at + len(group) :]
     check_flags(parser, unknown, trainer, parse.TRAINERS[trainer][1])
     parse.check_train_args(job)  # the job's usage errors here, before accelerate starts a process
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
 
 
-def _without(argv: list[str], group: list[str]) -> list[str]:
-    """`argv` without the first occurrence of `group` (a flag and its value, side by side)."""
-    for i in range(len(argv)):
-        if argv[i : i + len(group)] == group:
-            return argv[:i] + argv[i + len(group) :]
-    return argv
-
-
 def check_launch_extras(name: str, path: str) -> None:
-    """An accelerate config that asks for DeepSpeed (`distributed_type: DEEPSPEED`) while it is not installed: the
-    extra to install, in one line (accelerate would fail inside each launched process)."""
+    """A UsageError for an accelerate config asking for DeepSpeed while it is not installed (else: in each process)."""
     import yaml
 
     from ..extras import missing

@@ -16,8 +16,6 @@ from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 
 # The offline default (neither --config nor --model_name_or_path): the packaged recipe `quickstart`, its only source.
 OFFLINE_DEFAULT: dict = read_recipe(recipe_path(OFFLINE_DEFAULT_RECIPE))
-
-
 USAGE_TRAIN = (
     "up-trl train [--trainer grpo|async_grpo|rloo] [--config RECIPE] [--accelerate_config NAME] [--OPTION VALUE ...]"
 )
@@ -35,8 +33,7 @@ def trainer_classes(trainer: str = "grpo"):
 
 
 def model_config_class(trainer: str = "grpo"):
-    """TRL's ModelConfig; for async_grpo without its `dtype` and `attn_implementation`: AsyncGRPOConfig has its own
-    `dtype` (a second --dtype would clash) and the async trainer always loads the policy with its tree attention."""
+    """TRL's ModelConfig; for async_grpo without `dtype` (its config has one) and `attn_implementation` (tree's)."""
     import dataclasses
 
     from trl import ModelConfig
@@ -51,16 +48,15 @@ def model_config_class(trainer: str = "grpo"):
 
 
 def make_parser(trainer: str = "grpo"):
-    """TRL's parser over what `trl grpo` parses (trl.scripts.grpo.make_parser): the script arguments, the chosen
-    trainer's UP config in GRPOConfig's place, TRL's ModelConfig and DatasetMixtureConfig."""
+    """TRL's parser over what `trl grpo` parses (trl.scripts.grpo.make_parser), the trainer's UP config in
+    GRPOConfig's place."""
     from trl import DatasetMixtureConfig, TrlParser
 
-    config_cls, _ = trainer_classes(trainer)
-    model_cls = model_config_class(trainer)
+    config_cls = trainer_classes(trainer)[0]
     from ..script_args import TrainScriptArguments
 
-    dataclass_types = (TrainScriptArguments, config_cls, model_cls, DatasetMixtureConfig)
-    return TrlParser(dataclass_types, prog="up-trl train", usage=USAGE_TRAIN)
+    types = (TrainScriptArguments, config_cls, model_config_class(trainer), DatasetMixtureConfig)
+    return TrlParser(types, prog="up-trl train", usage=USAGE_TRAIN)
 
 
 def trainer_argument(argv: list[str], recipe: dict) -> str:
@@ -94,8 +90,7 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
 
 
 def read_settings(argv: list[str]):
-    """Every check of the command line and the recipe (`up_trl.checks`) on the chosen trainer's parser (TRL's,
-    `make_parser`); returns (that parser, the argv to parse, the values it parses, the recipe file or None)."""
+    """Every check of `up_trl.checks`: (the trainer's parser, the argv to parse, its values, the recipe or None)."""
     argv, recipe_file = recipe_argument(argv)
     recipe = read_recipe(recipe_file) if recipe_file is not None else {}  # read once: a YAML error is one line
     trainer = trainer_argument(argv, recipe)
@@ -124,9 +119,8 @@ def read_settings(argv: list[str]):
 
 
 def check_targets(values: dict) -> str | None:
-    """What the settings point at, without loading or creating anything: the reward names, `--column_mapping`, a
-    data file, the extras a setting needs, the output folder, the model (transformers' AutoConfig reads its
-    config.json). Returns the model as `from_pretrained` gets it (None: the offline default)."""
+    """What the settings point at (rewards, data, extras, output folder, model), loading and creating nothing.
+    Returns the model as `from_pretrained` gets it (None: the offline default)."""
     from ..data import OFFLINE_DATASETS, missing_data_file
     from ..extras import check_extras, check_quantization
     from ..models.offline import OfflineModelMissingError, check_offline_model, smollm2_cached
@@ -162,8 +156,7 @@ def check_targets(values: dict) -> str | None:
 
 
 def check_train_args(argv: list[str]):
-    """`read_settings`, `check_targets`, then TRL's config (`build_configs`): every usage error before any model or
-    data loads, and before `accelerate launch` starts a process. Returns the `run.job.TrainJob`."""
+    """The `run.job.TrainJob`, after every usage error (before any model loads or `accelerate launch` starts)."""
     from ..run.job import TrainJob
     from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
@@ -174,21 +167,11 @@ def check_train_args(argv: list[str]):
     script_args, training_args, model_args, mixture = build_configs(parser, argv)  # what TRL's config refuses
     if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
         check_output_folder(training_args.output_dir)
-    trainer_cls = trainer_classes(script_args.trainer)[1]
     flags = flags_given(given)  # as typed (the checks add --save_strategy steps to a lone --save_steps)
-    return TrainJob(
-        script_args,
-        training_args,
-        model_args,
-        model=model,
-        trainer_cls=trainer_cls,
-        recipe_file=recipe_file,
-        recipe=recipe_label(recipe_file, flags),
-        given=given,
-        flags=flags,
-        column_mapping=parse_column_mapping(script_args.column_mapping),
-        mixture=mixture,
-    )
+    trainer_cls, mapping = trainer_classes(script_args.trainer)[1], parse_column_mapping(script_args.column_mapping)
+    job = dict(model=model, trainer_cls=trainer_cls, recipe_file=recipe_file, recipe=recipe_label(recipe_file, flags))
+    job |= dict(given=given, flags=flags, column_mapping=mapping, mixture=mixture)
+    return TrainJob(script_args, training_args, model_args, **job)
 
 
 def recipe_label(recipe_file: str | None, flags: set[str]) -> str:
@@ -207,9 +190,7 @@ def recipe_label(recipe_file: str | None, flags: set[str]) -> str:
 
 
 def build_configs(parser, argv: list[str]):
-    """(script args, training args, model args, dataset mixture) as TRL's parser builds them; a ValueError TRL's
-    config raises while it is built (`--warmup_steps -1`, UP's `--delta 0.5` and `--loss_type cispo`) is a
-    UsageError, one line."""
+    """(script, training, model args, dataset mixture) as TRL builds them; its config's ValueError a UsageError."""
     try:
         return parser.parse_args_into_dataclasses(args=argv)
     except ValueError as error:
@@ -217,7 +198,6 @@ def build_configs(parser, argv: list[str]):
 
 
 def parse_train_args(argv: list[str]):
-    """(script args, training args, model args), parsed like `trl grpo` (`--config recipe.yaml`, then flags
-    override) after the checks of `read_settings`; nothing the settings point at is looked at (`check_targets`)."""
+    """(script args, training args, model args) parsed like `trl grpo`, after `read_settings`'s checks."""
     parser, argv, _, _ = read_settings(argv)
     return build_configs(parser, argv)[:3]

@@ -23,15 +23,9 @@ from pathlib import Path
 import datasets
 from datasets import Dataset, IterableDataset, load_dataset
 
-from .answers import extract_boxed as extract_boxed
-from .answers import gold_answer as gold_answer
-from .answers import parse_level as parse_level
+from .answers import extract_boxed, gold_answer, parse_level  # noqa: F401  (extract_boxed: re-exported)
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, ARITHMETIC_SPLITS, arithmetic_dataset
-from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
-from .prompts import DataError as DataError
-from .prompts import make_prompt as make_prompt
-from .prompts import system_prompt_from_flag as system_prompt_from_flag
-from .prompts import with_system
+from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt, system_prompt_from_flag, with_system  # noqa: F401
 
 # Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("prompt", "problem", "question")  # `prompt` first: what TRL reads
@@ -165,8 +159,7 @@ def load_math_dataset(
         n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
         rows = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
         return rows.to_iterable_dataset() if streaming else rows
-    dataset = _read(name_or_path, spec, split, streaming)
-    return _prepared(dataset, spec, **prepare)
+    return _prepared(_read(name_or_path, spec, split, streaming), spec, **prepare)
 
 
 def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, seed, limit, **prompts):
@@ -195,9 +188,8 @@ def columns_of(dataset: Dataset | IterableDataset) -> list[str]:
 
 
 def _to_prompts(dataset: Dataset, spec: DatasetSpec, system_prompt: str | None, prompt_system: str | None) -> Dataset:
-    """A `prompt` column as TRL reads it: every column as written (`prompt_system` first where asked), `solution`
-    added from an answer column when absent. Else a problem column: the math reading (`system_prompt`, the gold
-    answer read into `solution`, rows without one dropped), the other columns kept. Neither: a DataError."""
+    """A `prompt` column as written (`prompt_system` first where asked), else a problem column made a prompt with
+    `system_prompt` (rows without a gold dropped); `solution` read from an answer column; neither: a DataError."""
     columns = columns_of(dataset)
     problem_column = next((c for c in PROBLEM_COLUMNS if c in columns), None)
     answer_column = next((c for c in ANSWER_COLUMNS if c in columns), None)
@@ -251,8 +243,7 @@ def columns_message(columns: Sequence[str], problem: str | None, answer: str | N
     """
     missing = [role for role, found in (("prompt", problem), ("answer", answer)) if found is None]
     spare = [c for c in columns if c not in (problem, answer) and c not in METADATA_COLUMNS]
-    suggestion = dict(zip(spare, missing)) or {"<your prompt column>": "prompt"}
-    mapping = json.dumps(suggestion)
+    mapping = json.dumps(dict(zip(spare, missing)) or {"<your prompt column>": "prompt"})
     return (
         f"Need a `prompt` column (used as written, as TRL does) or a problem column (problem, question), with an "
         f"answer column ({', '.join(ANSWER_COLUMNS)}) for the accuracy rewards; found {list(columns)}. Map yours "
@@ -331,8 +322,7 @@ def _load_file(path: str, split: str, streaming: bool = False) -> Dataset | Iter
 
 @contextmanager
 def _quiet_datasets():
-    """datasets' log lines and progress bars off while it reads a local file: one it cannot read ends in our line
-    alone, not after its "Failed to load JSON ..." and a bar [test_same_as_trl_grpo unreadable_source]."""
+    """datasets' logs and progress bars off while it reads a file [test_same_as_trl_grpo unreadable_source]."""
     from datasets.utils import logging as datasets_logging
 
     level, bars = datasets_logging.get_verbosity(), datasets.is_progress_bar_enabled()
@@ -366,8 +356,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _offline_flag() -> str | None:
-    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE when set, read now: datasets reads it at its import, before a recipe's
-    `env:` block sets it [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, read now [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
     return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)

@@ -29,8 +29,7 @@ ARITHMETIC_DEV_FRACTION = 0.10  # the next share, `split="dev"`: for choosing se
 ARITHMETIC_SPLITS = ("train", "dev", "test")
 DEV_END = ARITHMETIC_TEST_FRACTION + ARITHMETIC_DEV_FRACTION
 
-# Worked examples (`few_shot`), in the reply format the reward reads; each lies outside its op's operand ranges (in
-# either order), so none is a problem of any split.
+# Worked examples (`few_shot`) in the reply format the reward reads, outside its op's operand ranges: in no split.
 ARITHMETIC_WORKED_EXAMPLES: tuple[tuple[str, str], ...] = (
     ("What is 3 + 5?", "3 + 5 = 8. The answer is 8."),
     ("What is 12 x 11?", "12 x 11 = 132. The answer is 132."),

@@ -15,8 +15,7 @@ class DataError(ValueError):
 
 
 def make_prompt(problem: str, system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, num_images: int = 0) -> list[dict]:
-    """One conversational prompt. With images, every content is a list of parts and the user message starts with one
-    `{"type": "image"}` placeholder per image, which TRL fills from the `images` column."""
+    """One conversational prompt; with images, content parts and an image placeholder each (TRL fills `images`)."""
     if num_images == 0:
         user = {"role": "user", "content": problem}
         system = {"role": "system", "content": system_prompt}

@@ -1,8 +1,6 @@
-"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it with the same problems and settings,
-once (cached in `models.default_cache_dir()/eval-base/`, keyed by the base model and every setting that scores). A
-run's own base (`--base_model auto`) that cannot load here is left out with one line saying why; one named that
-cannot load is an error (exit 2), like `--model`.
-"""
+"""`up-trl eval`'s baseline: the model a run was trained from, scored beside it on the same problems and settings,
+once (cached in `models.default_cache_dir()/eval-base/`). A run's own base that cannot load is left out with one line
+saying why; one named that cannot load is an error (exit 2), like `--model`."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ NOT_SCORED = ("model", "output_dir", "save_samples", "base_model")
 
 
 def recorded_base_model(model: str) -> str | None:
-    """The model the run in folder `model` (or a checkpoint's run) was trained from, or None when `model` is no run
-    folder: the run record's `base_model`, else the card's (`huggingface_hub.repocard.metadata_load`)."""
+    """The `base_model` of the run (record, else card) in folder `model` or a checkpoint's; None for no run folder."""
     import yaml
     from huggingface_hub.repocard import metadata_load
 
@@ -57,8 +54,7 @@ def loadable_base(base: str) -> tuple[str | None, str]:
 
 
 def model_identity(model: str) -> dict:
-    """A model in the cache key: a folder by its absolute path and its files' sizes and times (a changed model is
-    scored again), a Hub id by itself."""
+    """A model in the cache key: a folder by its path and its files' sizes and times, a Hub id by itself."""
     path = Path(model)
     if not path.is_dir():
         return {"hub_id": model}
@@ -129,6 +125,5 @@ def comparison_rows(report: dict, keys: list[str]) -> list[str]:
 
 def _row(name: str, which: str | None, row: dict, keys: list[str]) -> str:
     scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
-    excluded = row["excluded"]
-    model = f" {which} |" if which else ""
+    excluded, model = row["excluded"], f" {which} |" if which else ""
     return f"| {name} |{model} {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"

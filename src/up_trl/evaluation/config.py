@@ -16,7 +16,7 @@ DEFAULT_MODEL_DIR = "outputs/quickstart"  # where `up-trl train` (the offline de
 _UNSET = "(default: {} for arithmetic alone, else {})"
 
 
-def _option(default, text: str, **more):
+def option(default, text: str, **more):
     """A field with its help (and `choices`) for HfArgumentParser; a list default is copied for each instance."""
     made = {"default_factory": lambda: list(default)} if isinstance(default, list) else {"default": default}
     return field(**made, metadata={"help": text, **more})
@@ -27,42 +27,42 @@ class EvalArguments:
     """Score a model on math benchmarks. With no options: the model `up-trl train` left in outputs/quickstart (else
     the base SmolLM2-135M-Instruct) on the held-out arithmetic problems."""
 
-    model: str | None = _option(
+    model: str | None = option(
         None, f"Path or Hub id (default: {DEFAULT_MODEL_DIR} if it holds a model, else the offline SmolLM2)."
     )
-    benchmarks: list[str] = _option(
+    benchmarks: list[str] = option(
         ["arithmetic"],
         f"Any of {sorted(BENCHMARKS)} (default: arithmetic, the offline default's held-out test split).",
     )
-    k: int = _option(4, "Samples per problem (1 with --temperature 0).")
-    limit: int | None = _option(None, "Only the first N problems of each benchmark.")
-    temperature: float | None = _option(None, _UNSET.format(1.0, 0.6))
-    top_p: float | None = _option(None, _UNSET.format(1.0, 0.95))
-    max_new_tokens: int | None = _option(None, _UNSET.format(64, 512))
-    batch_size: int = _option(8, "Prompts per generate() call (transformers).")
-    share_prompt_prefix: bool = _option(
+    k: int = option(4, "Samples per problem (1 with --temperature 0).")
+    limit: int | None = option(None, "Only the first N problems of each benchmark.")
+    temperature: float | None = option(None, _UNSET.format(1.0, 0.6))
+    top_p: float | None = option(None, _UNSET.format(1.0, 0.95))
+    max_new_tokens: int | None = option(None, _UNSET.format(64, 512))
+    batch_size: int = option(8, "Prompts per generate() call (transformers).")
+    share_prompt_prefix: bool = option(
         True, "transformers on CPU: prefill each prompt once for its k samples (true; the same samples) or k times."
     )
-    backend: str = _option("auto", "vLLM when installed (auto), or one.", choices=["auto", "vllm", "transformers"])
-    dtype: str = _option("float32", "The weights' dtype.", choices=["float32", "bfloat16", "float16"])
-    system_prompt: str | None = _option(
+    backend: str = option("auto", "vLLM when installed (auto), or one.", choices=["auto", "vllm", "transformers"])
+    dtype: str = option("float32", "The weights' dtype.", choices=["float32", "bfloat16", "float16"])
+    system_prompt: str | None = option(
         None, "'none' for no system turn (the default for arithmetic alone); otherwise the default asks for \\boxed{}."
     )
-    arithmetic_ops: list[str] = _option(
+    arithmetic_ops: list[str] = option(
         ["mul1"], "arithmetic only: its held-out problems of mul1 (the default), mul, add and sub, as trained on."
     )
-    arithmetic_few_shot: int = _option(
+    arithmetic_few_shot: int = option(
         0, "arithmetic only: worked examples before each problem (0 to 3), as trained with."
     )
-    arithmetic_split: str = _option(
+    arithmetic_split: str = option(
         "test", "arithmetic only: test (what results report) or dev (to choose settings by).", choices=["test", "dev"]
     )
     seed: int = 0
-    output_dir: str | None = _option(
+    output_dir: str | None = option(
         None, "Where eval.json and eval.md go (default: <model>/eval for a local model, else outputs/eval)."
     )
-    save_samples: bool = _option(False, "Keep every completion in eval.json.")
-    base_model: str = _option(
+    save_samples: bool = option(False, "Keep every completion in eval.json.")
+    base_model: str = option(
         "auto",
         "Score this model beside --model on the same problems (cached: once per model and settings): auto (the "
         "default) is the base a run folder was trained from, none skips it, or a folder or Hub id.",
@@ -103,8 +103,7 @@ def make_parser():
 
 
 def parse_eval_args(argv: list[str]) -> EvalArguments:
-    """`up-trl eval`'s arguments; an unknown option is argparse's usage error (exit 2), a dashed spelling
-    (`--top-p`, HfArgumentParser's alias) too, as `up-trl train` refuses it."""
+    """`up-trl eval`'s arguments; an unknown option or a dashed spelling (`--top-p`) is argparse's usage error."""
     parser = make_parser()
     if dashed := [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]:
         parser.error(f"unrecognized arguments: {' '.join(dashed)} (options are spelt with underscores: --top_p)")

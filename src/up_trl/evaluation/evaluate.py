@@ -1,7 +1,6 @@
 """What `up-trl eval` runs (the command is `up_trl.cli.eval_command`): k samples per problem of math benchmarks,
 scored by `rewards.MathAccuracyReward` as avg@k, pass@k, maj@k (`pass_at_k`). Problems whose gold answer does not
-parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json).
-"""
+parse, or with a sample whose scoring timed out, are left out of every score and counted (`excluded` in eval.json)."""
 
 from __future__ import annotations
 
@@ -12,17 +11,12 @@ from collections.abc import Sequence
 
 from .pass_at_k import default_ks, equivalence_tables, score_problem
 
-# benchmark name -> (dataset name in up_trl.data.DATASETS, split)
+# benchmark name -> (dataset name in up_trl.data.DATASETS, split); arithmetic: the offline default's held-out problems
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "gsm8k": ("gsm8k", "test"),
-    "math500": ("math500", "test"),
-    "minerva": ("minerva", "test"),
-    "arithmetic": ("arithmetic", "test"),  # the offline default's task: its held-out problems, each once
-    "aime24": ("aime24", "train"),
-    "aime25": ("aime25", "train"),
-    "amc23": ("amc23", "test"),
-    "olympiadbench": ("olympiadbench", "test"),
-}
+    "gsm8k": ("gsm8k", "test"), "math500": ("math500", "test"), "minerva": ("minerva", "test"),
+    "arithmetic": ("arithmetic", "test"), "aime24": ("aime24", "train"), "aime25": ("aime25", "train"),
+    "amc23": ("amc23", "test"), "olympiadbench": ("olympiadbench", "test"),
+}  # fmt: skip
 
 
 def check_benchmarks(benchmarks: list[str], k: int, ops: Sequence[str] = ("mul1",), few_shot=0, split="test") -> None:
@@ -45,8 +39,7 @@ def check_benchmarks(benchmarks: list[str], k: int, ops: Sequence[str] = ("mul1"
 
 
 def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=None) -> tuple[dict, list[dict]]:
-    """Score k samples per problem: the summary row (scores over the problems scored, and what was left out) and
-    one row per problem; a left-out problem is counted, never scored as wrong."""
+    """(summary row, a row per problem) of k samples per problem; a left-out problem is counted, never scored wrong."""
     from ..rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, make_math_accuracy_reward, verify_many
 
     reward = reward or make_math_accuracy_reward()
@@ -65,21 +58,18 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
             excluded[why] += 1
             rows.append({"excluded": why})
             continue
-        answers = [a[0] if a else None for a in group]
-        rows.append(score_problem(answers, correct[p * k : (p + 1) * k], ks, sames[p]))
+        rows.append(score_problem([a[0] if a else None for a in group], correct[p * k : (p + 1) * k], ks, sames[p]))
     scored = [r for r in rows if "excluded" not in r]
     summary: dict = {"problems": len(scored)}
     if scored:
         summary.update({key: round(sum(r[key] for r in scored) / len(scored), 4) for key in scored[0]})
-    summary["excluded"] = excluded
-    summary["timeout_samples"] = outcomes.count(TIMEOUT)
+    summary |= {"excluded": excluded, "timeout_samples": outcomes.count(TIMEOUT)}
     summary["equivalence_timeouts"] = equivalence_timeouts
     return summary, rows
 
 
 def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> dict:
-    """Each benchmark's problems as prompts with a `solution` column: the first `args.limit` of its split (for
-    `arithmetic`: `args.arithmetic_split`'s problems of `args.arithmetic_ops`, shuffled by `args.seed`)."""
+    """Each benchmark's first `args.limit` problems of its split, as prompts with a `solution` column."""
     from ..data import load_math_dataset
 
     options = {"limit": args.limit, "seed": args.seed, "system_prompt": system_prompt}
@@ -106,23 +96,13 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
-    report = {
-        "model": model_path,
-        "k": args.k,
-        "greedy": args.temperature == 0,
-        "backend": backend,
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "max_new_tokens": args.max_new_tokens,
-        "system_prompt": system_prompt,
-        "limit": args.limit,
-        "seed": args.seed,
-        **{key: getattr(args, key) for key in ("batch_size", "share_prompt_prefix") if backend == "transformers"},
-        **(arithmetic if "arithmetic" in benchmarks else {}),
-        "machine": f"{platform.machine()}, {'cuda' if torch.cuda.is_available() else 'cpu'}, "
-        f"{torch.get_num_threads()} torch threads",
-        "benchmarks": {},
-    }
+    report = {"model": model_path, "k": args.k, "greedy": args.temperature == 0, "backend": backend}
+    report |= {key: getattr(args, key) for key in ("temperature", "top_p", "max_new_tokens")}
+    report |= {"system_prompt": system_prompt, "limit": args.limit, "seed": args.seed}
+    report |= {key: getattr(args, key) for key in ("batch_size", "share_prompt_prefix") if backend == "transformers"}
+    report |= arithmetic if "arithmetic" in benchmarks else {}
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    report |= {"machine": f"{platform.machine()}, {device}, {torch.get_num_threads()} torch threads", "benchmarks": {}}
     for name, data in sets.items():
         start = time.perf_counter()
         samples = generate(data["prompt"], args.k)

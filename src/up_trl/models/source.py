@@ -1,7 +1,6 @@
 """A `--model` checked by transformers' own `AutoConfig.from_pretrained` (config.json only) before anything is
 loaded or removed, its exception as one line naming the flag. Our own checks are kept only where transformers' answer
-does not say what to change, each beside the test that shows it.
-"""
+does not say what to change, each beside the test that shows it."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def check_model(
     revision: str | None = None,
     trust_remote_code: bool = False,
 ) -> str:
-    """`name_or_path` as `from_pretrained` should get it (a user's `~` expanded), once transformers has read its
-    config; else a ModelNotFoundError, one line naming `flag`, with transformers' own message."""
+    """`name_or_path` as `from_pretrained` should get it, once AutoConfig read it, else a ModelNotFoundError."""
     from huggingface_hub import constants
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
@@ -66,8 +64,7 @@ def check_model(
         # transformers: "Unrecognized model in X. Should have a `model_type` key" [test_cli_checks crashed_run_folder]
         raise ModelNotFoundError(f"{flag} {path} holds no config.json (no model saved there): {_latest(path, flag)}.")
     elif path.is_dir() and not _is_json_object(path / "config.json"):
-        # transformers 5.17: "TypeError: list indices must be integers ...", no file named [test_hostile.py
-        # config_not_object, oldest stack]
+        # transformers 5.17: a TypeError that names no file [test_hostile.py config_not_object, oldest stack]
         raise ModelNotFoundError(
             f"{flag} {name_or_path}: its config.json is not a JSON object: {_latest(path, flag)}."
         )
@@ -86,8 +83,7 @@ def check_model(
         where = "" if path.exists() else " no such local folder; as a Hub id:"
         raise ModelNotFoundError(f"{flag} {name_or_path}:{where} {' '.join(str(error).split())}") from None
     if path.is_dir() and not model_weights(path):
-        # from_pretrained's "no file named model.safetensors" comes after --overwrite_output_dir removed the previous
-        # run [test_hostile a_model_folder_without_weights_is_refused_before_an_overwrite]
+        # else after an overwrite [test_hostile a_model_folder_without_weights_is_refused_before_an_overwrite]
         raise ModelNotFoundError(
             f"{flag} {path} holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a "
             f"sharded index): the save did not finish; {_latest(path, flag)}."

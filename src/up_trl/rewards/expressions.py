@@ -1,7 +1,6 @@
 r"""Answer expressions: read the answer text that `extraction` found as one LaTeX expression (`phrase_expression`),
 and refuse what is no answer: hedges, unevaluated operations, echoes of the question (`prediction`'s anti-echo rules).
-Every pattern is linear-time: no nested quantifiers.
-"""
+Every pattern is linear-time: no nested quantifiers."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 r"""Answer extraction: the one answer a reply commits to (`extract_answer`), never a number it did not commit to.
-Every pattern is linear-time (no nested quantifiers), and reply text is cut to `MAX_CHARS` first.
-"""
+Every pattern is linear-time (no nested quantifiers), and reply text is cut to `MAX_CHARS` first."""
 
 from __future__ import annotations
 

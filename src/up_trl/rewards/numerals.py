@@ -1,9 +1,7 @@
 r"""Numerals: a number written in a way math-verify misreads, rewritten as the digits it reads: in words
 (`number_in_words`), with a scale word (`scaled`), with thousands set apart by spaces (`join_spaced_thousands`:
 math-verify reads "385 000" as 385 * 000), or repeating (`repeating_decimals`: it reads `0.\overline{3}` as 0).
-
-Every pattern is linear-time: bounded alternations, no nested quantifiers.
-"""
+Every pattern is linear-time: bounded alternations, no nested quantifiers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The worker pool: math-verify in pebble worker processes, each item bounded on its own (`item_timeout_s`), never
 the call. In a worker's main thread math-verify's SIGALRM bound works, whichever trainer thread called; each process
-has its own pool, stopped at exit (`shutdown_workers`).
-"""
+has its own pool, stopped at exit (`shutdown_workers`)."""
 
 from __future__ import annotations
 

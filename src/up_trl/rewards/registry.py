@@ -24,23 +24,17 @@ from .functions import (
 logger = logging.getLogger(__name__)
 
 REWARD_FUNCS: dict[str, Callable] = {
-    "math_accuracy": math_accuracy_reward,
-    "dapo_math": dapo_math_reward,
-    "boxed_format": boxed_format_reward,
-    "think_format": think_format_reward,
-}
+    "math_accuracy": math_accuracy_reward, "dapo_math": dapo_math_reward,
+    "boxed_format": boxed_format_reward, "think_format": think_format_reward,
+}  # fmt: skip
 REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
     "math_accuracy": make_math_accuracy_reward,
     "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
     "soft_overlong": make_soft_overlong_punishment,
 }
 # TRL's rewards by their names, built as `trl grpo --reward_funcs` builds them (ours, soft_overlong, takes options).
-TRL_REWARD_FUNCS: tuple[str, ...] = (
-    "accuracy_reward",
-    "reasoning_accuracy_reward",
-    "think_format_reward",
-    "get_soft_overlong_punishment",
-)
+TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward",
+                                     "get_soft_overlong_punishment")  # fmt: skip
 TRL_FIXED_OPTIONS: dict[str, dict[str, int]] = {
     "get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256},  # trl/scripts/grpo.py
 }
@@ -105,8 +99,7 @@ def get_reward_funcs(names: Sequence[str], **options: Any) -> list[Callable]:
             funcs.append(_import_reward(name))
         else:
             raise ValueError(f"Unknown reward function {name!r}. {_known()}")
-    unused = sorted(set(options) - used)
-    if unused:
+    if unused := sorted(set(options) - used):
         logger.warning("get_reward_funcs: options %s are used by none of %s.", unused, list(names))
     return funcs
 
@@ -146,11 +139,8 @@ def columns_needed(func: Callable) -> list[str]:
     except (TypeError, ValueError):  # a builtin or a model: nothing to read
         return []
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [
-        p.name
-        for p in parameters
-        if p.default is p.empty and p.kind in keyword and p.name not in TRAINER_REWARD_KWARGS
-    ]
+    needed = [p.name for p in parameters if p.default is p.empty and p.kind in keyword]
+    return [name for name in needed if name not in TRAINER_REWARD_KWARGS]
 
 
 def check_reward_columns(

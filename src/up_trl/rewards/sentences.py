@@ -1,6 +1,5 @@
 r"""The final sentence of a reply that states no answer phrase and no box: where its answer is, if it has one
-(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time.
-"""
+(`final_statement`, after the trailing asides: `content_end`; `final_name`). Every pattern is linear-time."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ def content_end(text: str) -> int:
 
 def _is_math(content: str) -> bool:
     """False for a "$...$" that pairs two currency signs ("$80 and Brad gets $"): prose words outside commands."""
-    words = _PROSE_WORD.findall(_TEXT_COMMAND.sub(" ", content))
-    return all(word.lower() in _MATH_WORDS for word in words)
+    return all(word.lower() in _MATH_WORDS for word in _PROSE_WORD.findall(_TEXT_COMMAND.sub(" ", content)))
 
 
 def _spans(text: str, start: int, end: int) -> list[tuple[int, int, str, str]]:

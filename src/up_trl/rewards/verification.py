@@ -1,9 +1,7 @@
-r"""Verification: one extracted answer against one gold with math-verify, as an outcome constant.
-
-math-verify's SIGALRM bound works only in a main thread (elsewhere callers pass `timeout=None`); its timeouts become
-`[]` / False and a warning, counted by `_TIMEOUT_LOG`, so a timed-out item is TIMEOUT, never a silent WRONG. A match in
-which math-verify dropped a letter of one side only, as a unit (`$2t$` parsed as 2), is WRONG (`dropped_letters`).
-"""
+r"""Verification: one extracted answer against one gold with math-verify, as an outcome constant. math-verify's
+timeouts (its SIGALRM bound, main thread only: elsewhere `timeout=None`) are counted by `_TIMEOUT_LOG`: TIMEOUT, never
+a silent WRONG. A match in which math-verify dropped a letter of one side only, as a unit (`$2t$` parsed as 2), is
+WRONG (`dropped_letters`)."""
 
 from __future__ import annotations
 
@@ -66,9 +64,7 @@ def dropped_letters(text: str, parsed: list) -> collections.Counter:
     [{'t': 1}, {'s': 1}, {}, {}, {}]
     """
     string = next((p for p in reversed(parsed) if isinstance(p, str)), None)
-    if string is None:
-        return collections.Counter()
-    return _variables(text, words=False) - _variables(string, words=True)
+    return collections.Counter() if string is None else _variables(text, words=False) - _variables(string, words=True)
 
 
 def shared_letter_dropped(pred: str, pred_parsed: list, gold: str, gold_parsed: list) -> bool:

@@ -168,8 +168,7 @@ LEVELS: dict[int, dict] = {
     64: dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=16),
 }
 # Every arm: the opt-in shared-prompt forward (measured ~25% less CPU here); it needs activation checkpointing off.
-# Each prompt computed once (the runs' share_prompt_prefix=True): the trainer is up_trl.speedups'
-# the shared-prompt part (collapse.toy_trainer), which needs activation checkpointing off.
+# The runs' trainer: `with_parts(UPGRPOTrainer, share_prompt_prefix=True)` (`toy_runs.toy_trainer`).
 SPEED = dict(activation_checkpointing=False)
 # Logged every step and kept (rounded) in each record: the curves the figures and the warning's tests read.
 # (The first study's curves also hold up/guard_masked_frac, up/capacity_masked_frac and up/entropy_fallback, logged by

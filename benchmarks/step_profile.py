@@ -79,7 +79,7 @@ def build_trainer(argv: list[str], output_dir: str):
     )
     init = {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
     training_args.model_init_kwargs = {**init, **(training_args.model_init_kwargs or {})}
-    trainer = with_parts(UPGRPOTrainer)(  # as `up-trl train` builds it: every opt-in part (`up_trl.run.parts`)
+    trainer = with_parts(UPGRPOTrainer, script_args.share_prompt_prefix)(  # as `up-trl train` builds it
         model=model_args.model_name_or_path or smollm2_path(),
         reward_funcs=reward_funcs,
         args=training_args,

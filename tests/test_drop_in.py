@@ -344,3 +344,19 @@ def test_off_accepts_any_loss_type_the_parent_builds_with():
     check_up_compatible("off", "not_a_loss")  # nothing refused: left to the parent
     with pytest.raises(ValueError, match="Unknown loss_type='not_a_loss'"):
         check_up_compatible("asymmetric", "not_a_loss")
+
+
+@pytest.mark.parametrize("plain", [False, True], ids=["changed_up_config", "plain_parent_config"])
+def test_the_trainer_runs_the_configs_one_check(tmp_path, tiny, prompts_dataset, plain):
+    """`check_up` runs when a UP config is built and again in the trainer: a UP config changed since (here to UP on
+    a loss UP does not apply to) and a plain GRPOConfig are refused before the model is touched."""
+    from trl import GRPOConfig
+
+    if plain:
+        args = GRPOConfig(output_dir=str(tmp_path), loss_type="sapo", use_cpu=True, bf16=False, report_to="none")
+    else:
+        args = cpu_args(tmp_path, up_mode="off", loss_type="sapo")
+        args.up_mode = "asymmetric"
+    model, tokenizer = tiny
+    with pytest.raises(ValueError, match="loss_type='sapo' is a different objective"):
+        UPGRPOTrainer(model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset)

@@ -23,9 +23,15 @@ from pathlib import Path
 import datasets
 from datasets import Dataset, IterableDataset, load_dataset
 
-from .answers import extract_boxed, gold_answer, parse_level  # noqa: F401  (extract_boxed: re-exported)
+from .answers import extract_boxed as extract_boxed
+from .answers import gold_answer as gold_answer
+from .answers import parse_level as parse_level
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, ARITHMETIC_SPLITS, arithmetic_dataset
-from .prompts import DEFAULT_SYSTEM_PROMPT, DataError, make_prompt, system_prompt_from_flag, with_system  # noqa: F401
+from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
+from .prompts import DataError as DataError
+from .prompts import make_prompt as make_prompt
+from .prompts import system_prompt_from_flag as system_prompt_from_flag
+from .prompts import with_system
 
 # Columns read as the problem and the gold answer, first match wins ("solution": a worked solution's last \boxed{}).
 PROBLEM_COLUMNS: tuple[str, ...] = ("prompt", "problem", "question")  # `prompt` first: what TRL reads

@@ -1,12 +1,13 @@
 """The run layer: what `up-trl train` does around the trainer, grouped by what happens to a run. Each module imports
-only those listed above it (and the package's lower layers: data, rewards, trainers), never one below it.
+only those listed above it (and any lower layer of the package: data, models, rewards, trainers, ...), never one
+below it.
 
 - `checkpoints`: each checkpoint marked complete last, resume from the newest complete one; the rollout batch in
   every checkpoint and the run's own optimizer settings on resume (two opt-in mixins);
 - `folder`: the output folder: its lock (one run at a time), its run record, what overwriting removes, what to resume;
 - `preflight`: the checks before any model loads (the folder, held under its lock; the data size; async GRPO's GPU);
 - `card`: the run's model card and its plot;
-- `callbacks`: the job's own callbacks (metrics.jsonl, the run record, a graceful stop, signs of life);
-- `parts`: the opt-in parts, public, one line each on any trainer (`with_parts`, `attach_parts`);
+- `callbacks`: the job's own (metrics.jsonl, the run record, a graceful stop, a step's random states, signs of life);
+- `parts`: the opt-in parts, public, one line each where they apply (`with_parts`, `attach_parts`);
 - `job`: the job itself (`run_job`) and how it ends: together, early saying why, or crashed with one line.
 """

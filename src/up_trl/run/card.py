@@ -180,7 +180,8 @@ def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_na
     if TRL_NO_BASE_MODEL in text:  # a folder, or none: the offline default by its Hub id, another by its path
         local = getattr(trainer.model.config, "_name_or_path", "") or ""
         base = f"a local model (`{local}`)" if local else "a model built in code"
-        if local and Path(local).name.startswith("SmolLM2-135M-Instruct-"):  # up_trl.models.offline' converted GGUF
+        # the GGUF `up_trl.models.offline` converted
+        if local and Path(local).name.startswith("SmolLM2-135M-Instruct-"):
             card.data.base_model, card.data.license = SMOLLM2_HUB_ID, "apache-2.0"
             base = f"[{SMOLLM2_HUB_ID}](https://huggingface.co/{SMOLLM2_HUB_ID}) ({SMOLLM2_COPY})"
         text = text.replace(TRL_NO_BASE_MODEL, base)

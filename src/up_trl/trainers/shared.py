@@ -156,14 +156,13 @@ class UPTrainerMixin:
     up_is_off_policy: bool  # each glue class's staleness rule (a property)
 
     def __init__(self, model, reward_funcs=None, args=None, *pargs, **kwargs):
-        """UP's settings read from `args` (a plain parent config means UP, no rare clip, checked here: a UP config
-        checked them when it was built), the parent's constructor through `super()` by design, then the collapse
-        warning and the on-policy notice."""
+        """UP's settings read from `args` (a plain parent config means UP, no rare clip) and checked by the one check
+        a UP config runs when it is built (`check_up`), the parent's constructor through `super()` by design, then
+        the collapse warning and the on-policy notice."""
         args = self.up_config_class(default_output_dir(model, self.up_output_suffix)) if args is None else args
         self.up_mode = getattr(args, "up_mode", "asymmetric")
         self.up_positive_min_prob = getattr(args, "up_positive_min_prob", None)
-        if not isinstance(args, UPConfigMixin):
-            self.up_config_class.check_up(self.up_mode, args)
+        self.up_config_class.check_up(self.up_mode, args)  # again for a UP config: it may have changed since built
         if self.up_mode == "off" and self.up_positive_min_prob is not None:
             logger.warning(
                 "up_mode='off' trains the parent objective: up_positive_min_prob acts only on UP's branch and "

@@ -125,12 +125,8 @@ class UPConfigMixin(GuardConfigMixin, CollapseWarningConfigMixin):
         if self.up_mode is False:  # YAML 1.1 reads an unquoted `up_mode: off` as the boolean false
             self.up_mode = "off"
         # Checked before the parent's own post-init so a wrong combination fails before any other work.
-        self.check_up_applies()
-        super().__post_init__()
-
-    def check_up_applies(self) -> None:
-        """Raise a ValueError that says what to set when UP cannot apply to this config (`check_up`)."""
         self.check_up(self.up_mode, self)
+        super().__post_init__()
 
     @staticmethod
     def check_up(up_mode, args) -> None:

@@ -59,12 +59,12 @@ def _args(tmp_path, config_cls=UPAsyncGRPOConfig, **overrides):
     return cpu_args(tmp_path, config_cls, **(settings | overrides))
 
 
-def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):
+def _trainer(checkpoint, dataset, args, parent=False, trainer_class=UPAsyncGRPOTrainer, **rollout_kwargs):
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer)
     rollout = in_process_rollout(checkpoint, **kwargs, **rollout_kwargs)
     with async_grpo_on_cpu():
-        return (AsyncGRPOTrainer if parent else UPAsyncGRPOTrainer)(checkpoint, **kwargs, **rollout)
+        return (AsyncGRPOTrainer if parent else trainer_class)(checkpoint, **kwargs, **rollout)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -184,8 +184,11 @@ def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale
 
 
 def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path):
+    from up_trl.run.parts import LeadingIndicatorsMixin
+
     samples, batch = stale_batch
-    trainer = _trainer(checkpoint, prompts, _args(tmp_path))
+    with_indicators = type("UPAsyncGRPOTrainer", (LeadingIndicatorsMixin, UPAsyncGRPOTrainer), {})
+    trainer = _trainer(checkpoint, prompts, _args(tmp_path), trainer_class=with_indicators)
     _loss_and_grads(trainer, batch)
     n_tokens = [int(s["completion_mask"].sum()) for s in samples]
     n_positive = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] > 0)
@@ -193,7 +196,7 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
     # |log r| on positive tokens: the noise added to the old log-probs, read back through the packed forward
     (total, count) = trainer._metrics["train"]["up/positive_abs_log_ratio_mean"][0]
     assert count == n_positive and total > 0
-    # The leading indicators (up_trl.objective.indicators), per trained token: the token counts of each sign.
+    # The leading indicators (the opt-in part, `objective.indicators`), per trained token: the counts of each sign.
     n_negative = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] < 0)
     assert trainer._metrics["train"]["up/positive_tokens"] == [(n_positive, 1.0)]
     assert trainer._metrics["train"]["up/negative_tokens"] == [(n_negative, 1.0)]
@@ -352,7 +355,7 @@ RELIED_ON = [
     "coef_1 = torch.exp(log_ratio)",
     "coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)",
     "per_token_loss = -torch.min(per_token_loss1, per_token_loss2)",
-    # the normalisation losses.packed_token_sum_loss mirrors
+    # the normalisation UP's term repeats (UPAsyncGRPOTrainer.compute_loss)
     "loss = per_token_loss.sum()",
     'global_n_tokens = inputs["global_n_tokens"][0]',
     "tokens_per_rank = (global_n_tokens / world_size).clamp(min=1.0)",

@@ -147,6 +147,7 @@ def test_the_model_card_is_trls_naming_up(tmp_path, tiny, prompts_dataset):
 
 def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, prompts_dataset):
     from up_trl.run.parts import (
+        LeadingIndicatorsMixin,
         NonFiniteGuardCallback,
         ResumeSettingsMixin,
         RolloutCheckpointMixin,
@@ -177,7 +178,8 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
     callbacks = names(trainer.callback_handler.callbacks)
     assert "NonFiniteGuardCallback" in callbacks and "UsualFileModesCallback" in callbacks
     built = with_parts(UPGRPOTrainer)
-    assert built.__mro__[1:4] == (RunCardMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
+    parts = (RunCardMixin, LeadingIndicatorsMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
+    assert built.__mro__[1:5] == parts
     assert built.__name__ == "UPGRPOTrainer" and issubclass(built, UPGRPOTrainer)
     assert issubclass(NonFiniteGuardCallback, object) and callable(attach_parts)
     import inspect
@@ -207,7 +209,8 @@ def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
             if inspect.isfunction(value):
                 defined.setdefault(name, []).append(value)
     shared = {name: functions for name, functions in defined.items() if len(functions) > 1}
-    assert "__init__" in shared and (kind == "async_grpo" or "_load_optimizer_and_scheduler" in shared)
+    assert {"__init__", "_log_up_metrics"} <= set(shared)
+    assert kind == "async_grpo" or "_load_optimizer_and_scheduler" in shared
     for name, functions in shared.items():
         for function in functions[:-1]:
             where = function.__qualname__
@@ -281,8 +284,8 @@ def test_a_trainers_import_closure_fits_a_reading(module):
         f"{module}: {len(at_import)} modules / {lines(at_import)} lines at import, {len(everything)} / "
         f"{lines(everything)} with imports inside functions"
     )
-    assert lines(at_import) <= 1000, sorted(at_import)
-    assert lines(everything) <= 1500, sorted(everything)
+    assert lines(at_import) <= 800, sorted(at_import)  # issue 56: a reading, at most 800 lines
+    assert lines(everything) <= 1200, sorted(everything)
     assert "up_trl.run.card" not in everything and "up_trl.run.checkpoints" not in everything
 
 
@@ -316,6 +319,7 @@ def test_each_part_is_safe_where_it_cannot_act():
 
     from up_trl import UPAsyncGRPOTrainer
     from up_trl.run.parts import (
+        LeadingIndicatorsMixin,
         NonFiniteGuardCallback,
         ResumeSettingsMixin,
         RolloutCheckpointMixin,
@@ -324,7 +328,7 @@ def test_each_part_is_safe_where_it_cannot_act():
         with_parts,
     )
 
-    assert with_parts(UPAsyncGRPOTrainer).__mro__[1:3] == (RunCardMixin, ResumeSettingsMixin)
+    assert with_parts(UPAsyncGRPOTrainer).__mro__[1:4] == (RunCardMixin, LeadingIndicatorsMixin, ResumeSettingsMixin)
     assert RolloutCheckpointMixin not in with_parts(UPAsyncGRPOTrainer).__mro__
 
     class Wrong(RolloutCheckpointMixin, UPAsyncGRPOTrainer):

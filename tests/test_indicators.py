@@ -1,5 +1,6 @@
 """The leading indicators of a collapse (`up_trl.objective.indicators`): closed forms on numbers a reader can check,
-the two layouts the trainers pass, and that each UP trainer logs them through the one shared function."""
+the two layouts the trainers pass, and that the opt-in part (`run.parts.LeadingIndicatorsMixin`, which `up-trl train`
+attaches) logs them beside UP's metrics, while a UP trainer alone logs only UP's."""
 
 import math
 
@@ -67,7 +68,8 @@ def test_sums_add_over_ranks_and_an_empty_batch_gives_no_value():
 def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_dataset, up_mode):
     from conftest import make_trainer
 
-    trainer = make_trainer(tmp_path, tiny, prompts_dataset, up_mode=up_mode, steps_per_generation=2, max_steps=2)
+    kwargs = dict(up_mode=up_mode, steps_per_generation=2, max_steps=2)
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, parts=True, **kwargs)
     calls = []
     original = trainer._log_up_metrics
     trainer._log_up_metrics = lambda *a, **k: (calls.append(a), original(*a, **k))[1]
@@ -78,12 +80,16 @@ def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_data
         assert all(math.isfinite(h[key]) for h in logged), key
     # The length reward splits every group, so each micro-batch holds tokens of both signs.
     assert all(h["up/positive_tokens"] > 0 and h["up/negative_tokens"] > 0 for h in logged)
+    alone = make_trainer(tmp_path / "alone", tiny, prompts_dataset, **kwargs)  # the UP trainer alone: UP's metrics
+    alone.train()
+    logs = [h for h in alone.state.log_history if "loss" in h]
+    assert logs and all("up/positive_token_frac" in h and not set(INDICATOR_METRICS) & set(h) for h in logs)
 
 
 def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset):
     from test_rloo import make_rloo_trainer
 
-    trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, steps_per_generation=2, max_steps=2)
+    trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, parts=True, steps_per_generation=2, max_steps=2)
     trainer.train()
     logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
     assert len(logged) == 2
@@ -100,7 +106,7 @@ def test_grpo_and_rloo_anchor_pi_old_through_the_one_function(tmp_path, tiny, pr
 
     import up_trl.trainers.grpo_trainer
     import up_trl.trainers.rloo_trainer
-    from up_trl.objective.routing import anchored_old_logps
+    from up_trl.objective.ratios import anchored_old_logps
 
     for module, make in (
         (up_trl.trainers.grpo_trainer, make_trainer),

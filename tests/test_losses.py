@@ -7,13 +7,8 @@ import torch
 
 from up_trl.objective.guards import rare_mask
 from up_trl.objective.paper_losses import clipped_surrogate_loss, up_per_token_loss
-from up_trl.objective.routing import (
-    anchored_old_logps,
-    log_importance_weights,
-    probability_capacity,
-    self_anchored_ratio,
-    up_routes,
-)
+from up_trl.objective.ratios import anchored_old_logps, log_importance_weights, self_anchored_ratio
+from up_trl.objective.routing import probability_capacity, up_routes
 
 EPS = dict(epsilon_low=0.2, epsilon_high=0.28)
 

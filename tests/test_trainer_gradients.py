@@ -15,7 +15,8 @@ from trl import GRPOTrainer
 from up_trl import UPGRPOTrainer
 from up_trl.objective.guards import rare_mask
 from up_trl.objective.paper_losses import up_per_token_loss
-from up_trl.objective.routing import log_importance_weights, self_anchored_ratio, up_routes
+from up_trl.objective.ratios import log_importance_weights, self_anchored_ratio
+from up_trl.objective.routing import up_routes
 
 LOSS_TYPES = ["grpo", "bnpo", "dr_grpo", "dapo", "luspo"]
 GA, SPG, MAX_LEN = 2, 4, 6

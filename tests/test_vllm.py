@@ -102,7 +102,7 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
     assert trainer.state.global_step == 4 and trainer.up_is_off_policy
     assert any(not torch.equal(a, b) for a, b in zip(before, params(trainer.model)))  # it trained
     assert all(torch.isfinite(torch.tensor(logged(trainer, "loss"))))
-    assert len(logged(trainer, "up/positive_tokens")) == 4  # UP's metrics beside TRL's
+    assert len(logged(trainer, "up/positive_token_frac")) == 4  # UP's metrics beside TRL's
     # The sampler's log-probs reach the correction: two vLLM batches, and ratios that are not 1 in each. TRL logs
     # the weights after the mode acts: truncation holds them inside the bounds, the mask sets some to 0.
     low, high = (

@@ -9,9 +9,7 @@ of GRPO / DAPO / GSPO on the sign of the advantage A:
     A <= 0:  L = -min(r * A, clip(r, 1 - eps_low, 1 + eps_high) * A),  r = pi_theta / pi_old
              (the parent's clipped objective; TRL's `delta` caps r from above: the dual clip).
 
-At sequence level (GSPO) both ratios are geometric means over the completion:
-    r  = exp(mean_t(log pi_theta - log pi_old)),   r~ = exp(mean_t(log pi_theta - sg(log pi_theta))).
-
+At sequence level (GSPO) both ratios are geometric means over the completion (`ratios`).
 Shapes follow TRL: log-probs and `mask` are (B, T), `advantages` (B,) or (B, T); token level returns (B, T),
 sequence level (B, 1) (TRL broadcasts it against the mask when it aggregates).
 """
@@ -21,11 +19,6 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-
-# Re-exported: the trainers import the equations from here.
-from .ratios import anchored_old_logps as anchored_old_logps
-from .ratios import log_importance_weights as log_importance_weights
-from .ratios import self_anchored_ratio as self_anchored_ratio
 
 UpMode = Literal["asymmetric", "both", "off"]
 UP_MODES: tuple[str, ...] = ("asymmetric", "both", "off")
@@ -73,26 +66,6 @@ def probability_capacity(
         raise ValueError("The clipped capacity needs old_per_token_logps and epsilon_high.")
     ceiling = torch.clamp((1.0 + epsilon_high) * old_per_token_logps.detach().exp(), max=1.0)
     return torch.clamp(ceiling - pi_theta, min=0.0)
-
-
-def packed_token_sum_loss(
-    per_token_loss: torch.Tensor,
-    global_n_tokens: torch.Tensor | float,
-    num_processes: int = 1,
-    gradient_accumulation_steps: int = 1,
-) -> torch.Tensor:
-    """The normalisation of TRL's asynchronous GRPO trainer, on a packed (flat) list of trained tokens:
-
-        L = sum_t L_t / max(1, global_n_tokens / num_processes) / gradient_accumulation_steps
-
-    `global_n_tokens`: the micro-batch's trained tokens over all ranks (DDP averages over ranks: a token mean).
-
-    >>> packed_token_sum_loss(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(6.0), num_processes=2,
-    ...                       gradient_accumulation_steps=2)
-    tensor(1.)
-    """
-    tokens_per_rank = torch.as_tensor(global_n_tokens, dtype=torch.float32) / num_processes
-    return per_token_loss.sum() / tokens_per_rank.clamp(min=1.0) / gradient_accumulation_steps
 
 
 def up_positive_token_sums(

@@ -11,6 +11,8 @@ Mixins (a callback cannot see the checkpoint folder a resume loads), one line ea
 - `ResumeSettingsMixin`: a resumed run trains with its own optimizer settings, not the checkpoint's;
 - `RunCardMixin`: TRL's model card plus the run's (`card.write_model_card`), on `create_model_card` and `push_to_hub`
   ('run card' signature check and behaviour in tests/trl_pins.json);
+- `LeadingIndicatorsMixin`: a UP trainer also logs the leading indicators of a collapse (`up/logp_adv_cov`, the
+  token counts of each sign, `up/negative_clipped_log_ratio_mean`: `objective.indicators`, docs/collapse.md);
 - `SharedPromptTrainerMixin`: the CPU saving, not UP: each distinct prompt computed once in the scoring forwards
   (`speedups.shared_prompt`; equal to TRL's computation up to float rounding; `--share_prompt_prefix true`).
 
@@ -40,11 +42,12 @@ from transformers.utils import logging
 from trl.trainer.utils import get_callable_name, is_async_callable
 
 from ..file_modes import usual_file_modes
+from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..speedups.shared_prompt import SharedPromptTrainerMixin
 from .checkpoints import ResumeSettingsMixin, RolloutCheckpointMixin, is_synchronous
 
-__all__ = ["NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin", "RunCardMixin",
-           "SharedPromptTrainerMixin", "UsualFileModesCallback", "attach_parts", "nonfinite_guard",
+__all__ = ["LeadingIndicatorsMixin", "NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin",
+           "RunCardMixin", "SharedPromptTrainerMixin", "UsualFileModesCallback", "attach_parts", "nonfinite_guard",
            "record_unscorable", "with_parts"]  # fmt: skip
 
 
@@ -68,14 +71,28 @@ class RunCardMixin:
         write_model_card(self, super().create_model_card, model_name, dataset_name, tags)
 
 
+class LeadingIndicatorsMixin:
+    """For `class X(LeadingIndicatorsMixin, UPGRPOTrainer)` (a UP trainer): each loss call also logs
+    `indicators.INDICATOR_METRICS`, from the tensors the trainer's `up/*` metrics are computed from."""
+
+    @torch.no_grad()
+    def _log_up_metrics(self, logps, old_logps, advantages, mask, log_ratio, mode: str) -> None:
+        """The UP trainer's own metrics through `super()` by design, then the indicators of the same call."""
+        super()._log_up_metrics(logps, old_logps, advantages, mask, log_ratio, mode)
+        sums = leading_indicator_sums(logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
+        for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
+            self._metrics[mode][name].append(self._up_rate(num, den))
+
+
 def with_parts(trainer_cls: type, share_prompt_prefix: bool = False) -> type:
-    """`trainer_cls` with every mixin part that applies (the card to UP trainers, the rollout batch to GRPO, RLOO)
-    and, with `share_prompt_prefix`, the CPU saving (GRPO, RLOO): the one way a run's trainer class is composed."""
-    card = (RunCardMixin,) if hasattr(trainer_cls, "up_mode") else ()  # the card describes UP's settings
+    """`trainer_cls` with every mixin part that applies (the card and the indicators to UP trainers, the rollout
+    batch to GRPO, RLOO) and, with `share_prompt_prefix`, the CPU saving (GRPO, RLOO): the one way a run's trainer
+    class is composed."""
+    up = (RunCardMixin, LeadingIndicatorsMixin) if hasattr(trainer_cls, "up_mode") else ()  # they read UP's settings
     rollout = (RolloutCheckpointMixin,) if is_synchronous(trainer_cls) else ()  # async GRPO buffers no batch
     if share_prompt_prefix and not rollout:
         raise TypeError(f"share_prompt_prefix: {trainer_cls.__name__} has no scoring forward to share (GRPO, RLOO).")
-    mixins = (*card, *rollout, ResumeSettingsMixin, *((SharedPromptTrainerMixin,) if share_prompt_prefix else ()))
+    mixins = (*up, *rollout, ResumeSettingsMixin, *((SharedPromptTrainerMixin,) if share_prompt_prefix else ()))
     return type(trainer_cls.__name__, (*mixins, trainer_cls), {"__module__": trainer_cls.__module__})
 
 

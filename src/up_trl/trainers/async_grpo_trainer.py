@@ -9,7 +9,7 @@ over the trained tokens (N: those of the micro-batch over all ranks),
 
 So, with no line of it copied: (1) the parent runs whole on a copy of the batch whose routed advantages are zeroed
 (its clipped term vanishes there, value and gradient); (2) a forward hook records that forward's log-probs; (3) UP
-adds sum_{routed t} -A_t * exp(logp_t - sg(logp_t)) through the same normalisation (`packed_token_sum_loss`). The
+adds sum_{routed t} -A_t * exp(logp_t - sg(logp_t)) through the same normalisation (N, world, GA). The
 two terms touch disjoint tokens, so loss and gradient are exact (`tests/test_async_grpo.py`); `compute_loss` is
 pinned in `tests/trl_pins.json` ('objective' pins). The parent's `clip_ratio/*` never count routed tokens;
 `up/would_clip_frac` does. As TRL's, it needs a CUDA GPU and a `trl vllm-serve` server (the tests use CPU stand-ins,
@@ -22,7 +22,8 @@ import torch
 from trl.experimental.async_grpo import AsyncGRPOTrainer
 
 from ..objective.guards import is_rare
-from ..objective.routing import packed_token_sum_loss, self_anchored_ratio, up_routes
+from ..objective.ratios import self_anchored_ratio
+from ..objective.routing import up_routes
 from .async_grpo_config import UPAsyncGRPOConfig
 from .shared import UPTrainerMixin
 
@@ -76,14 +77,11 @@ class UPAsyncGRPOTrainer(UPTrainerMixin, AsyncGRPOTrainer):
         selected = inputs["token_index"] >= 0  # the parent's own selection of this row's trained tokens
         log_probs = seen["log_probs"].flatten()[inputs["token_index"][selected]]
         old_log_probs, advantages = inputs["old_log_probs"][selected], inputs["advantages"][selected]
-        if self.up_mode != "off":
+        if self.up_mode != "off":  # UP's term, normalised as the parent's: / max(1, N / world) / GA
             anchored = -advantages * self_anchored_ratio(log_probs, torch.ones_like(log_probs))
-            loss = loss + packed_token_sum_loss(
-                torch.where(routes[selected], anchored, 0.0),
-                inputs["global_n_tokens"][0],
-                self.accelerator.num_processes,
-                self.current_gradient_accumulation_steps,
-            )
+            tokens_per_rank = inputs["global_n_tokens"][0].float() / self.accelerator.num_processes
+            up_term = torch.where(routes[selected], anchored, 0.0).sum() / tokens_per_rank.clamp(min=1.0)
+            loss = loss + up_term / self.current_gradient_accumulation_steps
         log_probs = log_probs.detach()
         mask = torch.ones_like(log_probs)
         self._log_up_metrics(log_probs, old_log_probs, advantages, mask, log_probs - old_log_probs, "train")

@@ -17,7 +17,8 @@ from __future__ import annotations
 from trl import GRPOTrainer
 
 from ..objective.guards import rare_mask
-from ..objective.routing import anchored_old_logps, log_importance_weights, up_routes
+from ..objective.ratios import anchored_old_logps, log_importance_weights
+from ..objective.routing import up_routes
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig
 from .shared import UP_METRICS, UPSyncTrainerMixin
 

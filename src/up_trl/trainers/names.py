@@ -19,16 +19,7 @@ UP_PAPER = {
 }
 
 
-PARENT_NAMES: dict[str, str] = {
-    "grpo": "GRPO",
-    "dapo": "DAPO",
-    "dr_grpo": "Dr.GRPO",
-    "bnpo": "BNPO",
-    "luspo": "LUSPO",
-    "cispo": "CISPO",
-    "sapo": "SAPO",
-    "vespo": "VESPO",
-}
+PARENT_NAMES: dict[str, str] = {"dr_grpo": "Dr.GRPO"}  # the others: the loss type in capitals (DAPO, BNPO, ...)
 
 
 def with_up(parent: str, up_mode: str = "asymmetric", positive_min_prob: float | None = None) -> str:
@@ -56,5 +47,5 @@ def objective_name(
     >>> objective_name("grpo", up_mode="both")
     'UP-GRPO (both signs)'
     """
-    parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type)
+    parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type.upper())
     return with_up(parent, up_mode, p_min)

@@ -18,7 +18,8 @@ import torch
 from trl import RLOOTrainer
 
 from ..objective.guards import is_rare
-from ..objective.routing import anchored_old_logps, up_routes
+from ..objective.ratios import anchored_old_logps
+from ..objective.routing import up_routes
 from .rloo_config import UPRLOOConfig
 from .shared import UPSyncTrainerMixin
 

@@ -22,7 +22,6 @@ from accelerate.logging import get_logger
 from transformers import TrainingArguments
 
 from ..objective.guards import GuardConfigMixin
-from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..objective.routing import UP_MODES, up_positive_token_sums
 from .names import UP_PAPER, objective_name, with_up
 
@@ -185,9 +184,9 @@ class UPTrainerMixin:
 
     @torch.no_grad()
     def _log_up_metrics(self, logps, old_logps, advantages, mask, log_ratio, mode: str) -> None:
-        """Log `UP_METRICS` and `indicators.INDICATOR_METRICS` of one loss call, summed over ranks, whatever up_mode
-        is. Entries are GRPO's tokens ((B, T)) or RLOO's completions / async GRPO's packed tokens (1-D, `mask` all
-        ones); `old_logps` are the real pi_old, never the anchored ones."""
+        """Log `UP_METRICS` of one loss call, summed over ranks, whatever up_mode is. Entries are GRPO's tokens
+        ((B, T)) or RLOO's completions / async GRPO's packed tokens (1-D, `mask` all ones); `old_logps` are the real
+        pi_old, never the anchored ones. The opt-in part `run.parts.LeadingIndicatorsMixin` extends it."""
         sums = up_positive_token_sums(
             logps, old_logps, advantages, mask, epsilon_high=self.epsilon_high, log_ratio=log_ratio
         )
@@ -195,9 +194,6 @@ class UPTrainerMixin:
         n_pos, n_valid = sums[0], sums[1]
         rates = [(n_pos, n_valid)] + [(s, n_pos) for s in sums[2:]]
         for name, (num, den) in zip(UP_METRICS, rates):
-            self._metrics[mode][name].append(self._up_rate(num, den))
-        sums = leading_indicator_sums(logps, advantages, mask, log_ratio, epsilon_low=self.epsilon_low)
-        for name, (num, den) in indicator_rates(self.accelerator.reduce(sums, reduction="sum").tolist()).items():
             self._metrics[mode][name].append(self._up_rate(num, den))
 
     def _up_rate(self, num: float, den: float):

@@ -9,5 +9,7 @@ below it.
 - `card`: the run's model card and its plot;
 - `callbacks`: the job's own (metrics.jsonl, the run record, a graceful stop, a step's random states, signs of life);
 - `parts`: the opt-in parts, public, one line each where they apply (`with_parts`, `attach_parts`);
-- `job`: the job itself (`run_job`) and how it ends: together, early saying why, or crashed with one line.
+- `ending`: how a run ends: early, saying why; crashed, with an emergency checkpoint and one line (a failed save's
+  own); launched with others, together;
+- `job`: the job itself (`run_job`): the data, the rewards, the trainer with its parts, training, what it writes.
 """

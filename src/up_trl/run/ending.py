@@ -141,7 +141,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     run ends with: where it stopped, what was saved where, how to resume (`save_failure_message` for a failed save)."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    from .checkpoints import MarkCompleteCallback
+    from .callbacks import MarkCompleteCallback
     from .folder import forget_run_record, resume_command, write_run_record
 
     out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps

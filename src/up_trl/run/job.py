@@ -96,12 +96,13 @@ def run_job(job: TrainJob):
         FirstRolloutProgressCallback,
         GracefulStopCallback,
         JsonlMetricsCallback,
+        MarkCompleteCallback,
         RunRecordCallback,
         SteadyEtaProgressCallback,
         StepEndRngCallback,
     )
     from .card import plot_metrics
-    from .checkpoints import MarkCompleteCallback, resume_differences, run_settings
+    from .checkpoints import resume_differences, run_settings
     from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
     from .parts import attach_parts, with_parts
     from .preflight import check_async_grpo, check_dataset_size, prepare_run

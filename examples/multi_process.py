@@ -73,7 +73,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-    from up_trl.run.job import exit_launched_process, launched_with_others
+    from up_trl.run.ending import exit_launched_process, launched_with_others
 
     if launched_with_others():  # skip the interpreter's teardown, where a late gloo thread can abort a finished rank
         exit_launched_process(0)  # (docs/reliability.md, "Multi-process runs end cleanly")

@@ -58,16 +58,16 @@ def make_trainer(
 
 
 def build(trainer_class, parts: bool = False, shared_prompt: bool = False, **kwargs):
-    """`trainer_class(**kwargs)`; `shared_prompt`: with the opt-in CPU saving (`SharedPromptTrainerMixin`); with
-    `parts`, the class with every opt-in part and every callback part attached (`up_trl.run.parts.with_parts`,
-    `attach_parts`), as `up-trl train` builds its trainer."""
-    from up_trl.run.parts import SharedPromptTrainerMixin, attach_parts, with_parts
+    """`trainer_class(**kwargs)`; `shared_prompt`: the class with every mixin part and the opt-in CPU saving
+    (`up_trl.run.parts.with_parts(cls, share_prompt_prefix=True)`); `parts`: the class with every mixin part and every
+    callback part attached (`attach_parts`), as `up-trl train` builds its trainer."""
+    from up_trl.run.parts import attach_parts, with_parts
 
-    if not parts:
-        cls = type(trainer_class.__name__, (SharedPromptTrainerMixin, trainer_class), {}) if shared_prompt else None
-        return (cls or trainer_class)(**kwargs)
-    trainer = with_parts(trainer_class, shared_prompt)(**kwargs)
-    attach_parts(trainer)
+    if not (parts or shared_prompt):
+        return trainer_class(**kwargs)
+    trainer = with_parts(trainer_class, share_prompt_prefix=shared_prompt)(**kwargs)
+    if parts:
+        attach_parts(trainer)
     return trainer
 
 

@@ -15,7 +15,7 @@ def main() -> int:
     from transformers import TrainerState
 
     from up_trl.cli import main as up_trl
-    from up_trl.run import checkpoints as run_checkpoints
+    from up_trl.run import callbacks as run_callbacks
 
     piece, folder, argv = sys.argv[1], f"checkpoint-{sys.argv[2]}", sys.argv[3:]
 
@@ -35,14 +35,14 @@ def main() -> int:
     torch.save = killing(torch.save, 1)
     transformers.modeling_utils.safe_save_file = killing(transformers.modeling_utils.safe_save_file, 1)
     TrainerState.save_to_json = killing(TrainerState.save_to_json, 1)
-    real_mark = run_checkpoints.mark_complete
+    real_mark = run_callbacks.mark_complete
 
     def mark_complete(path, *args, **kwargs):
         if piece == "mark" and os.path.basename(str(path)) == folder:
             os.kill(os.getpid(), signal.SIGKILL)
         return real_mark(path, *args, **kwargs)
 
-    run_checkpoints.mark_complete = mark_complete
+    run_callbacks.mark_complete = mark_complete
     return up_trl(["train", *argv])
 
 

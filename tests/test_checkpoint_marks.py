@@ -9,14 +9,9 @@ import pytest
 import torch
 from conftest import tiny_train_argv
 
-from up_trl.run import checkpoints as run_checkpoints
-from up_trl.run.checkpoints import (
-    MarkCompleteCallback,
-    checkpoint_problem,
-    mark_complete,
-    newest_complete,
-    rotate_complete,
-)
+from up_trl.run import callbacks as run_callbacks
+from up_trl.run.callbacks import MarkCompleteCallback, rotate_complete
+from up_trl.run.checkpoints import checkpoint_problem, mark_complete, newest_complete
 
 
 def _rank_files(folder, rank: int, world_size: int) -> None:
@@ -187,14 +182,14 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     from up_trl.cli import main
     from up_trl.run.folder import check_output_dir, resolve_resume
 
-    real_mark = run_checkpoints.mark_complete
+    real_mark = run_callbacks.mark_complete
 
     def mark_complete(folder, *args, **kwargs):
         if folder.name == "checkpoint-3":
             raise Killed
         return real_mark(folder, *args, **kwargs)
 
-    monkeypatch.setattr(run_checkpoints, "mark_complete", mark_complete)
+    monkeypatch.setattr(run_callbacks, "mark_complete", mark_complete)
     out = tmp_path / "out"
     with pytest.raises(Killed):
         main(_argv(tiny_model, out, "--max_steps", "4", "--save_total_limit", "1"))

@@ -18,6 +18,7 @@ from up_trl.data import (
     extract_boxed,
     gold_answer,
     load_math_dataset,
+    sources,
     strip_dapo_instruction,
 )
 
@@ -322,7 +323,7 @@ def test_local_file_missing_columns(tmp_path):
 def test_unknown_name_is_a_hub_id(monkeypatch):
     """A name outside DATASETS goes to load_dataset as a Hub id; offline (datasets' own offline mode, which conftest
     sets before datasets is imported) it fails naming the closest short name and the offline sets."""
-    monkeypatch.setattr(data, "hub_reachable", never_called)
+    monkeypatch.setattr(sources, "hub_reachable", never_called)
     assert datasets.config.HF_HUB_OFFLINE
     with pytest.raises(HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
         load_math_dataset("gsm9k")
@@ -342,8 +343,8 @@ def test_hub_set_offline_not_cached_names_it_and_the_offline_sets(monkeypatch, n
         raise ConnectionError(f"Couldn't reach {source!r} on the Hub (OfflineModeIsEnabled)")
 
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # datasets reads its cache only: we let it try
-    monkeypatch.setattr(data, "hub_reachable", never_called)
-    monkeypatch.setattr(data, "load_dataset", offline_load)
+    monkeypatch.setattr(sources, "hub_reachable", never_called)
+    monkeypatch.setattr(sources, "load_dataset", offline_load)
     with pytest.raises(HubUnavailableError) as error:
         load_math_dataset(name)
     message = str(error.value)
@@ -362,8 +363,8 @@ def online(monkeypatch):
 
 def test_hub_unreachable_without_env(monkeypatch):
     online(monkeypatch)
-    monkeypatch.setattr(data, "hub_reachable", lambda: False)
-    monkeypatch.setattr(data, "load_dataset", never_called)
+    monkeypatch.setattr(sources, "hub_reachable", lambda: False)
+    monkeypatch.setattr(sources, "load_dataset", never_called)
     with pytest.raises(HubUnavailableError, match="'aime24'.*which cannot be reached here"):
         load_math_dataset("aime24")
 
@@ -373,8 +374,8 @@ def test_a_recipe_env_block_keeps_the_hub_off(monkeypatch, variable):
     """datasets reads the variables once, when it is imported; a recipe's `env:` block sets one later (after TRL's
     parser imported datasets). The Hub stays off all the same, and the line names the variable that is set."""
     online(monkeypatch)
-    monkeypatch.setattr(data, "hub_reachable", never_called)
-    monkeypatch.setattr(data, "load_dataset", never_called)
+    monkeypatch.setattr(sources, "hub_reachable", never_called)
+    monkeypatch.setattr(sources, "load_dataset", never_called)
     monkeypatch.setenv(variable, "1")  # what `env: {VARIABLE: 1}` does
     with pytest.raises(HubUnavailableError, match=f"'aime24'.*needs the Hugging Face Hub, and {variable} is set"):
         load_math_dataset("aime24")
@@ -390,8 +391,8 @@ def fake_hub(monkeypatch):
         return Dataset.from_list(tables[source])
 
     online(monkeypatch)
-    monkeypatch.setattr(data, "hub_reachable", lambda: True)
-    monkeypatch.setattr(data, "load_dataset", fake_load)
+    monkeypatch.setattr(sources, "hub_reachable", lambda: True)
+    monkeypatch.setattr(sources, "load_dataset", fake_load)
     return tables, calls
 
 

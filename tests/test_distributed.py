@@ -160,7 +160,7 @@ sys.exit(cli.main(["train"]))
 
 def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
     """`up-trl train` in one of several launched processes ends without the interpreter's teardown
-    (`run.job.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
+    (`run.ending.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
     process ending the plain way aborts every time (checked first, so this test can tell the two apart); with the
     call in `cli.main` removed, this test failed 20 runs of 20."""
     plain = subprocess.run([sys.executable, "-c", LATE_THREAD, "plain"], capture_output=True, text=True, timeout=300)

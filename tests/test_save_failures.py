@@ -1,6 +1,6 @@
 """A save that fails (a full disk, a folder made read-only or removed under the run) ends the run with one line: what
 it was writing, which checkpoint is complete, and the command that resumes once the cause is fixed; resumed, the run
-reaches the uninterrupted run's weights (`run.job.save_failure_message`).
+reaches the uninterrupted run's weights (`run.ending.save_failure_message`).
 
 The full disk is real where the tests run as root (CI): a tmpfs too small for the second checkpoint. Elsewhere, and
 for the other OS errors, the error is injected into the checkpoint writer (`torch.save`) at the second save."""
@@ -147,7 +147,7 @@ def test_a_failed_final_save_is_one_line_too(tmp_path, capsys, monkeypatch, unin
 def test_only_a_refused_save_counts_as_one_other_errors_keep_their_traceback(tmp_path):
     """`failed_save`: an OSError under a save, or another error there with the folder full, unwritable or gone; a
     bug raised while saving (a RuntimeError with the disk fine) is a crash with its traceback."""
-    from up_trl.run.job import failed_save
+    from up_trl.run.ending import failed_save
 
     def _save_checkpoint(error):  # a frame of the Trainer's saving code
         raise error

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from trl.scripts.grpo import GRPOScriptArguments
 
-from .evaluation.config import option
+from .options import option
 from .trainers import TRAINERS
 
 

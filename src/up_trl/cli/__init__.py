@@ -11,7 +11,7 @@ import os
 import sys
 
 from ..checks import UsageError
-from ..run.job import TrainingCrashed
+from ..run.ending import TrainingCrashed
 from .help_text import USAGE, train_help
 from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         print(train_help())
         return 0
     if command == "train":
-        from ..run.job import exit_launched_process, launched_with_others
+        from ..run.ending import exit_launched_process, launched_with_others
 
         code = train_command(rest)
         if launched_with_others():  # one of the processes `accelerate launch` started: end cleanly, with its code

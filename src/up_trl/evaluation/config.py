@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..options import option
 from .evaluate import BENCHMARKS
 
 # Defaults for options left unset: the offline default's task as trained (recipe quickstart), others ask for \boxed{}.
@@ -14,12 +15,6 @@ OFFLINE_TASK_DEFAULTS = {"system_prompt": "none", "max_new_tokens": 64, "tempera
 BENCHMARK_DEFAULTS = {"system_prompt": None, "max_new_tokens": 512, "temperature": 0.6, "top_p": 0.95}
 DEFAULT_MODEL_DIR = "outputs/quickstart"  # where `up-trl train` (the offline default) leaves its model
 _UNSET = "(default: {} for arithmetic alone, else {})"
-
-
-def option(default, text: str, **more):
-    """A field with its help (and `choices`) for HfArgumentParser; a list default is copied for each instance."""
-    made = {"default_factory": lambda: list(default)} if isinstance(default, list) else {"default": default}
-    return field(**made, metadata={"help": text, **more})
 
 
 @dataclass

@@ -71,7 +71,7 @@ def check_model(
     source = str(path) if path.exists() else name_or_path
     from transformers import AutoConfig
 
-    from ..data import hub_reachable
+    from ..data.sources import hub_reachable
 
     # Without a network transformers retries for 23 s, printing each retry [test_cli_checks hub_id_offline]
     offline = not path.exists() and not constants.HF_HUB_OFFLINE and not hub_reachable()

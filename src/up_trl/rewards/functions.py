@@ -58,13 +58,7 @@ class MathAccuracyReward:
         item_timeout_s: float = ITEM_TIMEOUT_S,
         startup_timeout_s: float = STARTUP_TIMEOUT_S,
         max_chars: int = MAX_CHARS,
-        timeout_s: None = None,
     ):
-        if timeout_s is not None:
-            raise ValueError(
-                f"timeout_s={timeout_s}: a reward call no longer has a budget; each completion is bounded on its "
-                "own: set item_timeout_s instead."
-            )
         self.correct, self.incorrect = float(correct), float(incorrect)
         self.timeout_reward = self.incorrect if timeout_reward is None else float(timeout_reward)
         self.__name__ = name  # TRL logs rewards/<__name__>/mean

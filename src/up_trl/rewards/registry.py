@@ -38,7 +38,7 @@ TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_rewa
 TRL_FIXED_OPTIONS: dict[str, dict[str, int]] = {
     "get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256},  # trl/scripts/grpo.py
 }
-_ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name", "timeout_s"}
+_ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name"}
 _FACTORY_OPTIONS: dict[str, set[str]] = {
     "math_accuracy": _ACCURACY_OPTIONS,
     "dapo_math": _ACCURACY_OPTIONS - {"correct", "incorrect"},

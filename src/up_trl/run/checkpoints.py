@@ -1,8 +1,8 @@
 """Checkpoints that survive a kill and resume as the run would have gone on (docs/reliability.md, "Checkpoints that
 survive a kill" and "Resuming with other settings"):
 
-- each checkpoint is marked complete last (the HF Trainer would resume a half-saved one), and a resume takes the
-  newest complete one (`MarkCompleteCallback`, `newest_complete`);
+- each checkpoint is marked complete last (the HF Trainer would resume a half-saved one: `mark_complete`, written by
+  `callbacks.MarkCompleteCallback`), and a resume takes the newest complete one (`newest_complete`);
 - `RolloutCheckpointMixin`: TRL's GRPOTrainer and RLOOTrainer do not save their buffered rollout batch
   (`_buffered_inputs`, `_step`), so a run resumed inside a rollout cycle generated a new one and ended elsewhere;
 - `ResumeSettingsMixin`: transformers restores the checkpoint's learning rate, weight decay and Adam settings with the
@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -161,84 +160,6 @@ def newest_complete(output_dir: str | os.PathLike) -> tuple[Path | None, list[tu
 def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
     """'checkpoint-6 (empty), checkpoint-5 (its save did not finish: no trainer_state.json)'."""
     return ", ".join(f"{path.name} ({why})" for path, why in skipped)
-
-
-def rotate_complete(
-    output_dir: str | os.PathLike, limit: int | None, best: str | None = None, saved: str | os.PathLike | None = None
-) -> list[Path]:
-    """Delete old checkpoints as transformers' `rotate_checkpoints` does (never the best nor `saved`), counting from
-    the newest complete one (anything newer left alone, incomplete ones first); returns those deleted."""
-    checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
-    if not limit or limit <= 0 or len(checkpoints) <= limit:
-        return []
-    complete = [c for c in checkpoints if checkpoint_problem(c) is None]
-    if not complete:
-        return []
-    counted = checkpoints[: checkpoints.index(complete[-1]) + 1]
-    kept = {Path(p).resolve() for p in (best, saved) if p is not None}
-    protected = {complete[-1]} | {c for c in counted if c.resolve() in kept}
-    keep = max(limit, len(protected))
-    deleted = []
-    for checkpoint in sorted(counted, key=lambda c: c in complete):  # incomplete ones first, oldest first
-        if len(counted) - len(deleted) <= keep:
-            break
-        if checkpoint not in protected:
-            shutil.rmtree(checkpoint, ignore_errors=True)
-            deleted.append(checkpoint)
-    return deleted
-
-
-class MarkCompleteCallback(TrainerCallback):
-    """Marks each checkpoint complete on `on_save`, each process its own files; old checkpoints go only after the mark
-    (`rotate_complete`): the Trainer sees `save_total_limit=None` until `on_train_end` (`restore`)."""
-
-    save_total_limit: int | None = None  # the run's, while this callback holds it
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        if args.save_total_limit is not None:
-            self.save_total_limit, args.save_total_limit = args.save_total_limit, None
-
-    def on_step_end(self, args, state, control, **kwargs):
-        """Before a save into a folder a killed save left: its old mark goes first, so it never reads complete."""
-        if control.should_save:
-            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            (folder / mark_name(getattr(args, "process_index", 0))).unlink(missing_ok=True)
-
-    def restore(self, args) -> None:
-        """Give the Trainer its `save_total_limit` back (the run ended, or crashed)."""
-        if self.save_total_limit is not None:
-            args.save_total_limit, self.save_total_limit = self.save_total_limit, None
-
-    def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if not folder.is_dir():
-            return
-        rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
-        settings = run_settings(args) if state.is_world_process_zero else None
-        if state.is_world_process_zero and self.save_total_limit is not None:
-            settings["save_total_limit"] = args.save_total_limit = self.save_total_limit
-            try:  # the checkpoint's `training_args.bin` with the run's limit, not the None lent the Trainer
-                if (folder / "training_args.bin").is_file():
-                    torch.save(args, folder / "training_args.bin")
-            finally:
-                args.save_total_limit = None
-        mark_complete(folder, settings, rank=rank, world_size=world_size)
-        if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
-            from accelerate import PartialState
-
-            PartialState().wait_for_everyone()
-        if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
-            best = getattr(state, "best_model_checkpoint", None)
-            rotate_complete(args.output_dir, self.save_total_limit, best, saved=folder)
-
-    def on_train_end(self, args, state, control, **kwargs):
-        limit = self.save_total_limit
-        self.restore(args)
-        best = getattr(state, "best_model_checkpoint", None)
-        if limit == 1 and best is not None and state.is_world_process_zero:  # the Trainer's rule at the end
-            for checkpoint in checkpoints_in(args.output_dir):
-                if checkpoint.resolve() != Path(best).resolve():
-                    shutil.rmtree(checkpoint, ignore_errors=True)
 
 
 # Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.

@@ -59,8 +59,6 @@ class RunCardMixin:
         """The trainer's own constructor through `super()`, then the reward names the card reads."""
         super().__init__(*args, **kwargs)
         if not hasattr(self, "reward_func_names"):  # async GRPO scores in its worker: name them from the arguments
-            from trl.trainer.utils import get_callable_name
-
             funcs = kwargs.get("reward_funcs", args[1] if len(args) > 1 else None)
             funcs = funcs if isinstance(funcs, list) else [funcs] if funcs is not None else []
             self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]

@@ -20,11 +20,7 @@ from conftest import cpu_args
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
-from tree_attention import (
-    register_reference_tree_attention,
-    tree_attention_reference,
-    varlen_causal_attention,
-)
+from tree_attention import register_reference_tree_attention, tree_attention_reference, varlen_causal_attention
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 from trl.experimental.async_grpo import async_grpo_trainer as trl_async
 from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout

@@ -52,19 +52,19 @@ def test_sample_efficiency_rloo_pair(tmp_path):
     assert "| UP-RLOO |" in (tmp_path / "none" / "table.md").read_text()
 
 
-def test_sample_efficiency_async_pair_needs_a_gpu_and_a_vllm_server(capsys):
-    with pytest.raises(SystemExit):  # refused before any model is built
-        _load("sample_efficiency").main(["--configs", "AsyncGRPO"])
-    assert "need a CUDA GPU and a vLLM server" in capsys.readouterr().err
-
-
-def test_sample_efficiency_async_pair_refuses_corrupted_rewards(capsys, monkeypatch):
+@pytest.mark.parametrize(
+    "gpu, flags, message",
+    [(False, [], "need a CUDA GPU and a vLLM server"), (True, ["--corruption", "flip20"], "--corruption none and")],
+)
+def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, monkeypatch, gpu, flags, message):
+    """Without a GPU and a vLLM server, or with corrupted rewards (past the GPU check): refused, no model built."""
     import torch
 
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # past the GPU check
-    with pytest.raises(SystemExit):  # refused before any model is built
-        _load("sample_efficiency").main(["--configs", "AsyncGRPO", "--corruption", "flip20"])
-    assert "--corruption none and --num_iterations 1 only" in capsys.readouterr().err
+    if gpu:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(SystemExit):
+        _load("sample_efficiency").main(["--configs", "AsyncGRPO", *flags])
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -103,30 +103,18 @@ def test_scorer_cases_cover_the_issue():
     assert issue[("Answer: 3n + 12", "12")] == 0 and issue[("The answer is 5 - 2i.", "2")] == 0
 
 
-def test_scorer_heldout_cases_format():
-    """The held-out cases (written by hand without reading the reward's rules; the data file is the record, its
-    provenance is on docs/benchmarks/scorer.md): a format check only, not a score."""
-    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_heldout.jsonl").read_text().splitlines()
+@pytest.mark.parametrize("name, least, blind2", [("heldout", 200, False), ("blind2", 250, True)])
+def test_scorer_heldout_and_blind2_cases_format(name, least, blind2):
+    """The held-out and second blind sets (provenance on docs/benchmarks/scorer.md): a format check, not a score."""
+    lines = (ROOT / f"benchmarks/data/scorer_cases_{name}.jsonl").read_text().splitlines()
     cases = [json.loads(line) for line in lines]
-    assert len(cases) >= 200
-    assert {c["label"] for c in cases} == {0, 1}
+    assert len(cases) >= least and {c["label"] for c in cases} == {0, 1}
     assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
     pairs = [(c["completion"], c["gold"]) for c in cases]
     assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
-
-
-def test_scorer_blind2_cases_format():
-    """The second blind set (written blind, committed before any scoring; provenance on docs/benchmarks/scorer.md):
-    a format check only, not a score."""
-    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_blind2.jsonl").read_text().splitlines()
-    cases = [json.loads(line) for line in lines]
-    assert len(cases) >= 250
-    assert {c["label"] for c in cases} == {0, 1}
-    assert 0.4 < sum(c["label"] for c in cases) / len(cases) < 0.6  # about half right, half wrong
-    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
-    assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k"}
-    pairs = [(c["completion"], c["gold"]) for c in cases]
-    assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
+    if blind2:  # about half right, half wrong
+        assert 0.4 < sum(c["label"] for c in cases) / len(cases) < 0.6
+        assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k"}
 
 
 def test_scorer_cases_generator_is_deterministic(tmp_path):
@@ -141,10 +129,8 @@ def test_scorer_smoke_run(capsys):
     assert result["cases"] == 20 and result["right"] + result["wrong"] == 20
     for name in ("up-trl", "trl", "math-verify"):
         m = result[name]
-        assert (
-            m["true_positives"] + m["false_positives"] + m["false_negatives"] + m["true_negatives"] + m["skipped"]
-            == 20
-        )
+        counts = ("true_positives", "false_positives", "false_negatives", "true_negatives", "skipped")
+        assert sum(m[k] for k in counts) == 20
         assert m["items_per_s"] > 0
     assert "CPU" in result["machine"]
 
@@ -211,12 +197,8 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
     # -A (self-anchored ratio) where DAPO's has -min(r, clip(r)) A: the losses differ far beyond rounding.
     stale = {r["config"]: r["loss_curve"] for r in report["runs"] if r["level"] == 4}
     assert max(abs(a - b) for (_, a), (_, b) in zip(stale["DAPO"], stale["UP-DAPO"])) > 1e-4
-    assert report["levels"]["4"] == {
-        "per_device_train_batch_size": 32,
-        "steps_per_generation": 4,
-        "num_iterations": 1,
-        "updates_per_rollout": 4,
-    }
+    level = dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=1, updates_per_rollout=4)
+    assert report["levels"]["4"] == level
     assert [(row["pair"], row["updates_per_rollout"]) for row in report["summary"]] == [("DAPO", 1), ("DAPO", 4)]
     assert json.loads((tmp_path / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
     assert (tmp_path / "staleness.png").read_bytes()[:4] == b"\x89PNG"
@@ -226,28 +208,16 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
 
 
 def _real_run(pair, up, seed, avg, pass_):
-    return {
-        "pair": pair,
-        "config": ("UP-" if up else "") + pair,
-        "seed": seed,
-        "after": {"avg@4": avg, "pass@4": pass_},
-    }
+    return dict(pair=pair, config=("UP-" if up else "") + pair, seed=seed, after={"avg@4": avg, "pass@4": pass_})
 
 
 def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
     module = _load("real_model")
-    runs = [
-        _real_run("DAPO", False, 0, 0.2, 0.5),
-        _real_run("DAPO", True, 0, 0.3, 0.5),
-        _real_run("DAPO", False, 1, 0.4, 0.75),
-        _real_run("DAPO", True, 1, 0.3, 0.5),
-        _real_run("DAPO", False, 2, 0.25, 0.5),
-        _real_run("DAPO", True, 2, 0.45, 1.0),
-        _real_run("DAPO", False, 3, 0.9, 1.0),
-        _real_run("GSPO", False, 0, 0.1, 0.25),
-        _real_run("GSPO", True, 0, 0.1, 0.5),
-    ]
+    runs = [_real_run(*r) for r in [("DAPO", False, 0, 0.2, 0.5), ("DAPO", True, 0, 0.3, 0.5),
+            ("DAPO", False, 1, 0.4, 0.75), ("DAPO", True, 1, 0.3, 0.5), ("DAPO", False, 2, 0.25, 0.5),
+            ("DAPO", True, 2, 0.45, 1.0), ("DAPO", False, 3, 0.9, 1.0), ("GSPO", False, 0, 0.1, 0.25),
+            ("GSPO", True, 0, 0.1, 0.5)]]  # fmt: skip
     dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
     assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
     assert (dapo["up_won"], dapo["ties"], dapo["up_lost"]) == (2, 0, 1)
@@ -344,11 +314,8 @@ def test_no_benchmark_writes_into_its_results_folder_by_default():
         tree = ast.parse(script.read_text())
         documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))]
         docstrings = {id(n.body[0].value) for n in documented if n.body and isinstance(n.body[0], ast.Expr)}
-        strings = [
-            n.value
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
-        ]
+        constants = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docstrings]
+        strings = [n.value for n in constants if isinstance(n.value, str)]
         assert not [v for v in strings if v.startswith("benchmarks/results") or v == "results"], script.name
 
 

@@ -16,10 +16,7 @@ from up_trl.run.checkpoints import RolloutCheckpointCallback, rollout_file
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
 # steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with
 # num_iterations=2 it feeds 4. Step 3 lies inside a cycle in both: the uninterrupted run reuses a buffered batch there.
-LAYOUTS = {
-    "spg2": dict(steps_per_generation=2),
-    "spg2_iter2": dict(steps_per_generation=2, num_iterations=2),
-}
+LAYOUTS = {"spg2": dict(steps_per_generation=2), "spg2_iter2": dict(steps_per_generation=2, num_iterations=2)}
 
 
 class StopAt(TrainerCallback):

@@ -31,41 +31,19 @@ def user_text(row):
 # ---- offline named sets ------------------------------------------------------------------------------------------
 
 
-# First rows of each file, read by hand: (name, split, first problem starts with, first solutions).
-@pytest.mark.parametrize(
-    "name, split, problem_start, solutions, metadata",
-    [
-        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"], id="gsm8k_train"),
-        pytest.param(
-            "gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["answer", "idx"], id="gsm8k_test_commas"
-        ),
-        pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
-        pytest.param(
-            "math",
-            "test",
-            "How many vertical",
-            ["2", "10", r"$\dfrac{9}{7}$"],
-            ["level", "type", "idx"],
-            id="math_test",
-        ),
-        pytest.param(
-            "math500",
-            None,
-            "Convert the point",
-            [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
-            ["answer", "subject", "level", "unique_id"],
-            id="math500",
-        ),
-        pytest.param(
-            "minerva",
-            None,
-            "Each of the two Magellan",
-            ["1.6", r"$4.5 \times 10^{33}$", "41.8"],
-            ["type", "idx"],
-            id="minerva",
-        ),
-    ],
-)
+# First rows of each file, read by hand: (name, split, first problem starts with, first solutions, other columns).
+FIRST_ROWS = [
+    ("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"]),
+    ("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["answer", "idx"]),  # thousands commas
+    ("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"]),
+    ("math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type", "idx"]),
+    ("math500", None, "Convert the point", [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
+     ["answer", "subject", "level", "unique_id"]),
+    ("minerva", None, "Each of the two Magellan", ["1.6", r"$4.5 \times 10^{33}$", "41.8"], ["type", "idx"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, split, problem_start, solutions, metadata", FIRST_ROWS, ids=lambda v: str(v))
 def test_offline_sets_first_rows(name, split, problem_start, solutions, metadata):
     ds = load_math_dataset(name, split, limit=3)
     assert ds.column_names == ["prompt", "solution", *metadata]
@@ -184,13 +162,12 @@ def test_every_offline_gold_answer_parses():
 
 
 def test_arithmetic_deterministic_and_correct():
-    ds = load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub"))
-    assert ds.column_names == ["prompt", "solution", "op"]
-    assert ds.to_list() == load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub")).to_list()
-    assert ds["prompt"] != load_math_dataset("arithmetic", limit=200, seed=4, ops=("mul", "add", "sub"))["prompt"]
-    assert (
-        ds["prompt"] != load_math_dataset("arithmetic", "test", limit=200, seed=3, ops=("mul", "add", "sub"))["prompt"]
-    )
+    def load(split="train", seed=3):
+        return load_math_dataset("arithmetic", split, limit=200, seed=seed, ops=("mul", "add", "sub"))
+
+    ds = load()
+    assert ds.column_names == ["prompt", "solution", "op"] and ds.to_list() == load().to_list()
+    assert ds["prompt"] != load(seed=4)["prompt"] and ds["prompt"] != load("test")["prompt"]
     assert set(ds["op"]) == {"mul", "add", "sub"}
     for row in ds:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", user_text(row)).groups()
@@ -286,12 +263,8 @@ def test_local_file_with_column_mapping(tmp_path, suffix):
     {"jsonl": table.to_json, "json": table.to_json, "csv": table.to_csv, "parquet": table.to_parquet}[suffix](path)
     ds = load_math_dataset(str(path), column_mapping={"question": "problem", "final": "answer"}, system_prompt=None)
     assert ds.to_list() == [  # the answer column stays as written, beside the gold read into `solution`
-        {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4", "answer": "4"},
-        {
-            "prompt": [{"role": "user", "content": "Half of one?"}],
-            "solution": r"$\frac{1}{2}$",
-            "answer": r"\frac{1}{2}",
-        },
+        dict(prompt=[{"role": "user", "content": "What is 2 + 2?"}], solution="4", answer="4"),
+        dict(prompt=[{"role": "user", "content": "Half of one?"}], solution=r"$\frac{1}{2}$", answer=r"\frac{1}{2}"),
     ]
 
 
@@ -307,11 +280,8 @@ def test_local_file_missing_columns(tmp_path):
     Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
     # The flag to set, with this file's own columns filled in (the Python spelling too).
     mapping = r"""\{"text": "prompt", "target": "answer"\}"""
-    with pytest.raises(
-        ValueError,
-        match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
-        rf"\(in Python: column_mapping={mapping}\)",
-    ):
+    found = rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
+    with pytest.raises(ValueError, match=found + rf"\(in Python: column_mapping={mapping}\)"):
         load_math_dataset(str(path))
     with pytest.raises(ValueError, match=r"Original column names \{'question'\} not in the dataset"):
         load_math_dataset(str(path), column_mapping={"question": "problem"})
@@ -415,16 +385,7 @@ DAPO_PROMPT = (
         ),
         pytest.param(
             "aime24",
-            [
-                {
-                    "id": 60,
-                    "problem": "Find the number.",
-                    "solution": "long",
-                    "answer": "204",
-                    "url": "u",
-                    "year": "2024",
-                }
-            ],
+            [dict(id=60, problem="Find the number.", solution="long", answer="204", url="u", year="2024")],
             "Find the number.",
             "204",
             {"id": 60, "answer": "204", "url": "u", "year": "2024"},
@@ -456,10 +417,7 @@ def test_hub_sets_read_their_columns(fake_hub, name, rows, expected_problem, exp
 
 def test_math_lvl3to5_keeps_levels_3_to_5(fake_hub):
     tables, _ = fake_hub
-    rows = [
-        {"problem": f"p{i}", "level": f"Level {i}", "type": "Algebra", "solution": rf"\boxed{{{i}}}"}
-        for i in range(1, 6)
-    ]
+    rows = [dict(problem=f"p{i}", level=f"Level {i}", type="Algebra", solution=rf"\boxed{{{i}}}") for i in range(1, 6)]
     tables[DATASETS["math-lvl3to5"].source] = rows
     ds = load_math_dataset("math-lvl3to5")
     assert ds["level"] == [3, 4, 5] and ds["solution"] == ["3", "4", "5"]

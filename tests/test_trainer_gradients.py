@@ -33,27 +33,16 @@ def _forward(trainer, model, batch, compute_entropy=False):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
+    from datasets import Dataset
+
     from up_trl.models.offline import tiny_model_and_tokenizer
 
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
-    from datasets import Dataset
-
-    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     tmp = tmp_path_factory.mktemp("grad")
-    up = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp, max_completion_length=MAX_LEN),
-        train_dataset=ds,
-        processing_class=tokenizer,
-    )
-    parent = GRPOTrainer(
-        model=copy.deepcopy(model),
-        reward_funcs=length_reward,
-        args=cpu_args(tmp, max_completion_length=MAX_LEN),
-        train_dataset=ds,
-        processing_class=tokenizer,
-    )
+    kwargs = dict(reward_funcs=length_reward, train_dataset=Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
+                  processing_class=tokenizer)  # fmt: skip
+    up = UPGRPOTrainer(model=model, args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
+    parent = GRPOTrainer(model=copy.deepcopy(model), args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
     for t in (up, parent):
         t.model.train()
         t.current_gradient_accumulation_steps = GA
@@ -80,66 +69,37 @@ def setup(tmp_path_factory):
     return up, parent, batch
 
 
-def _configure(
-    trainer,
-    *,
-    loss_type,
-    level="token",
-    delta=None,
-    up_mode="asymmetric",
-    beta=0.0,
-    opsm=None,
-    vllm_is=False,
-    entropy_quantile=1.0,
-    entropy_coef=0.0,
-    min_prob=None,
-):
-    trainer.up_positive_min_prob = min_prob
+# The settings `_configure` and `_closed_form` take (besides loss_type), at their defaults.
+DEFAULTS = dict(level="token", delta=None, up_mode="asymmetric", beta=0.0, opsm=None, vllm_is=False,
+                entropy_quantile=1.0, entropy_coef=0.0, min_prob=None)  # fmt: skip
+
+
+def _configure(trainer, *, loss_type, **settings):
+    c = DEFAULTS | settings
+    trainer.up_positive_min_prob = c["min_prob"]
     trainer.loss_type = trainer.args.loss_type = loss_type
-    trainer.importance_sampling_level = level
-    trainer.args.delta = delta
-    trainer.up_mode = up_mode
-    trainer.beta = beta
-    trainer.off_policy_mask_threshold = opsm
-    trainer.use_vllm = trainer.vllm_importance_sampling_correction = vllm_is
-    trainer.top_entropy_quantile = entropy_quantile
-    trainer.entropy_coef = entropy_coef
-    trainer._entropy_bonus_enabled = entropy_coef != 0.0
+    trainer.importance_sampling_level = c["level"]
+    trainer.args.delta = c["delta"]
+    trainer.up_mode = c["up_mode"]
+    trainer.beta = c["beta"]
+    trainer.off_policy_mask_threshold = c["opsm"]
+    trainer.use_vllm = trainer.vllm_importance_sampling_correction = c["vllm_is"]
+    trainer.top_entropy_quantile = c["entropy_quantile"]
+    trainer.entropy_coef = c["entropy_coef"]
+    trainer._entropy_bonus_enabled = c["entropy_coef"] != 0.0
 
 
-def _closed_form(
-    trainer,
-    batch,
-    *,
-    loss_type,
-    level="token",
-    delta=None,
-    up_mode="asymmetric",
-    beta=0.0,
-    opsm=None,
-    vllm_is=False,
-    entropy_quantile=1.0,
-    entropy_coef=0.0,
-    min_prob=None,
-    sampling=True,
-):
+def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
     """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand. `sampling=False`:
     the batch has no sampler log-probs (no vLLM), so the off-policy mask measures the drift from pi_old."""
+    c = DEFAULTS | settings
+    level, up_mode, min_prob, opsm, beta = c["level"], c["up_mode"], c["min_prob"], c["opsm"], c["beta"]
+    entropy_quantile, entropy_coef = c["entropy_quantile"], c["entropy_coef"]
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
-    loss = up_per_token_loss(
-        logps,
-        old,
-        adv,
-        mask,
-        epsilon_low=0.2,
-        epsilon_high=0.2,
-        delta=delta,
-        importance_sampling_level=level,
-        up_mode=up_mode,
-        positive_min_prob=min_prob,
-    )
+    loss = up_per_token_loss(logps, old, adv, mask, epsilon_low=0.2, epsilon_high=0.2, delta=c["delta"],
+                             importance_sampling_level=level, up_mode=up_mode, positive_min_prob=min_prob)  # fmt: skip
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         sampler = batch["sampling_per_token_logps"] if sampling else old
         kl = ((sampler - logps.detach()) * mask).sum(1) / mask.sum(1)
@@ -148,7 +108,7 @@ def _closed_form(
     if entropy_quantile < 1.0:
         bonus_mask = mask * GRPOTrainer.get_high_entropy_mask(trainer, entropies, mask, 1 - entropy_quantile)
         loss = loss * bonus_mask
-    if vllm_is:
+    if c["vllm_is"]:
         loss = loss * batch["importance_sampling_ratio"]
     if beta:  # TRL's k3 times its bias correction: the entry's own ratio, r~ where UP routes it (docs/method.md)
         ref = batch["ref_per_token_logps"]
@@ -177,20 +137,32 @@ def _assert_grads_close(actual, expected):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-7)
 
 
+def _assert_equals_closed_form(up, batch, **cfg):
+    """The trainer's loss and every gradient equal the closed form's on `batch`; returns the closed form's policy loss
+    and the trainer's gradients."""
+    _configure(up, **{k: v for k, v in cfg.items() if k != "sampling"})
+    actual_loss = up.compute_loss(up.model, batch)
+    actual = gradients(up.model, actual_loss)
+    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(actual, gradients(up.model, expected_loss))
+    return expected_policy, actual
+
+
+def _sequence_stale(up, batch):
+    """`batch` with per-sequence log-ratios 0.4 (A > 0), -0.5, -0.1, 0.1: the first two leave the band."""
+    with torch.no_grad():
+        current, _ = _forward(up, up.model, batch)
+    return {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+
+
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
 def test_trainer_gradient_equals_closed_form(setup, loss_type, level, delta, up_mode):
     up, _, batch = setup
-    cfg = dict(loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
-    _configure(up, **cfg)
-    actual_loss = up.compute_loss(up.model, batch)
-    actual = gradients(up.model, actual_loss)
-    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = gradients(up.model, expected_loss)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(actual, expected)
+    _assert_equals_closed_form(up, batch, loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
 
 
 EXTRAS = {
@@ -211,14 +183,8 @@ EXTRAS = {
 def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, level):
     up, _, batch = setup
     cfg = dict(loss_type=loss_type, level=level, **EXTRAS[extra])
-    _configure(up, **cfg)
     n_logged = len(up._metrics["train"]["policy_loss"])
-    actual_loss = up.compute_loss(up.model, batch)
-    actual = gradients(up.model, actual_loss)
-    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = gradients(up.model, expected_loss)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(actual, expected)
+    expected_policy, _ = _assert_equals_closed_form(up, batch, **cfg)
     if cfg.get("entropy_coef"):  # TRL logs policy_loss (the loss before the bonus) only with the entropy bonus
         assert len(up._metrics["train"]["policy_loss"]) == n_logged + 1  # one value per call
         assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
@@ -231,12 +197,9 @@ def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode
     # read no drift there; the mask keeps measuring it from the real pi_old, as for the parent.
     up, _, batch = setup
     no_sampler = {k: v for k, v in batch.items() if k != "sampling_per_token_logps"}
-    cfg = dict(loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2)
-    _configure(up, **cfg)
-    actual_loss = up.compute_loss(up.model, no_sampler)
-    expected_loss, _ = _closed_form(up, no_sampler, sampling=False, **cfg)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(gradients(up.model, actual_loss), gradients(up.model, expected_loss))
+    _assert_equals_closed_form(
+        up, no_sampler, loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2, sampling=False
+    )
     # and the mask does drop a negative sequence here, so the check above tells the two readings apart
     with torch.no_grad():
         logps, _ = _forward(up, up.model, no_sampler)
@@ -324,13 +287,12 @@ def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
         mean, per_seq = (lambda x: x.mean().item()), (lambda x: x.squeeze(1))
     else:  # token-weighted over the batch; per sequence, the token mean
         mean, per_seq = (lambda x: ((x * mask).sum() / mask.sum()).item()), (lambda x: (x * mask).sum(1) / mask.sum(1))
-    return {
+    means = {
         "clip_ratio/low_mean": mean(low),
         "clip_ratio/high_mean": mean(high),
         "clip_ratio/region_mean": mean(region),
-        "clip_ratio/low_min": per_seq(low).min().item(),
-        "clip_ratio/high_max": per_seq(high).max().item(),
     }
+    return means | {"clip_ratio/low_min": per_seq(low).min().item(), "clip_ratio/high_max": per_seq(high).max().item()}
 
 
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
@@ -340,10 +302,8 @@ def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
     # entries that keep pi_old (none here), low_* the negative ones as the parent does; up/would_clip_frac says what
     # the clip would have stopped.
     up, _, batch = setup
-    if level == "sequence":  # per-sequence ratios e^0.4 (A > 0), e^-0.5 (A < 0) leave the band; the others stay in
-        with torch.no_grad():
-            current, _ = _forward(up, up.model, batch)
-        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    if level == "sequence":
+        batch = _sequence_stale(up, batch)
     logged = {}
     for up_mode in ("off", "asymmetric", "both"):
         expected = _clip_ratio_closed_form(up, batch, level, delta, up_mode)
@@ -382,20 +342,12 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
 def test_rare_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level):
     # The closed-form tests above could pass with a rare clip that never acts: on these batches it does.
     up, _, batch = setup
-    if level == "sequence":  # sequence log-ratios 0.4 (A > 0), -0.5, -0.1, 0.1
-        with torch.no_grad():
-            current, _ = _forward(up, up.model, batch)
-        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    if level == "sequence":
+        batch = _sequence_stale(up, batch)
     _configure(up, loss_type="dapo", level=level)
     plain = gradients(up.model, up.compute_loss(up.model, batch))
-    cfg = dict(loss_type="dapo", level=level, **EXTRAS["rare_guard"])
-    _configure(up, **cfg)
-    guarded_loss = up.compute_loss(up.model, batch)
-    guarded = gradients(up.model, guarded_loss)
+    _, guarded = _assert_equals_closed_form(up, batch, loss_type="dapo", level=level, **EXTRAS["rare_guard"])
     assert max((a - b).abs().max().item() for a, b in zip(plain, guarded)) > 1e-6
-    expected_loss, _ = _closed_form(up, batch, **cfg)
-    torch.testing.assert_close(guarded_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(guarded, gradients(up.model, expected_loss))
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])

@@ -1,13 +1,6 @@
-"""UP on the three architectures the paper trains: dense (the rest of the suite), mixture-of-experts and
-vision-language, each a tiny model built in code (no download).
-
-- MoE: a Qwen3-MoE with the router's load-balancing loss on, so that TRL's `aux_loss_enabled` path runs.
-- VL: a LLaVA (CLIP vision tower, Qwen2 text model) with its processor assembled offline, trained on a dataset with
-  an `image` column and conversational prompts, as TRL's GRPOTrainer expects for vision-language models.
-
-Each trains a few off-policy UP steps, and on a hand-made stale batch UP's loss and gradient equal the closed form
-(`reference.up_per_token_loss` with TRL's dapo normalisation by hand, on log-probs from TRL's own forward: experts
-routed, image features merged), as tests/test_trainer_gradients.py checks it on the dense model."""
+"""UP on mixture-of-experts (Qwen3-MoE with its router loss) and vision-language (LLaVA) tiny models built in code:
+a few off-policy steps train, and on a stale batch the loss and gradient equal the closed form (TRL's dapo
+normalisation), as tests/test_trainer_gradients.py checks on the dense model."""
 
 import math
 
@@ -72,17 +65,12 @@ def tiny_llava(seed=0):
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     tokenizer.chat_template = VL_TEMPLATE
     tokenizer.padding_side = "left"
-    image_processor = CLIPImageProcessor(
-        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
-    )
-    processor = LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tokenizer,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,  # CLIP's CLS token, which the "default" strategy drops
-        chat_template=VL_TEMPLATE,
-    )
+    image_processor = CLIPImageProcessor(size={"shortest_edge": IMAGE_SIZE},
+                                         crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})  # fmt: skip
+    # num_additional_image_tokens: CLIP's CLS token, which the "default" strategy drops
+    processor = LlavaProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=PATCH_SIZE,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
+                               chat_template=VL_TEMPLATE)  # fmt: skip
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
                               image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, projection_dim=32)  # fmt: skip
     ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
@@ -90,15 +78,9 @@ def tiny_llava(seed=0):
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, **ids,
     )  # fmt: skip
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=text,
-        image_token_index=processor.image_token_id,
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_select_strategy="default",
-        vision_feature_layer=-1,
-        tie_word_embeddings=True,
-    )
+    config = LlavaConfig(vision_config=vision, text_config=text, image_token_index=processor.image_token_id,
+                         image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2, vision_feature_select_strategy="default",
+                         vision_feature_layer=-1, tie_word_embeddings=True)  # fmt: skip
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -164,10 +146,8 @@ def _closed_form(trainer, batch, level, up_mode="asymmetric"):
     logps, _, _ = _forward(trainer, batch)
     mask = batch["completion_mask"].float()
     clip = dict(epsilon_low=trainer.epsilon_low, epsilon_high=trainer.epsilon_high)
-    old, advantages = batch["old_per_token_logps"], batch["advantages"]
-    per_token = up_per_token_loss(
-        logps, old, advantages, mask, **clip, importance_sampling_level=level, up_mode=up_mode
-    )
+    old, adv = batch["old_per_token_logps"], batch["advantages"]
+    per_token = up_per_token_loss(logps, old, adv, mask, **clip, importance_sampling_level=level, up_mode=up_mode)
     return (per_token * mask).sum() / (batch["num_items_in_batch"] * GA / SPG)
 
 
@@ -333,18 +313,12 @@ def test_vision_language_trains_on_images(tmp_path, image_prompts, monkeypatch):
 
 
 def _vl_batch(trainer, processor):
-    """A hand-made batch as TRL's `_compute_loss` reads it for LLaVA: prompt_ids with the image tokens (left-padded,
-    as TRL pads prompts), pixel_values, num_images; completions of different lengths, mixed-sign advantages, stale
-    pi_old."""
+    """A stale batch as TRL's `_compute_loss` reads it for LLaVA: left-padded prompts with image tokens, pixel_values,
+    num_images; completions of different lengths, mixed-sign advantages."""
     images = random_images(4, seed=1)
-    texts = [
-        processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}],
-            add_generation_prompt=True,
-            tokenize=False,
-        )
-        for q in ("What is 1?", "Hi", "Which colour?", "2+2")
-    ]
+    questions = ("What is 1?", "Hi", "Which colour?", "2+2")
+    chats = [[{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}] for q in questions]
+    texts = [processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) for chat in chats]
     prompt = processor(images=images, text=texts, padding=True, return_tensors="pt")
     g = torch.Generator().manual_seed(0)
     B, T = 4, 6

@@ -1,13 +1,6 @@
-"""UP on TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`), on CPU, without vLLM: the tests' own
-stand-ins (`async_rollout.py`, `tree_attention.py` beside this file) replace the vLLM sampler and the
-flash-attention-3 kernel, which the package itself requires.
-
-(a) exactness: on a packed, stale batch (TRL's own packer) with mixed-sign advantages, the trainer's loss and every
-    gradient equal a closed form written here; up_mode="off" is AsyncGRPOTrainer bit for bit;
-(b) the pure-PyTorch tree attention against the model's sdpa attention and against a per-query loop;
-(c) end to end with the in-process rollout worker: UP trains, differs from its parent, and "off" equals the parent;
-(d) the pieces of TRL this relies on (a contract: if TRL changes them, these fail loudly).
-"""
+"""UP on TRL's async GRPO trainer on CPU, with the tests' stand-ins for vLLM and flash-attention-3: the loss and
+every gradient equal a closed form on a packed stale batch, "off" is the parent bit for bit, the tree attention
+matches the model's own, end-to-end runs, and the TRL lines this relies on."""
 
 import inspect
 import math
@@ -168,9 +161,8 @@ def test_loss_and_every_gradient_equal_the_closed_form(case, checkpoint, prompts
 
 def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale_batch, parent_result, tmp_path):
     parent_loss, parent_grads = parent_result
-    off_loss, off_grads = _loss_and_grads(
-        _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off")), stale_batch[1]
-    )
+    off = _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off"))
+    off_loss, off_grads = _loss_and_grads(off, stale_batch[1])
     assert torch.equal(off_loss, parent_loss)
     assert all(torch.equal(off_grads[name], grad) for name, grad in parent_grads.items())
 
@@ -212,15 +204,11 @@ def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(c
         row.add(sample)
     packed = row.pack()
     with torch.no_grad():
-        logits = tree(
-            input_ids=packed["input_ids"][None],
-            position_ids=packed["position_ids"][None],
-            tree_kv_index=packed["tree_kv_index"],
-            tree_cu_seqlens_q=packed["tree_cu_seqlens_q"],
-            tree_cu_seqlens_k=packed["tree_cu_seqlens_k"],
-            tree_max_seqlen_q=int(packed["tree_max_seqlens"][0]),
-            tree_max_seqlen_k=int(packed["tree_max_seqlens"][1]),
-        ).logits[0]
+        tree_kwargs = {k: packed[k] for k in ("tree_kv_index", "tree_cu_seqlens_q", "tree_cu_seqlens_k")}
+        tree_kwargs |= dict(tree_max_seqlen_q=int(packed["tree_max_seqlens"][0]),
+                            tree_max_seqlen_k=int(packed["tree_max_seqlens"][1]))  # fmt: skip
+        logits = tree(input_ids=packed["input_ids"][None], position_ids=packed["position_ids"][None], **tree_kwargs)
+        logits = logits.logits[0]
         for i, sample in enumerate(samples):
             expected = plain(input_ids=sample["input_ids"][None]).logits[0, :-1]
             got = logits[packed["token_index"][packed["segment_id"] == i]]
@@ -273,9 +261,8 @@ def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
 def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(checkpoint, prompts, tmp_path):
     overrides = dict(max_steps=4, weight_sync_steps=1, max_staleness=4)
     fill = dict(groups_per_fill=4)  # 16 samples a fill, 8 a step: every second step trains one-version-old samples
-    parent, parent_params = _train(
-        checkpoint, prompts, _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides), parent=True, **fill
-    )
+    parent_args = _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides)
+    parent, parent_params = _train(checkpoint, prompts, parent_args, parent=True, **fill)
     off, off_params = _train(checkpoint, prompts, _args(tmp_path / "o", up_mode="off", **overrides), **fill)
     up, up_params = _train(checkpoint, prompts, _args(tmp_path / "u", **overrides), **fill)
 
@@ -311,9 +298,8 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
     """old_log_probs are the sampler copy's log-probabilities of the sampled tokens, tagged with its version."""
     args = _args(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    worker = in_process_rollout(
-        checkpoint, train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args
-    )["rollout_worker"]
+    kwargs = dict(train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args)
+    worker = in_process_rollout(checkpoint, **kwargs)["rollout_worker"]
     worker.update_model_version(3)
     samples = worker.generate_group(0, prompts[0])
     assert len(samples) == args.num_generations and all(isinstance(s, RolloutSample) for s in samples)
@@ -325,9 +311,8 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
         ids, mask = torch.tensor(sample.input_ids), torch.tensor(sample.completion_mask)
         logits = worker.sampler(input_ids=ids[None]).logits[0, :-1]
         logps = torch.log_softmax(logits / args.temperature, -1).gather(-1, ids[1:, None]).squeeze(-1)
-        torch.testing.assert_close(
-            torch.tensor(sample.old_log_probs)[1:][mask[1:].bool()], logps[mask[1:].bool()], rtol=0, atol=1e-5
-        )
+        trained = mask[1:].bool()
+        torch.testing.assert_close(torch.tensor(sample.old_log_probs)[1:][trained], logps[trained], rtol=0, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -101,11 +101,19 @@ def test_score_problem_row_and_default_ks():
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
 
 
-def test_maj_at_k_with_real_math_verify():
-    """End to end through the reward's extraction and math-verify: three spellings of 1/2 outvote two 3s."""
-    samples = [["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"]]
-    summary, rows = score_benchmark(samples, ["\\frac{1}{2}"], 5)
-    assert rows[0]["avg@5"] == 0.6 and rows[0]["maj@5"] == 1.0
+@pytest.mark.parametrize(
+    "samples, gold, avg",
+    [  # three spellings of 1/2 outvote two 3s; an unevaluated echo ("71 + 88" twice) is no answer, so no vote
+        (["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"], "\\frac{1}{2}", 0.6),
+        (["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"], "159", 1 / 3),
+    ],
+    ids=["spellings_of_one_half", "echo"],
+)
+def test_maj_at_k_votes_on_the_answers_the_reward_judged(samples, gold, avg):
+    """End to end through the reward's extraction and math-verify."""
+    k = len(samples)
+    summary, rows = score_benchmark([samples], [gold], k)
+    assert rows[0][f"avg@{k}"] == pytest.approx(avg) and rows[0][f"maj@{k}"] == 1.0
     assert summary["problems"] == 1 and summary["excluded"] == {"gold_unparseable": 0, "timeout": 0}
 
 
@@ -262,13 +270,6 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     args = parse_eval_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
     args.resolve_defaults()
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
-
-
-def test_maj_at_k_votes_on_the_answers_the_reward_judged():
-    """An unevaluated echo ("71 + 88") is no answer for the reward, so it must not outvote a right answer either."""
-    samples = [["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"]]  # raw strings: "71 + 88" twice
-    summary, rows = score_benchmark(samples, ["159"], 3)
-    assert rows[0]["avg@3"] == pytest.approx(1 / 3) and rows[0]["maj@3"] == 1.0
 
 
 def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):

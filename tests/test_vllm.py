@@ -1,19 +1,11 @@
-"""UP beside vLLM's own engine: colocate mode, off-policy (steps_per_generation=2), TRL's importance-sampling (IS)
-correction on, on batches vLLM really generated (its CPU build: `.ci/vllm_stack` installs it; elsewhere these tests
-skip, and in that stack a skip fails).
-
-What is real: vLLM's engine, its sampling and its log-probs (in bfloat16: vLLM downcasts a float32 checkpoint, as on a
-GPU, while the trainer trains in float32), TRL's trainers, its IS correction and off-policy mask, UP's loss. What is
-not: TRL's weight transfer loop, replaced by vLLM's `reload_weights` (`vllm_sync.py` says exactly what and why), and
-one engine shared by the module's trainers. The model is a 2-layer Qwen2 built in code (head_dim 32, a size the CPU
-attention kernels take), saved to a folder with its tokenizer, since TRL's colocate engine loads the model by path.
-"""
+"""UP beside vLLM's CPU engine (colocate, off-policy, IS correction on) on batches vLLM really generated; TRL's
+weight transfer is replaced by `vllm_sync.py`. Skipped without vLLM (`.ci/vllm_stack` installs it)."""
 
 import os
 
 import pytest
 import torch
-from conftest import gradients
+from conftest import gradients, param_snapshots
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -62,13 +54,8 @@ def make(trainer_class, config_class, model, folder, peft_config=None, **setting
     )  # fmt: skip
     kwargs.update(settings)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
-    return trainer_class(
-        model=model,
-        reward_funcs=char_sum_reward,
-        args=config_class(**kwargs),
-        train_dataset=dataset,
-        peft_config=peft_config,
-    )
+    return trainer_class(model=model, reward_funcs=char_sum_reward, args=config_class(**kwargs), train_dataset=dataset,
+                         peft_config=peft_config)  # fmt: skip
 
 
 def logged(trainer, key):
@@ -105,10 +92,7 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
     assert len(logged(trainer, "up/positive_tokens")) == 4  # UP's metrics beside TRL's
     # The sampler's log-probs reach the correction: two vLLM batches, and ratios that are not 1 in each. TRL logs
     # the weights after the mode acts: truncation holds them inside the bounds, the mask sets some to 0.
-    low, high = (
-        logged(trainer, "sampling/importance_sampling_ratio/min"),
-        logged(trainer, "sampling/importance_sampling_ratio/max"),
-    )
+    low, high = (logged(trainer, f"sampling/importance_sampling_ratio/{m}") for m in ("min", "max"))
     assert len(low) == len(high) == 2
     if name.split("-")[1].endswith("truncate"):
         assert all(1 - TIGHT - 1e-6 <= lo < 1 < hi <= 1 + TIGHT + 1e-6 for lo, hi in zip(low, high)), (low, high)
@@ -141,9 +125,8 @@ def _is_weight(batch, mode):
 
 
 def _closed_form(trainer, batch):
-    """(loss, surrogate, r, A, mask): the loss written from the paper's two branches with TRL's multipliers and
-    normalisation, and a surrogate with its gradient, written without the ratio on the UP branch (A * w * grad log
-    pi there). The settings (epsilons, delta, level, loss type, IS mode) are read from the trainer."""
+    """(loss, surrogate, r, A, mask): the loss from the paper's two branches with TRL's multipliers and
+    normalisation, and a surrogate with its gradient; settings read from the trainer."""
     logps, mask = _forward(trainer, batch), batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"].unsqueeze(1)
     w = _is_weight(batch, trainer.vllm_importance_sampling_mode)
@@ -258,9 +241,8 @@ def test_off_is_grpo_trainer_bit_for_bit_and_up_makes_no_extra_forward(engine, t
         "off": (UPGRPOTrainer, UPGRPOConfig, dict(up_mode="off")),
         "up": (UPGRPOTrainer, UPGRPOConfig, dict(up_mode="asymmetric")),
     }.items():
-        trainer = make(
-            trainer_class, config_class, path, tmp_path / name, vllm_importance_sampling_mode="token_truncate", **extra
-        )
+        extra |= dict(vllm_importance_sampling_mode="token_truncate")
+        trainer = make(trainer_class, config_class, path, tmp_path / name, **extra)
         initial, forwards = params(trainer.model), _counting(trainer)
         trainer.train()
         runs[name] = (initial, params(trainer.model), forwards, trainer)
@@ -268,10 +250,8 @@ def test_off_is_grpo_trainer_bit_for_bit_and_up_makes_no_extra_forward(engine, t
     assert any(not torch.equal(a, b) for a, b in zip(initial, parent))  # it trained
     assert all(torch.equal(a, b) for a, b in zip(parent, runs["off"][1]))  # every tensor, bit for bit
     assert any(not torch.equal(a, b) for a, b in zip(parent, runs["up"][1]))  # UP is not the parent
-    theirs = [
-        {k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
-        for h in parent_trainer.state.log_history
-    ]
+    logs = parent_trainer.state.log_history
+    theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))} for h in logs]
     assert [{k: h[k] for k in t} for t, h in zip(theirs, runs["off"][3].state.log_history)] == theirs
     # Item 4: the same forward passes per step. A generation step: pi_old for the IS correction over the 16
     # completions in 2 chunks of per_device_train_batch_size, then the loss's; the next step: the loss's only. UP
@@ -332,16 +312,9 @@ def check_sync(trainer, llm, snapshot_at_last_sync):
 
 def _snapshots(trainer):
     """The parameters after each optimizer step, by step."""
-    from transformers import TrainerCallback
-
-    kept = {}
-
-    class Keep(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            kept[state.global_step] = params(trainer.model)
-
-    trainer.add_callback(Keep())
-    return kept
+    snapshots = param_snapshots()
+    trainer.add_callback(snapshots)
+    return snapshots.params
 
 
 def test_after_a_weight_sync_vllm_scores_like_the_trainer(engine, tmp_path):

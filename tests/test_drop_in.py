@@ -1,8 +1,6 @@
-"""The drop-in changes only the objective: with default arguments a UP trainer and its TRL parent, built with the
-same arguments, have the same callbacks but UP's collapse warning (which only logs), the same reward functions, the
-same warnings filters, the same checkpoint files and TRL's own model card (naming UP); no setup the parent accepts is
-refused. What up-trl offers beyond UP is opt-in (`up_trl.run.parts`), one line each, and `up-trl train` attaches all
-of it. The import closure of each trainer module stays small enough to read (AST, like `test_import_graph`)."""
+"""The drop-in changes only the objective: a UP trainer and its TRL parent built alike have the same callbacks (but
+the collapse warning), rewards, warnings filters, checkpoint files and TRL's card; nothing the parent accepts is
+refused; the extras are opt-in parts; each trainer's import closure stays small."""
 
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
 
 def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=length_reward, train=False, **overrides):
-    """(parent, UP trainer) on copies of the tiny model, the same arguments but UP's config class (RLOO: beta 0
-    unless set, as its reference would reload from a model built in code). `train`: each is trained as it is built,
-    so both start from the same seeded state."""
+    """(parent, UP trainer) on copies of the tiny model with the same arguments (RLOO: beta 0 unless set); `train`:
+    each trained as it is built."""
     import copy
 
     model, tokenizer = tiny
@@ -36,19 +33,11 @@ def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=leng
     ups = {k: v for k, v in overrides.items() if k.startswith("up_")}  # UP's fields: the UP trainer's config only
     shared = {k: v for k, v in overrides.items() if k not in ups}
     trainers = []
-    for name, cls, config_cls, extra in (
-        ("parent", parent_cls, parent_config, {}),
-        ("up", up_cls, up_config, {"up_mode": up_mode, **ups}),
-    ):
+    for name, cls, config_cls, extra in (("parent", parent_cls, parent_config, {}),
+                                         ("up", up_cls, up_config, {"up_mode": up_mode, **ups})):  # fmt: skip
         settings = dict(steps_per_generation=2, **shared, **extra)
         args = cpu_args(tmp_path / name, config_class=config_cls, **settings)
-        trainer = cls(
-            model=copy.deepcopy(model),
-            reward_funcs=reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        trainer = cls(copy.deepcopy(model), reward, args=args, train_dataset=dataset, processing_class=tokenizer)
         if train:
             trainer.train()
         trainers.append(trainer)
@@ -86,9 +75,8 @@ def test_the_collapse_warning_only_logs(tmp_path, tiny, prompts_dataset):
 
 @pytest.mark.parametrize("kind", ["grpo", "rloo"])
 def test_checkpoints_hold_the_parents_files_and_off_trains_as_the_parent(tmp_path, tiny, prompts_dataset, kind):
-    parent, up = pair(
-        tmp_path, tiny, prompts_dataset, kind, "off", train=True, save_strategy="steps", save_steps=1, max_steps=2
-    )
+    saving = dict(save_strategy="steps", save_steps=1, max_steps=2)
+    parent, up = pair(tmp_path, tiny, prompts_dataset, kind, "off", train=True, **saving)
     for step in (1, 2):
         parent_files = sorted(p.name for p in (tmp_path / "parent/out" / f"checkpoint-{step}").iterdir())
         up_files = sorted(p.name for p in (tmp_path / "up/out" / f"checkpoint-{step}").iterdir())
@@ -162,13 +150,8 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
         pass  # noqa: E701 (one line)
 
     model, tokenizer = tiny
-    trainer = MyTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, steps_per_generation=2),
-        train_dataset=prompts_dataset,
-        processing_class=tokenizer,
-    )
+    args = cpu_args(tmp_path, steps_per_generation=2)
+    trainer = MyTrainer(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
     assert names(trainer.callback_handler.callbacks)[0] == "RolloutCheckpointCallback"
     trainer.add_callback(nonfinite_guard(trainer))
     trainer.add_callback(UsualFileModesCallback())
@@ -191,9 +174,8 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
 
 @pytest.mark.parametrize("kind, share", [("grpo", False), ("grpo", True), ("rloo", True), ("async_grpo", False)])
 def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
-    """Under `up-trl train` (`with_parts`), a method defined by two of up_trl's classes in the trainer's MRO is
-    defined by each but the last to call the next through `super()`, by design, and says so in its docstring: no
-    pair of mixins that works only in one order."""
+    """A method two of up_trl's classes define in a run's trainer MRO calls the next through `super()`, and its
+    docstring says so."""
     import inspect
 
     from up_trl.cli.parse import trainer_classes
@@ -217,28 +199,16 @@ def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
 
 # --- the import closure a reader opens to follow a trainer -----------------------------------------------------------
 
-TRAINER_MODULES = [
-    "up_trl.trainers.grpo_trainer",
-    "up_trl.trainers.rloo_trainer",
-    "up_trl.trainers.async_grpo_trainer",
-]
+TRAINER_MODULES = [f"up_trl.trainers.{kind}_trainer" for kind in ("grpo", "rloo", "async_grpo")]
 
 
 def module_level_imports(name: str) -> set[str]:
     """The up_trl modules `name` imports at module level (not inside a function), package `__init__`s included."""
     tree = ast.parse(MODULES[name].read_text())
-    top = ast.Module(
-        body=[n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
-        + [
-            n
-            for c in tree.body
-            if isinstance(c, ast.ClassDef)
-            for n in c.body
-            if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        ],
-        type_ignores=[],
-    )
-    return imported_modules(name, ast.unparse(top)) | packages_of(name)
+    functions = ast.FunctionDef | ast.AsyncFunctionDef
+    body = [n for n in tree.body if not isinstance(n, functions | ast.ClassDef)]
+    body += [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body if not isinstance(n, functions)]
+    return imported_modules(name, ast.unparse(ast.Module(body=body, type_ignores=[]))) | packages_of(name)
 
 
 def all_imports(name: str) -> set[str]:
@@ -277,10 +247,8 @@ def lines(modules: set[str]) -> int:
 def test_a_trainers_import_closure_fits_a_reading(module):
     at_import = closure(module, module_level_imports)
     everything = closure(module, all_imports)
-    print(
-        f"{module}: {len(at_import)} modules / {lines(at_import)} lines at import, {len(everything)} / "
-        f"{lines(everything)} with imports inside functions"
-    )
+    print(f"{module}: {len(at_import)} modules / {lines(at_import)} lines at import, {len(everything)} / "
+          f"{lines(everything)} with imports inside functions")  # fmt: skip
     assert lines(at_import) <= 1000, sorted(at_import)
     assert lines(everything) <= 1500, sorted(everything)
     assert "up_trl.run.card" not in everything and "up_trl.run.checkpoints" not in everything
@@ -296,9 +264,7 @@ def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
     built = with_parts(GRPOTrainer)
     assert RunCardMixin not in built.__mro__
     args = cpu_args(tmp_path, config_class=GRPOConfig, steps_per_generation=2, save_strategy="steps", save_steps=1)
-    trainer = built(
-        model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer
-    )
+    trainer = built(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
     attach_parts(trainer)
     trainer.train()
     assert Path(rollout_file(tmp_path / "out/checkpoint-1", 0)).is_file()

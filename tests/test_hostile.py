@@ -1,11 +1,5 @@
-"""Hostile input to the trainer and the main job: each case ends in a clear error before any optimizer step, or in a
-run that completes with finite parameters and a finite logged loss, every skipped sample or step counted (the cases:
-docs/reliability.md). Elsewhere: hostile completion strings for the math rewards (tests/test_rewards.py); NaN loss on
-chosen steps (tests/test_reliability.py); up_mode='sideways', other objectives with UP (tests/test_training.py); every
-bad input `up-trl train` / `up-trl eval` refuses in one line, and TRL's config accepting what the range rules refuse
-(tests/test_cli_checks.py); unknown dataset, reward or loss_type, a misspelt recipe key (tests/test_cli.py); a reward
-that raises mid-run, diverging weights: an emergency checkpoint (tests/test_run_folder.py).
-"""
+"""Hostile input to the trainer and the main job: a clear error before any optimizer step, or a run that completes
+with finite parameters and loss, every skipped sample or step counted (docs/reliability.md)."""
 
 import math
 import os
@@ -14,8 +8,6 @@ import re
 import pytest
 import torch
 from conftest import TINY, ModelLoaded, cpu_args, make_trainer, one_line, param_snapshots, tiny_train_argv
-
-from up_trl import UPGRPOConfig
 
 
 def index_reward(completions, **kwargs):
@@ -264,9 +256,7 @@ def test_every_token_masked_gives_zero_loss_and_gradient(loss_trainer, loss_type
 
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both", "off"])
 def test_nan_advantage_makes_the_loss_nan(loss_trainer, up_mode):
-    """UP's routing (A > 0) sends a NaN advantage to the parent's branch: the loss is NaN, neither hidden nor
-    created by UP, so the non-finite step guard sees it (next test). TRL itself never emits a NaN advantage: it
-    zeroes those of unscorable rewards (test_unscorable_rewards_are_counted_not_learned)."""
+    """A NaN advantage goes to the parent's branch: the loss is NaN, for the non-finite step guard to see."""
     trainer = loss_trainer
     _configure(trainer, "dapo", up_mode)
     batch = _batch(trainer.processing_class, torch.ones(4, 5, dtype=torch.long), torch.tensor([NAN, -0.7, 0.5, -1.5]))
@@ -298,45 +288,27 @@ def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset)
 # --- Settings refused before training -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "overrides, match",
-    [
-        pytest.param(
-            dict(per_device_train_batch_size=6),
-            r"generation_batch_size \(6\) must be divisible by num_generations \(4\)",
-            id="batch_not_divisible",
-        ),
-        pytest.param(
-            dict(per_device_train_batch_size=6, steps_per_generation=3),
-            r"generation_batch_size \(18\) must be divisible by num_generations \(4\)",
-            id="generation_batch_not_divisible",
-        ),
-        pytest.param(
-            dict(generation_batch_size=12),
-            r"generation_batch_size \(12\) must be divisible by the global batch size \(8\)",
-            id="generation_batch_not_whole_steps",
-        ),
-        pytest.param(
-            dict(generation_batch_size=16, steps_per_generation=2), "can not be both configured", id="both_set"
-        ),
-        pytest.param(dict(num_generations=1), "at least 2 generations", id="one_generation"),
-    ],
-)
-def test_batch_settings_fail_at_config_time(tmp_path, overrides, match):
+CONFIG_REFUSALS = [
+    pytest.param(dict(per_device_train_batch_size=6),
+                 r"generation_batch_size \(6\) must be divisible by num_generations \(4\)", id="batch_not_divisible"),
+    pytest.param(dict(per_device_train_batch_size=6, steps_per_generation=3),
+                 r"generation_batch_size \(18\) must be divisible by num_generations \(4\)",
+                 id="generation_batch_not_divisible"),
+    pytest.param(dict(generation_batch_size=12),
+                 r"generation_batch_size \(12\) must be divisible by the global batch size \(8\)",
+                 id="generation_batch_not_whole_steps"),
+    pytest.param(dict(generation_batch_size=16, steps_per_generation=2), "can not be both configured", id="both_set"),
+    pytest.param(dict(num_generations=1), "at least 2 generations", id="one_generation"),
+    pytest.param(dict(loss_type="ppo"), r"Unknown loss_type='ppo': use one of \(", id="unknown_loss_type"),
+    pytest.param(dict(up_mode=True), r"up_mode=True is not one of \('asymmetric'", id="up_mode_true"),
+    pytest.param(dict(up_mode="sideways"), "up_mode='sideways' is not one of", id="up_mode_unknown"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides, match", CONFIG_REFUSALS)
+def test_batch_and_up_settings_fail_at_config_time(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         cpu_args(tmp_path, **overrides)
-
-
-@pytest.mark.parametrize(
-    "overrides, match",
-    [
-        pytest.param(dict(loss_type="ppo"), r"Unknown loss_type='ppo': use one of \(", id="unknown_loss_type"),
-        pytest.param(dict(up_mode=True), r"up_mode=True is not one of \('asymmetric'", id="up_mode_true"),
-    ],
-)
-def test_up_settings_fail_at_config_time(tmp_path, overrides, match):
-    with pytest.raises(ValueError, match=match):
-        UPGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **overrides)
 
 
 @pytest.mark.parametrize(
@@ -461,12 +433,8 @@ TRAIN_RANGE_CASES = [
     ("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0"),
     ("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0"),
     ("save_steps", "-5", "--save_steps -5 is out of range"),
-    (
-        "max_steps",
-        "0",
-        "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; 0 would still "
-        "run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
-    ),
+    ("max_steps", "0", "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; 0 would "
+     "still run one); or -1: TRL's default, train --num_train_epochs epochs instead."),
     ("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1"),
     ("temperature", "0", "--temperature 0 is out of range: temperature must be > 0"),
     ("temperature", "-1", "--temperature -1 is out of range"),
@@ -474,7 +442,7 @@ TRAIN_RANGE_CASES = [
     ("delta", "inf", "--delta inf is not a finite number: delta must be a finite number"),
     ("reward_weights", "nan", "--reward_weights [nan] is not a finite number"),
     ("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)"),
-]
+]  # fmt: skip
 
 
 def _ids(cases):
@@ -488,18 +456,21 @@ def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, va
     assert message in one_line(capsys, args)
 
 
-def test_a_recipe_value_out_of_range_is_refused_naming_the_recipe(no_model_loads, capsys):
+@pytest.mark.parametrize(
+    "text, start",
+    [
+        (
+            "top_p: 1.5\nlearning_rate: 1e-5\n",
+            "top_p 1.5 (from the recipe {}) is out of range: top_p must be in (0, 1]",
+        ),
+        ("log_level: loud\n", "log_level loud (from the recipe {}) is not one of detail, debug, info"),
+    ],
+)
+def test_a_recipe_value_out_of_range_or_choices_is_refused_naming_the_recipe(no_model_loads, capsys, text, start):
     recipe = no_model_loads / "recipe.yaml"
-    recipe.write_text("top_p: 1.5\nlearning_rate: 1e-5\n")
+    recipe.write_text(text)
     message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
-    assert message.startswith(f"top_p 1.5 (from the recipe {recipe}) is out of range: top_p must be in (0, 1]")
-
-
-def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys):
-    recipe = no_model_loads / "recipe.yaml"
-    recipe.write_text("log_level: loud\n")
-    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
-    assert message.startswith(f"log_level loud (from the recipe {recipe}) is not one of detail, debug, info")
+    assert message.startswith(start.format(recipe))
 
 
 EVAL_RANGE_CASES = [
@@ -974,109 +945,48 @@ def _parquet(columns: dict) -> bytes:
 # datasets' load_dataset before the model loads; its error, one line with its causes, is the check. Our own words
 # only where datasets' are none (an empty file: a bare StopIteration), unreadable (an empty Parquet file: "BatchSize
 # must be greater than 0"), or come late (Latin-1 text loads, then fails inside the prompts' map).
+NO_DATA = 'ValueError: Instruction "train" corresponds to no data!)'
+GENERATION = "(DatasetGenerationError: An error occurred while generating the dataset; "
 DATA_FILE_CASES = [
     pytest.param("empty.jsonl", b"", [], "the file is empty (0 bytes)", id="jsonl_empty"),
-    pytest.param(
-        "blank.jsonl",
-        b"\n  \n",
-        [],
-        'cannot read it as json (ValueError: Instruction "train" corresponds to no data!)',
-        id="jsonl_blank",
-    ),
-    pytest.param(
-        "cut.jsonl",
-        QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA,
-        [],
-        "cannot read it as json (DatasetGenerationError: An error occurred while generating the dataset; "
-        "ArrowInvalid: JSON parse error: Invalid encoding in string. in row 2;",
-        id="jsonl_malformed_line_3",
-    ),
-    pytest.param(
-        "list.jsonl", b"[1, 2]\n", [], "found ['text']. Map yours with --column_mapping", id="jsonl_line_not_object"
-    ),
-    pytest.param(
-        "binary.jsonl",
-        b"\x1f\x8b\x08\x00" + bytes(range(256)),
-        [],
-        "cannot read it as json (error: Error -3 while decompressing data: invalid block type)",
-        id="jsonl_binary",
-    ),
-    pytest.param(
-        "latin1.jsonl",
-        '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"),
-        [],
-        "the text is not UTF-8 (byte 0xe9: invalid continuation byte): save it as UTF-8.",
-        id="jsonl_not_utf8",
-    ),
+    pytest.param("blank.jsonl", b"\n  \n", [], f"cannot read it as json ({NO_DATA}", id="jsonl_blank"),
+    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, [],
+                 f"cannot read it as json {GENERATION}ArrowInvalid: JSON parse error: Invalid encoding in string. in "
+                 "row 2;", id="jsonl_malformed_line_3"),
+    pytest.param("list.jsonl", b"[1, 2]\n", [], "found ['text']. Map yours with --column_mapping",
+                 id="jsonl_line_not_object"),
+    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), [],
+                 "cannot read it as json (error: Error -3 while decompressing data: invalid block type)",
+                 id="jsonl_binary"),
+    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), [],
+                 "the text is not UTF-8 (byte 0xe9: invalid continuation byte): save it as UTF-8.",
+                 id="jsonl_not_utf8"),
     pytest.param("numbers.json", b"[1, 2, 3]", [], "found ['text']. Map yours with", id="json_array"),
-    pytest.param(
-        "cut.json",
-        b'[{"problem": "1 + 1?", "answer": "2"},',
-        [],
-        "cannot read it as json (DatasetGenerationError: An error occurred while generating the dataset; ValueError: "
-        "Expected object or value at position 37)",
-        id="json_malformed",
-    ),
-    pytest.param(
-        "header.csv",
-        b"problem,answer\n",
-        [],
-        'cannot read it as csv (ValueError: Instruction "train" corresponds to no data!)',
-        id="csv_only_header",
-    ),
+    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', [],
+                 f"cannot read it as json {GENERATION}ValueError: Expected object or value at position 37)",
+                 id="json_malformed"),
+    pytest.param("header.csv", b"problem,answer\n", [], f"cannot read it as csv ({NO_DATA}", id="csv_only_header"),
     pytest.param("empty.csv", b"", [], "the file is empty (0 bytes)", id="csv_empty"),
-    pytest.param(
-        "text.parquet",
-        b"problem,answer\n1 + 1?,2\n",
-        [],
-        "cannot read it as parquet (ArrowInvalid: Parquet magic bytes not found in footer. Either the file is "
-        "corrupted or this is not a parquet file.)",
-        id="parquet_not_parquet",
-    ),
-    pytest.param(
-        "cut.parquet",
-        _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1",
-        [],
-        "cannot read it as parquet (ArrowInvalid: Parquet file size is",
-        id="parquet_cut",
-    ),
-    pytest.param(
-        "columns.parquet",
-        _parquet({"q": ["1 + 1?"], "sol": ["2"]}),
-        [],
-        """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
-        id="parquet_without_the_columns",
-    ),
-    pytest.param(
-        "none.parquet",
-        _parquet({"problem": [], "answer": []}),
-        [],
-        "the Parquet file holds no rows",
-        id="parquet_no_rows",
-    ),
-    pytest.param(
-        "unanswered.jsonl",
-        b'{"problem": "1 + 1?", "answer": null}\n{"problem": "2 + 2?", "answer": ""}\n',
-        [],
-        "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
-        id="jsonl_no_usable_row",
-    ),
-    pytest.param(
-        "qa.csv",
-        b"q,sol\n1 + 1?,\n",
-        ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
-        "none of its 1 rows holds an answer (column 'answer')",
-        id="csv_mapped_columns_empty",
-    ),
-    pytest.param(
-        "qa.jsonl",
-        QA,
-        ["--column_mapping", '{"question": "problem"}'],
-        "Original column names {'question'} not in the dataset. Current columns in the dataset: ['problem', 'answer']",
-        id="column_mapping_names_a_missing_column",
-    ),
+    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", [],
+                 "cannot read it as parquet (ArrowInvalid: Parquet magic bytes not found in footer. Either the file "
+                 "is corrupted or this is not a parquet file.)", id="parquet_not_parquet"),
+    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", [],
+                 "cannot read it as parquet (ArrowInvalid: Parquet file size is", id="parquet_cut"),
+    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), [],
+                 """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
+                 id="parquet_without_the_columns"),
+    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), [], "the Parquet file holds no rows",
+                 id="parquet_no_rows"),
+    pytest.param("unanswered.jsonl", b'{"problem": "1 + 1?", "answer": null}\n{"problem": "2 + 2?", "answer": ""}\n',
+                 [], "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
+                 id="jsonl_no_usable_row"),
+    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
+                 "none of its 1 rows holds an answer (column 'answer')", id="csv_mapped_columns_empty"),
+    pytest.param("qa.jsonl", QA, ["--column_mapping", '{"question": "problem"}'],
+                 "Original column names {'question'} not in the dataset. Current columns in the dataset: "
+                 "['problem', 'answer']", id="column_mapping_names_a_missing_column"),
     pytest.param("folder.jsonl/", None, [], "No data file at '{path}' (it is a folder).", id="a_folder"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name, content, flags, message", DATA_FILE_CASES)
@@ -1151,34 +1061,22 @@ def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, cont
 QWEN2, WEIGHTS = b'{"model_type": "qwen2"}', b"\x00" * 8
 NOT_JSON = ": It looks like the config file at 'bad/config.json' is not a valid JSON file."
 NO_TYPE = ": Unrecognized model in bad. Should have a `model_type` key in its config.json."
+NO_WEIGHTS = " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
 MODEL_FOLDER_CASES = [
     pytest.param({"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS}, NOT_JSON, id="config_cut"),
     pytest.param({"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS}, NOT_JSON, id="config_binary"),
-    pytest.param(
-        {"config.json": b"[1]", "model.safetensors": WEIGHTS},
-        ": its config.json is not a JSON object: save the model again.",
-        id="config_not_object",
-    ),
-    pytest.param(
-        {"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
-        ": The checkpoint you are trying to load has model type `qwen9` but Transformers does not recognize this "
-        "architecture.",
-        id="unknown_model_type",
-    ),
+    pytest.param({"config.json": b"[1]", "model.safetensors": WEIGHTS},
+                 ": its config.json is not a JSON object: save the model again.", id="config_not_object"),
+    pytest.param({"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
+                 ": The checkpoint you are trying to load has model type `qwen9` but Transformers does not recognize "
+                 "this architecture.", id="unknown_model_type"),
     pytest.param({"config.json": b'{"hidden_size": 8}', "model.safetensors": WEIGHTS}, NO_TYPE, id="no_model_type"),
-    pytest.param(
-        {"config.json": QWEN2},
-        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf "
-        "file, nor a sharded index): the save did not finish; save the model again",
-        id="no_weights",
-    ),
-    pytest.param(
-        {"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
-        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
-        "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
-        id="no_weights_a_checkpoint",
-    ),
-]
+    pytest.param({"config.json": QWEN2}, NO_WEIGHTS + "the save did not finish; save the model again",
+                 id="no_weights"),
+    pytest.param({"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
+                 NO_WEIGHTS + "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
+                 id="no_weights_a_checkpoint"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
@@ -1221,19 +1119,12 @@ def test_model_folders_that_load_pass_the_check(tmp_path):
 
 
 OUTPUT_FOLDER_CASES = [
-    pytest.param(
-        "afile/out",
-        "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
-        id="under_a_file",
-    ),
+    pytest.param("afile/out", "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
+                 id="under_a_file"),
     pytest.param("afile", "is a file: name a folder (it is created if missing).", id="a_file"),
-    pytest.param(
-        "x" * 300 + "/out",
-        "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
-        "this file system allows 255; choose a shorter name.",
-        id="name_too_long",
-    ),
-]
+    pytest.param("x" * 300 + "/out", "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
+                 "this file system allows 255; choose a shorter name.", id="name_too_long"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])

@@ -24,16 +24,14 @@ def rloo_args(tmp_path, **overrides):
     return cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides})
 
 
-def make_rloo_trainer(
-    tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
-):
-    """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    CPU saving; `parts`: every opt-in part, `conftest.build`)."""
+def make_rloo_trainer(tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False,
+                      **overrides):  # fmt: skip
+    """`conftest.make_trainer` for UPRLOOTrainer, with `rloo_args(tmp_path, **overrides)`."""
     model, tokenizer = tiny
-    kwargs = dict(
-        model=model, reward_funcs=reward, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
+    kwargs = dict(model=model, reward_funcs=reward, train_dataset=dataset, processing_class=tokenizer)
+    return build(
+        UPRLOOTrainer, parts, shared_prompt, args=rloo_args(tmp_path, **overrides), callbacks=callbacks, **kwargs
     )
-    return build(UPRLOOTrainer, parts, shared_prompt, args=rloo_args(tmp_path, **overrides), **kwargs)
 
 
 def _sequence_logps(trainer, model, batch):
@@ -303,7 +301,7 @@ def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():
     parser = TrlParser((TrainScriptArguments, UPRLOOConfig, ModelConfig))
     for name, up_mode in (("up_rloo.yaml", "asymmetric"), ("rloo.yaml", "off")):
         _, args, _ = parser.parse_args_and_config(
-            ["--config", str(RECIPES / name), *"--use_cpu true --bf16 false".split()]
+            ["--config", str(RECIPES / name), "--use_cpu", "true", "--bf16", "false"]
         )
         assert isinstance(args, UPRLOOConfig) and args.up_mode == up_mode
         # off-policy by construction (several updates per rollout batch), so UP differs from RLOO

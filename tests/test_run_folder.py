@@ -1,7 +1,5 @@
-"""A run's output folder (`up_trl.run.folder`): a previous run is refused or overwritten, never mixed in;
-`--save_steps` alone saves; `--resume_from_checkpoint true` continues from the latest checkpoint; an interrupted run
-says so, and how to resume, in its last line and its card; a crash saves an emergency checkpoint of finite weights
-(and keeps the metrics), says where and how to resume, and exits 1."""
+"""A run's output folder: a previous run is refused or overwritten, never mixed in; resume, interrupts and crashes
+say in their last line what was saved and how to resume."""
 
 import json
 import re
@@ -71,102 +69,55 @@ RUNNING = {
 CARD = "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n---\nTrained with up-trl.\n"
 
 
-@pytest.mark.parametrize(
-    "record, files, removed",
-    [
-        pytest.param(
-            RECORD,
-            [
-                "README.md",
-                "config.json",
-                "metrics.jsonl",
-                "model.safetensors",
-                "checkpoint-2/",
-                "eval/eval.json",
-                "notes.txt",
-                "data/train.jsonl",
-            ],
-            [
-                "README.md",
-                "checkpoint-2",
-                "config.json",
-                "eval",
-                "metrics.jsonl",
-                "model.safetensors",
-                "up_trl_run.json",
-            ],
-            id="what_the_record_lists",
-        ),
-        pytest.param(
-            RUNNING,
-            ["metrics.jsonl", "checkpoint-1/", "checkpoint-2/", "notes.txt"],
-            ["checkpoint-1", "checkpoint-2", "metrics.jsonl", "up_trl_run.json"],
-            id="a_killed_run",
-        ),
-        pytest.param(
-            {"status": "finished"},
-            ["README.md=card", "config.json", "model.safetensors", "metrics.jsonl", "checkpoint-4/", "notes.txt"],
-            ["README.md", "checkpoint-4", "config.json", "metrics.jsonl", "model.safetensors", "up_trl_run.json"],
-            id="an_earlier_up_trl_record_without_files",
-        ),
-        pytest.param(
-            None,
-            ["metrics.jsonl", "config.json", "tokenizer.json", "notes.txt"],
-            ["config.json", "metrics.jsonl", "tokenizer.json"],
-            id="an_earlier_up_trl_without_a_record",
-        ),
-        pytest.param(None, ["notes.txt", "data.jsonl"], [], id="no_run"),
-    ],
-)
+# (the run record, the folder's files: see `_make_folder`, the names removed), space-separated.
+OVERWRITES = [
+    pytest.param(RECORD, "README.md config.json metrics.jsonl model.safetensors checkpoint-2/ eval/eval.json "
+                 "notes.txt data/train.jsonl", "README.md checkpoint-2 config.json eval metrics.jsonl "
+                 "model.safetensors up_trl_run.json", id="what_the_record_lists"),
+    pytest.param(RUNNING, "metrics.jsonl checkpoint-1/ checkpoint-2/ notes.txt",
+                 "checkpoint-1 checkpoint-2 metrics.jsonl up_trl_run.json", id="a_killed_run"),
+    pytest.param({"status": "finished"}, "README.md=card config.json model.safetensors metrics.jsonl checkpoint-4/ "
+                 "notes.txt", "README.md checkpoint-4 config.json metrics.jsonl model.safetensors up_trl_run.json",
+                 id="an_earlier_up_trl_record_without_files"),
+    pytest.param(None, "metrics.jsonl config.json tokenizer.json notes.txt",
+                 "config.json metrics.jsonl tokenizer.json", id="an_earlier_up_trl_without_a_record"),
+    pytest.param(None, "notes.txt data.jsonl", "", id="no_run"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("record, files, removed", OVERWRITES)
 def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
     """`check_output_dir` with --overwrite_output_dir: what the previous run's record lists (a folder of an earlier
     up-trl: the run's names there); nothing else."""
     from up_trl.run.folder import check_output_dir, remove_run_files
 
-    _make_folder(tmp_path, record, files)
+    _make_folder(tmp_path, record, files.split())
     remove = check_output_dir(str(tmp_path), overwrite=True, resume=None, model=None)
-    assert sorted(p.name for p in remove) == removed
+    assert sorted(p.name for p in remove) == removed.split()
     before = {p.name for p in tmp_path.iterdir()}
     remove_run_files(remove)
-    assert {p.name for p in tmp_path.iterdir()} == before - set(removed)  # notes.txt, data/ stay
+    assert {p.name for p in tmp_path.iterdir()} == before - set(removed.split())  # notes.txt, data/ stay
 
 
-@pytest.mark.parametrize(
-    "record, files, named",
-    [
-        pytest.param(RECORD, ["README.md", "config.json", "tokenizer.json"], "tokenizer.json", id="not_in_the_record"),
-        pytest.param(
-            {"status": "finished"},
-            ["README.md=mine", "config.json", "metrics.jsonl"],
-            "README.md",
-            id="earlier_up_trl_with_your_readme",
-        ),
-        pytest.param(
-            None,
-            ["README.md=mine", "config.json", "tokenizer.json", "notes.txt"],
-            "README.md, config.json, tokenizer.json",
-            id="your_files_and_no_run",
-        ),
-        pytest.param(
-            None,
-            ["checkpoint-5/", "model.safetensors"],
-            "checkpoint-5/, model.safetensors",
-            id="a_plain_trainer_folder",
-        ),
-    ],
-)
+REFUSALS = [
+    pytest.param(RECORD, "README.md config.json tokenizer.json", "tokenizer.json", id="not_in_the_record"),
+    pytest.param({"status": "finished"}, "README.md=mine config.json metrics.jsonl", "README.md",
+                 id="earlier_up_trl_with_your_readme"),
+    pytest.param(None, "README.md=mine config.json tokenizer.json notes.txt", "README.md, config.json, tokenizer.json",
+                 id="your_files_and_no_run"),
+    pytest.param(None, "checkpoint-5/ model.safetensors", "checkpoint-5/, model.safetensors",
+                 id="a_plain_trainer_folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("record, files, named", REFUSALS)
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_files_no_run_record_lists_are_refused(tmp_path, record, files, named, overwrite):
     from up_trl.run.folder import check_output_dir
 
-    _make_folder(tmp_path, record, files)
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            f"holds {named}, which this run would write over and no up-trl "
-            "run wrote (no run record lists them): move them"
-        ),
-    ):
+    _make_folder(tmp_path, record, files.split())
+    message = f"holds {named}, which this run would write over and no up-trl run wrote (no run record lists them)"
+    with pytest.raises(ValueError, match=re.escape(message + ": move them")):
         check_output_dir(str(tmp_path), overwrite=overwrite, resume=None, model=None)
 
 

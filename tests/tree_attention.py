@@ -1,19 +1,7 @@
-"""A test stand-in (not part of up-trl): a pure-PyTorch version of the flash-attention-3 "tree" attention of TRL's
-async GRPO trainer, so that the tests train it on CPU (`async_rollout.async_grpo_on_cpu`).
-
-TRL (`trl/experimental/async_grpo/packing.py`) forwards a packed row of rollouts as one sequence: a prefix trie laid
-out in segments, where segment s attends to the keys of its root-to-segment path. `tree_attention` gathers those keys
-with `tree_kv_index` and calls `flash_attn_varlen_func(..., causal=True)` from the Hub kernel
-`kernels-community/flash-attn3` (CUDA only). For segment s with Lq queries and Lk path keys, FA3's causal mask is
-aligned to the bottom-right corner:
-
-    query i (0 <= i < Lq) sees path key j (0 <= j < Lk)  iff  j <= i + (Lk - Lq)        [and j >= i + Lk - Lq - w + 1]
-    out_i = softmax_j(scale * q_i . k_j) v_j                                             (w: sliding window)
-
-`varlen_causal_attention` is that formula written densely (one (Nq, Nk) mask), and `tree_attention_reference` is TRL's
-`tree_attention` with the kernel call replaced by it: same arguments, same output layout (1, N, H, D).
-`register_reference_tree_attention()` registers it under TRL's name "tree_fa3".
-"""
+"""A test stand-in, not part of up-trl: a pure-PyTorch flash-attention-3 "tree" attention for TRL's async GRPO on CPU.
+Segment s attends to its root-to-segment path keys with FA3's bottom-right causal mask: query i sees key j iff
+j <= i + (Lk - Lq) (and j >= i + Lk - Lq - w + 1 with a window w). `register_reference_tree_attention()` registers
+`tree_attention_reference` under TRL's name "tree_fa3"."""
 
 from __future__ import annotations
 
@@ -33,17 +21,10 @@ def _segment_positions(cu_seqlens: torch.Tensor, total: int) -> tuple[torch.Tens
     return segment, rows - cu_seqlens[segment]
 
 
-def varlen_causal_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    cu_seqlens_q: torch.Tensor,
-    cu_seqlens_k: torch.Tensor,
-    *,
-    softmax_scale: float | None = None,
-    window_size: tuple[int, int] = (-1, -1),
-    softcap: float = 0.0,
-) -> torch.Tensor:
+def varlen_causal_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                            cu_seqlens_k: torch.Tensor, *, softmax_scale: float | None = None,
+                            window_size: tuple[int, int] = (-1, -1),
+                            softcap: float = 0.0) -> torch.Tensor:  # fmt: skip
     """Reference of `flash_attn_varlen_func(q, k, v, cu_q, cu_k, ..., causal=True)`: q (Nq, H, D), k/v (Nk, Hkv, D)
     with H a multiple of Hkv (GQA); returns (Nq, H, D). Computed in float32, returned in q's dtype.
 
@@ -75,36 +56,17 @@ def varlen_causal_attention(
     return torch.einsum("hqk,khd->qhd", probs, value).to(query.dtype)
 
 
-def tree_attention_reference(
-    module,
-    query,
-    key,
-    value,
-    attention_mask,
-    *,
-    tree_kv_index,
-    tree_cu_seqlens_q,
-    tree_cu_seqlens_k,
-    tree_max_seqlen_q,
-    tree_max_seqlen_k,
-    scaling=None,
-    sliding_window=None,
-    softcap=None,
-    **kwargs,
-):
+def tree_attention_reference(module, query, key, value, attention_mask, *, tree_kv_index, tree_cu_seqlens_q,
+                             tree_cu_seqlens_k, tree_max_seqlen_q, tree_max_seqlen_k, scaling=None,
+                             sliding_window=None, softcap=None, **kwargs):  # fmt: skip
     """TRL's `packing.tree_attention`, line for line, with `varlen_causal_attention` in place of the FA3 kernel."""
     dtype = get_target_dtype(query, module) or query.dtype
     query, key, value = (x.transpose(1, 2)[0].to(dtype) for x in (query, key, value))
-    out = varlen_causal_attention(
-        query,
-        key.index_select(0, tree_kv_index),
-        value.index_select(0, tree_kv_index),
-        tree_cu_seqlens_q,
-        tree_cu_seqlens_k,
-        softmax_scale=scaling,
-        window_size=(sliding_window - 1, 0) if sliding_window else (-1, -1),
-        softcap=softcap or 0.0,
-    )
+    out = varlen_causal_attention(query, key.index_select(0, tree_kv_index),
+                                  value.index_select(0, tree_kv_index), tree_cu_seqlens_q,
+                                  tree_cu_seqlens_k, softmax_scale=scaling,
+                                  window_size=(sliding_window - 1, 0) if sliding_window else (-1, -1),
+                                  softcap=softcap or 0.0)  # fmt: skip
     return out.unsqueeze(0), None
 
 

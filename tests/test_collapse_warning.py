@@ -1,11 +1,15 @@
-"""The early warning (`up_trl.trainers.collapse_warning`): its rule on hand-made curves, the callback's one line and
-its stop, that it only logs unless told to stop, and its registration in the UP trainers (on by default)."""
+"""The early warning: its rule on hand-made curves, the callback's line and stop, its registration."""
 
 import logging
 
 import pytest
+import torch
+from conftest import length_reward, make_trainer
 from transformers import TrainerControl, TrainerState, TrainingArguments
+from trl import GRPOConfig, GRPOTrainer
 
+from up_trl import UPAsyncGRPOConfig, UPGRPOConfig, UPRLOOConfig
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.trainers.collapse_warning import CollapseRule, CollapseWarningCallback
 
 
@@ -39,8 +43,7 @@ CURVES = [
     pytest.param({}, dict(reward=RISE, zero_std=LOST), None, id="solved_task_no_spread_reward_rose"),
     # R0 = 0.02: 0.0 is above R0 - 0.5 * max(0.02, 0.1) = -0.03 (the scale floor): no warning.
     pytest.param({}, dict(reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50), None, id="small_rewards_scale_floor"),
-    # +-1 rewards, 10% right: R0 = -0.8; half of |R0| below it is under the lowest reward, so the floor measures the
-    # drop: -1.0 <= -0.8 - 0.05.
+    # +-1 rewards, 10% right: R0 = -0.8, and the floor measures the drop: -1.0 <= -0.8 - 0.05.
     pytest.param({}, dict(reward=[-0.8] * 10 + [-1.0] * 40, zero_std=[0.6] * 10 + [1.0] * 40),
                  (None, "reward collapse"), id="below_zero_start_collapses"),
     pytest.param({}, dict(reward=[-0.8] * 10 + [-0.78] * 40, zero_std=[0.6] * 10 + [1.0] * 40), None,
@@ -99,8 +102,6 @@ def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
 
 
 def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, prompts_dataset):
-    from conftest import make_trainer
-
     def registered(trainer):
         return [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback)]
 
@@ -115,11 +116,6 @@ def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, p
 
 @pytest.mark.slow
 def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts_dataset):
-    import torch
-    from conftest import make_trainer
-
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     stale = dict(steps_per_generation=2, num_iterations=2, max_steps=4)
     weights = {}
     for warn in (True, False):
@@ -131,9 +127,6 @@ def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts
 
 
 def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
-    from conftest import length_reward
-    from trl import GRPOConfig, GRPOTrainer
-
     model, tokenizer = tiny
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", max_steps=1,
                       per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
@@ -199,8 +192,7 @@ def test_dead_state_line_names_its_own_advice_and_stops_when_asked(stop, caplog)
 
 
 def test_dead_state_is_watched_only_without_a_kl():
-    """With beta > 0 a KL to the reference still has a gradient when every advantage is 0 (the collapse study's
-    seed-4 runs with beta recovered): the callback does not call that state dead, nor stop the run for it."""
+    """With beta > 0 the KL still has a gradient: no dead state is called, no stop."""
     logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
     assert _feed_logs(CollapseRule(beta=0.05), logs) is None
     for beta, stops in ((0.0, [9]), (0.05, [])):
@@ -210,3 +202,34 @@ def test_dead_state_is_watched_only_without_a_kl():
         callback.on_train_begin(args, TrainerState(), TrainerControl())
         controls = _replay(callback, logs, args)
         assert [i + 1 for i, c in enumerate(controls) if c.should_training_stop] == stops
+
+
+REMOVED = ("up_positive_log_ratio_bound", "up_positive_capacity_share", "up_positive_kl_coef",
+           "up_entropy_fallback_threshold")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, 1.0, 2.0, float("nan"), float("inf")],  # 1.0: every positive token rare, UP switched off unsaid
+)
+def test_out_of_range_values_say_what_to_set(tmp_path, value):
+    with pytest.raises(ValueError, match=rf"up_positive_min_prob={value} must be in \(0, 1\) .*collapse.md.*or None"):
+        UPGRPOConfig(output_dir=str(tmp_path), up_positive_min_prob=value)
+
+
+@pytest.mark.parametrize("config", [UPGRPOConfig, UPRLOOConfig, UPAsyncGRPOConfig])
+def test_off_by_default_and_the_removed_guards_are_gone(tmp_path, config):
+    args = config(output_dir=str(tmp_path), use_cpu=True, bf16=False)
+    assert args.up_positive_min_prob is None
+    assert args.up_collapse_warning is True and args.up_stop_on_collapse is False
+    for name in REMOVED:
+        assert not hasattr(args, name), name
+        with pytest.raises(TypeError, match=name):
+            config(output_dir=str(tmp_path), **{name: 0.5})
+
+
+def test_the_rare_clip_is_read_from_args(tmp_path, tiny, prompts_dataset):
+    plain = make_trainer(tmp_path / "plain", tiny, prompts_dataset)
+    assert plain.up_positive_min_prob is None
+    guarded = make_trainer(tmp_path / "guarded", tiny, prompts_dataset, up_positive_min_prob=0.05)
+    assert guarded.up_positive_min_prob == 0.05

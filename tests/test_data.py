@@ -1,5 +1,4 @@
-r"""Math prompts: offline sets spot-checked against their files, answer extraction as tables, generated arithmetic,
-local files, and the errors a user meets (missing columns, unknown names, Hub sets without the Hub)."""
+r"""Math prompts: offline sets, answer extraction, generated arithmetic, local files and the user's errors."""
 
 import re
 
@@ -20,6 +19,7 @@ from up_trl.data import (
     load_math_dataset,
     strip_dapo_instruction,
 )
+from up_trl.rewards import extraction
 
 HUB_NAMES = [name for name, spec in DATASETS.items() if not spec.offline]
 
@@ -29,8 +29,6 @@ def user_text(row):
 
 
 # ---- offline named sets ------------------------------------------------------------------------------------------
-
-
 # First rows of each file, read by hand: (name, split, first problem starts with, first solutions, other columns).
 FIRST_ROWS = [
     ("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"]),
@@ -83,30 +81,8 @@ def test_system_prompt_on_off():
 
 
 # ---- answers -----------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
-        pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
-        pytest.param(r"first \boxed{1}, last \boxed{2}", "2", id="last_wins"),
-        pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
-        pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
-        pytest.param(r"\fbox{7}", "7", id="fbox"),
-        pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
-        pytest.param(r"\boxed{\frac{1}{2}", None, id="unbalanced"),
-        pytest.param("no box here", None, id="none"),
-    ],
-)
-def test_extract_boxed(text, expected):
-    assert extract_boxed(text) == expected
-
-
 def test_extract_boxed_is_the_scorers_parser():
     # One \boxed parser: the data loader's gold answers and the scorer's boxes follow the same rules.
-    from up_trl.rewards import extraction
-
     assert extract_boxed is extraction.last_boxed
     assert {value for name, value in vars(data).items() if "boxed" in name} == {extraction.last_boxed}
 
@@ -159,8 +135,6 @@ def test_every_offline_gold_answer_parses():
 
 
 # ---- arithmetic --------------------------------------------------------------------------------------------------
-
-
 def test_arithmetic_deterministic_and_correct():
     def load(split="train", seed=3):
         return load_math_dataset("arithmetic", split, limit=200, seed=seed, ops=("mul", "add", "sub"))
@@ -183,16 +157,13 @@ def _problem_key(row):
 
 @pytest.mark.parametrize("ops", [("mul1",), ("mul",), ("add", "sub"), ("mul1", "mul", "add", "sub")])
 def test_arithmetic_train_dev_and_test_never_share_a_problem(ops):
-    """Held-out means held out: no dev or test problem (in either operand order) is ever generated for training,
-    whatever the seed or size, and dev and test share none."""
+    """No dev or test problem, in either operand order, is generated for training; dev and test share none."""
     train = set()
     for seed in range(3):
         train |= {_problem_key(r) for r in load_math_dataset("arithmetic", limit=3000, seed=seed, ops=ops)}
     held_out = {}
-    for split, fraction in (
-        ("test", arithmetic.ARITHMETIC_TEST_FRACTION),
-        ("dev", arithmetic.ARITHMETIC_DEV_FRACTION),
-    ):
+    fractions = {"test": arithmetic.ARITHMETIC_TEST_FRACTION, "dev": arithmetic.ARITHMETIC_DEV_FRACTION}
+    for split, fraction in fractions.items():
         rows = load_math_dataset("arithmetic", split, limit=10**6, ops=ops)
         assert len(set(map(user_text, rows))) == len(rows) > 0  # distinct problems
         held_out[split] = {_problem_key(r) for r in rows}
@@ -224,12 +195,9 @@ def test_arithmetic_defaults_and_errors():
 
 
 def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_themselves():
-    every_problem = {
-        arithmetic.arithmetic_problem(op, a, b)[0]
-        for op in arithmetic.ARITHMETIC_OPS
-        for split in arithmetic.ARITHMETIC_SPLITS
-        for a, b in arithmetic.arithmetic_problems(op, split)
-    }
+    pairs = [(op, a, b) for op in arithmetic.ARITHMETIC_OPS for split in arithmetic.ARITHMETIC_SPLITS
+             for a, b in arithmetic.arithmetic_problems(op, split)]  # fmt: skip
+    every_problem = {arithmetic.arithmetic_problem(op, a, b)[0] for op, a, b in pairs}
     for question, reply in arithmetic.ARITHMETIC_WORKED_EXAMPLES:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", question).groups()
         assert question not in every_problem and f"What is {b} {symbol} {a}?" not in every_problem  # either order
@@ -252,7 +220,6 @@ def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_
 
 
 # ---- local files -------------------------------------------------------------------------------------------------
-
 ROWS = [{"question": "What is 2 + 2?", "final": "4"}, {"question": "Half of one?", "final": r"\frac{1}{2}"}]
 
 
@@ -290,8 +257,7 @@ def test_local_file_missing_columns(tmp_path):
 
 
 def test_unknown_name_is_a_hub_id(monkeypatch):
-    """A name outside DATASETS goes to load_dataset as a Hub id; offline (datasets' own offline mode, which conftest
-    sets before datasets is imported) it fails naming the closest short name and the offline sets."""
+    """An unknown name is a Hub id; offline it fails naming the closest short name and the offline sets."""
     monkeypatch.setattr(data, "hub_reachable", never_called)
     assert datasets.config.HF_HUB_OFFLINE
     with pytest.raises(HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
@@ -300,8 +266,6 @@ def test_unknown_name_is_a_hub_id(monkeypatch):
 
 
 # ---- Hub sets ----------------------------------------------------------------------------------------------------
-
-
 def never_called(*args, **kwargs):
     raise AssertionError("must not run: datasets' offline mode reads the cache or fails at once")
 
@@ -340,8 +304,7 @@ def test_hub_unreachable_without_env(monkeypatch):
 
 @pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
 def test_a_recipe_env_block_keeps_the_hub_off(monkeypatch, variable):
-    """datasets reads the variables once, when it is imported; a recipe's `env:` block sets one later (after TRL's
-    parser imported datasets). The Hub stays off all the same, and the line names the variable that is set."""
+    """An offline variable set after datasets was imported keeps the Hub off, and the line names it."""
     online(monkeypatch)
     monkeypatch.setattr(data, "hub_reachable", never_called)
     monkeypatch.setattr(data, "load_dataset", never_called)

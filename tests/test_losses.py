@@ -4,16 +4,15 @@ import math
 
 import pytest
 import torch
+from conftest import make_rloo_trainer, make_trainer
 
+import up_trl.trainers.grpo_trainer
+import up_trl.trainers.rloo_trainer
+from up_trl import probability_capacity, self_anchored_ratio
 from up_trl.objective.guards import rare_mask
+from up_trl.objective.indicators import INDICATOR_METRICS, indicator_rates, leading_indicator_sums
 from up_trl.objective.paper_losses import clipped_surrogate_loss, up_per_token_loss
-from up_trl.objective.routing import (
-    anchored_old_logps,
-    log_importance_weights,
-    probability_capacity,
-    self_anchored_ratio,
-    up_routes,
-)
+from up_trl.objective.routing import anchored_old_logps, log_importance_weights, up_routes
 
 EPS = dict(epsilon_low=0.2, epsilon_high=0.28)
 
@@ -25,17 +24,13 @@ def logps(*probs):
 # r = pi_theta / pi_old on one token; expected per-token loss (A as given).
 #   UP, A > 0:  -A * 1 (self-anchored);   parent, A > 0: -A * min(r, 1 + eps_high)
 #   A < 0 (both): -min(r * A, clip(r, 0.8, 1.28) * A)
-@pytest.mark.parametrize(
-    "pi, pi_old, adv, expected_up, expected_parent",
-    [
-        pytest.param(0.5, 0.25, 1.0, -1.0, -1.28, id="pos_ratio2_parent_clipped"),
-        pytest.param(0.3, 0.25, 2.0, -2.0, -2.4, id="pos_ratio1.2_inside_band"),
-        pytest.param(0.1, 0.2, 1.0, -1.0, -0.5, id="pos_ratio0.5_below_band"),
-        pytest.param(0.1, 0.2, -1.0, 0.8, 0.8, id="neg_ratio0.5_clipped_low"),
-        pytest.param(0.5, 0.25, -1.0, 2.0, 2.0, id="neg_ratio2_unclipped_high"),
-        pytest.param(0.25, 0.25, 0.0, 0.0, 0.0, id="zero_advantage"),
-    ],
-)
+@pytest.mark.parametrize("pi, pi_old, adv, expected_up, expected_parent",
+    [pytest.param(0.5, 0.25, 1.0, -1.0, -1.28, id="pos_ratio2_parent_clipped"),
+    pytest.param(0.3, 0.25, 2.0, -2.0, -2.4, id="pos_ratio1.2_inside_band"),
+    pytest.param(0.1, 0.2, 1.0, -1.0, -0.5, id="pos_ratio0.5_below_band"),
+    pytest.param(0.1, 0.2, -1.0, 0.8, 0.8, id="neg_ratio0.5_clipped_low"),
+    pytest.param(0.5, 0.25, -1.0, 2.0, 2.0, id="neg_ratio2_unclipped_high"),
+    pytest.param(0.25, 0.25, 0.0, 0.0, 0.0, id="zero_advantage")])  # fmt: skip
 def test_token_level_table(pi, pi_old, adv, expected_up, expected_parent):
     mask = torch.ones(1, 1)
     args = (logps(pi), logps(pi_old), torch.tensor([adv], dtype=torch.float64), mask)
@@ -47,9 +42,8 @@ def test_token_level_table(pi, pi_old, adv, expected_up, expected_parent):
 
 def test_both_mode_is_reinforce_for_every_sign():
     # "both": L = -A * r~ = -A for every token, whatever the ratio.
-    loss = up_per_token_loss(
-        logps(0.5, 0.1), logps(0.25, 0.2), torch.tensor([-1.5]), torch.ones(1, 2), **EPS, up_mode="both"
-    )
+    loss = up_per_token_loss(logps(0.5, 0.1), logps(0.25, 0.2), torch.tensor([-1.5]), torch.ones(1, 2),
+                             **EPS, up_mode="both")  # fmt: skip
     torch.testing.assert_close(loss, torch.tensor([[1.5, 1.5]], dtype=torch.float64))
 
 
@@ -69,9 +63,8 @@ def test_sequence_level_uses_geometric_mean_ratio():
     logp = logps(0.5, 0.3, 0.9)
     old = logps(0.25, 0.3, 0.1)
     mask = torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64)
-    parent = up_per_token_loss(
-        logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level="sequence", up_mode="off"
-    )
+    parent = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS,
+                               importance_sampling_level="sequence", up_mode="off")  # fmt: skip
     up = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level="sequence")
     neg = up_per_token_loss(logp, old, torch.tensor([-1.0]), mask, **EPS, importance_sampling_level="sequence")
     assert parent.shape == (1, 1)
@@ -88,8 +81,7 @@ def test_positive_gradient_is_advantage_times_grad_logp_and_old_gets_none(level)
     adv = torch.tensor([0.7], dtype=torch.float64)
     loss = up_per_token_loss(logp, old, adv, mask, **EPS, importance_sampling_level=level)
     (loss * mask).sum().backward()
-    # token: dL/dlogp_t = -A on active tokens; sequence: the loss is (B, 1) and its mask-weighted sum counts it
-    # once per active token (2), times the mean's 1/2: again -A per active token.
+    # -A per active token: at sequence level, the (B, 1) loss counted once per active token, times the mean's 1/2.
     torch.testing.assert_close(logp.grad, torch.tensor([[-0.7, -0.7, 0.0]], dtype=torch.float64))
     assert old.grad is None or torch.count_nonzero(old.grad) == 0
 
@@ -127,15 +119,11 @@ def test_up_routes():
         up_routes(adv, "sideways")
 
 
-@pytest.mark.parametrize(
-    "pi, pi_old, clipped, up",
-    [
-        pytest.param(0.01, 0.01, 0.0028, 0.99, id="rare_token_on_policy"),
-        pytest.param(0.011, 0.01, 0.0018, 0.989, id="rare_token_moved"),
-        pytest.param(0.9, 0.8, 0.1, 0.1, id="common_token_ceiling_1"),
-        pytest.param(0.5, 0.3, 0.0, 0.5, id="past_the_clip_zero"),
-    ],
-)
+@pytest.mark.parametrize("pi, pi_old, clipped, up",
+    [pytest.param(0.01, 0.01, 0.0028, 0.99, id="rare_token_on_policy"),
+    pytest.param(0.011, 0.01, 0.0018, 0.989, id="rare_token_moved"),
+    pytest.param(0.9, 0.8, 0.1, 0.1, id="common_token_ceiling_1"),
+    pytest.param(0.5, 0.3, 0.0, 0.5, id="past_the_clip_zero")])  # fmt: skip
 def test_probability_capacity_table(pi, pi_old, clipped, up):
     # clipped: max(0, min(1, 1.28 * pi_old) - pi);  up: 1 - pi
     got_clipped = probability_capacity(logps(pi), logps(pi_old), epsilon_high=0.28)
@@ -153,9 +141,8 @@ def test_probability_capacity_needs_old_for_clipped_rule():
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_the_parents_loss_on_anchored_pi_old_is_up_in_value_and_gradient(level, up_mode, delta):
-    # How the trainers compute UP: the parent's clipped loss, unchanged, with pi_old := sg(pi_theta) where routed.
-    # r = r~ there: value 1, inside [1 - eps_low, 1 + eps_high] and under delta >= 1, so min() and both clamps pass
-    # the gradient whole. Equal to the paper's two branches (`up_per_token_loss`) to the last bit.
+    # The trainers' way: the parent's clipped loss with pi_old := sg(pi_theta) where routed (r = r~, value 1, inside
+    # every clamp) equals the paper's two branches (`up_per_token_loss`) to the last bit.
     logp = logps(0.5, 0.1, 0.3, 0.02).requires_grad_()
     old = logps(0.25, 0.2, 0.6, 0.01)
     adv = torch.tensor([[1.5, 1.5, -1.0, -1.0]], dtype=torch.float64)
@@ -166,9 +153,8 @@ def test_the_parents_loss_on_anchored_pi_old_is_up_in_value_and_gradient(level, 
     anchored = anchored_old_logps(old, logp, routes)
     coef_1 = torch.exp(log_importance_weights(logp, anchored, mask, level))
     via_parent = clipped_surrogate_loss(coef_1, adv, **EPS, delta=delta)
-    reference = up_per_token_loss(
-        logp, old, adv, mask, **EPS, delta=delta, importance_sampling_level=level, up_mode=up_mode
-    )
+    reference = up_per_token_loss(logp, old, adv, mask, **EPS, delta=delta,
+                                  importance_sampling_level=level, up_mode=up_mode)  # fmt: skip
     (g_parent,) = torch.autograd.grad(via_parent.sum(), logp)
     (g_reference,) = torch.autograd.grad(reference.sum(), logp)
     assert torch.equal(via_parent, reference) and torch.equal(g_parent, g_reference)
@@ -203,9 +189,8 @@ def test_rare_guard_keeps_the_parents_clip_on_positive_tokens_that_were_rare(lev
     # Token 0 was rare (pi_old 0.01 < 0.045): the parent's -A * min(r, 1.28) = -1.28 at r = 2; token 1 (pi_old 0.25,
     # r = 2) gets UP's -A. At sequence level the geometric-mean pi_old is 0.05: not below, so UP's branch.
     logp, old, mask = logps(0.02, 0.5).requires_grad_(), logps(0.01, 0.25), torch.ones(1, 2)
-    loss = up_per_token_loss(
-        logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level, positive_min_prob=0.045
-    )
+    loss = up_per_token_loss(logp, old, torch.tensor([1.0]), mask, **EPS, importance_sampling_level=level,
+                             positive_min_prob=0.045)  # fmt: skip
     loss.sum().backward()
     if level == "token":
         torch.testing.assert_close(loss.detach(), torch.tensor([[-1.28, -1.0]], dtype=torch.float64))
@@ -215,3 +200,91 @@ def test_rare_guard_keeps_the_parents_clip_on_positive_tokens_that_were_rare(lev
         torch.testing.assert_close(loss.detach(), torch.tensor([[-1.0]], dtype=torch.float64))
         assert rare_mask(old, mask, 0.045, "sequence").tolist() == [[False]]
         assert rare_mask(old, mask, 0.06, "sequence").tolist() == [[True]]
+
+
+def values(*args, **kwargs):
+    rates = indicator_rates(leading_indicator_sums(*args, **kwargs).tolist())
+    return {k: (n / d if d else math.nan) for k, (n, d) in rates.items()}
+
+
+def test_closed_form_on_a_token_table():
+    # Tokens (log p, A, log r): (-1, +1, 0), (-2, -1, -0.5), (-3, -1, -0.1), and one padded token that must not count.
+    logp = torch.tensor([[-1.0, -2.0, -3.0, -math.inf]])
+    advantages = torch.tensor([[1.0, -1.0, -1.0, 5.0]])
+    log_r = torch.tensor([[0.0, -0.5, -0.1, 9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0]])
+    got = values(logp, advantages, mask, log_r, epsilon_low=0.2)
+    # Cov = E[A log p] - E[A] E[log p] = (-1 + 2 + 3)/3 - (-1/3)(-6/3) = 4/3 - 2/3 = 2/3.
+    assert got["up/logp_adv_cov"] == pytest.approx(2 / 3)
+    assert (got["up/positive_tokens"], got["up/negative_tokens"]) == (1.0, 2.0)
+    # Clipped negatives: r < 0.8 <=> log r < -0.223: only the second token (log r = -0.5).
+    assert got["up/negative_clipped_log_ratio_mean"] == pytest.approx(-0.5)
+
+
+def test_one_advantage_per_sequence_broadcasts_over_its_tokens():
+    # GRPO's (B,) advantages as (B, 1) and GSPO's (B, 1) sequence log ratio, against (B, T) log-probs.
+    logp = torch.tensor([[-1.0, -1.0], [-3.0, -3.0]])
+    got = values(logp, torch.tensor([[1.0], [-1.0]]), torch.ones(2, 2), torch.tensor([[0.1], [-1.0]]), epsilon_low=0.2)
+    assert got["up/logp_adv_cov"] == pytest.approx(1.0)  # E[A log p] = 1, E[A] = 0
+    assert (got["up/positive_tokens"], got["up/negative_tokens"]) == (2.0, 2.0)
+    assert got["up/negative_clipped_log_ratio_mean"] == pytest.approx(-1.0)  # the sequence's log r, on each token
+
+
+def test_rloo_and_async_layout_is_one_entry_per_completion_or_token():
+    got = values(torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0]), torch.ones(2), torch.zeros(2), epsilon_low=0.2)
+    assert got["up/logp_adv_cov"] == pytest.approx(0.5)  # E[A log p] = 0.5, E[A] = 0
+    assert math.isnan(got["up/negative_clipped_log_ratio_mean"])  # nothing clipped: no value, not 0
+
+
+def test_sums_add_over_ranks_and_an_empty_batch_gives_no_value():
+    def sums(logp, adv, log_r):
+        return leading_indicator_sums(torch.tensor(logp), torch.tensor(adv), torch.ones(len(logp)),
+                                      torch.tensor(log_r), epsilon_low=0.2)  # fmt: skip
+
+    a, b = sums([-1.0], [1.0], [0.0]), sums([-2.0], [-1.0], [-1.0])
+    both = values(torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0]), torch.ones(2),
+                  torch.tensor([0.0, -1.0]), epsilon_low=0.2)  # fmt: skip
+    summed = {k: (n / d if d else math.nan) for k, (n, d) in indicator_rates((a + b).tolist()).items()}
+    assert summed == pytest.approx(both)
+    empty = indicator_rates([0.0] * 8)
+    assert empty["up/logp_adv_cov"][1] == 0 and empty["up/negative_clipped_log_ratio_mean"][1] == 0
+
+
+@pytest.mark.parametrize("up_mode", ["asymmetric", "off"])
+def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_dataset, up_mode):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, up_mode=up_mode, steps_per_generation=2, max_steps=2)
+    calls = []
+    original = trainer._log_up_metrics
+    trainer._log_up_metrics = lambda *a, **k: (calls.append(a), original(*a, **k))[1]
+    trainer.train()
+    logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
+    assert calls and len(logged) == 2
+    for key in INDICATOR_METRICS[:3]:
+        assert all(math.isfinite(h[key]) for h in logged), key
+    # The length reward splits every group, so each micro-batch holds tokens of both signs.
+    assert all(h["up/positive_tokens"] > 0 and h["up/negative_tokens"] > 0 for h in logged)
+
+
+def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset):
+    trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, steps_per_generation=2, max_steps=2)
+    trainer.train()
+    logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
+    assert len(logged) == 2
+    # RLOO's entries are completions: a micro-batch of 8 holds at most 8 of either sign.
+    assert all(0 < h["up/positive_tokens"] + h["up/negative_tokens"] <= 8 for h in logged)
+    assert all(math.isfinite(h["up/logp_adv_cov"]) for h in logged)
+
+
+def test_grpo_and_rloo_anchor_pi_old_through_the_one_function(tmp_path, tiny, prompts_dataset, monkeypatch):
+    """GRPO (B, T) and RLOO (B,) get UP from `objective.anchored_old_logps`."""
+    grpo, rloo = up_trl.trainers.grpo_trainer, up_trl.trainers.rloo_trainer
+    for module, make in ((grpo, make_trainer), (rloo, make_rloo_trainer)):
+        shapes = []
+
+        def spy(old, logps, routes, shapes=shapes):
+            shapes.append(old.dim())
+            return anchored_old_logps(old, logps, routes)
+
+        monkeypatch.setattr(module, "anchored_old_logps", spy)
+        make(tmp_path / module.__name__, tiny, prompts_dataset, steps_per_generation=2, max_steps=1).train()
+        assert shapes and set(shapes) == ({2} if module is grpo else {1}), module.__name__

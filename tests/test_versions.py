@@ -1,26 +1,27 @@
-"""What CI tested, at run time: one warning when a dependency is outside the ranges up-trl declares
-(`up_trl.versions.TESTED`, read from its metadata: pyproject.toml's), whose lower bounds are the oldest stack's. No
-trainer needed: the installed versions are monkeypatched."""
+"""Dependencies: one warning outside the declared ranges (versions monkeypatched); extras exist as spelt; math-verify's
+LaTeX parser runs on pip's ANTLR runtime."""
 
 import inspect
 import logging
-from pathlib import Path
+from importlib.metadata import PackageNotFoundError, distribution
 
 import pytest
+import yaml
+from conftest import ROOT
+from math_verify import parse, verify
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+import up_trl.run.job
 from up_trl import versions
 from up_trl.trainers.shared import UPTrainerMixin
 
 tomllib = pytest.importorskip("tomllib")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def installed(monkeypatch, **found):
-    """Pretend these versions are installed, the other packages of TESTED at their lower bounds (a name given as None
-    is not installed)."""
+    """Pretend these versions are installed, the others of TESTED at their lower bounds (None: not installed)."""
     found = {name: lower_bound(SpecifierSet(spec)) for name, spec in versions.TESTED.items()} | found
 
     def version(name):
@@ -61,20 +62,16 @@ def test_the_tested_ranges_start_at_pyprojects_lower_bounds_and_the_oldest_stack
     assert SpecifierSet(versions.TESTED["trl"]) == ranges["trl"]
 
 
-@pytest.mark.parametrize(
-    ("trl", "transformers", "untested"),
-    [
-        pytest.param("1.16.0", "5.24.0", {}, id="pinned"),
-        pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
-        pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
-        pytest.param("1.15.2", "5.16.0", {"trl": "1.15.2", "transformers": "5.16.0"}, id="both_outside"),
-        pytest.param("1.16.0", "5.25.0", {}, id="a_newer_transformers_than_the_last_ci_run"),
-        pytest.param("1.16.0", "6.0.0", {}, id="a_major_release_of_an_unpinned_dependency"),
-        pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
-        pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
-        pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed"),
-    ],
-)
+@pytest.mark.parametrize(("trl", "transformers", "untested"),
+    [pytest.param("1.16.0", "5.24.0", {}, id="pinned"),
+    pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
+    pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
+    pytest.param("1.15.2", "5.16.0", {"trl": "1.15.2", "transformers": "5.16.0"}, id="both_outside"),
+    pytest.param("1.16.0", "5.25.0", {}, id="a_newer_transformers_than_the_last_ci_run"),
+    pytest.param("1.16.0", "6.0.0", {}, id="a_major_release_of_an_unpinned_dependency"),
+    pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
+    pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
+    pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed")])  # fmt: skip
 def test_untested_versions(monkeypatch, trl, transformers, untested):
     installed(monkeypatch, trl=trl, transformers=transformers)
     assert versions.untested_versions() == untested
@@ -109,9 +106,65 @@ def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, cap
 
 
 def test_up_trl_train_checks_at_start_and_the_trainers_do_not():
-    """`up-trl train` runs the check before it builds a trainer; the UP trainers, drop-ins, log only what concerns
-    UP (their parent checks no versions)."""
-    import up_trl.run.job
-
+    """`up-trl train` checks the versions first; the trainers check none."""
     assert "warn_if_untested_versions(" in inspect.getsource(up_trl.run.job.run_job)
     assert "versions" not in inspect.getsource(UPTrainerMixin)
+
+
+def requirements_of_extra(dist_name: str, extra: str) -> list[Requirement]:
+    """What installing `dist_name[extra]` adds, from the installed distribution's metadata."""
+    found = []
+    for line in distribution(dist_name).requires or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+            if not requirement.marker.evaluate({"extra": ""}):  # only under this extra
+                found.append(requirement)
+    return found
+
+
+def unprovided_extras(requirement: Requirement, seen: set) -> list[str]:
+    """'name[extra]' for every extra, here or pulled in, that its installed distribution does not list."""
+    missing = []
+    try:
+        provided = distribution(requirement.name).metadata.get_all("Provides-Extra") or []
+    except PackageNotFoundError:
+        return []
+    for extra in sorted(requirement.extras):
+        if (requirement.name, extra) in seen:
+            continue
+        seen.add((requirement.name, extra))
+        if extra not in provided:
+            missing.append(f"{requirement.name}[{extra}] (provides {provided})")
+            continue
+        for inner in requirements_of_extra(requirement.name, extra):
+            missing += unprovided_extras(inner, seen)
+    return missing
+
+
+def test_every_extra_asked_for_is_provided_as_spelt():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    seen: set = set()
+    missing = [m for line in lines for m in unprovided_extras(Requirement(line), seen)]
+    assert not missing, missing
+    assert any(Requirement(line).name == "math-verify" for line in project["dependencies"])  # still a dependency
+
+
+def test_the_latex_parser_runs_on_the_antlr_runtime_installed():
+    """No ANTLR pin of our own: math-verify's LaTeX parser works on the runtime installed here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not [line for line in project["dependencies"] if line.startswith("antlr4")]
+    assert Requirement("antlr4-python3-runtime>=4.9.3,<=4.13.2").specifier.contains(
+        distribution("antlr4-python3-runtime").version
+    )
+    assert verify(parse("$\\frac{3}{6}$"), parse("$0.5$")) and not verify(parse("$\\sqrt{4}$"), parse("$3$"))
+
+
+def test_the_github_workflow_runs_ci_run_on_push_and_pull_request():
+    """A push runs `.ci/run`, with torch's CPU index."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert set(triggers) == {"push", "pull_request"}
+    (job,) = workflow["jobs"].values()
+    assert job["steps"][-1]["run"] == ".ci/run" and (ROOT / ".ci" / "run").stat().st_mode & 0o111
+    assert "download.pytorch.org/whl/cpu" in job["env"]["PIP_EXTRA_INDEX_URL"]

@@ -4,7 +4,11 @@ matches the model's own, end-to-end runs, and the TRL lines this relies on."""
 
 import inspect
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,6 +26,7 @@ from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_at
 
 from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
 from up_trl.models.offline import save_tiny_model
+from up_trl.run.parts import nonfinite_guard
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
 
@@ -56,10 +61,7 @@ def _trainer(checkpoint, dataset, args, parent=False, **rollout_kwargs):
         return (AsyncGRPOTrainer if parent else UPAsyncGRPOTrainer)(checkpoint, **kwargs, **rollout)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (a) exactness on a packed, stale batch
-
-
+# --- (a) exactness on a packed, stale batch --------------------------------------------------------------------------
 def _samples(vocab, seed=0):
     """Two prompt groups (so the tree shares prefixes), completions of different lengths, mixed-sign advantages."""
     g = torch.Generator().manual_seed(seed)
@@ -104,8 +106,7 @@ def stale_batch(checkpoint):
 
 
 def closed_form_loss(model, samples, up_mode, min_prob=None):
-    """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA.
-    With `min_prob`, routed tokens rare when sampled keep the clip."""
+    """Mean over trained tokens of -A pi/sg(pi) (routed) or the clipped term, over GA; `min_prob`: rare keep it."""
     terms = []
     for sample in samples:
         logp = _sampled_logps(model, sample)
@@ -187,10 +188,7 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
     assert trainer._metrics["train"]["up/negative_tokens"] == [(n_negative, 1.0)]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (b) the tree attention reference
-
-
+# --- (b) the tree attention reference --------------------------------------------------------------------------------
 def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(checkpoint):
     register_reference_tree_attention()
     plain = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa").eval()
@@ -248,10 +246,7 @@ def test_varlen_reference_matches_a_per_query_loop(window, softcap):
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (c) end to end with the in-process rollout worker
-
-
+# --- (c) end to end with the in-process rollout worker ---------------------------------------------------------------
 def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
     trainer = _trainer(checkpoint, prompts, args, parent=parent, **rollout_kwargs)
     trainer.train()
@@ -285,8 +280,6 @@ def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, pro
     trainer.model.train()  # the parent logs `_metrics["train"]` in training mode
     trainer._metrics["train"].clear()
     trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
-    from up_trl.run.parts import nonfinite_guard
-
     nonfinite_guard(trainer).record(3)  # the part's count, through the same `_metrics`
     trainer.log({})
     logged = trainer.state.log_history[-1]
@@ -315,9 +308,7 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
         torch.testing.assert_close(torch.tensor(sample.old_log_probs)[1:][trained], logps[trained], rtol=0, atol=1e-5)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (d) what this relies on inside TRL
-
+# --- (d) what this relies on inside TRL ------------------------------------------------------------------------------
 COMPUTE_LOSS = inspect.getsource(AsyncGRPOTrainer.compute_loss)
 RELIED_ON = [
     # the parent reads the advantages UP zeroes from the batch it is handed, with this selection
@@ -348,8 +339,7 @@ def test_async_compute_loss_still_has(line):
 
 
 def test_the_tests_cpu_stand_ins_still_fit_trl():
-    # if TRL changes these, only the stand-ins beside this file break, not the package
-    # async_grpo_on_cpu swaps these two module-level names, called once each in the constructor
+    # async_grpo_on_cpu swaps these two names the constructor calls (if TRL changes them, only the stand-ins break)
     init = inspect.getsource(AsyncGRPOTrainer.__init__)
     assert "register_tree_attention()" in init and "get_peak_flops_per_device(self.accelerator, dtype)" in init
     assert callable(trl_async.register_tree_attention) and callable(trl_async.get_peak_flops_per_device)
@@ -378,11 +368,6 @@ def test_config_refusals(tmp_path):
 
 
 def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, str(script), "--steps", "2"]

@@ -1,8 +1,4 @@
-"""When epsilon_high still acts under UP: only through the dual clip, for A < 0, when delta < 1 + epsilon_high.
-
-TRL's loss for A < 0 is |A| * max(min(r, delta), clip(r, 1 - eps_low, 1 + eps_high)), which is one clip:
-|A| * clip(r, 1 - eps_low, max(delta, 1 + eps_high)) (delta = inf when None). UP leaves A > 0 unclipped, so
-eps_high changes nothing unless delta < 1 + eps_high, and then it replaces delta as the cap."""
+"""Under UP epsilon_high acts only through the dual clip, for A < 0, when delta < 1 + epsilon_high."""
 
 import math
 from pathlib import Path
@@ -34,15 +30,8 @@ def test_negative_advantage_loss_is_one_clip_at_max_of_delta_and_one_plus_epsilo
 def _up_loss_and_grad(epsilon_high, delta):
     old = torch.full((2, R.numel()), -3.0)
     logps = (old + R.log()).requires_grad_(True)  # both rows sweep r; row 0 has A > 0, row 1 A < 0
-    loss = up_per_token_loss(
-        logps,
-        old,
-        torch.tensor([1.3, -0.7]),
-        torch.ones_like(old),
-        epsilon_low=0.2,
-        epsilon_high=epsilon_high,
-        delta=delta,
-    )
+    loss = up_per_token_loss(logps, old, torch.tensor([1.3, -0.7]), torch.ones_like(old), epsilon_low=0.2,
+                             epsilon_high=epsilon_high, delta=delta)  # fmt: skip
     loss.sum().backward()
     return loss.detach(), logps.grad
 

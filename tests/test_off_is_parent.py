@@ -1,8 +1,4 @@
-"""`up_mode="off"` with otherwise default settings is the parent trainer, bit for bit, where UP would differ: on stale
-rollouts (steps_per_generation > gradient_accumulation_steps and num_iterations > 1), from the same seed, model and
-data, the final weights are `torch.equal`. `up_mode="asymmetric"` on the same runs ends elsewhere, so the runs do
-reach the off-policy regime. (Async GRPO: `test_async_grpo.py::test_end_to_end_up_trains_differs_from_its_parent_and_
-off_is_the_parent`.)"""
+"""`up_mode="off"` is the parent bit for bit on stale rollouts; "asymmetric" ends elsewhere."""
 
 import dataclasses
 
@@ -16,11 +12,9 @@ from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
 from up_trl.models.offline import tiny_model_and_tokenizer
 
 # Two ways a rollout batch goes stale: more mini-batches than one optimizer step takes, and more passes over it.
-STALE = {
-    "spg2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=1),
-    "iter2": dict(steps_per_generation=1, gradient_accumulation_steps=1, num_iterations=2),
-    "spg2_iter2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=2),
-}
+STALE = {"spg2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=1),
+         "iter2": dict(steps_per_generation=1, gradient_accumulation_steps=1, num_iterations=2),
+         "spg2_iter2": dict(steps_per_generation=2, gradient_accumulation_steps=1, num_iterations=2)}  # fmt: skip
 SETTINGS = dict(use_cpu=True, bf16=False, report_to="none", save_strategy="no", per_device_train_batch_size=8,
                 num_generations=4, max_completion_length=8, max_steps=8, learning_rate=1e-2, seed=0,
                 logging_steps=1)  # fmt: skip
@@ -39,13 +33,9 @@ PAIRS = {  # name: (parent trainer, parent config, UP trainer, UP config, settin
 def train(trainer_class, config_class, folder, **settings):
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
-    trainer = trainer_class(
-        model=model,
-        reward_funcs=length_reward,
-        args=config_class(output_dir=str(folder), **settings),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    trainer = trainer_class(model=model, reward_funcs=length_reward,
+                            args=config_class(output_dir=str(folder), **settings), train_dataset=dataset,
+                            processing_class=tokenizer)  # fmt: skip
     initial = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
     return initial, [p.detach().clone() for p in trainer.model.parameters()], trainer
@@ -72,10 +62,8 @@ def test_off_is_the_parent_bit_for_bit_and_asymmetric_is_not(tmp_path, name, lay
     assert all(torch.equal(a, b) for a, b in zip(parent, off))  # "off" is the parent
     assert any(not torch.equal(a, b) for a, b in zip(parent, up))  # UP is not
     # The parent's own logged values are the same too (UP adds its up/* metrics and policy_loss beside them).
-    theirs = [
-        {k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
-        for h in parent_trainer.state.log_history
-    ]
+    logs = parent_trainer.state.log_history
+    theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))} for h in logs]
     ours = [{k: h[k] for k in t} for t, h in zip(theirs, off_trainer.state.log_history)]
     assert ours == theirs
 

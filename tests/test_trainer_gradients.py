@@ -1,18 +1,15 @@
-"""The trainer's loss and gradient equal the closed form (reference.up_per_token_loss) plus TRL's normalisation,
-for every clipped loss_type x importance-sampling level x delta x up_mode, off-policy: stale old log-probs and
-mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit.
-
-The trainer gets UP by anchoring pi_old to sg(pi_theta) inside TRL's own loss; the closed form here is written the
-other way, from the paper's two branches (`up_per_token_loss`) with TRL's multipliers and normalisation by hand."""
+"""The trainer's loss and gradient equal the closed form in every setting; "off" is GRPOTrainer."""
 
 import copy
 
 import pytest
 import torch
-from conftest import assert_loss_leaves_batch_unchanged, cpu_args, gradients, length_reward
+from conftest import assert_loss_leaves_batch_unchanged, cpu_args, four_completions, gradients, length_reward
+from datasets import Dataset
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.objective.guards import rare_mask
 from up_trl.objective.paper_losses import up_per_token_loss
 from up_trl.objective.routing import log_importance_weights, self_anchored_ratio, up_routes
@@ -25,18 +22,13 @@ def _forward(trainer, model, batch, compute_entropy=False):
     """TRL's own forward (not the UP hook): log-probs and entropies of the completion tokens."""
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
     attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
-    logps, entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-        trainer, model, ids, attn, batch["completion_ids"].size(1), compute_entropy=compute_entropy
-    )
+    logps, entropies, _ = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, attn,
+        batch["completion_ids"].size(1), compute_entropy=compute_entropy)  # fmt: skip
     return logps, entropies
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from datasets import Dataset
-
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     tmp = tmp_path_factory.mktemp("grad")
     kwargs = dict(reward_funcs=length_reward, train_dataset=Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
@@ -50,15 +42,8 @@ def setup(tmp_path_factory):
 
     # A hand-made, off-policy batch: 4 completions of different lengths, mixed-sign advantages.
     g = torch.Generator().manual_seed(0)
-    B, P, T = 4, 3, MAX_LEN
-    batch = {
-        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
-        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]]),
-        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
-        "completion_mask": torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
-        "num_items_in_batch": torch.tensor(4 * 15.0),  # the whole generation batch's tokens (SPG micro-batches)
-    }
+    B, T = 4, MAX_LEN
+    batch = four_completions(len(tokenizer), g)  # num_items_in_batch: the whole generation batch's (SPG micro-batches)
     with torch.no_grad():
         logps, _ = _forward(up, model, batch)
     # Stale by up to ~e^1: many ratios leave [1 - eps_low, 1 + eps_high] on both sides.
@@ -90,8 +75,7 @@ def _configure(trainer, *, loss_type, **settings):
 
 
 def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
-    """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand. `sampling=False`:
-    the batch has no sampler log-probs (no vLLM), so the off-policy mask measures the drift from pi_old."""
+    """The loss written out; `sampling=False`: no sampler log-probs, the mask reads the drift from pi_old."""
     c = DEFAULTS | settings
     level, up_mode, min_prob, opsm, beta = c["level"], c["up_mode"], c["min_prob"], c["opsm"], c["beta"]
     entropy_quantile, entropy_coef = c["entropy_quantile"], c["entropy_coef"]
@@ -119,13 +103,10 @@ def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
         weight = torch.where(routes, self_anchored_ratio(logps, mask, level), r)
         loss = loss + beta * (torch.exp(ref - logps) - (ref - logps) - 1) * weight
     lm = loss * mask
-    policy = {
-        "grpo": lambda: (lm.sum(1) / mask.sum(1)).mean(),
-        "bnpo": lambda: lm.sum() / mask.sum(),
-        "dr_grpo": lambda: lm.sum() / (mask.size(0) * MAX_LEN),
-        "dapo": lambda: lm.sum() / (batch["num_items_in_batch"] * GA / SPG),
-        "luspo": lambda: lm.sum(1).mean(),
-    }[loss_type]()
+    policy = {"grpo": lambda: (lm.sum(1) / mask.sum(1)).mean(), "bnpo": lambda: lm.sum() / mask.sum(),
+              "dr_grpo": lambda: lm.sum() / (mask.size(0) * MAX_LEN),
+              "dapo": lambda: lm.sum() / (batch["num_items_in_batch"] * GA / SPG),
+              "luspo": lambda: lm.sum(1).mean()}[loss_type]()  # fmt: skip
     total = policy if loss_type == "dapo" else policy / GA
     if entropy_coef:
         total = total - entropy_coef * (entropies * bonus_mask).sum() / bonus_mask.sum() / GA
@@ -138,8 +119,7 @@ def _assert_grads_close(actual, expected):
 
 
 def _assert_equals_closed_form(up, batch, **cfg):
-    """The trainer's loss and every gradient equal the closed form's on `batch`; returns the closed form's policy loss
-    and the trainer's gradients."""
+    """The loss and every gradient equal the closed form's; returns (its policy loss, the gradients)."""
     _configure(up, **{k: v for k, v in cfg.items() if k != "sampling"})
     actual_loss = up.compute_loss(up.model, batch)
     actual = gradients(up.model, actual_loss)
@@ -193,13 +173,11 @@ def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, leve
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode, level):
-    # Without vLLM TRL's mask reads pi_old as the sampler's log-probs. Anchored negative sequences ("both") would
-    # read no drift there; the mask keeps measuring it from the real pi_old, as for the parent.
+    # Without vLLM the mask reads pi_old as the sampler's: it must measure the drift from the real pi_old, not r~.
     up, _, batch = setup
     no_sampler = {k: v for k, v in batch.items() if k != "sampling_per_token_logps"}
-    _assert_equals_closed_form(
-        up, no_sampler, loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2, sampling=False
-    )
+    _assert_equals_closed_form(up, no_sampler, loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2,
+                               sampling=False)  # fmt: skip
     # and the mask does drop a negative sequence here, so the check above tells the two readings apart
     with torch.no_grad():
         logps, _ = _forward(up, up.model, no_sampler)
@@ -270,8 +248,7 @@ def test_up_metrics_closed_form(setup):
 
 
 def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
-    """TRL's clip_ratio/* written out on what each mode clips: r (capped at delta) outside the band, by sign, where
-    the parent's ratio applies; nothing where UP routes (r~ = 1, inside every band)."""
+    """TRL's clip_ratio/* on what each mode clips: nothing where UP routes (r~ = 1)."""
     with torch.no_grad():
         logps, _ = _forward(trainer, trainer.model, batch)
     mask = batch["completion_mask"].float()
@@ -287,20 +264,16 @@ def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
         mean, per_seq = (lambda x: x.mean().item()), (lambda x: x.squeeze(1))
     else:  # token-weighted over the batch; per sequence, the token mean
         mean, per_seq = (lambda x: ((x * mask).sum() / mask.sum()).item()), (lambda x: (x * mask).sum(1) / mask.sum(1))
-    means = {
-        "clip_ratio/low_mean": mean(low),
-        "clip_ratio/high_mean": mean(high),
-        "clip_ratio/region_mean": mean(region),
-    }
+    means = {"clip_ratio/low_mean": mean(low), "clip_ratio/high_mean": mean(high),
+             "clip_ratio/region_mean": mean(region)}  # fmt: skip
     return means | {"clip_ratio/low_min": per_seq(low).min().item(), "clip_ratio/high_max": per_seq(high).max().item()}
 
 
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
-    # TRL's own clip_ratio/* under UP: routed entries are never clipped (r~ = 1), so high_* counts only positive
-    # entries that keep pi_old (none here), low_* the negative ones as the parent does; up/would_clip_frac says what
-    # the clip would have stopped.
+    # TRL's clip_ratio/* under UP: routed entries are never clipped (r~ = 1); up/would_clip_frac: what the clip would
+    # have stopped.
     up, _, batch = setup
     if level == "sequence":
         batch = _sequence_stale(up, batch)
@@ -325,8 +298,7 @@ def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
 def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
-    # A vLLM run with aligned steps: TRL recomputes old_per_token_logps with the current weights (ratio 1) and
-    # multiplies both branches by the sampler/trainer importance_sampling_ratio. UP then is its parent exactly.
+    # vLLM with aligned steps: pi_old recomputed with the current weights (ratio 1), both branches weighted alike.
     up, _, batch = setup
     with torch.no_grad():
         current, _ = _forward(up, up.model, batch)
@@ -352,9 +324,8 @@ def test_rare_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, leve
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_kl_bias_correction_weights_routed_entries_by_their_anchored_ratio(setup, level):
-    # TRL multiplies k3 by the entry's ratio (use_bias_correction_kl); where UP anchors pi_old that ratio is r~
-    # (value 1), elsewhere r. The closed form above says so; here the difference to weighting every entry by r is
-    # shown to be real, so that the closed-form check could not pass with either reading.
+    # TRL weights k3 by the entry's ratio: r~ where UP anchors, else r. The difference to weighting every entry by r
+    # is real here, so the closed-form check could not pass with either reading.
     up, _, batch = setup
     _configure(up, loss_type="dapo", level=level, beta=0.05)
     actual = up.compute_loss(up.model, batch).detach()

@@ -1,12 +1,12 @@
-"""UP beside vLLM's CPU engine (colocate, off-policy, IS correction on) on batches vLLM really generated; TRL's
-weight transfer is replaced by `vllm_sync.py`. Skipped without vLLM (`.ci/vllm_stack` installs it)."""
+"""UP beside vLLM's CPU engine on batches vLLM generated (skipped without vLLM)."""
 
 import os
 
 import pytest
 import torch
-from conftest import gradients, param_snapshots
+from conftest import TINY, gradients, one_line, param_snapshots
 from datasets import Dataset
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
@@ -67,7 +67,6 @@ def params(model):
 
 
 # --- UP trains on vLLM's batches, under each IS mode TRL 1.16 offers, and with TRL's off-policy mask ------------
-
 MODES = {
     "dapo-token_truncate": dict(vllm_importance_sampling_mode="token_truncate"),
     "dapo-token_mask": dict(vllm_importance_sampling_mode="token_mask"),
@@ -90,8 +89,7 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
     assert any(not torch.equal(a, b) for a, b in zip(before, params(trainer.model)))  # it trained
     assert all(torch.isfinite(torch.tensor(logged(trainer, "loss"))))
     assert len(logged(trainer, "up/positive_tokens")) == 4  # UP's metrics beside TRL's
-    # The sampler's log-probs reach the correction: two vLLM batches, and ratios that are not 1 in each. TRL logs
-    # the weights after the mode acts: truncation holds them inside the bounds, the mask sets some to 0.
+    # Two vLLM batches with ratios not 1; truncation holds the weights inside the bounds, the mask sets some to 0.
     low, high = (logged(trainer, f"sampling/importance_sampling_ratio/{m}") for m in ("min", "max"))
     assert len(low) == len(high) == 2
     if name.split("-")[1].endswith("truncate"):
@@ -102,15 +100,12 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
 
 
 # --- On a batch vLLM generated, UP's loss and gradient are the closed form ------------------------------------
-
-
 def _forward(trainer, batch):
     """TRL's own forward (not UP's hook): the completion tokens' log-probs under the current weights."""
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
     attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
-    logps, _, _ = GRPOTrainer._get_per_token_logps_and_entropies(
-        trainer, trainer.model, ids, attn, batch["completion_ids"].size(1)
-    )
+    logps, _, _ = GRPOTrainer._get_per_token_logps_and_entropies(trainer, trainer.model, ids, attn,
+                                                                 batch["completion_ids"].size(1))  # fmt: skip
     return logps
 
 
@@ -125,8 +120,7 @@ def _is_weight(batch, mode):
 
 
 def _closed_form(trainer, batch):
-    """(loss, surrogate, r, A, mask): the loss from the paper's two branches with TRL's multipliers and
-    normalisation, and a surrogate with its gradient; settings read from the trainer."""
+    """(loss, surrogate, r, A, mask) written out with TRL's multipliers; settings read from the trainer."""
     logps, mask = _forward(trainer, batch), batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"].unsqueeze(1)
     w = _is_weight(batch, trainer.vllm_importance_sampling_mode)
@@ -190,9 +184,8 @@ def test_loss_and_gradient_on_a_vllm_batch_equal_the_closed_form(engine, tmp_pat
     assert len(batches) == 4 and "sampling_per_token_logps" in batch
     mask = batch["completion_mask"].bool()
     # TRL's IS weight is the one written from vLLM's log-probs, and those are not the trainer's (bfloat16 sampler).
-    torch.testing.assert_close(
-        batch["importance_sampling_ratio"], _is_weight(batch, cfg["vllm_importance_sampling_mode"])
-    )
+    torch.testing.assert_close(batch["importance_sampling_ratio"],
+                               _is_weight(batch, cfg["vllm_importance_sampling_mode"]))  # fmt: skip
     sampler_gap = (batch["sampling_per_token_logps"] - batch["old_per_token_logps"])[mask].abs()
     print(f"{name}: max |vLLM log-prob - trainer log-prob| on the same weights: {sampler_gap.max().item():.2e}")
     assert 0 < sampler_gap.max() < SAME_WEIGHTS_TOL
@@ -216,14 +209,10 @@ def test_loss_and_gradient_on_a_vllm_batch_equal_the_closed_form(engine, tmp_pat
 
 
 # --- up_mode="off" is GRPOTrainer bit for bit; UP adds no forward pass ----------------------------------------
-
-
 def _counting(trainer):
     """Count the policy model's forward passes, per optimizer step."""
     calls, per_step = [0], []
     trainer.model.register_forward_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
-
-    from transformers import TrainerCallback
 
     class PerStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -253,15 +242,11 @@ def test_off_is_grpo_trainer_bit_for_bit_and_up_makes_no_extra_forward(engine, t
     logs = parent_trainer.state.log_history
     theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))} for h in logs]
     assert [{k: h[k] for k in t} for t, h in zip(theirs, runs["off"][3].state.log_history)] == theirs
-    # Item 4: the same forward passes per step. A generation step: pi_old for the IS correction over the 16
-    # completions in 2 chunks of per_device_train_batch_size, then the loss's; the next step: the loss's only. UP
-    # takes pi_theta from the loss's own forward: it adds none.
+    # The same forward passes per step: a generation step's 2 pi_old chunks and the loss's, then the loss's only.
     assert parent_forwards == runs["off"][2] == runs["up"][2] == [3, 1, 3, 1], (parent_forwards, runs["up"][2])
 
 
 # --- The weight sync: vLLM then scores like the trainer ------------------------------------------------------
-
-
 def vllm_logps(llm, ids: list[int]) -> torch.Tensor:
     """vLLM's log-prob of each token of `ids` after the first, given the ones before (its prompt log-probs)."""
     from vllm import SamplingParams
@@ -278,15 +263,13 @@ def trainer_logps(model, ids: list[int]) -> torch.Tensor:
 
 def fixed_sequence(tokenizer) -> list[int]:
     """A prompt and a completion, fixed: ChatML user turn, then "2 + 2 = 4" as the reply."""
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": "2 + 2 = "}], tokenize=False, add_generation_prompt=True
-    )
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "2 + 2 = "}], tokenize=False,
+                                         add_generation_prompt=True)  # fmt: skip
     return tokenizer(text + "2 + 2 = 4<|im_end|>", add_special_tokens=False)["input_ids"]
 
 
 def check_sync(trainer, llm, snapshot_at_last_sync):
-    """vLLM holds the weights of the last sync (made inside `train`); after `sync_weights` it scores like the
-    trainer, to SAME_WEIGHTS_TOL, and no longer like before (the last two steps moved the weights)."""
+    """After `sync_weights` vLLM scores like the trainer, and no longer like before."""
     ids = fixed_sequence(trainer.processing_class)
     before = vllm_logps(llm, ids)
     now = trainer_logps(trainer.model, ids)
@@ -299,11 +282,9 @@ def check_sync(trainer, llm, snapshot_at_last_sync):
             p.copy_(new)
     trainer.vllm_generation.sync_weights()
     after = vllm_logps(llm, ids)
-    gaps = {
-        "synced in training": (before - at_sync).abs().max().item(),
-        "synced now": (after - now).abs().max().item(),
-        "moved since": (before - now).abs().max().item(),
-    }
+    gaps = {"synced in training": (before - at_sync).abs().max().item(),
+            "synced now": (after - now).abs().max().item(),
+            "moved since": (before - now).abs().max().item()}  # fmt: skip
     print(f"max |log-prob difference|, {len(ids) - 1} tokens: {gaps}")
     assert gaps["synced in training"] <= SAME_WEIGHTS_TOL and gaps["synced now"] <= SAME_WEIGHTS_TOL, gaps
     assert gaps["moved since"] > 3 * SAME_WEIGHTS_TOL, gaps  # so a sync that moved nothing would fail
@@ -351,10 +332,6 @@ def test_lora_adapter_trains_and_syncs_merged(engine, tmp_path):
 
 
 # --- `up-trl train --use_vllm true` on the CPU build: one line, before the model loads ------------------------
-
-
 def test_cli_refuses_colocate_on_the_installed_cpu_build(no_model_loads, capsys):
-    from conftest import TINY, one_line
-
     line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
     assert "CPU build" in line and "load_weights" in line, line

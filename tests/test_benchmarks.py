@@ -7,11 +7,17 @@ import statistics
 import subprocess
 import sys
 from importlib import import_module as _load  # benchmarks/<name>.py (pytest's pythonpath has benchmarks/)
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+import up_trl.models.offline
+from up_trl.cli import parse_train_args
+from up_trl.models.offline import save_tiny_model, tiny_tokenizer
+from up_trl.trainers.collapse_warning import UP_ADVICE
+from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
 
 @pytest.mark.slow
@@ -52,14 +58,10 @@ def test_sample_efficiency_rloo_pair(tmp_path):
     assert "| UP-RLOO |" in (tmp_path / "none" / "table.md").read_text()
 
 
-@pytest.mark.parametrize(
-    "gpu, flags, message",
-    [(False, [], "need a CUDA GPU and a vLLM server"), (True, ["--corruption", "flip20"], "--corruption none and")],
-)
+@pytest.mark.parametrize("gpu, flags, message", [(False, [], "need a CUDA GPU and a vLLM server"),
+    (True, ["--corruption", "flip20"], "--corruption none and")])  # fmt: skip
 def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, monkeypatch, gpu, flags, message):
     """Without a GPU and a vLLM server, or with corrupted rewards (past the GPU check): refused, no model built."""
-    import torch
-
     if gpu:
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(SystemExit):
@@ -69,8 +71,6 @@ def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, mo
 
 @pytest.mark.slow
 def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
-    from up_trl.models.offline import save_tiny_model
-
     path = save_tiny_model(tmp_path / "tiny")
     flags = "--num_prompts 2 --num_generations 2 --max_completion_length 4 --threads 1"
     _load("learning_signal").main(["--model_name_or_path", path, *flags.split()])
@@ -167,8 +167,6 @@ def test_step_profile_splits_a_step_into_phases():
 
 @pytest.mark.slow
 def test_step_profile_compare_interleaves_two_trainings(tmp_path):
-    from up_trl.models.offline import save_tiny_model
-
     tiny = save_tiny_model(tmp_path / "tiny")
     flags = (
         f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
@@ -239,8 +237,6 @@ PAIR_SETTINGS = dict(model="m", dataset="arithmetic", arithmetic_ops=["add"], de
 
 
 def test_real_model_pair_differs_only_in_up_mode():
-    from up_trl.cli import parse_train_args
-
     module = _load("real_model")
     settings = PAIR_SETTINGS
     for pair in module.PAIRS:
@@ -255,8 +251,6 @@ def test_real_model_pair_differs_only_in_up_mode():
 
 
 def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
-    import up_trl.models.offline
-
     monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: "m")
     module = _load("real_model")
     flags = ["--dataset", "arithmetic", "--benchmark", "arithmetic", "--output_dir", str(tmp_path), "--report_only"]
@@ -276,9 +270,7 @@ def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_re
 
 
 def _git_status() -> list[str] | None:
-    """What a benchmark could have written into the checkout: untracked files (listed one by one) and changed
-    tracked files under benchmarks/ (`git status --porcelain`), or None outside a git checkout. Edits elsewhere in
-    the checkout while the test runs do not count."""
+    """Untracked files and changed files under benchmarks/, or None outside a git checkout."""
     try:
         cmd = ["git", "status", "--porcelain", "--untracked-files=all"]
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -291,9 +283,7 @@ def _git_status() -> list[str] | None:
 
 @pytest.mark.slow
 def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
-    """Run as a user runs them, without --output_dir: their outputs go under outputs/benchmarks/ of the working
-    folder (here a temporary one, so that the test writes nothing into the checkout), and the checkout's `git status`
-    is the same before and after (no default names a folder beside the scripts)."""
+    """Without --output_dir, outputs go under outputs/benchmarks/ and `git status` is unchanged."""
     before = _git_status()
     if before is None:
         pytest.skip("not a git checkout")
@@ -308,8 +298,7 @@ def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
 
 
 def test_no_benchmark_writes_into_its_results_folder_by_default():
-    """Only an explicit --output_dir writes under benchmarks/results/ (the published figures): no default names it.
-    Checked in the code (docstrings aside) of every script, so scripts too slow to run here are covered too."""
+    """No script's code names benchmarks/results/ as a default output folder."""
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         tree = ast.parse(script.read_text())
         documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))]
@@ -320,10 +309,7 @@ def test_no_benchmark_writes_into_its_results_folder_by_default():
 
 
 def test_results_stay_compact():
-    """The committed results are what the docs cite, in a compact form: under 6 MB in all (three collapse studies'
-    per-step curves are most of it; the second and third keep only the 5 curves their rules and forecasts read,
-    `collapse_settings.REPORT_CURVES`), curves in Parquet (no JSON file holds megabytes of per-step values), no
-    study's partial file."""
+    """The committed results: under 6 MB in all, curves in Parquet (no JSON over 400 kB), no partial file."""
     files = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
     assert total < 6_000_000, f"benchmarks/results holds {total / 1e6:.1f} MB: keep curves in curves.parquet"
@@ -358,8 +344,6 @@ def test_collapse_cause_results_read_back(tmp_path):
 @pytest.fixture
 def cause(monkeypatch):
     """benchmarks/collapse_cause.py, with the trainer methods its `install` patches restored after the test."""
-    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
-
     monkeypatch.setattr(UPGRPOTrainer, "_routes", UPGRPOTrainer._routes)
     monkeypatch.setattr(UPGRPOTrainer, "_compute_loss", UPGRPOTrainer._compute_loss)
     return _load("collapse_cause")
@@ -367,21 +351,12 @@ def cause(monkeypatch):
 
 def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
     """A routing ANDs UP's routes (where pi_old is anchored) with its class of positive tokens, off-policy only."""
-    from types import SimpleNamespace
-
-    import torch
-
-    from up_trl.models.offline import tiny_tokenizer
-    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
-
     eos = tiny_tokenizer().eos_token_id
     trainer = SimpleNamespace(up_mode="asymmetric", up_positive_min_prob=None, importance_sampling_level="token")
     probs = torch.tensor([[0.5, 0.9, 0.01, 0.9], [0.5, 0.01, 0.9, 0.9]])  # answer, tail likely / rare, EOS
-    inputs = {
-        "advantages": torch.tensor([1.0, -1.0]),
-        "completion_ids": torch.tensor([[3, 4, 5, eos], [3, 5, 4, eos]]),
-        "old_per_token_logps": probs.log(),
-    }
+    inputs = {"advantages": torch.tensor([1.0, -1.0]),
+              "completion_ids": torch.tensor([[3, 4, 5, eos], [3, 5, 4, eos]]),
+              "old_per_token_logps": probs.log()}  # fmt: skip
     expected = {
         "UP (all positive tokens)": [[True] * 4, [False] * 4],
         "answer only": [[True, False, False, False], [False] * 4],
@@ -401,9 +376,7 @@ def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
 
 @pytest.mark.slow
 def test_collapse_cause_records_token_statistics_as_committed_and_routes_change_the_run(cause, tmp_path):
-    """A part-1 run records one row per loss call in the committed tokens.parquet's columns, and changes nothing in
-    the run (the routing "UP (all positive tokens)" gives the same curves); withholding the unclipped branch from all
-    but the rare tokens changes the run."""
+    """A part-1 run records the committed token columns and changes nothing; routing only rare tokens does."""
     import pyarrow.parquet as pq
 
     settings = dict(task="tail", level=4, max_steps=4, learning_rate=1e-3, final_window=50)
@@ -433,8 +406,7 @@ def test_gpu_suite_safe_pair_gives_the_rare_clip_to_up_only(tmp_path):
 
 
 def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
-    """benchmarks/real_model_report.py on a hand-made results folder: the paired avg@k difference with its 2-SE
-    interval, the steps-to-reach ratio with a censored seed, failures, and the README sentence for each outcome."""
+    """real_model_report.py on hand-made runs: paired difference, steps ratio, failures, the README sentence."""
     bench = _load("bench")
     report_module = _load("real_model_report")
 
@@ -445,14 +417,9 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
                     after={"avg@8": avg, "pass@4": min(1.0, 2 * avg)})  # fmt: skip
 
     rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
-    runs = [
-        run("GSPO", 100, 0.30, rising),
-        run("UP-GSPO", 100, 0.40, fast),
-        run("GSPO", 101, 0.20, rising),
-        run("UP-GSPO", 101, 0.25, flat, collapsed=True),
-        run("GSPO", 102, 0.10, rising),
-        run("UP-GSPO", 102, 0.05, rising),
-    ]
+    runs = [run("GSPO", 100, 0.30, rising), run("UP-GSPO", 100, 0.40, fast),
+            run("GSPO", 101, 0.20, rising), run("UP-GSPO", 101, 0.25, flat, collapsed=True),
+            run("GSPO", 102, 0.10, rising), run("UP-GSPO", 102, 0.05, rising)]  # fmt: skip
     settings = {"benchmark_limit": 96, "k": 8, "pass_k": 4, "max_steps": 32, "seeds": [100, 101, 102]}
     bench.write_results(
         tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings, "pairs": {"GSPO": {}}, "runs": runs}
@@ -493,8 +460,7 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
 
 
 def test_collapse_rescue_counts_recovery_from_the_resume_on():
-    """benchmarks/collapse_rescue.py: a resumed run has recovered at the first step after the resume from which the
-    true accuracy never falls below the collapse bound (0.05) again; never, if it ends below it."""
+    """Recovered at the first step after the resume from which accuracy stays above 0.05; else never."""
     rescue = _load("collapse_rescue")
     curve = [[1, 0.3], [5, 0.0], [9, 0.0], [13, 0.06], [17, 0.02], [21, 0.1], [25, 0.2]]
     assert rescue.recovered_at(curve, after=5) == 21
@@ -583,14 +549,11 @@ def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
     runs = module.rare_clip_runs(ROOT / "benchmarks" / "results")
     alone = module.count([run for run in runs if module.setting(run)[0] == "rare clip alone"])
     assert (alone["trajectories"], alone["runaways"]) == (193, 3)  # README, docs/collapse.md, UP_ADVICE
-    from up_trl.trainers.collapse_warning import UP_ADVICE
-
     assert "3 of 193" in UP_ADVICE
 
 
 def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
-    """benchmarks/testbed_pilot.py's condition (issue 48): mean over seeds of (DAPO's dev avg@k - the base model's)
-    above 2 SE of that mean, every pilot seed finished, and no run collapsed."""
+    """The pilot condition: mean gain over the base above 2 SE, every seed finished, no collapse."""
     module = _load("testbed_pilot")
 
     def runs(values, collapsed=()):
@@ -625,10 +588,7 @@ def test_testbed_pilot_table_says_not_decided_when_a_candidate_did_not_finish():
 
 
 def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
-    """--up_positive_min_prob 0.05 (issue 48's "UP-DAPO + rare clip"): UP's runs get the up_dapo recipe's rare clip,
-    the parent's runs stay the dapo recipe's, and the config names say which is which."""
-    from up_trl.cli import parse_train_args
-
+    """--up_positive_min_prob 0.05 goes to UP's runs only, and the config names say so."""
     module = _load("real_model")
     settings = {**PAIR_SETTINGS, "arithmetic_ops": ["mul1"], "up_positive_min_prob": 0.05}
     parent, up = (module.train_argv(settings, "DAPO", mode, 1, "out") for mode in ("off", "asymmetric"))

@@ -1,12 +1,14 @@
-"""The run's model card (the opt-in part `RunCardMixin`, which `up-trl train` uses; the UP trainers alone write
-TRL's card, `test_drop_in.py`): TRL's card of a tiny trained run plus what only the run knows (the model and data TRL
-cannot link, the objective, settings, final metrics, the training curve), for every kind of model, data and loss."""
+"""The run's model card (`RunCardMixin`): TRL's card plus what only the run knows."""
 
 from pathlib import Path
 
 import pytest
 from conftest import build, cpu_args, length_reward
+from trl.trainer.base_trainer import _BaseTrainer
 
+from up_trl import UPGRPOTrainer
+from up_trl.data import load_math_dataset
+from up_trl.models.offline import save_tiny_model
 from up_trl.run.card import describe_dataset, objective_name
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
@@ -20,22 +22,13 @@ def render_model_card(trainer, model_name=None, dataset_name=None, tags=None) ->
     return (Path(trainer.args.output_dir) / "README.md").read_text()
 
 
-@pytest.mark.parametrize(
-    "loss_type, level, up_mode, expected",
-    [
-        ("dapo", "token", "asymmetric", "UP-DAPO"),
-        ("grpo", "token", "asymmetric", "UP-GRPO"),
-        ("dr_grpo", "token", "asymmetric", "UP-Dr.GRPO"),
-        ("bnpo", "token", "asymmetric", "UP-BNPO"),
-        ("luspo", "token", "asymmetric", "UP-LUSPO"),
-        ("grpo", "sequence", "asymmetric", "UP-GSPO"),
-        ("dapo", "sequence", "asymmetric", "UP-GSPO"),
-        ("dapo", "token", "off", "DAPO"),
-        ("grpo", "sequence", "off", "GSPO"),
-        ("cispo", "token", "off", "CISPO"),
-        ("grpo", "token", "both", "UP-GRPO (both signs)"),
-    ],
-)
+@pytest.mark.parametrize("loss_type, level, up_mode, expected",
+    [("dapo", "token", "asymmetric", "UP-DAPO"), ("grpo", "token", "asymmetric", "UP-GRPO"),
+    ("dr_grpo", "token", "asymmetric", "UP-Dr.GRPO"), ("bnpo", "token", "asymmetric", "UP-BNPO"),
+    ("luspo", "token", "asymmetric", "UP-LUSPO"), ("grpo", "sequence", "asymmetric", "UP-GSPO"),
+    ("dapo", "sequence", "asymmetric", "UP-GSPO"), ("dapo", "token", "off", "DAPO"),
+    ("grpo", "sequence", "off", "GSPO"), ("cispo", "token", "off", "CISPO"),
+    ("grpo", "token", "both", "UP-GRPO (both signs)")])  # fmt: skip
 def test_objective_name(loss_type, level, up_mode, expected):
     assert objective_name(loss_type, level, up_mode) == expected
 
@@ -43,20 +36,11 @@ def test_objective_name(loss_type, level, up_mode, expected):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
-    from up_trl import UPGRPOTrainer
-    from up_trl.data import load_math_dataset
-    from up_trl.models.offline import save_tiny_model
-
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
-    trainer = build(
-        UPGRPOTrainer,
-        parts=True,
-        model=model_dir,
-        reward_funcs=length_reward,
-        args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),
-        train_dataset=load_math_dataset("arithmetic", limit=16, system_prompt=None),
-    )
+    trainer = build(UPGRPOTrainer, parts=True, model=model_dir, reward_funcs=length_reward,
+                    args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),
+                    train_dataset=load_math_dataset("arithmetic", limit=16, system_prompt=None))  # fmt: skip
     trainer.train()
     return trainer, model_dir
 
@@ -179,10 +163,7 @@ def test_describe_dataset_links_only_hub_sets():
 
 
 def test_the_card_is_trls_plus_the_runs(trained, monkeypatch, tmp_path):
-    """TRL's card with the trainer's own `create_model_card` (the parent's: `super()`), then the run's additions; on
-    the main process only, as TRL's."""
-    from trl.trainer.base_trainer import _BaseTrainer
-
+    """TRL's card from the parent's `create_model_card`, then the run's additions, on the main process only."""
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "output_dir", str(tmp_path))
     _BaseTrainer.create_model_card(trainer, model_name="m", dataset_name="openai/gsm8k")
@@ -211,9 +192,8 @@ def test_card_cites_up_with_its_authors_as_the_readme_does(trained):
 def test_card_of_a_stopped_run_says_so_with_the_resume_command(trained, monkeypatch):
     trainer, _ = trained
     resume = "up-trl train --max_steps 12 --resume_from_checkpoint true"
-    monkeypatch.setattr(
-        trainer, "up_stop", {"reason": "SIGINT", "step": 2, "max_steps": 12, "resume": resume}, raising=False
-    )
+    monkeypatch.setattr(trainer, "up_stop",
+                        {"reason": "SIGINT", "step": 2, "max_steps": 12, "resume": resume}, raising=False)  # fmt: skip
     card = render_model_card(trainer)
     assert "**This run was interrupted (SIGINT) at step 2 of 12**" in card and f"Resume it with `{resume}`." in card
     assert "| optimizer steps | 2 of 12 (stopped) |" in card

@@ -1,5 +1,4 @@
-"""A run's output folder: a previous run is refused or overwritten, never mixed in; resume, interrupts and crashes
-say in their last line what was saved and how to resume."""
+"""A run's output folder: previous runs, resume, interrupts and crashes, each said in its last line."""
 
 import json
 import re
@@ -9,14 +8,15 @@ import cli_rewards
 import pytest
 import torch
 from conftest import tiny_train_argv
+from safetensors.torch import load_file
 
 from up_trl.cli import main
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.folder import check_output_dir, remove_run_files
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from up_trl.models.offline import save_tiny_model
-
     return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
 
 
@@ -87,10 +87,7 @@ OVERWRITES = [
 
 @pytest.mark.parametrize("record, files, removed", OVERWRITES)
 def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
-    """`check_output_dir` with --overwrite_output_dir: what the previous run's record lists (a folder of an earlier
-    up-trl: the run's names there); nothing else."""
-    from up_trl.run.folder import check_output_dir, remove_run_files
-
+    """--overwrite_output_dir removes what the previous run's record lists, nothing else."""
     _make_folder(tmp_path, record, files.split())
     remove = check_output_dir(str(tmp_path), overwrite=True, resume=None, model=None)
     assert sorted(p.name for p in remove) == removed.split()
@@ -113,8 +110,6 @@ REFUSALS = [
 @pytest.mark.parametrize("record, files, named", REFUSALS)
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_files_no_run_record_lists_are_refused(tmp_path, record, files, named, overwrite):
-    from up_trl.run.folder import check_output_dir
-
     _make_folder(tmp_path, record, files.split())
     message = f"holds {named}, which this run would write over and no up-trl run wrote (no run record lists them)"
     with pytest.raises(ValueError, match=re.escape(message + ": move them")):
@@ -179,8 +174,7 @@ def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(
 
 
 def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_limit(tiny_model, tmp_path, capsys):
-    """The emergency save (step 4) is marked, then rotated as any save (limit 1: the scheduled checkpoint-3 goes),
-    and holds the run's limit, not the None lent to the Trainer during training."""
+    """The emergency save is marked, rotated as any save, and holds the run's save_total_limit."""
     out = tmp_path / "out"
     flags = ("--save_steps", "3", "--save_total_limit", "1")
     argv = tiny_train_argv(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
@@ -193,8 +187,7 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
 @pytest.mark.parametrize(
     "guard, expected",
     [
-        # lr 1e30: step 1's weights are huge but finite; step 2's gradients are not (skipped), then generation
-        # samples from inf/nan probabilities.
+        # lr 1e30: step 2's gradients are not finite (skipped), then generation samples from inf/nan probabilities.
         pytest.param(
             [],
             r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
@@ -247,9 +240,7 @@ def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_mod
 
 
 def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_path, capsys):
-    """The emergency checkpoint holds the random states of step 4's end (not the crash's, which had sampled on):
-    crash at step 5 + resume gives the uninterrupted run's losses, rewards and weights."""
-    from safetensors.torch import load_file
+    """Crash at step 5 then resume gives the uninterrupted run's losses, rewards and weights."""
 
     def per_step(out, key):
         records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -271,10 +262,7 @@ def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_pa
 
 
 def test_overwrite_leaves_names_that_only_look_like_a_runs(tmp_path):
-    """A run numbers checkpoint-<step>/ and model-<i>-of-<n>.safetensors; checkpoint-6.keep/ or
-    model-final.safetensors are a user's, neither removed nor refused."""
-    from up_trl.run.folder import check_output_dir
-
+    """checkpoint-6.keep/ or model-final.safetensors are a user's: neither removed nor refused."""
     out = tmp_path / "run"
     for name in ("checkpoint-6", "checkpoint-6.keep", "checkpoint-6-backup"):
         (out / name).mkdir(parents=True)

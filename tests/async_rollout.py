@@ -1,33 +1,6 @@
-"""A test stand-in: TRL's asynchronous GRPO trainer without vLLM and without a GPU, through an in-process rollout
-worker. It is not part of up-trl (the package runs async GRPO only with vLLM on a CUDA GPU, as TRL does); the tests
-use it to train `UPAsyncGRPOTrainer` on CPU, as TRL's own tests keep their stubs.
-
-`AsyncGRPOTrainer` takes a `rollout_worker` (TRL's `RolloutWorkerProtocol`) and a `weight_transfer`
-(`WeightTransferProtocol`). `InProcessRolloutWorker` plays the vLLM server's part: it holds its OWN copy of the policy
-(loaded from the same checkpoint, attention "sdpa"), samples each group with transformers `generate`, records the
-sampler's log-probabilities of the sampled tokens as `old_log_probs`,
-
-    old_log_probs_t = log softmax(processed_logits_t)[y_t] = log softmax(logits_t / temperature)[y_t]
-                      (the second form when no top_k / top_p / min_p / repetition_penalty is set)
-
-which is what `trl vllm-serve` returns (it starts vLLM with `--logprobs-mode processed_logprobs`),
-
-scores the group with TRL's own `_AsyncRolloutLoop._score_group` (same rewards, advantages, metrics and
-`RolloutSample` format as the vLLM worker), and queues the samples tagged with its policy version. Its reward
-functions are wrapped by `unscorable.record_scorable`, so it also logs `up/unscorable_frac` (TRL's worker cannot).
-`InProcessWeightTransfer` refreshes the copy when the trainer syncs (every `weight_sync_steps` optimizer steps), so
-the policy being trained drifts away from the one that sampled: pi_old != pi_theta, as with vLLM.
-
-What differs from TRL's worker: generation runs on demand in the trainer's thread (when the trainer asks for a sample
-and the queue is empty it generates `groups_per_fill` groups), with a per-group seed. That makes runs reproducible
-(two trainers see identical rollouts) while the staleness stays real: a group generated just before a sync is
-trained after it, and with `groups_per_fill > 1` groups wait several optimizer steps. Single-turn, conversational
-prompts only; no tools or environments (use TRL's worker with vLLM for those).
-
-`async_grpo_on_cpu()` covers the two CUDA-only lines the trainer's constructor runs (see its docstring).
-
-The worker scores with TRL's `_AsyncRolloutLoop._score_group` (a TRL change there shows in tests/test_async_grpo.py).
-"""
+"""A test stand-in, not part of up-trl: TRL's async GRPO on CPU, its vLLM sampler replaced by an in-process copy of the
+policy whose sampled tokens' log-probs are `old_log_probs` (what `trl vllm-serve` returns), scored by TRL's own
+`_score_group` and refreshed at each sync; generated on demand with a per-group seed (reproducible, really stale)."""
 
 from __future__ import annotations
 
@@ -56,14 +29,9 @@ from up_trl.run.parts import METRIC, record_scorable
 
 @contextlib.contextmanager
 def async_grpo_on_cpu() -> Iterator[None]:
-    """While constructing an `AsyncGRPOTrainer` on a machine without CUDA (the tests), replace its two CUDA-only
-    calls:
-
-    - `packing.register_tree_attention()` registers the FA3 kernel (fetched from the Hub, CUDA only) for the packed
-      forward: register `tree_attention.tree_attention_reference` under the same name instead;
-    - `get_peak_flops_per_device` calls `torch.cuda.get_device_name` (trl/trainer/utils.py), which raises "Torch not
-      compiled with CUDA enabled": return None, which TRL itself reads as "MFU metrics disabled".
-    """
+    """While an `AsyncGRPOTrainer` is built without CUDA: `register_tree_attention` registers
+    `tree_attention.tree_attention_reference` instead of the FA3 kernel, and `get_peak_flops_per_device` returns None
+    (MFU metrics disabled, as TRL reads it)."""
     from trl.experimental.async_grpo import async_grpo_trainer as module
 
     saved = module.register_tree_attention, module.get_peak_flops_per_device
@@ -89,16 +57,7 @@ class _FillOnGet(queue.Queue):
 
 
 class InProcessRolloutWorker:
-    """TRL's `RolloutWorkerProtocol` without vLLM: samples from an in-process copy of the policy.
-
-    Args:
-        model: the checkpoint the trainer loads (a path); the worker loads its own copy from it.
-        train_dataset: rows with a conversational `"prompt"`; other columns go to the reward functions.
-        reward_funcs: TRL reward functions (summed; None means unscorable, as in TRL).
-        processing_class: the tokenizer (its chat template renders the prompts).
-        args: the trainer's `AsyncGRPOConfig` (num_generations, max_completion_length, sampling settings, seed).
-        groups_per_fill: groups generated each time the queue runs dry (more = staler samples).
-    """
+    """TRL's `RolloutWorkerProtocol` without vLLM: samples from its own copy of the policy at `model`."""
 
     def __init__(
         self,
@@ -191,6 +150,7 @@ class InProcessRolloutWorker:
         input_ids = torch.tensor([prompt_ids] * n, device=self.sampler.device)
         with torch.random.fork_rng(devices=[]):  # a per-group seed: reproducible, and leaves the trainer's RNG alone
             torch.manual_seed(args.seed + group_id)
+            # output_scores: the logits after temperature and filtering, vLLM's processed logprobs
             out = self.sampler.generate(
                 input_ids,
                 attention_mask=torch.ones_like(input_ids),
@@ -203,7 +163,7 @@ class InProcessRolloutWorker:
                 repetition_penalty=args.repetition_penalty,
                 eos_token_id=self.eos_token_ids,
                 pad_token_id=self.tokenizer.pad_token_id,
-                output_scores=True,  # the logits after temperature and filtering: vLLM's processed logprobs
+                output_scores=True,
                 return_dict_in_generate=True,
             )
         generated = out.sequences[:, len(prompt_ids) :]
@@ -218,19 +178,21 @@ class InProcessRolloutWorker:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             completions.append([{"role": "assistant", "content": text}])
             completions_ids.append(ids)
+            pad = [0] * len(prompt_ids)
             sequences.append(
                 [
                     TrainingSequence(
                         input_ids=prompt_ids + ids,
-                        completion_mask=[0] * len(prompt_ids) + [1] * length,
+                        completion_mask=pad + [1] * length,
                         old_log_probs=[0.0] * len(prompt_ids) + logps[i, :length].tolist(),
                         rollout_id=f"{group_id}-{i}",
                     )
                 ]
             )
+        kwargs = {k: [v] * n for k, v in row.items() if k not in {"prompt", "completion", "completion_ids"}}
         group = RolloutGroup(
             prompts=[prompt] * n,
-            reward_kwargs={k: [v] * n for k, v in row.items() if k not in {"prompt", "completion", "completion_ids"}},
+            reward_kwargs=kwargs,
             completions=completions,
             completions_ids=completions_ids,
             completions_sequences=sequences,
@@ -255,26 +217,17 @@ class InProcessRolloutWorker:
 
 
 class InProcessWeightTransfer:
-    """TRL's `WeightTransferProtocol` for `InProcessRolloutWorker`: a sync copies the trainer's weights into its
-    sampler (TRL calls it on train begin and every `weight_sync_steps` optimizer steps)."""
+    """TRL's `WeightTransferProtocol`: each sync copies the trainer's weights into the worker's sampler."""
 
     def __init__(self, worker: InProcessRolloutWorker):
         self.worker = worker
 
-    def init_weight_transfer(self) -> None:
-        pass
-
-    def pause(self) -> None:
-        pass
-
     def send_weights(self, iterator: Iterator[tuple[str, torch.Tensor]]) -> None:
         self.worker.load_weights(iterator)
 
-    def resume(self) -> None:
-        pass
+    def _nothing(self) -> None: ...
 
-    def destroy(self) -> None:
-        pass
+    init_weight_transfer = pause = resume = destroy = _nothing  # nothing to set up, pause or tear down in process
 
 
 def in_process_rollout(

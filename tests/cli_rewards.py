@@ -32,8 +32,7 @@ def first_call_sends_sigint(completions, **kwargs):
 
 
 def says_target(completions, target, **kwargs):
-    """How often the reply holds each character of the row's `target` column (a column of the user's own, no gold
-    answer), plus a spread inside every group of 4: the value of `target` changes the reward."""
+    """How often the reply holds each character of the row's `target`, plus a spread in every group of 4."""
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
     pairs = enumerate(zip(texts, target, strict=True))
     return [sum(text.count(ch) for ch in str(t)) + 0.1 * (i % 4) for i, (text, t) in pairs]

@@ -1,6 +1,7 @@
 """Shared fixtures: one torch thread, offline Hub, tiny models built in code."""
 
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -11,6 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+ROOT = Path(__file__).resolve().parents[1]  # the repository
 
 
 @pytest.fixture
@@ -46,21 +48,33 @@ def cpu_args(tmp_path, config_class=None, **overrides):
 
 
 def make_trainer(
-    tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
+    tmp_path,
+    tiny,
+    dataset,
+    reward=length_reward,
+    callbacks=None,
+    shared_prompt=False,
+    parts=False,
+    rloo=False,
+    **overrides,
 ):
-    """UPGRPOTrainer on the tiny model with `cpu_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    CPU saving; `parts`: with every opt-in part, as `up-trl train` builds it, `with_parts`)."""
-    from up_trl import UPGRPOTrainer
+    """UPGRPOTrainer (`rloo`: UPRLOOTrainer, beta 0 unless set) on the tiny model, built by `build`."""
+    from up_trl import UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
 
     model, tokenizer = tiny
+    args = cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides}) if rloo else cpu_args(tmp_path, **overrides)
     kwargs = dict(reward_funcs=reward, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks)
-    return build(UPGRPOTrainer, parts, shared_prompt, model=model, args=cpu_args(tmp_path, **overrides), **kwargs)
+    return build(UPRLOOTrainer if rloo else UPGRPOTrainer, parts, shared_prompt, model=model, args=args, **kwargs)
+
+
+def make_rloo_trainer(*args, **kwargs):
+    """`make_trainer` for UPRLOOTrainer."""
+    return make_trainer(*args, rloo=True, **kwargs)
 
 
 def build(trainer_class, parts: bool = False, shared_prompt: bool = False, **kwargs):
-    """`trainer_class(**kwargs)`; `shared_prompt`: the class with every mixin part and the opt-in CPU saving
-    (`up_trl.run.parts.with_parts(cls, share_prompt_prefix=True)`); `parts`: the class with every mixin part and every
-    callback part attached (`attach_parts`), as `up-trl train` builds its trainer."""
+    """`trainer_class(**kwargs)`, with the CPU saving and the mixin parts (`shared_prompt`: `with_parts(cls,
+    share_prompt_prefix=True)`) or every opt-in part attached (`parts`), as `up-trl train` builds it."""
     from up_trl.run.parts import attach_parts, with_parts
 
     if not (parts or shared_prompt):
@@ -78,6 +92,18 @@ def gradients(model, loss) -> list:
     grads = [p.grad.detach().clone() for p in model.parameters()]
     model.zero_grad()
     return grads
+
+
+def four_completions(vocab: int, g: torch.Generator) -> dict:
+    """A hand-made batch: 4 completions (6 positions, 6/3/5/1 real) of left-padded prompts, mixed-sign advantages."""
+    return dict(
+        prompt_ids=torch.randint(4, vocab, (4, 3), generator=g),
+        prompt_mask=torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]]),
+        completion_ids=torch.randint(4, vocab, (4, 6), generator=g),
+        completion_mask=torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
+        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5]),
+        num_items_in_batch=torch.tensor(4 * 15.0),
+    )
 
 
 def param_snapshots():
@@ -104,10 +130,17 @@ def assert_loss_leaves_batch_unchanged(trainer, batch):
         assert torch.equal(batch[k], before[k]), k
 
 
+def hub_folder(root, columns: dict) -> str:
+    """A folder laid out as a Hub dataset repo: its train split in data/train-00000-of-00001.parquet."""
+    from datasets import Dataset
+
+    (root / "data").mkdir(parents=True)
+    Dataset.from_dict(columns).to_parquet(str(root / "data" / "train-00000-of-00001.parquet"))
+    return str(root)
+
+
 def same_code_env() -> dict:
     """The environment for a subprocess that imports the up_trl this test imported (from any working directory)."""
-    from pathlib import Path
-
     import up_trl
 
     src = str(Path(up_trl.__file__).resolve().parents[1])
@@ -115,8 +148,7 @@ def same_code_env() -> dict:
 
 
 def argv(*words: str, **flags) -> list[str]:
-    """Command-line tokens: `words` split at spaces, then `--name value` per flag, in place of a `--name` already
-    there (a list: one token per item; a bool: true/false; None: the flag removed). Paths and JSON go in `flags`."""
+    """Tokens: `words` split at spaces, then `--name value` per flag (a list: one token each; None: removed)."""
     tokens = [token for word in words for token in word.split()]
     for name, value in flags.items():
         i = tokens.index(f"--{name}") if f"--{name}" in tokens else len(tokens)
@@ -128,8 +160,7 @@ def argv(*words: str, **flags) -> list[str]:
 
 
 def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4, **overrides) -> list[str]:
-    """`up-trl train`'s flags for a short run of the tiny model in `out`: 2 optimizer steps per rollout batch (the
-    offline default's, from its recipe), 16 problems, no plot; `overrides` as in `argv`, `flags` last (they win)."""
+    """`up-trl train`'s flags for a short run of the tiny model in `out` (`overrides` as in `argv`)."""
     import cli_rewards
 
     cli_rewards.reset()
@@ -139,20 +170,17 @@ def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4
 
 
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
-
 TINY = argv("--use_cpu true --bf16 false --max_steps 1 --per_device_train_batch_size 8 --num_generations 4",
             "--max_completion_length 4 --dataset_limit 16")  # fmt: skip
 
 
 class ModelLoaded(BaseException):
-    """Raised by `no_model_loads` when a model loads: a BaseException, so that `cli.main`'s catch-all of Exception
-    (one line for what escapes a library) cannot swallow it and the test fails loudly."""
+    """Raised by `no_model_loads`: a BaseException, so that `cli.main`'s catch-all cannot swallow it."""
 
 
 @pytest.fixture
 def no_model_loads(monkeypatch, tmp_path):
-    """Any model load fails the test; the working directory is an empty folder with an `outputs/quickstart` run
-    (a config.json naming a known model_type, and a weights file: files only, it never loads)."""
+    """Any model load fails the test; the working directory holds a fake `outputs/quickstart` run."""
     import transformers
 
     import up_trl.models.offline
@@ -174,18 +202,13 @@ def one_line(capsys, argv, command="train", code=2) -> str:
     """The single stderr line `up-trl COMMAND ARGV` ends with; it must exit `code`, with no traceback."""
     from up_trl.cli import main
 
-    if command == "train":
-        assert main(["train", *argv]) == code
-    else:
-        assert main(["eval", *argv]) == code
+    assert main([command, *argv]) == code  # "train" or "eval"
     err = [line for line in capsys.readouterr().err.strip().splitlines() if line.strip() and "examples/s]" not in line]
     assert len(err) == 1 and err[0].startswith(f"up-trl {command}: error: "), err  # datasets' progress bars aside
     return err[0].split(": error: ", 1)[1]
 
 
 # --- vLLM: tests marked `vllm` need vLLM's engine (`.ci/vllm_stack` installs its CPU build) ----------------------
-
-
 def pytest_collection_modifyitems(config, items):
     """Skip the `vllm` tests, with the reason, where vLLM is not installed (the default stack)."""
     import importlib.util
@@ -200,8 +223,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """UP_TRL_REQUIRE_VLLM=1 (set by .ci/vllm_stack): a skipped `vllm` test fails, whatever skipped it, since a
-    stack built to run them proves nothing by skipping them."""
+    """UP_TRL_REQUIRE_VLLM=1 (.ci/vllm_stack): a skipped `vllm` test fails."""
     outcome = yield
     report = outcome.get_result()
     if os.environ.get("UP_TRL_REQUIRE_VLLM") == "1" and report.skipped and item.get_closest_marker("vllm"):

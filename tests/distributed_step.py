@@ -1,18 +1,6 @@
-"""Two optimizer steps of UPGRPOTrainer on a fixed, hand-made generation batch, split across however many
-processes run this script; rank 0 saves the per-step loss and the full parameters to OUT.pt.
-
-python tests/distributed_step.py OUT.pt                                               # 1 process, no DeepSpeed
-accelerate launch --config_file configs/accelerate/zero3_cpu.yaml tests/distributed_step.py OUT.pt  # ZeRO-3
-
-Sampling differs with the number of processes (per-rank RNG), so generation is replaced by one fixed global batch
-of 8 completions (mixed-sign advantages, stale old_per_token_logps): each rank trains on its own contiguous rows.
-With the same global batch the global objective is the same, since DeepSpeed averages the ranks' gradients: dapo
-divides by the global token count over num_processes; grpo's per-rank sequence mean over ranks of equal size, and
-dr_grpo's per-rank sum over rows x max_completion_length, average to the global values. (bnpo is left out: TRL
-divides by each rank's own token count, by design not the global token mean.) SGD without clipping, so a wrong
-normalisation shows up in the update 1:1.
-Also home of `length_reward`, the dense reward `tests/test_distributed.py` passes to `up-trl train` by dotted path.
-"""
+"""Two SGD steps of UPGRPOTrainer on one fixed global batch of 8 stale completions, split across the processes that
+run `python tests/distributed_step.py OUT.pt` (or `accelerate launch ... tests/distributed_step.py OUT.pt`); rank 0
+saves the losses and parameters to OUT.pt. Also home of `length_reward` for `tests/test_distributed.py`."""
 
 from __future__ import annotations
 
@@ -27,8 +15,7 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo")
 
 
 def length_reward(completions, **kwargs):
-    """A dense reward with spread inside every group of a random model: shorter replies score higher, and a
-    checksum of the text (in [0, 1), the same in every process) breaks ties between replies of equal length."""
+    """Shorter replies score higher; a checksum of the text, the same in every process, breaks ties."""
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]
     return [-float(len(t)) + zlib.crc32(t.encode()) / 2**32 for t in texts]
 
@@ -39,15 +26,15 @@ def global_batch(model, vocab_size: int) -> dict[str, torch.Tensor]:
     prompt_mask = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]] * 2)
     lengths = torch.tensor([6, 3, 5, 1, 4, 6, 2, 5])
     completion_mask = (torch.arange(COMPLETION_LEN) < lengths.unsqueeze(1)).long()
-    batch = {
-        "prompt_ids": torch.randint(4, vocab_size, (BATCH, PROMPT_LEN), generator=g),
-        "prompt_mask": prompt_mask,
-        "completion_ids": torch.randint(4, vocab_size, (BATCH, COMPLETION_LEN), generator=g),
-        "completion_mask": completion_mask,
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.3, 1.5, -1.1]),
-        # TRL: gather(completion_mask.sum()).sum(), the whole generation batch's tokens over all ranks.
-        "num_items_in_batch": completion_mask.sum().float(),
-    }
+    # num_items_in_batch as TRL's gather(completion_mask.sum()).sum(): the generation batch's tokens over all ranks.
+    batch = dict(
+        prompt_ids=torch.randint(4, vocab_size, (BATCH, PROMPT_LEN), generator=g),
+        prompt_mask=prompt_mask,
+        completion_ids=torch.randint(4, vocab_size, (BATCH, COMPLETION_LEN), generator=g),
+        completion_mask=completion_mask,
+        num_items_in_batch=completion_mask.sum().float(),
+        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.3, 1.5, -1.1]),
+    )
     with torch.no_grad():
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
         attn = torch.cat([batch["prompt_mask"], completion_mask], 1)
@@ -75,6 +62,7 @@ def run(loss_type: str, out_dir: str) -> dict:
         def _generate_and_score_completions(self, inputs):
             return {k: v if k == "num_items_in_batch" else v[rows] for k, v in batch.items()}
 
+    # The same global batch of 8 for every process count; num_iterations=2: step 2 reuses it with the updated policy.
     args = UPGRPOConfig(
         output_dir=os.path.join(out_dir, loss_type),
         use_cpu=True,
@@ -85,10 +73,10 @@ def run(loss_type: str, out_dir: str) -> dict:
         loss_type=loss_type,
         up_mode="asymmetric",
         epsilon_high=0.28,
-        per_device_train_batch_size=BATCH // world,  # the same global batch of 8 for every process count
+        per_device_train_batch_size=BATCH // world,
         num_generations=4,
         max_completion_length=COMPLETION_LEN,
-        num_iterations=2,  # step 2 reuses the batch with the updated policy
+        num_iterations=2,
         max_steps=2,
         logging_steps=1,
         optim="sgd",
@@ -106,11 +94,12 @@ def run(loss_type: str, out_dir: str) -> dict:
     trainer.train()
     state = trainer.accelerator.get_state_dict(trainer.model_wrapped)  # ZeRO-3: gathered on rank 0 only
     zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
+    logged = {key: [h[key] for h in trainer.state.log_history if key in h] for key in ("loss", "grad_norm")}
+    final = {n: t.detach().float().cpu().clone() for n, t in (state or {}).items()}
     return {
-        "loss": [h["loss"] for h in trainer.state.log_history if "loss" in h],
-        "grad_norm": [h["grad_norm"] for h in trainer.state.log_history if "grad_norm" in h],
+        **logged,
         "initial": initial,
-        "final": {n: t.detach().float().cpu().clone() for n, t in (state or {}).items()},
+        "final": final,
         "world_size": trainer.accelerator.num_processes,
         "zero_stage": zero_stage,
     }

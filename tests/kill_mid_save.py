@@ -1,8 +1,6 @@
-"""`python kill_mid_save.py PIECE STEP ARGS...`: `up-trl train ARGS...`, killed by SIGKILL while it writes PIECE of
-checkpoint-STEP (the file left half written), as a lost node or the OOM killer would (tests/test_hostile.py).
-
-PIECE: model.safetensors, a file the save writes with `torch.save` (optimizer.pt, rng_state.pth,
-rollout_buffer_rank0.pt), trainer_state.json, or `mark` (every piece saved, killed before the completion mark)."""
+"""`python kill_mid_save.py PIECE STEP ARGS...`: `up-trl train ARGS...`, killed by SIGKILL while it writes PIECE
+(model.safetensors, optimizer.pt, rng_state.pth, rollout_buffer_rank0.pt, trainer_state.json, or `mark`: before the
+completion mark) of checkpoint-STEP."""
 
 import os
 import signal

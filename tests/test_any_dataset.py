@@ -1,28 +1,23 @@
-"""`--dataset_name` takes what `datasets.load_dataset` takes (a Hub id, a local folder, a data file) and a folder
-written by `save_to_disk`; `--reward_funcs` takes TRL's reward names. Everything is built locally: no Hub access."""
+"""`--dataset_name` takes what `load_dataset` takes and `save_to_disk` folders; `--reward_funcs` TRL's names."""
 
 import datasets
 import pytest
-from conftest import TINY, one_line, tiny_train_argv
+import trl.rewards
+from conftest import TINY, hub_folder, one_line, tiny_train_argv
 
+from up_trl.cli import train
 from up_trl.data import DataError, load_math_dataset
+from up_trl.models.offline import save_tiny_model
+from up_trl.rewards import get_reward_funcs
+from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS, check_reward_names
 
 CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
-
-
-def hub_folder(root, columns: dict) -> str:
-    """A folder laid out as a Hub dataset repo: its train split in data/train-00000-of-00001.parquet."""
-    (root / "data").mkdir(parents=True)
-    datasets.Dataset.from_dict(columns).to_parquet(str(root / "data" / "train-00000-of-00001.parquet"))
-    return str(root)
+SUMS = [str(2 * i) for i in range(16)]
 
 
 def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
-    """A `prompt` column (conversational or plain) is kept as written, no system turn added, and so is every other
-    column, `solution` too (TRL's rewards parse it); an `answer` column is read into `solution` when it has none."""
-    folder = hub_folder(
-        tmp_path / "chat", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)], "id": [*range(16)]}
-    )
+    """A `prompt` column and every other column are kept as written; `answer` fills a missing `solution`."""
+    folder = hub_folder(tmp_path / "chat", {"prompt": CHAT, "solution": SUMS, "id": [*range(16)]})
     rows = load_math_dataset(folder)
     assert len(rows) == 16 and rows.column_names == ["prompt", "solution", "id"]
     assert rows[3] == {"prompt": CHAT[3], "solution": "6", "id": 3}
@@ -34,18 +29,15 @@ def test_a_hub_layout_folder_loads_with_prompts_as_trl_takes_them(tmp_path):
 
 
 def test_a_prompt_column_gets_a_system_turn_only_when_asked(tmp_path):
-    """`system_prompt` is for problem columns; `prompt_system_prompt` (`up-trl train --system_prompt`) is put first
-    in a `prompt` column's prompts that have no system turn of their own."""
+    """`prompt_system_prompt` is put first in a `prompt` column's prompts that have no system turn."""
     own = [{"role": "system", "content": "Mine."}, {"role": "user", "content": "1 + 1?"}]
     folder = hub_folder(tmp_path / "mixed", {"prompt": [CHAT[0], own], "solution": ["0", "2"]})
     assert load_math_dataset(folder, system_prompt="S")["prompt"] == [CHAT[0], own]
     rows = load_math_dataset(folder, prompt_system_prompt="S")
     assert rows["prompt"] == [[{"role": "system", "content": "S"}, *CHAT[0]], own]
     plain = hub_folder(tmp_path / "plain", {"prompt": ["1 + 1?"], "solution": ["2"]})
-    assert load_math_dataset(plain, prompt_system_prompt="S")[0]["prompt"] == [
-        {"role": "system", "content": "S"},
-        {"role": "user", "content": "1 + 1?"},
-    ]
+    turns = [{"role": "system", "content": "S"}, {"role": "user", "content": "1 + 1?"}]
+    assert load_math_dataset(plain, prompt_system_prompt="S")[0]["prompt"] == turns
 
 
 def test_a_save_to_disk_folder_loads(tmp_path):
@@ -80,11 +72,6 @@ def test_a_hub_id_not_in_the_cache_offline_is_one_line_before_any_model_loads(no
 
 
 def test_trl_reward_names_are_trls_functions():
-    import trl.rewards
-
-    from up_trl.rewards import get_reward_funcs
-    from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS, check_reward_names
-
     assert get_reward_funcs(["accuracy_reward"]) == [trl.rewards.accuracy_reward]
     assert set(TRL_REWARD_FUNCS) <= set(trl.rewards.__all__)
     assert not set(TRL_REWARD_FUNCS) & (set(REWARD_FUNCS) | set(REWARD_FACTORIES))  # no name of ours changes meaning
@@ -92,10 +79,7 @@ def test_trl_reward_names_are_trls_functions():
 
 
 def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path):
-    from up_trl.cli import train
-    from up_trl.models.offline import save_tiny_model
-
-    folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": [str(2 * i) for i in range(16)]})
+    folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": SUMS})
     argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
     run = train([*argv, "--dataset_name", folder, "--dataset_train_split", "train"])
     assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()

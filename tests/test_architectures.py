@@ -1,13 +1,6 @@
-"""UP on the three architectures the paper trains: dense (the rest of the suite), mixture-of-experts and
-vision-language, each a tiny model built in code (no download).
-
-- MoE: a Qwen3-MoE with the router's load-balancing loss on, so that TRL's `aux_loss_enabled` path runs.
-- VL: a LLaVA (CLIP vision tower, Qwen2 text model) with its processor assembled offline, trained on a dataset with
-  an `image` column and conversational prompts, as TRL's GRPOTrainer expects for vision-language models.
-
-Each trains a few off-policy UP steps, and on a hand-made stale batch UP's loss and gradient equal the closed form
-(`reference.up_per_token_loss` with TRL's dapo normalisation by hand, on log-probs from TRL's own forward: experts
-routed, image features merged), as tests/test_trainer_gradients.py checks it on the dense model."""
+"""UP on mixture-of-experts (Qwen3-MoE with its router loss) and vision-language (LLaVA) tiny models built in code:
+a few off-policy steps train, and on a stale batch the loss and gradient equal the closed form (TRL's dapo
+normalisation), as tests/test_trainer_gradients.py checks on the dense model."""
 
 import math
 
@@ -15,7 +8,18 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import cpu_args, length_reward
+from conftest import cpu_args, four_completions, length_reward
+from datasets import Dataset
+from transformers import (
+    CLIPImageProcessor,
+    CLIPVisionConfig,
+    LlavaConfig,
+    LlavaForConditionalGeneration,
+    LlavaProcessor,
+    Qwen2Config,
+    Qwen3MoeConfig,
+    Qwen3MoeForCausalLM,
+)
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
@@ -35,12 +39,8 @@ VL_TEMPLATE = (  # ChatML, with content parts: an image part renders as the proc
 
 
 # --- tiny models, built in code --------------------------------------------------------------------------------
-
-
 def tiny_moe(router_aux_loss_coef=AUX_COEF, seed=0):
     """(model, tokenizer): a 2-layer, hidden-32 Qwen3-MoE, 4 experts, top-2, returning its router logits."""
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
-
     tokenizer = tiny_tokenizer()
     ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
     config = Qwen3MoeConfig(
@@ -57,17 +57,7 @@ def tiny_moe(router_aux_loss_coef=AUX_COEF, seed=0):
 
 
 def tiny_llava(seed=0):
-    """(model, processor): a LLaVA with a 2-layer CLIP vision tower on 28 x 28 images and a 2-layer Qwen2 text model;
-    the processor is a CLIP image processor and the tiny tokenizer with an `<image>` token and a template for it."""
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        Qwen2Config,
-    )
-
+    """(model, processor): a tiny LLaVA (CLIP vision tower, Qwen2 text model) and its offline processor."""
     tokenizer = tiny_tokenizer()
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     tokenizer.chat_template = VL_TEMPLATE
@@ -75,12 +65,13 @@ def tiny_llava(seed=0):
     image_processor = CLIPImageProcessor(
         size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
     )
+    # num_additional_image_tokens: CLIP's CLS token, which the "default" strategy drops
     processor = LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
         patch_size=PATCH_SIZE,
         vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,  # CLIP's CLS token, which the "default" strategy drops
+        num_additional_image_tokens=1,
         chat_template=VL_TEMPLATE,
     )
     vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -114,8 +105,6 @@ def random_images(n, seed=0):
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-
-
 def _train(tmp_path, model, processing_class, dataset, **overrides):
     """UP trains `max_steps=2` optimizer steps on one rollout batch (num_iterations=2: the second is off-policy)."""
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -159,15 +148,12 @@ def _make_stale(trainer, batch, seed):
 
 
 def _closed_form(trainer, batch, level, up_mode="asymmetric"):
-    """UP's dapo loss written out: `up_per_token_loss` on TRL's forward, summed over the completion tokens and
-    divided by TRL's dapo normaliser for one accumulation window."""
+    """UP's dapo loss written out: `up_per_token_loss` on TRL's forward, with TRL's dapo normaliser."""
     logps, _, _ = _forward(trainer, batch)
     mask = batch["completion_mask"].float()
     clip = dict(epsilon_low=trainer.epsilon_low, epsilon_high=trainer.epsilon_high)
-    old, advantages = batch["old_per_token_logps"], batch["advantages"]
-    per_token = up_per_token_loss(
-        logps, old, advantages, mask, **clip, importance_sampling_level=level, up_mode=up_mode
-    )
+    old, adv = batch["old_per_token_logps"], batch["advantages"]
+    per_token = up_per_token_loss(logps, old, adv, mask, **clip, importance_sampling_level=level, up_mode=up_mode)
     return (per_token * mask).sum() / (batch["num_items_in_batch"] * GA / SPG)
 
 
@@ -212,8 +198,6 @@ def _assert_up_differs_from_off(trainer, batch, level, up_grads):
 
 
 # --- mixture of experts ----------------------------------------------------------------------------------------
-
-
 @pytest.mark.xfail(
     transformers.__version__.startswith("5.17."),
     reason="transformers 5.17's Qwen3-MoE cannot generate with its router loss on: load_balancing_loss_func weights "
@@ -236,22 +220,10 @@ def test_moe_trains_off_policy_with_the_router_loss(tmp_path, prompts_dataset):
 
 
 def _moe_batch(trainer, tokenizer):
-    g = torch.Generator().manual_seed(0)
-    B, P, T = 4, 3, 6
-    batch = {
-        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
-        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]]),
-        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
-        "completion_mask": torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
-        "num_items_in_batch": torch.tensor(4 * 15.0),
-    }
-    return _make_stale(trainer, batch, seed=1)
+    return _make_stale(trainer, four_completions(len(tokenizer), torch.Generator().manual_seed(0)), seed=1)
 
 
 def _moe_setup(tmp_path_factory, coef):
-    from datasets import Dataset
-
     model, tokenizer = tiny_moe(router_aux_loss_coef=coef)
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     trainer = _grad_trainer(tmp_path_factory.mktemp("moe"), model, tokenizer, ds)
@@ -291,12 +263,8 @@ def test_moe_router_loss_is_the_parents_term_added_to_ups(moe_aux_setup, level):
 
 
 # --- vision-language -------------------------------------------------------------------------------------------
-
-
 @pytest.fixture
 def image_prompts():
-    from datasets import Dataset
-
     return Dataset.from_dict(
         {"image": random_images(16), "prompt": [[{"role": "user", "content": f"What is {i}?"}] for i in range(16)]}
     )
@@ -320,8 +288,7 @@ def test_vision_language_trains_on_images(tmp_path, image_prompts, monkeypatch):
         n = inputs["prompt_ids"].size(0)
         assert inputs["pixel_values"].shape == (n, 3, IMAGE_SIZE, IMAGE_SIZE) and inputs["num_images"] == [1] * n
         assert ((inputs["prompt_ids"] == processor.image_token_id).sum(1) == 4).all()
-    # and the policy gradient reaches the vision tower and the projector through them (CLIP's post-layernorm
-    # is not on LLaVA's feature path: it gets no gradient)
+    # and the gradient reaches the vision tower (CLIP's post-layernorm, off LLaVA's path, aside) and the projector
     vision = {n for n, _ in trainer.model.named_parameters() if "vision_tower" in n and "post_layernorm" not in n}
     assert vision and vision <= changed
     assert any("multi_modal_projector" in n for n in changed) and any("language_model" in n for n in changed)
@@ -333,31 +300,24 @@ def test_vision_language_trains_on_images(tmp_path, image_prompts, monkeypatch):
 
 
 def _vl_batch(trainer, processor):
-    """A hand-made batch as TRL's `_compute_loss` reads it for LLaVA: prompt_ids with the image tokens (left-padded,
-    as TRL pads prompts), pixel_values, num_images; completions of different lengths, mixed-sign advantages, stale
-    pi_old."""
+    """A stale LLaVA batch: left-padded prompts with image tokens, pixel_values, mixed-sign advantages."""
     images = random_images(4, seed=1)
-    texts = [
-        processor.apply_chat_template(
-            [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}],
-            add_generation_prompt=True,
-            tokenize=False,
-        )
-        for q in ("What is 1?", "Hi", "Which colour?", "2+2")
-    ]
+    questions = ("What is 1?", "Hi", "Which colour?", "2+2")
+    chats = [[{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}] for q in questions]
+    texts = [processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) for chat in chats]
     prompt = processor(images=images, text=texts, padding=True, return_tensors="pt")
     g = torch.Generator().manual_seed(0)
     B, T = 4, 6
-    batch = {
-        "prompt_ids": prompt["input_ids"],
-        "prompt_mask": prompt["attention_mask"],
-        "completion_ids": torch.randint(4, processor.image_token_id, (B, T), generator=g),  # no image token
-        "completion_mask": torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
-        "num_items_in_batch": torch.tensor(4 * 15.0),
-        "pixel_values": prompt["pixel_values"],
-        "num_images": [1] * B,
-    }
+    batch = dict(
+        prompt_ids=prompt["input_ids"],
+        prompt_mask=prompt["attention_mask"],
+        completion_ids=torch.randint(4, processor.image_token_id, (B, T), generator=g),  # no image token
+        completion_mask=torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
+        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5]),
+        num_items_in_batch=torch.tensor(4 * 15.0),
+        pixel_values=prompt["pixel_values"],
+        num_images=[1] * B,
+    )
     assert (batch["prompt_mask"] == 0).any()
     assert ((batch["prompt_ids"] == processor.image_token_id).sum(1) == 4).all()
     return _make_stale(trainer, batch, seed=1)
@@ -365,8 +325,6 @@ def _vl_batch(trainer, processor):
 
 @pytest.fixture(scope="module")
 def vl_setup(tmp_path_factory):
-    from datasets import Dataset
-
     model, processor = tiny_llava()
     ds = Dataset.from_dict({"image": random_images(4), "prompt": [[{"role": "user", "content": "hi"}]] * 4})
     trainer = _grad_trainer(tmp_path_factory.mktemp("vl"), model, processor, ds)
@@ -378,8 +336,7 @@ def test_vision_language_gradient_equals_closed_form(vl_setup, level):
     trainer, batch = vl_setup
     up_grads = _assert_equals_closed_form(trainer, batch, level)
     _assert_up_differs_from_off(trainer, batch, level, up_grads)
-    # The images matter to both sides: the completion log-probs depend on pixel_values, and the vision tower
-    # gets UP's gradient
+    # The images matter: the completion log-probs depend on pixel_values, and the vision tower gets UP's gradient
     with torch.no_grad():
         logps, _, _ = _forward(trainer, batch)
         other, _, _ = _forward(trainer, {**batch, "pixel_values": torch.randn_like(batch["pixel_values"])})

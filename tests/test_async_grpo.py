@@ -1,17 +1,14 @@
-"""UP on TRL's asynchronous GRPO trainer (`trl.experimental.async_grpo`), on CPU, without vLLM: the tests' own
-stand-ins (`async_rollout.py`, `tree_attention.py` beside this file) replace the vLLM sampler and the
-flash-attention-3 kernel, which the package itself requires.
-
-(a) exactness: on a packed, stale batch (TRL's own packer) with mixed-sign advantages, the trainer's loss and every
-    gradient equal a closed form written here; up_mode="off" is AsyncGRPOTrainer bit for bit;
-(b) the pure-PyTorch tree attention against the model's sdpa attention and against a per-query loop;
-(c) end to end with the in-process rollout worker: UP trains, differs from its parent, and "off" equals the parent;
-(d) the pieces of TRL this relies on (a contract: if TRL changes them, these fail loudly).
-"""
+"""UP on TRL's async GRPO trainer on CPU, with the tests' stand-ins for vLLM and flash-attention-3: the loss and
+every gradient equal a closed form on a packed stale batch, "off" is the parent bit for bit, the tree attention
+matches the model's own, end-to-end runs, and the TRL lines this relies on."""
 
 import inspect
 import math
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,11 +17,7 @@ from conftest import cpu_args
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
-from tree_attention import (
-    register_reference_tree_attention,
-    tree_attention_reference,
-    varlen_causal_attention,
-)
+from tree_attention import register_reference_tree_attention, tree_attention_reference, varlen_causal_attention
 from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 from trl.experimental.async_grpo import async_grpo_trainer as trl_async
 from trl.experimental.async_grpo.async_grpo_trainer import DataCollatorForRollout
@@ -33,6 +26,7 @@ from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_at
 
 from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
 from up_trl.models.offline import save_tiny_model
+from up_trl.run.parts import nonfinite_guard
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
 
@@ -67,10 +61,7 @@ def _trainer(checkpoint, dataset, args, parent=False, trainer_class=UPAsyncGRPOT
         return (AsyncGRPOTrainer if parent else trainer_class)(checkpoint, **kwargs, **rollout)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (a) exactness on a packed, stale batch
-
-
+# --- (a) exactness on a packed, stale batch --------------------------------------------------------------------------
 def _samples(vocab, seed=0):
     """Two prompt groups (so the tree shares prefixes), completions of different lengths, mixed-sign advantages."""
     g = torch.Generator().manual_seed(seed)
@@ -115,8 +106,7 @@ def stale_batch(checkpoint):
 
 
 def closed_form_loss(model, samples, up_mode, min_prob=None):
-    """sum over trained tokens of -A * pi/sg(pi) (routed) or -min(r A, clip(r) A), divided by their count and GA.
-    With `min_prob`, routed tokens rare when sampled keep the clip."""
+    """Mean over trained tokens of -A pi/sg(pi) (routed) or the clipped term, over GA; `min_prob`: rare keep it."""
     terms = []
     for sample in samples:
         logp = _sampled_logps(model, sample)
@@ -172,9 +162,8 @@ def test_loss_and_every_gradient_equal_the_closed_form(case, checkpoint, prompts
 
 def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale_batch, parent_result, tmp_path):
     parent_loss, parent_grads = parent_result
-    off_loss, off_grads = _loss_and_grads(
-        _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off")), stale_batch[1]
-    )
+    off = _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off"))
+    off_loss, off_grads = _loss_and_grads(off, stale_batch[1])
     assert torch.equal(off_loss, parent_loss)
     assert all(torch.equal(off_grads[name], grad) for name, grad in parent_grads.items())
 
@@ -202,10 +191,7 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
     assert trainer._metrics["train"]["up/negative_tokens"] == [(n_negative, 1.0)]
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (b) the tree attention reference
-
-
+# --- (b) the tree attention reference --------------------------------------------------------------------------------
 def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(checkpoint):
     register_reference_tree_attention()
     plain = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa").eval()
@@ -219,15 +205,12 @@ def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(c
         row.add(sample)
     packed = row.pack()
     with torch.no_grad():
-        logits = tree(
-            input_ids=packed["input_ids"][None],
-            position_ids=packed["position_ids"][None],
-            tree_kv_index=packed["tree_kv_index"],
-            tree_cu_seqlens_q=packed["tree_cu_seqlens_q"],
-            tree_cu_seqlens_k=packed["tree_cu_seqlens_k"],
-            tree_max_seqlen_q=int(packed["tree_max_seqlens"][0]),
-            tree_max_seqlen_k=int(packed["tree_max_seqlens"][1]),
-        ).logits[0]
+        tree_kwargs = {k: packed[k] for k in ("tree_kv_index", "tree_cu_seqlens_q", "tree_cu_seqlens_k")}
+        tree_kwargs |= dict(
+            tree_max_seqlen_q=int(packed["tree_max_seqlens"][0]), tree_max_seqlen_k=int(packed["tree_max_seqlens"][1])
+        )
+        logits = tree(input_ids=packed["input_ids"][None], position_ids=packed["position_ids"][None], **tree_kwargs)
+        logits = logits.logits[0]
         for i, sample in enumerate(samples):
             expected = plain(input_ids=sample["input_ids"][None]).logits[0, :-1]
             got = logits[packed["token_index"][packed["segment_id"] == i]]
@@ -267,10 +250,7 @@ def test_varlen_reference_matches_a_per_query_loop(window, softcap):
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (c) end to end with the in-process rollout worker
-
-
+# --- (c) end to end with the in-process rollout worker ---------------------------------------------------------------
 def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
     trainer = _trainer(checkpoint, prompts, args, parent=parent, **rollout_kwargs)
     trainer.train()
@@ -280,9 +260,8 @@ def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
 def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(checkpoint, prompts, tmp_path):
     overrides = dict(max_steps=4, weight_sync_steps=1, max_staleness=4)
     fill = dict(groups_per_fill=4)  # 16 samples a fill, 8 a step: every second step trains one-version-old samples
-    parent, parent_params = _train(
-        checkpoint, prompts, _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides), parent=True, **fill
-    )
+    parent_args = _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides)
+    parent, parent_params = _train(checkpoint, prompts, parent_args, parent=True, **fill)
     off, off_params = _train(checkpoint, prompts, _args(tmp_path / "o", up_mode="off", **overrides), **fill)
     up, up_params = _train(checkpoint, prompts, _args(tmp_path / "u", **overrides), **fill)
 
@@ -305,8 +284,6 @@ def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, pro
     trainer.model.train()  # the parent logs `_metrics["train"]` in training mode
     trainer._metrics["train"].clear()
     trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
-    from up_trl.run.parts import nonfinite_guard
-
     nonfinite_guard(trainer).record(3)  # the part's count, through the same `_metrics`
     trainer.log({})
     logged = trainer.state.log_history[-1]
@@ -318,9 +295,8 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
     """old_log_probs are the sampler copy's log-probabilities of the sampled tokens, tagged with its version."""
     args = _args(tmp_path)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    worker = in_process_rollout(
-        checkpoint, train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args
-    )["rollout_worker"]
+    kwargs = dict(train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args)
+    worker = in_process_rollout(checkpoint, **kwargs)["rollout_worker"]
     worker.update_model_version(3)
     samples = worker.generate_group(0, prompts[0])
     assert len(samples) == args.num_generations and all(isinstance(s, RolloutSample) for s in samples)
@@ -332,14 +308,11 @@ def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_pa
         ids, mask = torch.tensor(sample.input_ids), torch.tensor(sample.completion_mask)
         logits = worker.sampler(input_ids=ids[None]).logits[0, :-1]
         logps = torch.log_softmax(logits / args.temperature, -1).gather(-1, ids[1:, None]).squeeze(-1)
-        torch.testing.assert_close(
-            torch.tensor(sample.old_log_probs)[1:][mask[1:].bool()], logps[mask[1:].bool()], rtol=0, atol=1e-5
-        )
+        trained = mask[1:].bool()
+        torch.testing.assert_close(torch.tensor(sample.old_log_probs)[1:][trained], logps[trained], rtol=0, atol=1e-5)
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# (d) what this relies on inside TRL
-
+# --- (d) what this relies on inside TRL ------------------------------------------------------------------------------
 COMPUTE_LOSS = inspect.getsource(AsyncGRPOTrainer.compute_loss)
 RELIED_ON = [
     # the parent reads the advantages UP zeroes from the batch it is handed, with this selection
@@ -370,8 +343,7 @@ def test_async_compute_loss_still_has(line):
 
 
 def test_the_tests_cpu_stand_ins_still_fit_trl():
-    # if TRL changes these, only the stand-ins beside this file break, not the package
-    # async_grpo_on_cpu swaps these two module-level names, called once each in the constructor
+    # async_grpo_on_cpu swaps these two names the constructor calls (if TRL changes them, only the stand-ins break)
     init = inspect.getsource(AsyncGRPOTrainer.__init__)
     assert "register_tree_attention()" in init and "get_peak_flops_per_device(self.accelerator, dtype)" in init
     assert callable(trl_async.register_tree_attention) and callable(trl_async.get_peak_flops_per_device)
@@ -400,11 +372,6 @@ def test_config_refusals(tmp_path):
 
 
 def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, str(script), "--steps", "2"]

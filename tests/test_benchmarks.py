@@ -7,11 +7,17 @@ import statistics
 import subprocess
 import sys
 from importlib import import_module as _load  # benchmarks/<name>.py (pytest's pythonpath has benchmarks/)
-from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+import up_trl.models.offline
+from up_trl.cli import parse_train_args
+from up_trl.models.offline import save_tiny_model, tiny_tokenizer
+from up_trl.trainers.collapse_warning import UP_ADVICE
+from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
 
 @pytest.mark.slow
@@ -52,25 +58,21 @@ def test_sample_efficiency_rloo_pair(tmp_path):
     assert "| UP-RLOO |" in (tmp_path / "none" / "table.md").read_text()
 
 
-def test_sample_efficiency_async_pair_needs_a_gpu_and_a_vllm_server(capsys):
-    with pytest.raises(SystemExit):  # refused before any model is built
-        _load("sample_efficiency").main(["--configs", "AsyncGRPO"])
-    assert "need a CUDA GPU and a vLLM server" in capsys.readouterr().err
-
-
-def test_sample_efficiency_async_pair_refuses_corrupted_rewards(capsys, monkeypatch):
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # past the GPU check
-    with pytest.raises(SystemExit):  # refused before any model is built
-        _load("sample_efficiency").main(["--configs", "AsyncGRPO", "--corruption", "flip20"])
-    assert "--corruption none and --num_iterations 1 only" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    "gpu, flags, message",
+    [(False, [], "need a CUDA GPU and a vLLM server"), (True, ["--corruption", "flip20"], "--corruption none and")],
+)
+def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, monkeypatch, gpu, flags, message):
+    """Without a GPU and a vLLM server, or with corrupted rewards (past the GPU check): refused, no model built."""
+    if gpu:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    with pytest.raises(SystemExit):
+        _load("sample_efficiency").main(["--configs", "AsyncGRPO", *flags])
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
-    from up_trl.models.offline import save_tiny_model
-
     path = save_tiny_model(tmp_path / "tiny")
     flags = "--num_prompts 2 --num_generations 2 --max_completion_length 4 --threads 1"
     _load("learning_signal").main(["--model_name_or_path", path, *flags.split()])
@@ -103,30 +105,18 @@ def test_scorer_cases_cover_the_issue():
     assert issue[("Answer: 3n + 12", "12")] == 0 and issue[("The answer is 5 - 2i.", "2")] == 0
 
 
-def test_scorer_heldout_cases_format():
-    """The held-out cases (written by hand without reading the reward's rules; the data file is the record, its
-    provenance is on docs/benchmarks/scorer.md): a format check only, not a score."""
-    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_heldout.jsonl").read_text().splitlines()
+@pytest.mark.parametrize("name, least, blind2", [("heldout", 200, False), ("blind2", 250, True)])
+def test_scorer_heldout_and_blind2_cases_format(name, least, blind2):
+    """The held-out and second blind sets (provenance on docs/benchmarks/scorer.md): a format check, not a score."""
+    lines = (ROOT / f"benchmarks/data/scorer_cases_{name}.jsonl").read_text().splitlines()
     cases = [json.loads(line) for line in lines]
-    assert len(cases) >= 200
-    assert {c["label"] for c in cases} == {0, 1}
+    assert len(cases) >= least and {c["label"] for c in cases} == {0, 1}
     assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
     pairs = [(c["completion"], c["gold"]) for c in cases]
     assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
-
-
-def test_scorer_blind2_cases_format():
-    """The second blind set (written blind, committed before any scoring; provenance on docs/benchmarks/scorer.md):
-    a format check only, not a score."""
-    lines = (ROOT / "benchmarks" / "data" / "scorer_cases_blind2.jsonl").read_text().splitlines()
-    cases = [json.loads(line) for line in lines]
-    assert len(cases) >= 250
-    assert {c["label"] for c in cases} == {0, 1}
-    assert 0.4 < sum(c["label"] for c in cases) / len(cases) < 0.6  # about half right, half wrong
-    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
-    assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k"}
-    pairs = [(c["completion"], c["gold"]) for c in cases]
-    assert len(set(pairs)) == len(pairs), "duplicate (completion, gold) pairs"
+    if blind2:  # about half right, half wrong
+        assert 0.4 < sum(c["label"] for c in cases) / len(cases) < 0.6
+        assert {c["source"].split(":")[0] for c in cases} == {"math500", "gsm8k"}
 
 
 def test_scorer_cases_generator_is_deterministic(tmp_path):
@@ -141,10 +131,8 @@ def test_scorer_smoke_run(capsys):
     assert result["cases"] == 20 and result["right"] + result["wrong"] == 20
     for name in ("up-trl", "trl", "math-verify"):
         m = result[name]
-        assert (
-            m["true_positives"] + m["false_positives"] + m["false_negatives"] + m["true_negatives"] + m["skipped"]
-            == 20
-        )
+        counts = ("true_positives", "false_positives", "false_negatives", "true_negatives", "skipped")
+        assert sum(m[k] for k in counts) == 20
         assert m["items_per_s"] > 0
     assert "CPU" in result["machine"]
 
@@ -181,8 +169,6 @@ def test_step_profile_splits_a_step_into_phases():
 
 @pytest.mark.slow
 def test_step_profile_compare_interleaves_two_trainings(tmp_path):
-    from up_trl.models.offline import save_tiny_model
-
     tiny = save_tiny_model(tmp_path / "tiny")
     flags = (
         f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
@@ -211,12 +197,8 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
     # -A (self-anchored ratio) where DAPO's has -min(r, clip(r)) A: the losses differ far beyond rounding.
     stale = {r["config"]: r["loss_curve"] for r in report["runs"] if r["level"] == 4}
     assert max(abs(a - b) for (_, a), (_, b) in zip(stale["DAPO"], stale["UP-DAPO"])) > 1e-4
-    assert report["levels"]["4"] == {
-        "per_device_train_batch_size": 32,
-        "steps_per_generation": 4,
-        "num_iterations": 1,
-        "updates_per_rollout": 4,
-    }
+    level = dict(per_device_train_batch_size=32, steps_per_generation=4, num_iterations=1, updates_per_rollout=4)
+    assert report["levels"]["4"] == level
     assert [(row["pair"], row["updates_per_rollout"]) for row in report["summary"]] == [("DAPO", 1), ("DAPO", 4)]
     assert json.loads((tmp_path / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
     assert (tmp_path / "staleness.png").read_bytes()[:4] == b"\x89PNG"
@@ -226,27 +208,25 @@ def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path
 
 
 def _real_run(pair, up, seed, avg, pass_):
-    return {
-        "pair": pair,
-        "config": ("UP-" if up else "") + pair,
-        "seed": seed,
-        "after": {"avg@4": avg, "pass@4": pass_},
-    }
+    return dict(pair=pair, config=("UP-" if up else "") + pair, seed=seed, after={"avg@4": avg, "pass@4": pass_})
 
 
 def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
     module = _load("real_model")
     runs = [
-        _real_run("DAPO", False, 0, 0.2, 0.5),
-        _real_run("DAPO", True, 0, 0.3, 0.5),
-        _real_run("DAPO", False, 1, 0.4, 0.75),
-        _real_run("DAPO", True, 1, 0.3, 0.5),
-        _real_run("DAPO", False, 2, 0.25, 0.5),
-        _real_run("DAPO", True, 2, 0.45, 1.0),
-        _real_run("DAPO", False, 3, 0.9, 1.0),
-        _real_run("GSPO", False, 0, 0.1, 0.25),
-        _real_run("GSPO", True, 0, 0.1, 0.5),
+        _real_run(*r)
+        for r in [
+            ("DAPO", False, 0, 0.2, 0.5),
+            ("DAPO", True, 0, 0.3, 0.5),
+            ("DAPO", False, 1, 0.4, 0.75),
+            ("DAPO", True, 1, 0.3, 0.5),
+            ("DAPO", False, 2, 0.25, 0.5),
+            ("DAPO", True, 2, 0.45, 1.0),
+            ("DAPO", False, 3, 0.9, 1.0),
+            ("GSPO", False, 0, 0.1, 0.25),
+            ("GSPO", True, 0, 0.1, 0.5),
+        ]
     ]
     dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
     assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
@@ -269,8 +249,6 @@ PAIR_SETTINGS = dict(model="m", dataset="arithmetic", arithmetic_ops=["add"], de
 
 
 def test_real_model_pair_differs_only_in_up_mode():
-    from up_trl.cli import parse_train_args
-
     module = _load("real_model")
     settings = PAIR_SETTINGS
     for pair in module.PAIRS:
@@ -285,8 +263,6 @@ def test_real_model_pair_differs_only_in_up_mode():
 
 
 def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
-    import up_trl.models.offline
-
     monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: "m")
     module = _load("real_model")
     flags = ["--dataset", "arithmetic", "--benchmark", "arithmetic", "--output_dir", str(tmp_path), "--report_only"]
@@ -306,9 +282,7 @@ def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_re
 
 
 def _git_status() -> list[str] | None:
-    """What a benchmark could have written into the checkout: untracked files (listed one by one) and changed
-    tracked files under benchmarks/ (`git status --porcelain`), or None outside a git checkout. Edits elsewhere in
-    the checkout while the test runs do not count."""
+    """Untracked files and changed files under benchmarks/, or None outside a git checkout."""
     try:
         cmd = ["git", "status", "--porcelain", "--untracked-files=all"]
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -321,9 +295,7 @@ def _git_status() -> list[str] | None:
 
 @pytest.mark.slow
 def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
-    """Run as a user runs them, without --output_dir: their outputs go under outputs/benchmarks/ of the working
-    folder (here a temporary one, so that the test writes nothing into the checkout), and the checkout's `git status`
-    is the same before and after (no default names a folder beside the scripts)."""
+    """Without --output_dir, outputs go under outputs/benchmarks/ and `git status` is unchanged."""
     before = _git_status()
     if before is None:
         pytest.skip("not a git checkout")
@@ -338,25 +310,18 @@ def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
 
 
 def test_no_benchmark_writes_into_its_results_folder_by_default():
-    """Only an explicit --output_dir writes under benchmarks/results/ (the published figures): no default names it.
-    Checked in the code (docstrings aside) of every script, so scripts too slow to run here are covered too."""
+    """No script's code names benchmarks/results/ as a default output folder."""
     for script in sorted((ROOT / "benchmarks").glob("*.py")):
         tree = ast.parse(script.read_text())
         documented = [n for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))]
         docstrings = {id(n.body[0].value) for n in documented if n.body and isinstance(n.body[0], ast.Expr)}
-        strings = [
-            n.value
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
-        ]
+        constants = [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and id(n) not in docstrings]
+        strings = [n.value for n in constants if isinstance(n.value, str)]
         assert not [v for v in strings if v.startswith("benchmarks/results") or v == "results"], script.name
 
 
 def test_results_stay_compact():
-    """The committed results are what the docs cite, in a compact form: under 6 MB in all (three collapse studies'
-    per-step curves are most of it; the second and third keep only the 5 curves their rules and forecasts read,
-    `collapse_settings.REPORT_CURVES`), curves in Parquet (no JSON file holds megabytes of per-step values), no
-    study's partial file."""
+    """The committed results: under 6 MB in all, curves in Parquet (no JSON over 400 kB), no partial file."""
     files = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.is_file()]
     total = sum(p.stat().st_size for p in files)
     assert total < 6_000_000, f"benchmarks/results holds {total / 1e6:.1f} MB: keep curves in curves.parquet"
@@ -391,8 +356,6 @@ def test_collapse_cause_results_read_back(tmp_path):
 @pytest.fixture
 def cause(monkeypatch):
     """benchmarks/collapse_cause.py, with the trainer methods its `install` patches restored after the test."""
-    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
-
     monkeypatch.setattr(UPGRPOTrainer, "_routes", UPGRPOTrainer._routes)
     monkeypatch.setattr(UPGRPOTrainer, "_compute_loss", UPGRPOTrainer._compute_loss)
     return _load("collapse_cause")
@@ -400,13 +363,6 @@ def cause(monkeypatch):
 
 def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
     """A routing ANDs UP's routes (where pi_old is anchored) with its class of positive tokens, off-policy only."""
-    from types import SimpleNamespace
-
-    import torch
-
-    from up_trl.models.offline import tiny_tokenizer
-    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
-
     eos = tiny_tokenizer().eos_token_id
     trainer = SimpleNamespace(up_mode="asymmetric", up_positive_min_prob=None, importance_sampling_level="token")
     probs = torch.tensor([[0.5, 0.9, 0.01, 0.9], [0.5, 0.01, 0.9, 0.9]])  # answer, tail likely / rare, EOS
@@ -434,9 +390,7 @@ def test_collapse_cause_routing_anchors_only_the_routed_class(cause):
 
 @pytest.mark.slow
 def test_collapse_cause_records_token_statistics_as_committed_and_routes_change_the_run(cause, tmp_path):
-    """A part-1 run records one row per loss call in the committed tokens.parquet's columns, and changes nothing in
-    the run (the routing "UP (all positive tokens)" gives the same curves); withholding the unclipped branch from all
-    but the rare tokens changes the run."""
+    """A part-1 run records the committed token columns and changes nothing; routing only rare tokens does."""
     import pyarrow.parquet as pq
 
     settings = dict(task="tail", level=4, max_steps=4, learning_rate=1e-3, final_window=50)
@@ -466,8 +420,7 @@ def test_gpu_suite_safe_pair_gives_the_rare_clip_to_up_only(tmp_path):
 
 
 def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
-    """benchmarks/real_model_report.py on a hand-made results folder: the paired avg@k difference with its 2-SE
-    interval, the steps-to-reach ratio with a censored seed, failures, and the README sentence for each outcome."""
+    """real_model_report.py on hand-made runs: paired difference, steps ratio, failures, the README sentence."""
     bench = _load("bench")
     report_module = _load("real_model_report")
 
@@ -526,8 +479,7 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
 
 
 def test_collapse_rescue_counts_recovery_from_the_resume_on():
-    """benchmarks/collapse_rescue.py: a resumed run has recovered at the first step after the resume from which the
-    true accuracy never falls below the collapse bound (0.05) again; never, if it ends below it."""
+    """Recovered at the first step after the resume from which accuracy stays above 0.05; else never."""
     rescue = _load("collapse_rescue")
     curve = [[1, 0.3], [5, 0.0], [9, 0.0], [13, 0.06], [17, 0.02], [21, 0.1], [25, 0.2]]
     assert rescue.recovered_at(curve, after=5) == 21
@@ -616,14 +568,11 @@ def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
     runs = module.rare_clip_runs(ROOT / "benchmarks" / "results")
     alone = module.count([run for run in runs if module.setting(run)[0] == "rare clip alone"])
     assert (alone["trajectories"], alone["runaways"]) == (193, 3)  # README, docs/collapse.md, UP_ADVICE
-    from up_trl.trainers.collapse_warning import UP_ADVICE
-
     assert "3 of 193" in UP_ADVICE
 
 
 def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
-    """benchmarks/testbed_pilot.py's condition (issue 48): mean over seeds of (DAPO's dev avg@k - the base model's)
-    above 2 SE of that mean, every pilot seed finished, and no run collapsed."""
+    """The pilot condition: mean gain over the base above 2 SE, every seed finished, no collapse."""
     module = _load("testbed_pilot")
 
     def runs(values, collapsed=()):
@@ -658,10 +607,7 @@ def test_testbed_pilot_table_says_not_decided_when_a_candidate_did_not_finish():
 
 
 def test_real_model_rare_clip_goes_to_ups_runs_only_and_names_them():
-    """--up_positive_min_prob 0.05 (issue 48's "UP-DAPO + rare clip"): UP's runs get the up_dapo recipe's rare clip,
-    the parent's runs stay the dapo recipe's, and the config names say which is which."""
-    from up_trl.cli import parse_train_args
-
+    """--up_positive_min_prob 0.05 goes to UP's runs only, and the config names say so."""
     module = _load("real_model")
     settings = {**PAIR_SETTINGS, "arithmetic_ops": ["mul1"], "up_positive_min_prob": 0.05}
     parent, up = (module.train_argv(settings, "DAPO", mode, 1, "out") for mode in ("off", "asymmetric"))

@@ -1,12 +1,14 @@
-"""The run's model card (the opt-in part `RunCardMixin`, which `up-trl train` uses; the UP trainers alone write
-TRL's card, `test_drop_in.py`): TRL's card of a tiny trained run plus what only the run knows (the model and data TRL
-cannot link, the objective, settings, final metrics, the training curve), for every kind of model, data and loss."""
+"""The run's model card (`RunCardMixin`): TRL's card plus what only the run knows."""
 
 from pathlib import Path
 
 import pytest
 from conftest import build, cpu_args, length_reward
+from trl.trainer.base_trainer import _BaseTrainer
 
+from up_trl import UPGRPOTrainer
+from up_trl.data import load_math_dataset
+from up_trl.models.offline import save_tiny_model
 from up_trl.run.card import describe_dataset, objective_name
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
@@ -43,10 +45,6 @@ def test_objective_name(loss_type, level, up_mode, expected):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
-    from up_trl import UPGRPOTrainer
-    from up_trl.data import load_math_dataset
-    from up_trl.models.offline import save_tiny_model
-
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
     trainer = build(
@@ -179,10 +177,7 @@ def test_describe_dataset_links_only_hub_sets():
 
 
 def test_the_card_is_trls_plus_the_runs(trained, monkeypatch, tmp_path):
-    """TRL's card with the trainer's own `create_model_card` (the parent's: `super()`), then the run's additions; on
-    the main process only, as TRL's."""
-    from trl.trainer.base_trainer import _BaseTrainer
-
+    """TRL's card from the parent's `create_model_card`, then the run's additions, on the main process only."""
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "output_dir", str(tmp_path))
     _BaseTrainer.create_model_card(trainer, model_name="m", dataset_name="openai/gsm8k")

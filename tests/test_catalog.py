@@ -1,13 +1,14 @@
-"""Recipes and accelerate configs are package data, found by name: `--config up_dapo`, `up-trl recipes`,
-`--accelerate_config zero3` (launched through accelerate, as `trl grpo --accelerate_config` does)."""
+"""Recipes and accelerate configs are package data found by name; `--accelerate_config` launches accelerate."""
 
 import os
 from pathlib import Path
 
+import accelerate.commands.launch as launch_module
 import pytest
 import yaml
+from conftest import ROOT
 
-from up_trl.cli import main, parse_train_args
+from up_trl.cli import main, parse, parse_train_args
 from up_trl.cli.catalog import (
     CatalogError,
     accelerate_config_names,
@@ -18,7 +19,6 @@ from up_trl.cli.catalog import (
 )
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_recipes_and_accelerate_configs_live_in_the_package():
@@ -30,8 +30,7 @@ def test_recipes_and_accelerate_configs_live_in_the_package():
 
 
 def test_the_checkouts_configs_accelerate_are_the_configs_found_by_name():
-    """One copy in git: the top-level configs/accelerate/*.yaml (`accelerate launch --config_file
-    configs/accelerate/zero3.yaml`) are the files `--accelerate_config NAME` finds, through the package's symlink."""
+    """configs/accelerate/*.yaml are the files `--accelerate_config NAME` finds (one copy in git)."""
     folder = ROOT / "configs" / "accelerate"
     if not folder.is_dir():
         pytest.skip("not a checkout (an installed wheel): no configs/accelerate/")
@@ -79,12 +78,7 @@ def test_up_trl_recipes_lists_every_recipe_with_what_it_trains(capsys):
 
 
 def test_accelerate_config_launches_through_accelerate(monkeypatch):
-    """The job's flags stay the job's (checked before the launch); accelerate's own flags (with their values) go to
-    accelerate launch."""
-    import accelerate.commands.launch as launch_module
-
-    from up_trl.cli import parse
-
+    """The job's flags stay the job's; accelerate's own flags go to accelerate launch."""
     launched, checked = [], []
     monkeypatch.setattr(launch_module, "launch_command", launched.append)
     monkeypatch.setattr(parse, "check_train_args", checked.append)  # up_dapo's use_vllm needs vllm installed
@@ -112,8 +106,6 @@ def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):
 )
 def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, capsys, tmp_path):
     # The same one line as without --accelerate_config, and accelerate is never started.
-    import accelerate.commands.launch as launch_module
-
     def refuse(args):
         raise AssertionError("accelerate launch was called for a command line with a usage error")
 

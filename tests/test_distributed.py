@@ -1,9 +1,4 @@
-"""DeepSpeed ZeRO-3 on CPU (2 processes, gloo) through `accelerate launch`: the real `up-trl train` end to end, and
-two optimizer steps that equal one plain process's on the same global batch.
-
-Needs `pip install -e ".[deepspeed]"` (CI installs it). The first launch on a machine JIT-compiles DeepSpeed's
-shared-memory op (~1 min, cached in ~/.cache/torch_extensions); later launches take ~15 s each.
-"""
+"""DeepSpeed ZeRO-3 on CPU (2 processes): `up-trl train` end to end, and steps equal to one process's."""
 
 import importlib.util
 import json
@@ -16,13 +11,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import argv, tiny_train_argv
+import yaml
+from conftest import ROOT, argv, tiny_train_argv
 from distributed_step import LOSS_TYPES
+from transformers import AutoModelForCausalLM
 
 from up_trl.cli.catalog import accelerate_config_path
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.checkpoints import checkpoint_problem, read_mark
 from up_trl.trainers.grpo_trainer import UP_METRICS
 
-ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
 ZERO3_CPU = accelerate_config_path("zero3_cpu")
 
@@ -63,18 +61,13 @@ def _run(cmd: list[str], timeout: int = 480) -> subprocess.CompletedProcess:
 
 
 def test_cli_train_under_zero3_on_two_processes(tmp_path):
-    from transformers import AutoModelForCausalLM
-
-    from up_trl.models.offline import save_tiny_model
-
     tiny = save_tiny_model(tmp_path / "tiny")
     data = tmp_path / "arithmetic.jsonl"
     data.write_text(
         "".join(json.dumps({"problem": f"{i} + {i + 3} = ?", "answer": str(2 * i + 3)}) + "\n" for i in range(32))
     )
     out = tmp_path / "out"
-    # The quickstart recipe's values for what is not set here (a named model alone takes TRL's defaults); the
-    # registry's default reward (0 for a random model) plus a dense one, so every group has a spread.
+    # The quickstart recipe fills what is not set here; a dense reward beside the default one gives every group spread.
     rewards = ["math_accuracy", "distributed_step.length_reward"]
     line = "--config quickstart --max_steps 2 --num_iterations 2 --per_device_train_batch_size 4 --num_generations 4"
     line += " --max_completion_length 8 --learning_rate 1e-2 --logging_steps 1 --use_cpu true --bf16 false"
@@ -104,10 +97,7 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
 
 
 def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
-    """`up-trl train` on 2 ZeRO-3 processes saving every step with `--save_total_limit 1` (save, rotation and mark
-    steps at every step and at the end): the command line."""
-    from up_trl.models.offline import save_tiny_model
-
+    """The command line of `up-trl train` on 2 ZeRO-3 processes saving every step, `--save_total_limit 1`."""
     tiny = tmp_path / "tiny"
     model = str(tiny) if tiny.exists() else save_tiny_model(tiny)
     line = "--dataset_name arithmetic --use_cpu true --bf16 false --report_to none --save_steps 1 --save_total_limit 1"
@@ -118,10 +108,7 @@ def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
 
 
 def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
-    """`up-trl train` on 2 ZeRO-3 processes saving every step with `--save_total_limit 1`: each process marks the
-    files it wrote (its RNG state, rollout batch and ZeRO shards), and the one checkpoint kept is complete."""
-    from up_trl.run.checkpoints import checkpoint_problem, read_mark
-
+    """2 ZeRO-3 processes saving every step: each marks its own files; the checkpoint kept is complete."""
     out = tmp_path / "out"
     _run(_two_process_save_run(tmp_path, out))
     assert [p.name for p in out.glob("checkpoint-*")] == ["checkpoint-2"]
@@ -159,10 +146,7 @@ sys.exit(cli.main(["train"]))
 
 
 def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
-    """`up-trl train` in one of several launched processes ends without the interpreter's teardown
-    (`run.ending.exit_launched_process`): a C++ worker thread that retakes the GIL late cannot abort it. The same
-    process ending the plain way aborts every time (checked first, so this test can tell the two apart); with the
-    call in `cli.main` removed, this test failed 20 runs of 20."""
+    """A launched process skips the interpreter's teardown, so a late C++ thread cannot abort it."""
     plain = subprocess.run([sys.executable, "-c", LATE_THREAD, "plain"], capture_output=True, text=True, timeout=300)
     if plain.returncode == 0:
         pytest.skip("this interpreter does not end a thread that retakes the GIL during its teardown")
@@ -172,10 +156,7 @@ def test_a_launched_process_exits_0_with_a_worker_thread_still_in_cpp():
 
 
 def test_two_processes_exit_0_on_a_busy_machine(tmp_path):
-    """End to end: the same 2-process ZeRO-3 run twice beside two processes that keep both cores busy, and every run
-    exits 0. Before the processes of a run left together and ended without the interpreter's teardown (`run.job`),
-    rank 1 aborted at exit in about 2 runs of 5 under such load (a gloo worker thread asking for the GIL while the
-    interpreter shut down); the test above reproduces that abort every time."""
+    """The same 2-process ZeRO-3 run twice beside two busy processes: every run exits 0."""
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     try:
         for run in range(2):
@@ -215,8 +196,6 @@ def test_zero3_two_processes_equal_one_process(one_and_two_processes, loss_type)
 
 
 # --- examples/multi_process.py: a Python script under `accelerate launch` ------------------------------------------
-
-
 def _example_on_two_processes(config_file: str, out: Path) -> dict:
     """examples/multi_process.py under `accelerate launch CONFIG` (2 processes, tiny model): rank 0's JSON line."""
     cmd = _launch(config_file, ROOT / "examples" / "multi_process.py", "--output_dir", out)
@@ -224,21 +203,13 @@ def _example_on_two_processes(config_file: str, out: Path) -> dict:
 
 
 def test_the_multi_process_example_trains_under_zero3(tmp_path):
-    from transformers import AutoModelForCausalLM
-
     result = _example_on_two_processes(str(ZERO3_CPU), tmp_path / "out")
     assert (result["processes"], result["sharding"]) == (2, "deepspeed") and len(result["rewards"]) >= 2
     AutoModelForCausalLM.from_pretrained(tmp_path / "out")  # the weights gathered from both processes, loadable
 
 
 def test_fsdp_on_cpu_runs_as_plain_data_parallel(tmp_path):
-    """Why FSDP is not tested on CPU: accelerate (1.16) turns FSDP on only for GPU-like devices (`AcceleratorState`
-    sets FSDP for MULTI_GPU, XPU, ...; a CPU launch stays MULTI_CPU), so `configs/accelerate/fsdp2.yaml` on CPU trains
-    as data parallel. The day this fails, FSDP runs on CPU: test it here and say so in docs/launching.md."""
-    import yaml
-
-    from up_trl.cli.catalog import accelerate_config_path
-
+    """On CPU accelerate runs `fsdp2.yaml` as data parallel; when this fails, test FSDP here."""
     config = yaml.safe_load(Path(accelerate_config_path("fsdp2")).read_text())
     assert config["distributed_type"] == "FSDP" and config["fsdp_config"]["fsdp_version"] == 2
     config |= {"use_cpu": True, "mixed_precision": "no", "num_processes": 2}

@@ -1,35 +1,30 @@
-"""What the README and the documentation show runs, as written: every runnable code block is extracted and run here
-(CPU, offline).
-
-The convention, for README.md and docs/**/*.md:
-
-- A ```python or ```bash block is runnable and runs here as written, unless the line just before its fence is
-  `<!-- not run: REASON -->` (a GPU line, a command of minutes, an install, ...): the reason is required, and the
-  block is then only shown. Other fences (```text, ```yaml, ```bibtex, ...) are not code.
-- A ```text block whose fence follows the line `<!-- output -->` is what the runnable block before it prints; the
-  test compares the two.
-- Python blocks run in a fresh interpreter in an empty temporary folder; bash blocks run with `bash -euo pipefail`
-  in the repository root (they name repository paths). Both offline, on one torch thread.
-
-The README's example (its first runnable block) trains SmolLM2-135M-Instruct for 10 steps. The test runs it as
-written but for `max_steps` (4: two rollout batches, the second with an off-policy update, where UP acts): it trains,
-prints one reward per rollout batch, and the model card it writes reports them. That the rewards rise over the 10
-steps was measured, not tested (a test of learning needs the whole run, minutes on a busy 2-core machine).
-"""
+"""Every runnable ```python / ```bash block of README.md and docs/**/*.md runs here as written (CPU, offline),
+unless the line before its fence is `<!-- not run: REASON -->`; a ```text block after `<!-- output -->` is what
+the block before it prints. Python runs in an empty temporary folder, bash in the repository root. The README's
+example runs with `max_steps` 4."""
 
 from __future__ import annotations
 
 import ast
+import inspect
+import json
 import os
 import re
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import nbformat
 import pytest
+from conftest import ROOT
+from nbclient import NotebookClient
+from safetensors.torch import load_file
 
-ROOT = Path(__file__).resolve().parents[1]
+from up_trl.trainers.grpo_trainer import UPGRPOTrainer
+from up_trl.trainers.rloo_trainer import UPRLOOTrainer
+
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 RUNNABLE = ("python", "bash")
 NOT_RUN = re.compile(r"^<!-- not run: (\S.*?) -->$")
@@ -97,12 +92,8 @@ def test_every_block_is_runnable_or_says_why_not():
         assert block.language, f"{block.id}: a fence without a language (```python, ```bash, ```text, ...)"
         if block.not_run is not None:
             assert block.language in RUNNABLE, f"{block.id}: a not-run mark before a ```{block.language} block"
-    marks = [
-        f"{p.relative_to(ROOT)}:{n}"
-        for p in PAGES
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if line.startswith("<!-- not run")
-    ]
+    lines = [(p, n, line) for p in PAGES for n, line in enumerate(p.read_text().splitlines(), 1)]
+    marks = [f"{p.relative_to(ROOT)}:{n}" for p, n, line in lines if line.startswith("<!-- not run")]
     attached = [f"{b.page.relative_to(ROOT)}:{b.line - 1}" for b in ALL if b.not_run is not None]
     assert marks == attached, "a <!-- not run: REASON --> mark that is malformed or not right before a fence"
 
@@ -124,8 +115,7 @@ README_TEST_STEPS = 4  # the fewest that show two rollout batches, each with its
 
 @pytest.mark.slow
 def test_readme_example_runs(tmp_path):
-    """The README's drop-in example, as written but for fewer steps: it trains, prints a reward per rollout batch,
-    and writes TRL's card naming UP."""
+    """The README's example, with fewer steps: it trains, prints rewards, writes TRL's card naming UP."""
     assert README_EXAMPLE.code.count("max_steps=10,") == 1 and "steps_per_generation=2," in README_EXAMPLE.code
     code = README_EXAMPLE.code.replace("max_steps=10,", f"max_steps={README_TEST_STEPS},")
     shortened = replace(README_EXAMPLE, code=code)
@@ -149,16 +139,9 @@ def test_readme_is_a_front_page():
 
 def test_the_method_page_shows_the_override_as_it_is():
     """docs/method.md shows `UPGRPOTrainer._compute_loss` whole: the block must be the source, line for line."""
-    import inspect
-    import textwrap
-
-    from up_trl.trainers.grpo_trainer import UPGRPOTrainer
-
     source = textwrap.dedent(inspect.getsource(UPGRPOTrainer._compute_loss)).rstrip()
     shown = [b.code.rstrip() for b in blocks(ROOT / "docs" / "method.md") if b.code.startswith("def _compute_loss")]
     assert shown == [source]
-    from up_trl.trainers.rloo_trainer import UPRLOOTrainer
-
     for method in (UPGRPOTrainer._compute_loss, UPRLOOTrainer._compute_loss):  # UP in one screen
         assert len(inspect.getsource(method).splitlines()) <= 25, method.__qualname__
 
@@ -178,6 +161,73 @@ def test_the_maintainers_map_names_every_module_once():
     modules = sorted(str(p.relative_to(ROOT / "src" / "up_trl")) for p in (ROOT / "src" / "up_trl").rglob("*.py"))
     packages_with_an_init_only = {m for m in modules if m.endswith("/__init__.py")} - set(listed)
     assert sorted(set(listed)) == sorted(listed), "a module listed twice"
-    assert sorted(set(listed) | packages_with_an_init_only) == modules, set(modules) ^ (
-        set(listed) | packages_with_an_init_only
+    found = set(listed) | packages_with_an_init_only
+    assert sorted(found) == modules, set(modules) ^ found
+
+
+def unresolved_references(html: str) -> list[str]:
+    """`[name]` or `[]` left in the visible text of a page (code and preformatted blocks aside: `inverse[b]` there is
+    Python). An unresolved `[`UPGRPOConfig`]` renders as `[<code>UPGRPOConfig</code>]`, so it shows as `[]` here.
+
+    >>> unresolved_references("<p>see [<code>UPGRPOConfig</code>] and <code>first[u]</code></p>")
+    ['see []']
+    """
+    html = re.sub(r"<(pre|code)\b[^>]*>.*?</\1>", "", html, flags=re.S)
+    text = re.sub(r"<[^>]+>", "", html)
+    return [text[max(0, m.start() - 40) : m.end()].strip() for m in re.finditer(r"\[\s*\]|\[[A-Za-z_][\w.]*\]", text)]
+
+
+@pytest.mark.skipif(not (ROOT / "mkdocs.yml").exists(), reason="a checkout's docs")
+def test_api_reference_has_no_unresolved_cross_reference(tmp_path):
+    pytest.importorskip("mkdocs")
+    site = tmp_path / "site"
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    pages = sorted((site / "api").rglob("*.html"))
+    assert pages, "no API pages were built"
+    found = {str(p.relative_to(site)): refs for p in pages if (refs := unresolved_references(p.read_text()))}
+    assert not found, f"unresolved cross-references in the API reference: {found}"
+
+
+@pytest.mark.slow
+def test_quickstart_script(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "reward" in out.stdout and "s/step" in out.stdout
+    # its own folder, never the main job's outputs/quickstart
+    assert (tmp_path / "outputs" / "quickstart-example" / "model.safetensors").exists()
+    assert not (tmp_path / "outputs" / "quickstart").exists()
+
+
+def test_lora_example_trains_only_the_adapters(tmp_path):
+    run = [sys.executable, str(ROOT / "examples" / "lora.py"), "--max_steps", "4"]
+    out = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ,
+                         "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert 0 < result["trainable_share"] < 0.5 and len(result["rewards"]) == 2
+    adapter = load_file(tmp_path / "outputs" / "lora-example" / "adapter_model.safetensors")
+    assert adapter and all("lora_" in name for name in adapter)  # the adapter alone was saved
+    assert not (tmp_path / "outputs" / "lora-example" / "model.safetensors").exists()
+
+
+@pytest.mark.slow
+def test_notebook_runs_top_to_bottom(tmp_path):
+    notebook = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+    assert "asymmetric: reward" in printed and "off: reward" in printed
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the plot was drawn

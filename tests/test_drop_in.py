@@ -1,31 +1,47 @@
-"""The drop-in changes only the objective: with default arguments a UP trainer and its TRL parent, built with the
-same arguments, have the same callbacks but UP's collapse warning (which only logs), the same reward functions, the
-same warnings filters, the same checkpoint files and TRL's own model card (naming UP); no setup the parent accepts is
-refused. What up-trl offers beyond UP is opt-in (`up_trl.run.parts`), one line each, and `up-trl train` attaches all
-of it. The import closure of each trainer module stays small enough to read (AST, like `test_import_graph`)."""
+"""The drop-in changes only the objective: a UP trainer and its TRL parent built alike have the same callbacks (but
+the collapse warning), rewards, warnings filters, checkpoint files and TRL's card; nothing the parent accepts is
+refused; the extras are opt-in parts; each trainer's import closure stays small."""
 
 from __future__ import annotations
 
 import ast
+import copy
+import inspect
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 from conftest import cpu_args, length_reward
+from datasets import Dataset
 from test_import_graph import MODULES, imported_modules
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
-from up_trl import UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+import up_trl.run.job
+from up_trl import UPAsyncGRPOTrainer, UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+from up_trl.cli.parse import trainer_classes
+from up_trl.models.offline import tiny_model_and_tokenizer
+from up_trl.run.checkpoints import rollout_file
+from up_trl.run.parts import (
+    LeadingIndicatorsMixin,
+    NonFiniteGuardCallback,
+    ResumeSettingsMixin,
+    RolloutCheckpointMixin,
+    RunCardMixin,
+    UsualFileModesCallback,
+    attach_parts,
+    nonfinite_guard,
+    record_unscorable,
+    with_parts,
+)
 from up_trl.trainers.collapse_warning import CollapseWarningCallback
+from up_trl.trainers.grpo_config import check_up_compatible
 
 
 def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=length_reward, train=False, **overrides):
-    """(parent, UP trainer) on copies of the tiny model, the same arguments but UP's config class (RLOO: beta 0
-    unless set, as its reference would reload from a model built in code). `train`: each is trained as it is built,
-    so both start from the same seeded state."""
-    import copy
-
+    """(parent, UP trainer) on copies of the tiny model with the same arguments; `train`: each trained."""
     model, tokenizer = tiny
     parent_cls, up_cls, parent_config, up_config = {
         "grpo": (GRPOTrainer, UPGRPOTrainer, GRPOConfig, UPGRPOConfig),
@@ -42,13 +58,7 @@ def pair(tmp_path, tiny, dataset, kind="grpo", up_mode="asymmetric", reward=leng
     ):
         settings = dict(steps_per_generation=2, **shared, **extra)
         args = cpu_args(tmp_path / name, config_class=config_cls, **settings)
-        trainer = cls(
-            model=copy.deepcopy(model),
-            reward_funcs=reward,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        trainer = cls(copy.deepcopy(model), reward, args=args, train_dataset=dataset, processing_class=tokenizer)
         if train:
             trainer.train()
         trainers.append(trainer)
@@ -72,8 +82,7 @@ def test_the_parents_callbacks_and_reward_functions_and_no_warnings_filter(tmp_p
 
 
 def test_the_collapse_warning_only_logs(tmp_path, tiny, prompts_dataset):
-    """What a UP trainer adds that acts during training: its collapse warning, which never changes `control` unless
-    `up_stop_on_collapse` is set (checked here on a run that triggers it)."""
+    """The collapse warning never changes `control` unless `up_stop_on_collapse` is set."""
     callback = CollapseWarningCallback()
     control = type("Control", (), {"should_training_stop": False, "should_save": False})()
     state = type("State", (), {"global_step": 0, "is_world_process_zero": True})()
@@ -86,9 +95,8 @@ def test_the_collapse_warning_only_logs(tmp_path, tiny, prompts_dataset):
 
 @pytest.mark.parametrize("kind", ["grpo", "rloo"])
 def test_checkpoints_hold_the_parents_files_and_off_trains_as_the_parent(tmp_path, tiny, prompts_dataset, kind):
-    parent, up = pair(
-        tmp_path, tiny, prompts_dataset, kind, "off", train=True, save_strategy="steps", save_steps=1, max_steps=2
-    )
+    saving = dict(save_strategy="steps", save_steps=1, max_steps=2)
+    parent, up = pair(tmp_path, tiny, prompts_dataset, kind, "off", train=True, **saving)
     for step in (1, 2):
         parent_files = sorted(p.name for p in (tmp_path / "parent/out" / f"checkpoint-{step}").iterdir())
         up_files = sorted(p.name for p in (tmp_path / "up/out" / f"checkpoint-{step}").iterdir())
@@ -101,10 +109,7 @@ def test_checkpoints_hold_the_parents_files_and_off_trains_as_the_parent(tmp_pat
 
 
 def test_no_setup_the_parent_accepts_is_refused(tmp_path, tiny):
-    """A dataset smaller than one generation batch (TRL's sampler drops the partial batch): the parent builds, so
-    does UP; UP refuses only what UP cannot apply (`check_up_compatible`)."""
-    from datasets import Dataset
-
+    """A dataset smaller than a generation batch builds in both; UP refuses only what it cannot apply."""
     small = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
     parent, up = pair(tmp_path, tiny, small)
     assert len(up.train_dataset) == len(parent.train_dataset) == 1
@@ -114,10 +119,7 @@ def test_no_setup_the_parent_accepts_is_refused(tmp_path, tiny):
 
 @pytest.mark.parametrize("kind", ["grpo", "rloo"])
 def test_a_model_object_with_a_kl_behaves_as_in_the_parent(tmp_path, prompts_dataset, kind):
-    """beta > 0 with a model built in code: TRL reloads its reference from `config._name_or_path` (empty here) and
-    fails; the UP trainer fails the same way (nothing of its own in between)."""
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
+    """beta > 0 with a model built in code: the UP trainer fails as TRL's does."""
     errors = []
     for index in range(2):
         model, tokenizer = tiny_model_and_tokenizer(seed=0)
@@ -146,30 +148,12 @@ def test_the_model_card_is_trls_naming_up(tmp_path, tiny, prompts_dataset):
 
 
 def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, prompts_dataset):
-    from up_trl.run.parts import (
-        LeadingIndicatorsMixin,
-        NonFiniteGuardCallback,
-        ResumeSettingsMixin,
-        RolloutCheckpointMixin,
-        RunCardMixin,
-        UsualFileModesCallback,
-        attach_parts,
-        nonfinite_guard,
-        record_unscorable,
-        with_parts,
-    )
-
     class MyTrainer(RolloutCheckpointMixin, ResumeSettingsMixin, UPGRPOTrainer):
         pass  # noqa: E701 (one line)
 
     model, tokenizer = tiny
-    trainer = MyTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=cpu_args(tmp_path, steps_per_generation=2),
-        train_dataset=prompts_dataset,
-        processing_class=tokenizer,
-    )
+    args = cpu_args(tmp_path, steps_per_generation=2)
+    trainer = MyTrainer(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
     assert names(trainer.callback_handler.callbacks)[0] == "RolloutCheckpointCallback"
     trainer.add_callback(nonfinite_guard(trainer))
     trainer.add_callback(UsualFileModesCallback())
@@ -181,10 +165,7 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
     parts = (RunCardMixin, LeadingIndicatorsMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
     assert built.__mro__[1:5] == parts
     assert built.__name__ == "UPGRPOTrainer" and issubclass(built, UPGRPOTrainer)
-    assert issubclass(NonFiniteGuardCallback, object) and callable(attach_parts)
-    import inspect
-
-    import up_trl.run.job
+    assert callable(attach_parts)
 
     source = inspect.getsource(up_trl.run.job.run_job)
     assert "with_parts(trainer_cls, script_args.share_prompt_prefix)" in source  # `up-trl train` attaches them all
@@ -193,14 +174,7 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
 
 @pytest.mark.parametrize("kind, share", [("grpo", False), ("grpo", True), ("rloo", True), ("async_grpo", False)])
 def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
-    """Under `up-trl train` (`with_parts`), a method defined by two of up_trl's classes in the trainer's MRO is
-    defined by each but the last to call the next through `super()`, by design, and says so in its docstring: no
-    pair of mixins that works only in one order."""
-    import inspect
-
-    from up_trl.cli.parse import trainer_classes
-    from up_trl.run.parts import with_parts
-
+    """A method two of our classes define in a run's MRO calls the next through `super()`, and says so."""
     mro = with_parts(trainer_classes(kind)[1], share_prompt_prefix=share).__mro__
     ours = [c for c in mro if c.__module__.startswith("up_trl")]
     defined: dict[str, list] = {}
@@ -219,29 +193,16 @@ def test_a_runs_trainer_overrides_a_method_once_or_through_super(kind, share):
 
 
 # --- the import closure a reader opens to follow a trainer -----------------------------------------------------------
-
-TRAINER_MODULES = [
-    "up_trl.trainers.grpo_trainer",
-    "up_trl.trainers.rloo_trainer",
-    "up_trl.trainers.async_grpo_trainer",
-]
+TRAINER_MODULES = [f"up_trl.trainers.{kind}_trainer" for kind in ("grpo", "rloo", "async_grpo")]
 
 
 def module_level_imports(name: str) -> set[str]:
     """The up_trl modules `name` imports at module level (not inside a function), package `__init__`s included."""
     tree = ast.parse(MODULES[name].read_text())
-    top = ast.Module(
-        body=[n for n in tree.body if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
-        + [
-            n
-            for c in tree.body
-            if isinstance(c, ast.ClassDef)
-            for n in c.body
-            if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        ],
-        type_ignores=[],
-    )
-    return imported_modules(name, ast.unparse(top)) | packages_of(name)
+    functions = ast.FunctionDef | ast.AsyncFunctionDef
+    body = [n for n in tree.body if not isinstance(n, functions | ast.ClassDef)]
+    body += [n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body if not isinstance(n, functions)]
+    return imported_modules(name, ast.unparse(ast.Module(body=body, type_ignores=[]))) | packages_of(name)
 
 
 def all_imports(name: str) -> set[str]:
@@ -290,18 +251,12 @@ def test_a_trainers_import_closure_fits_a_reading(module):
 
 
 def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
-    """The parts fill TRL gaps, not UP's: on TRL's GRPOTrainer the checkpoint holds the rollout batch and the
-    non-finite and unscorable counts are logged; the run's card, which describes UP's settings, is left out."""
-    from up_trl.run.checkpoints import rollout_file
-    from up_trl.run.parts import RunCardMixin, attach_parts, with_parts
-
+    """On TRL's GRPOTrainer the parts save the rollout batch and log the counts; no run card."""
     model, tokenizer = tiny
     built = with_parts(GRPOTrainer)
     assert RunCardMixin not in built.__mro__
     args = cpu_args(tmp_path, config_class=GRPOConfig, steps_per_generation=2, save_strategy="steps", save_steps=1)
-    trainer = built(
-        model=model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer
-    )
+    trainer = built(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
     attach_parts(trainer)
     trainer.train()
     assert Path(rollout_file(tmp_path / "out/checkpoint-1", 0)).is_file()
@@ -311,23 +266,7 @@ def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
 
 
 def test_each_part_is_safe_where_it_cannot_act():
-    """Async GRPO takes the resume settings but not the rollout batch (it buffers none: refused in one line); under
-    DeepSpeed the guard is a callback that does nothing (its engine owns the step), so the one line never breaks."""
-    from types import SimpleNamespace
-
-    from transformers import TrainerCallback
-
-    from up_trl import UPAsyncGRPOTrainer
-    from up_trl.run.parts import (
-        LeadingIndicatorsMixin,
-        NonFiniteGuardCallback,
-        ResumeSettingsMixin,
-        RolloutCheckpointMixin,
-        RunCardMixin,
-        nonfinite_guard,
-        with_parts,
-    )
-
+    """Async GRPO refuses the rollout-batch part; under DeepSpeed the guard is a no-op callback."""
     assert with_parts(UPAsyncGRPOTrainer).__mro__[1:4] == (RunCardMixin, LeadingIndicatorsMixin, ResumeSettingsMixin)
     assert RolloutCheckpointMixin not in with_parts(UPAsyncGRPOTrainer).__mro__
 
@@ -341,10 +280,7 @@ def test_each_part_is_safe_where_it_cannot_act():
 
 
 def test_off_accepts_any_loss_type_the_parent_builds_with():
-    """An unknown loss_type: TRL builds the trainer and fails at the first loss; `up_mode="off"` does the same, and
-    UP refuses it when the config is built (UP applies to the clipped surrogates only)."""
-    from up_trl.trainers.grpo_config import check_up_compatible
-
+    """An unknown loss_type is left to the parent under "off" and refused under UP."""
     check_up_compatible("off", "not_a_loss")  # nothing refused: left to the parent
     with pytest.raises(ValueError, match="Unknown loss_type='not_a_loss'"):
         check_up_compatible("asymmetric", "not_a_loss")
@@ -352,10 +288,7 @@ def test_off_accepts_any_loss_type_the_parent_builds_with():
 
 @pytest.mark.parametrize("plain", [False, True], ids=["changed_up_config", "plain_parent_config"])
 def test_the_trainer_runs_the_configs_one_check(tmp_path, tiny, prompts_dataset, plain):
-    """`check_up` runs when a UP config is built and again in the trainer: a UP config changed since (here to UP on
-    a loss UP does not apply to) and a plain GRPOConfig are refused before the model is touched."""
-    from trl import GRPOConfig
-
+    """A UP config changed since it was built, and a plain GRPOConfig, are refused by the trainer."""
     if plain:
         args = GRPOConfig(output_dir=str(tmp_path), loss_type="sapo", use_cpu=True, bf16=False, report_to="none")
     else:

@@ -1,8 +1,4 @@
-"""When epsilon_high still acts under UP: only through the dual clip, for A < 0, when delta < 1 + epsilon_high.
-
-TRL's loss for A < 0 is |A| * max(min(r, delta), clip(r, 1 - eps_low, 1 + eps_high)), which is one clip:
-|A| * clip(r, 1 - eps_low, max(delta, 1 + eps_high)) (delta = inf when None). UP leaves A > 0 unclipped, so
-eps_high changes nothing unless delta < 1 + eps_high, and then it replaces delta as the cap."""
+"""Under UP epsilon_high acts only through the dual clip, for A < 0, when delta < 1 + epsilon_high."""
 
 import math
 from pathlib import Path

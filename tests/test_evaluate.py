@@ -4,10 +4,16 @@ import json
 import re
 
 import pytest
-from conftest import argv, one_line
+from conftest import argv, one_line, tiny_train_argv
+from transformers import AutoModelForCausalLM, GenerationConfig
 
+import up_trl.speedups.shared_prompt as shared_prompt
+from up_trl.cli import train
 from up_trl.cli.eval_command import main
-from up_trl.evaluation.evaluate import score_benchmark
+from up_trl.data.arithmetic import arithmetic_problems
+from up_trl.evaluation.base import loadable_base, recorded_base_model
+from up_trl.evaluation.config import parse_eval_args
+from up_trl.evaluation.evaluate import benchmark_sets, score_benchmark
 from up_trl.evaluation.pass_at_k import (
     default_ks,
     equivalence_tables,
@@ -16,6 +22,8 @@ from up_trl.evaluation.pass_at_k import (
     pass_at_k,
     score_problem,
 )
+from up_trl.models.offline import save_tiny_model
+from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
 
 @pytest.mark.parametrize(
@@ -74,8 +82,6 @@ def test_majority_vote_by_spelling_alone_would_be_wrong():
 
 def test_equivalence_tables_verify_only_against_representatives():
     """Round by round, each answer is compared with the groups formed before it; identical strings need none."""
-    from up_trl.rewards import CORRECT, TIMEOUT, WRONG
-
     groups = [
         [("1/2", "number"), ("0.5", "number"), ("1/2", "number"), ("3", "number")],
         [None, ("y", "phrase"), ("x", "phrase")],
@@ -101,11 +107,19 @@ def test_score_problem_row_and_default_ks():
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
 
 
-def test_maj_at_k_with_real_math_verify():
-    """End to end through the reward's extraction and math-verify: three spellings of 1/2 outvote two 3s."""
-    samples = [["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"]]
-    summary, rows = score_benchmark(samples, ["\\frac{1}{2}"], 5)
-    assert rows[0]["avg@5"] == 0.6 and rows[0]["maj@5"] == 1.0
+@pytest.mark.parametrize(
+    "samples, gold, avg",
+    [  # three spellings of 1/2 outvote two 3s; an unevaluated echo ("71 + 88" twice) is no answer, so no vote
+        (["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"], "\\frac{1}{2}", 0.6),
+        (["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"], "159", 1 / 3),
+    ],
+    ids=["spellings_of_one_half", "echo"],
+)
+def test_maj_at_k_votes_on_the_answers_the_reward_judged(samples, gold, avg):
+    """End to end through the reward's extraction and math-verify."""
+    k = len(samples)
+    summary, rows = score_benchmark([samples], [gold], k)
+    assert rows[0][f"avg@{k}"] == pytest.approx(avg) and rows[0][f"maj@{k}"] == 1.0
     assert summary["problems"] == 1 and summary["excluded"] == {"gold_unparseable": 0, "timeout": 0}
 
 
@@ -124,8 +138,6 @@ class StubReward:
 
 def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
     """Problem 1 has a timed-out sample, problem 2 an unparseable gold: neither counts as wrong."""
-    from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
-
     samples = [["\\boxed{1}", "\\boxed{2}"], ["\\boxed{1}", "\\boxed{1}"], ["\\boxed{1}", "\\boxed{5}"]]
     reward = StubReward([CORRECT, WRONG, CORRECT, TIMEOUT, GOLD_UNPARSEABLE, GOLD_UNPARSEABLE])
     summary, rows = score_benchmark(samples, ["1", "1", "???"], 2, reward=reward)
@@ -148,13 +160,7 @@ def test_bad_input_is_refused_before_the_model_loads(monkeypatch, capsys, flags,
 
 
 def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
-    """--arithmetic_split dev: the dev problems (for choosing settings), none of test's or train's, recorded in
-    eval.json and eval.md; test stays the default; refused in one line beside a benchmark that is not arithmetic."""
-    from up_trl.data.arithmetic import arithmetic_problems
-    from up_trl.evaluation.config import parse_eval_args
-    from up_trl.evaluation.evaluate import benchmark_sets
-    from up_trl.models.offline import save_tiny_model
-
+    """--arithmetic_split dev scores the dev problems only, records it, and is refused off arithmetic."""
     assert parse_eval_args([]).arithmetic_split == "test"
     args = parse_eval_args(["--arithmetic_ops", "mul", "--arithmetic_split", "dev"])
     data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
@@ -177,11 +183,6 @@ def test_arithmetic_split_dev_scores_the_dev_problems_only(tmp_path, capsys):
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
-    from up_trl.data.arithmetic import arithmetic_problems
-    from up_trl.evaluation.config import parse_eval_args
-    from up_trl.evaluation.evaluate import benchmark_sets
-    from up_trl.models.offline import save_tiny_model
-
     args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30"])
     assert parse_eval_args([]).arithmetic_ops == ["mul1"]
     data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
@@ -211,8 +212,6 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
 
 
 def test_tiny_model_end_to_end(tmp_path):
-    from up_trl.models.offline import save_tiny_model
-
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
     flags = "--benchmarks gsm8k math500 --k 2 --limit 2 --max_new_tokens 4 --save_samples"
@@ -230,8 +229,6 @@ def test_tiny_model_end_to_end(tmp_path):
 
 def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
     """--temperature 0 used to crash (greedy decoding with num_return_sequences > 1)."""
-    from up_trl.models.offline import save_tiny_model
-
     model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
     flags = "--benchmarks gsm8k --k 4 --limit 2 --temperature 0 --max_new_tokens 4"
@@ -243,10 +240,7 @@ def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
 
 
 def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
-    """No options: the model `up-trl train` left in outputs/quickstart, the held-out arithmetic problems, scored
-    as they were trained (no system prompt, 64 tokens, temperature 1); else the base model, said so."""
-    from up_trl.evaluation.config import parse_eval_args
-
+    """No options: the quickstart run (else the base model) on the held-out arithmetic, as trained."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("up_trl.models.offline.smollm2_path", lambda: "/base/smollm2")
     args = parse_eval_args([])
@@ -264,19 +258,8 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
 
 
-def test_maj_at_k_votes_on_the_answers_the_reward_judged():
-    """An unevaluated echo ("71 + 88") is no answer for the reward, so it must not outvote a right answer either."""
-    samples = [["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"]]  # raw strings: "71 + 88" twice
-    summary, rows = score_benchmark(samples, ["159"], 3)
-    assert rows[0]["avg@3"] == pytest.approx(1 / 3) and rows[0]["maj@3"] == 1.0
-
-
 def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):
-    """CPU eval lays out the k copies of a prompt as `num_return_sequences` does and prefills each prompt once
-    (`--share_prompt_prefix`, on by default): the same samples as k prefills (`false`)."""
-    import up_trl.speedups.shared_prompt as shared_prompt
-    from up_trl.models.offline import save_tiny_model
-
+    """Each prompt is prefilled once for its k samples, which equal those of k prefills."""
     seen = []
     real = shared_prompt.distinct_prompts
     monkeypatch.setattr(shared_prompt, "distinct_prompts", lambda *a: seen.append(real(*a)) or seen[-1])
@@ -298,12 +281,7 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
 
 
 def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp_path):
-    """A saved generation config with num_return_sequences=2: the shared path still gives k samples per problem,
-    the same as the num_return_sequences=k path."""
-    from transformers import GenerationConfig
-
-    from up_trl.models.offline import save_tiny_model
-
+    """A saved num_return_sequences=2 leaves k samples per problem, shared or not."""
     model = save_tiny_model(tmp_path / "tiny")
     GenerationConfig(num_return_sequences=2, do_sample=True).save_pretrained(model)
     samples = {}
@@ -318,8 +296,94 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
 
 
 def test_a_dashed_option_is_refused_as_train_refuses_it(capsys):
-    """HfArgumentParser also takes `--top-p` for `--top_p`; `up-trl train` refuses that spelling, and so does eval
-    (before, the range line said "top_p 2 (the default)" of a value typed on the line)."""
+    """`--top-p` (a dashed spelling) is refused, as `up-trl train` refuses it."""
     with pytest.raises(SystemExit) as exit:
         main(["--top-p", "2"])
     assert exit.value.code == 2 and "unrecognized arguments: --top-p" in capsys.readouterr().err
+
+
+EVAL = "--benchmarks gsm8k --k 2 --limit 2 --max_new_tokens 4".split()
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory):
+    """A 1-step `up-trl train` run of a tiny model: its run record names the base folder."""
+    root = tmp_path_factory.mktemp("eval-base")
+    base = save_tiny_model(root / "tiny-base")
+    reward = "tests.conftest.length_reward"
+    train(tiny_train_argv(base, root / "run", reward=reward, max_steps=1, learning_rate="1e-1"))
+    return root / "run", base
+
+
+@pytest.fixture
+def model_loads(monkeypatch, tmp_path):
+    """The models `up-trl eval` loads, in order; the cache in an empty folder of this test."""
+    monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "cache"))
+    loads, real = [], AutoModelForCausalLM.from_pretrained
+
+    def recording(path, *args, **kwargs):
+        loads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", recording)
+    return loads
+
+
+def test_a_run_is_scored_beside_its_base_which_is_scored_once(run_folder, model_loads, tmp_path, capsys):
+    run, base = run_folder
+    assert main(["--model", str(run), *EVAL, "--output_dir", str(tmp_path / "first")]) == 0
+    assert model_loads == [str(run), base]
+    out = capsys.readouterr().out
+    assert f"up-trl eval: base model: {base} (what {run} was trained from), scored beside it" in out
+    report = json.loads((tmp_path / "first" / "eval.json").read_text())
+    assert report["base"]["model"] == base and report["base"]["cached"] is False
+    trained, before = report["benchmarks"]["gsm8k"], report["base"]["benchmarks"]["gsm8k"]
+    assert before["problems"] == trained["problems"] == 2 and {"avg@2", "pass@2"} <= before.keys()
+    table = (tmp_path / "first" / "eval.md").read_text()
+    assert "| benchmark | model | problems |" in table and f"base model `{base}` beside it" in table
+    rows = [line for line in table.splitlines() if line.startswith("| gsm8k |")]
+    assert [row.split(" | ")[1] for row in rows] == ["evaluated", "base", "change"]
+    change = float(rows[2].split(" | ")[3])  # avg@2, evaluated - base, as printed
+    assert change == pytest.approx(float(rows[0].split(" | ")[3]) - float(rows[1].split(" | ")[3]), abs=1e-3)
+
+    # Again, into another folder: the base's scores come from the cache; only the run is generated.
+    assert main(["--model", str(run), *EVAL, "--output_dir", str(tmp_path / "second")]) == 0
+    assert model_loads == [str(run), base, str(run)]
+    again = json.loads((tmp_path / "second" / "eval.json").read_text())
+    assert again["base"]["cached"] is True and again["base"]["benchmarks"] == report["base"]["benchmarks"]
+    assert "read from the cache" in (tmp_path / "second" / "eval.md").read_text()
+
+    # Other settings are another key: scored again.
+    assert main(["--model", str(run), *EVAL, "--seed", "1", "--output_dir", str(tmp_path / "third")]) == 0
+    assert model_loads[-2:] == [str(run), base]
+
+
+def test_base_model_none_skips_it_and_a_gone_base_is_said_in_one_line(run_folder, model_loads, tmp_path, capsys):
+    run, base = run_folder
+    assert main(["--model", str(run), *EVAL, "--base_model", "none", "--output_dir", str(tmp_path / "a")]) == 0
+    assert model_loads == [str(run)] and "base" not in json.loads((tmp_path / "a" / "eval.json").read_text())
+
+    moved = tmp_path / "moved-run"
+    moved.mkdir()
+    for path in run.iterdir():
+        if path.is_file():
+            (moved / path.name).write_bytes(path.read_bytes())
+    record = json.loads((moved / "up_trl_run.json").read_text())
+    (moved / "up_trl_run.json").write_text(json.dumps({**record, "base_model": str(tmp_path / "deleted-base")}))
+    capsys.readouterr()
+    assert main(["--model", str(moved), *EVAL, "--output_dir", str(tmp_path / "b")]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if "base model" in line]
+    gone = f"its folder {tmp_path / 'deleted-base'} no longer exists"
+    assert notes == [f"up-trl eval: base model: not scored ({gone}); showing {moved} only"]
+    assert model_loads[-1] == str(moved) and "base" not in json.loads((tmp_path / "b" / "eval.json").read_text())
+
+
+def test_a_card_that_names_the_offline_smollm2_scores_its_local_copy(tmp_path, monkeypatch):
+    """A run made with the Python API has a card, no run record: its `base_model` Hub id is the offline SmolLM2."""
+    (tmp_path / "README.md").write_text("---\nbase_model: HuggingFaceTB/SmolLM2-135M-Instruct\n---\n# card\n")
+    (tmp_path / "checkpoint-2").mkdir()
+    assert recorded_base_model(str(tmp_path)) == recorded_base_model(str(tmp_path / "checkpoint-2"))
+    assert recorded_base_model(str(tmp_path)) == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    monkeypatch.setattr("up_trl.models.offline.smollm2_path", lambda: "/cache/SmolLM2-135M-Instruct-float32")
+    assert loadable_base("HuggingFaceTB/SmolLM2-135M-Instruct") == ("/cache/SmolLM2-135M-Instruct-float32", "")
+    assert recorded_base_model(str(tmp_path / "nothing-here")) is None

@@ -1,21 +1,46 @@
-"""Hostile input to the trainer and the main job: each case ends in a clear error before any optimizer step, or in a
-run that completes with finite parameters and a finite logged loss, every skipped sample or step counted (the cases:
-docs/reliability.md). Elsewhere: hostile completion strings for the math rewards (tests/test_rewards.py); NaN loss on
-chosen steps (tests/test_reliability.py); up_mode='sideways', other objectives with UP (tests/test_training.py); every
-bad input `up-trl train` / `up-trl eval` refuses in one line, and TRL's config accepting what the range rules refuse
-(tests/test_cli_checks.py); unknown dataset, reward or loss_type, a misspelt recipe key (tests/test_cli.py); a reward
-that raises mid-run, diverging weights: an emergency checkpoint (tests/test_run_folder.py).
-"""
+"""Hostile input: a clear error before any step, or a finite run with every skipped sample or step counted."""
 
+import copy
+import errno
+import json
 import math
+import multiprocessing
 import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY, ModelLoaded, cpu_args, make_trainer, one_line, param_snapshots, tiny_train_argv
+from conftest import (
+    TINY,
+    ModelLoaded,
+    cpu_args,
+    make_trainer,
+    one_line,
+    param_snapshots,
+    same_code_env,
+    tiny_train_argv,
+)
+from datasets import Dataset
+from safetensors.torch import load_file, save_file
+from trl import GRPOConfig, GRPOTrainer
 
-from up_trl import UPGRPOConfig
+import up_trl.cli.eval_command
+import up_trl.run.preflight
+from up_trl import UPGRPOConfig, UPGRPOTrainer
+from up_trl.checks import Settings, UsageError
+from up_trl.checks.ranges import check_ranges, parse_range, rules_for
+from up_trl.cli import main, parse_train_args, train, train_help
+from up_trl.data import load_math_dataset
+from up_trl.models.offline import save_tiny_model, tiny_model_and_tokenizer
+from up_trl.models.source import check_model
+from up_trl.run.card import read_metrics
+from up_trl.run.checkpoints import checkpoint_problem, mark_complete
+from up_trl.run.folder import LOCK_FILE, lock_output_dir, resolve_resume
 
 
 def index_reward(completions, **kwargs):
@@ -48,8 +73,6 @@ def _assert_completed_finite(trainer, max_steps):
 
 
 # --- Degenerate completions ------------------------------------------------------------------------------------
-
-
 def _suppress(tokenizer, keep=None, drop=()):
     """generation_kwargs that forbid tokens: all but `keep`, or those in `drop`."""
     ids = [i for i in range(len(tokenizer)) if i != keep] if keep is not None else list(drop)
@@ -89,8 +112,6 @@ def test_degenerate_completions(tmp_path, tiny, prompts_dataset, case):
 
 
 # --- Broken rewards and settings that fail at the first generation --------------------------------------------------
-
-
 def _raising_reward(completions, **kwargs):
     raise RuntimeError("verifier unreachable")
 
@@ -102,8 +123,7 @@ def _one_value_reward(completions, **kwargs):
 @pytest.mark.parametrize(
     "reward, overrides, error, match",
     [
-        # TRL calls reward functions unguarded; UP does not swallow the exception either: a broken verifier must
-        # stop the run loudly, not train on zero advantages. It fails at the first generation, weights untouched.
+        # A broken verifier stops the run loudly (TRL calls rewards unguarded, UP too), not on zero advantages.
         pytest.param(_raising_reward, {}, RuntimeError, "verifier unreachable", id="reward_raises"),
         pytest.param(_one_value_reward, {}, ValueError, "returned 1 rewards, but 8 were expected", id="wrong_count"),
         pytest.param(
@@ -120,7 +140,6 @@ def test_fails_at_the_first_generation(tmp_path, tiny, prompts_dataset, reward, 
 
 
 # --- Rewards that score nothing -------------------------------------------------------------------------------------
-
 NAN, INF = float("nan"), float("inf")
 
 
@@ -196,14 +215,8 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
 
 
 # --- Hand-made batches: every token masked, NaN advantages ----------------------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def loss_trainer(tmp_path_factory):
-    from datasets import Dataset
-
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     trainer = _trainer(
         tmp_path_factory.mktemp("hostile"),
         tiny_model_and_tokenizer(seed=0),
@@ -220,16 +233,17 @@ def _batch(tokenizer, completion_mask, advantages):
     g = torch.Generator().manual_seed(0)
     B, P, T = completion_mask.shape[0], 3, completion_mask.shape[1]
     logps = -1.0 - torch.rand(B, T, generator=g)
-    return {
-        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
-        "prompt_mask": torch.ones(B, P, dtype=torch.long),
-        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
-        "completion_mask": completion_mask,
-        "advantages": advantages,
-        "num_items_in_batch": completion_mask.sum().float(),
-        "old_per_token_logps": logps,  # stale (off-policy): UP and its parent really differ here
-        "ref_per_token_logps": logps - 0.3,
-    }
+    # old_per_token_logps stale (off-policy): UP and its parent really differ here
+    return dict(
+        prompt_ids=torch.randint(4, len(tokenizer), (B, P), generator=g),
+        prompt_mask=torch.ones(B, P).long(),
+        completion_ids=torch.randint(4, len(tokenizer), (B, T), generator=g),
+        completion_mask=completion_mask,
+        advantages=advantages,
+        num_items_in_batch=completion_mask.sum().float(),
+        old_per_token_logps=logps,
+        ref_per_token_logps=logps - 0.3,
+    )
 
 
 def _configure(trainer, loss_type, up_mode, level="token", beta=0.0):
@@ -264,9 +278,7 @@ def test_every_token_masked_gives_zero_loss_and_gradient(loss_trainer, loss_type
 
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both", "off"])
 def test_nan_advantage_makes_the_loss_nan(loss_trainer, up_mode):
-    """UP's routing (A > 0) sends a NaN advantage to the parent's branch: the loss is NaN, neither hidden nor
-    created by UP, so the non-finite step guard sees it (next test). TRL itself never emits a NaN advantage: it
-    zeroes those of unscorable rewards (test_unscorable_rewards_are_counted_not_learned)."""
+    """A NaN advantage goes to the parent's branch: the loss is NaN, for the non-finite step guard to see."""
     trainer = loss_trainer
     _configure(trainer, "dapo", up_mode)
     batch = _batch(trainer.processing_class, torch.ones(4, 5, dtype=torch.long), torch.tensor([NAN, -0.7, 0.5, -1.5]))
@@ -296,47 +308,27 @@ def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset)
 
 
 # --- Settings refused before training -------------------------------------------------------------------------------
+CONFIG_REFUSALS = [
+    pytest.param(dict(per_device_train_batch_size=6),
+                 r"generation_batch_size \(6\) must be divisible by num_generations \(4\)", id="batch_not_divisible"),
+    pytest.param(dict(per_device_train_batch_size=6, steps_per_generation=3),
+                 r"generation_batch_size \(18\) must be divisible by num_generations \(4\)",
+                 id="generation_batch_not_divisible"),
+    pytest.param(dict(generation_batch_size=12),
+                 r"generation_batch_size \(12\) must be divisible by the global batch size \(8\)",
+                 id="generation_batch_not_whole_steps"),
+    pytest.param(dict(generation_batch_size=16, steps_per_generation=2), "can not be both configured", id="both_set"),
+    pytest.param(dict(num_generations=1), "at least 2 generations", id="one_generation"),
+    pytest.param(dict(loss_type="ppo"), r"Unknown loss_type='ppo': use one of \(", id="unknown_loss_type"),
+    pytest.param(dict(up_mode=True), r"up_mode=True is not one of \('asymmetric'", id="up_mode_true"),
+    pytest.param(dict(up_mode="sideways"), "up_mode='sideways' is not one of", id="up_mode_unknown"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "overrides, match",
-    [
-        pytest.param(
-            dict(per_device_train_batch_size=6),
-            r"generation_batch_size \(6\) must be divisible by num_generations \(4\)",
-            id="batch_not_divisible",
-        ),
-        pytest.param(
-            dict(per_device_train_batch_size=6, steps_per_generation=3),
-            r"generation_batch_size \(18\) must be divisible by num_generations \(4\)",
-            id="generation_batch_not_divisible",
-        ),
-        pytest.param(
-            dict(generation_batch_size=12),
-            r"generation_batch_size \(12\) must be divisible by the global batch size \(8\)",
-            id="generation_batch_not_whole_steps",
-        ),
-        pytest.param(
-            dict(generation_batch_size=16, steps_per_generation=2), "can not be both configured", id="both_set"
-        ),
-        pytest.param(dict(num_generations=1), "at least 2 generations", id="one_generation"),
-    ],
-)
-def test_batch_settings_fail_at_config_time(tmp_path, overrides, match):
+@pytest.mark.parametrize("overrides, match", CONFIG_REFUSALS)
+def test_batch_and_up_settings_fail_at_config_time(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         cpu_args(tmp_path, **overrides)
-
-
-@pytest.mark.parametrize(
-    "overrides, match",
-    [
-        pytest.param(dict(loss_type="ppo"), r"Unknown loss_type='ppo': use one of \(", id="unknown_loss_type"),
-        pytest.param(dict(up_mode=True), r"up_mode=True is not one of \('asymmetric'", id="up_mode_true"),
-    ],
-)
-def test_up_settings_fail_at_config_time(tmp_path, overrides, match):
-    with pytest.raises(ValueError, match=match):
-        UPGRPOConfig(output_dir=str(tmp_path), use_cpu=True, **overrides)
 
 
 @pytest.mark.parametrize(
@@ -350,15 +342,7 @@ def test_up_settings_fail_at_config_time(tmp_path, overrides, match):
     ],
 )
 def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompts):
-    """A drop-in refuses nothing its parent accepts: each setup builds, or fails with the same error, as in
-    GRPOTrainer. `up-trl train` refuses them before any model loads (`tests/test_cli_checks.py`)."""
-    import copy
-
-    from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
-
-    from up_trl import UPGRPOConfig, UPGRPOTrainer
-
+    """Each zero-step setup builds, or fails with the same error, as in GRPOTrainer."""
     dataset = Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(prompts)]})
     outcomes = []
     for trainer_class, config_class in ((GRPOTrainer, GRPOConfig), (UPGRPOTrainer, UPGRPOConfig)):
@@ -374,8 +358,6 @@ def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompt
 
 
 # --- The main job ---------------------------------------------------------------------------------------------------
-
-
 BAD_INPUT = {  # the main job's bad input: flags ({tmp}: a folder holding empty.yaml and list.yaml), error, match
     "config_no_path": ("--config", ValueError, "--config needs a recipe"),
     "config_then_flag": ("--config --max_steps 2", ValueError, "--config needs a recipe"),
@@ -403,8 +385,6 @@ BAD_INPUT = {  # the main job's bad input: flags ({tmp}: a folder holding empty.
 
 @pytest.mark.parametrize("flags, error, match", list(BAD_INPUT.values()), ids=list(BAD_INPUT))
 def test_main_job_bad_input_fails_before_the_model_is_loaded(no_model_loads, flags, error, match):
-    from up_trl.cli import train
-
     (no_model_loads / "empty.yaml").write_text("")
     (no_model_loads / "list.yaml").write_text("- up_mode\n")
     with pytest.raises(error, match=match):
@@ -412,8 +392,6 @@ def test_main_job_bad_input_fails_before_the_model_is_loaded(no_model_loads, fla
 
 
 def test_main_job_refuses_an_unknown_up_mode_choice(no_model_loads, capsys):
-    from up_trl.cli import train
-
     with pytest.raises(SystemExit) as exit_info:
         train(["--output_dir", str(no_model_loads), "--up_mode", "sideways"])
     assert exit_info.value.code == 2
@@ -421,15 +399,7 @@ def test_main_job_refuses_an_unknown_up_mode_choice(no_model_loads, capsys):
 
 
 def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
-    """A reward of None for every completion: the job completes, saves finite weights, writes valid JSON lines (the
-    undefined reward as null) with the unscorable fraction, and plots."""
-    import json
-
-    from safetensors.torch import load_file
-
-    from up_trl.cli import train
-    from up_trl.models.offline import save_tiny_model
-
+    """A reward of None for all: the job completes with finite weights, null rewards and the unscorable count."""
     (tmp_path / "hostile_rewards.py").write_text(
         "def nothing(completions, **kw):\n    return [None] * len(completions)\n"
     )
@@ -448,9 +418,7 @@ def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
 
 
 # --- Ranges: the ones TRL's config does not check (`checks.ranges`) --------------------------------------------------
-
-# The issue's cases, each refused in one line, exit 2, before any model loads (they trained anyway, or crashed after
-# the model had loaded). The rule's range and why are in the line.
+# Each refused in one line, exit 2, before any model loads, with the rule's range and why.
 TRAIN_RANGE_CASES = [
     ("learning_rate", "inf", "--learning_rate inf is not a finite number: learning_rate must be > 0"),
     ("learning_rate", "nan", "--learning_rate nan is not a finite number"),
@@ -461,12 +429,8 @@ TRAIN_RANGE_CASES = [
     ("beta", "-0.1", "--beta -0.1 is out of range: beta must be >= 0"),
     ("save_steps", "0", "--save_steps 0 is out of range: save_steps must be > 0"),
     ("save_steps", "-5", "--save_steps -5 is out of range"),
-    (
-        "max_steps",
-        "0",
-        "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; 0 would still "
-        "run one); or -1: TRL's default, train --num_train_epochs epochs instead.",
-    ),
+    ("max_steps", "0", "--max_steps 0 is out of range: max_steps must be >= 1 (optimizer steps to train; 0 would "
+     "still run one); or -1: TRL's default, train --num_train_epochs epochs instead."),
     ("max_steps", "-3", "--max_steps -3 is out of range: max_steps must be >= 1"),
     ("temperature", "0", "--temperature 0 is out of range: temperature must be > 0"),
     ("temperature", "-1", "--temperature -1 is out of range"),
@@ -474,7 +438,7 @@ TRAIN_RANGE_CASES = [
     ("delta", "inf", "--delta inf is not a finite number: delta must be a finite number"),
     ("reward_weights", "nan", "--reward_weights [nan] is not a finite number"),
     ("adam_beta2", "1", "--adam_beta2 1 is out of range: adam_beta2 must be in [0, 1)"),
-]
+]  # fmt: skip
 
 
 def _ids(cases):
@@ -488,18 +452,21 @@ def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, va
     assert message in one_line(capsys, args)
 
 
-def test_a_recipe_value_out_of_range_is_refused_naming_the_recipe(no_model_loads, capsys):
+@pytest.mark.parametrize(
+    "text, start",
+    [
+        (
+            "top_p: 1.5\nlearning_rate: 1e-5\n",
+            "top_p 1.5 (from the recipe {}) is out of range: top_p must be in (0, 1]",
+        ),
+        ("log_level: loud\n", "log_level loud (from the recipe {}) is not one of detail, debug, info"),
+    ],
+)
+def test_a_recipe_value_out_of_range_or_choices_is_refused_naming_the_recipe(no_model_loads, capsys, text, start):
     recipe = no_model_loads / "recipe.yaml"
-    recipe.write_text("top_p: 1.5\nlearning_rate: 1e-5\n")
+    recipe.write_text(text)
     message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
-    assert message.startswith(f"top_p 1.5 (from the recipe {recipe}) is out of range: top_p must be in (0, 1]")
-
-
-def test_a_recipe_choice_not_among_the_choices_is_refused(no_model_loads, capsys):
-    recipe = no_model_loads / "recipe.yaml"
-    recipe.write_text("log_level: loud\n")
-    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
-    assert message.startswith(f"log_level loud (from the recipe {recipe}) is not one of detail, debug, info")
+    assert message.startswith(start.format(recipe))
 
 
 EVAL_RANGE_CASES = [
@@ -522,8 +489,6 @@ def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, val
 
 def _outside_and_inside(rule):
     """(a value just outside the rule's range, values inside it: each bound it includes, and one between)."""
-    from up_trl.checks.ranges import parse_range
-
     low, high, low_closed, high_closed = parse_range(rule.allowed)
     outside = low - 1 if low_closed else low
     inside = [low] if low_closed else []
@@ -534,11 +499,7 @@ def _outside_and_inside(rule):
 
 @pytest.mark.parametrize("command", ["train", "eval"])
 def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command):
-    """The table checked by itself: for each rule, the value just past its lower bound fails with the rule's range in
-    the line, and its closed bounds, a value between and its sentinels pass."""
-    from up_trl.checks import Settings, UsageError
-    from up_trl.checks.ranges import check_ranges, rules_for
-
+    """Each range rule refuses the value just past its lower bound and admits its bounds and sentinels."""
     for name, rule in rules_for(command).items():
         outside, inside = _outside_and_inside(rule)
         with pytest.raises(UsageError, match=re.escape(f"{name} must be")):
@@ -548,17 +509,13 @@ def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command
 
 
 def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
-    from up_trl.cli import parse_train_args, train_help
-
     _, args, _ = parse_train_args(["--max_steps", "-1", "--output_dir", "unused"])
     assert args.max_steps == -1
     assert "-1, TRL's default: train --num_train_epochs epochs instead" in " ".join(train_help().split())
 
 
 # --- Checkpoints that survive a kill (`run.checkpoints`) --------------------------------------------------------
-
-# The pieces of a checkpoint in the order the Trainer's `_save_checkpoint` writes them, then the rollout batch a UP
-# trainer adds, then the completion mark (`MarkCompleteCallback.on_save`).
+# A checkpoint's pieces in the order the Trainer writes them, then UP's rollout batch and the completion mark.
 PIECES = (
     "model.safetensors optimizer.pt scheduler.pt rng_state.pth trainer_state.json rollout_buffer_rank0.pt mark".split()
 )
@@ -566,12 +523,6 @@ PIECES = (
 
 def _save_pieces(folder, upto: str | None = None, cut: bool = False) -> None:
     """A checkpoint saved piece by piece and stopped before `upto` (or, with `cut`, halfway through writing it)."""
-    import json
-
-    from safetensors.torch import save_file
-
-    from up_trl.run.checkpoints import mark_complete
-
     folder.mkdir(parents=True)
     for piece in PIECES:
         if piece == upto and not cut:
@@ -606,8 +557,6 @@ KILLED_AT = [
 
 @pytest.mark.parametrize("piece, cut, why", KILLED_AT)
 def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_path, piece, cut, why):
-    from up_trl.run.folder import resolve_resume
-
     out = tmp_path / "out"
     _save_pieces(out / "checkpoint-1")
     if piece is None:
@@ -634,8 +583,6 @@ def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_p
     ],
 )
 def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
-    from up_trl.run.checkpoints import checkpoint_problem
-
     _save_pieces(tmp_path / "checkpoint-1")
     assert checkpoint_problem(tmp_path / "checkpoint-1") is None
     spoil(tmp_path / "checkpoint-1")
@@ -653,8 +600,6 @@ def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
 )
 def test_checkpoints_of_a_run_that_marks_none_are_judged_by_their_pieces(tmp_path, piece, cut, complete):
     """A plain Trainer's or an older up-trl's checkpoints carry no mark: each piece is checked instead."""
-    from up_trl.run.folder import resolve_resume
-
     _save_pieces(tmp_path / "checkpoint-1", "mark")
     _save_pieces(tmp_path / "checkpoint-2", piece, cut)
     expected = tmp_path / ("checkpoint-2" if complete else "checkpoint-1")
@@ -676,17 +621,7 @@ def test_only_incomplete_checkpoints_is_one_line(no_model_loads, capsys):
     "piece", ["model.safetensors", "optimizer.pt", "trainer_state.json", "rollout_buffer_rank0.pt", "mark"]
 )
 def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path, capsys, piece):
-    """A real SIGKILL while checkpoint-2 is written (`kill_mid_save.py`): `--resume_from_checkpoint true` skips it,
-    says so in one line, resumes from checkpoint-1 and finishes."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from conftest import same_code_env
-
-    from up_trl.cli import main
-    from up_trl.models.offline import save_tiny_model
-
+    """SIGKILL while checkpoint-2 is written: the resume skips it, says so and finishes from checkpoint-1."""
     here = Path(__file__).parent
     out = tmp_path / "out"
     argv = tiny_train_argv(
@@ -714,12 +649,8 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
 
 
 # --- One run per output folder (`run_lock`) -------------------------------------------------------------------------
-
-
 def _hold_lock(folder, ready, results, go):
     """In a child process: wait for `go`, try to take the lock, report, hold it until the parent is done."""
-    from up_trl.run.folder import lock_output_dir
-
     go.wait()
     try:
         lock = lock_output_dir(folder)
@@ -732,8 +663,6 @@ def _hold_lock(folder, ready, results, go):
 
 
 def test_runs_started_at_the_same_instant_into_one_folder_only_one_runs(tmp_path):
-    import multiprocessing
-
     context = multiprocessing.get_context("fork")
     go, ready, results = context.Event(), context.Event(), context.Queue()
     children = [context.Process(target=_hold_lock, args=(tmp_path / "out", ready, results, go)) for _ in range(4)]
@@ -762,14 +691,6 @@ def test_runs_started_at_the_same_instant_into_one_folder_only_one_runs(tmp_path
 def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_over(
     no_model_loads, capsys, holder, outcome
 ):
-    import subprocess
-    import sys
-
-    from conftest import same_code_env
-
-    from up_trl.cli import main
-    from up_trl.run.folder import LOCK_FILE
-
     out = no_model_loads / "out"
     hold = (
         "import sys, time; from up_trl.run.folder import lock_output_dir; lock = lock_output_dir(sys.argv[1]); "
@@ -806,8 +727,6 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
 
 def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads, capsys, monkeypatch):
     """`flock` failing with ENOSYS (some FUSE mounts): one line, and the folders the run created are removed."""
-    import errno
-
     fcntl = pytest.importorskip("fcntl")
     flock = fcntl.flock
 
@@ -826,13 +745,8 @@ def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads,
 
 
 # --- Resume with other settings (`run_checkpoints.resume_differences`) ------------------------------------------
-
-
 @pytest.mark.slow
 def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
-    from up_trl.cli import main
-    from up_trl.models.offline import save_tiny_model
-
     out = tmp_path / "out"
     flags = "--save_steps 1 --steps_per_generation 2".split()
     model = save_tiny_model(tmp_path / "tiny")
@@ -859,12 +773,7 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
 
 @pytest.mark.slow
 def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
-    """The warning's advice at a dead state (docs/collapse.md): resume from an earlier checkpoint with `--beta 0.05`.
-    The resume says so and trains with TRL's KL to the reference (loaded from the same model folder)."""
-    from up_trl.cli import main
-    from up_trl.models.offline import save_tiny_model
-    from up_trl.run.card import read_metrics
-
+    """The dead state's advice: a resume with `--beta 0.05` says so and trains with TRL's KL."""
     out = tmp_path / "out"
     flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
     argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), out, *flags, max_steps=None, learning_rate=None)
@@ -904,8 +813,7 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
     ],
 )
 def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, capsys, files, named, overwrite):
-    """Files the run would write over that no run record lists: refused with or without --overwrite_output_dir
-    (a run would replace them), and left as they are."""
+    """Files no run record lists are refused, with or without --overwrite_output_dir, and left alone."""
     out = no_model_loads / "out"
     out.mkdir()
     for name, text in files.items():
@@ -919,12 +827,8 @@ def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, c
 
 
 # --- Files the user names: opened and checked before any model loads ---------------------------------------------
-
-
 def _permissions_enforced() -> bool:
     """Whether a file without read permission cannot be read here (root, with its capabilities, reads it)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "probe")
         open(path, "w").close()
@@ -937,12 +841,7 @@ def _permissions_enforced() -> bool:
 
 
 def one_line_as_a_user(capsys, argv, folder, command="train") -> str:
-    """`one_line`, where file modes bind: in this process when they do; as root (CI), in a child process without
-    the capabilities that let root read and write whatever the modes say (util-linux's `setpriv`)."""
-    import shutil
-    import subprocess
-    import sys
-
+    """`one_line` where file modes bind: as root, in a child process without root's capabilities."""
     if _permissions_enforced():
         return one_line(capsys, argv, command=command)
     setpriv = shutil.which("setpriv")
@@ -974,109 +873,48 @@ def _parquet(columns: dict) -> bytes:
 # datasets' load_dataset before the model loads; its error, one line with its causes, is the check. Our own words
 # only where datasets' are none (an empty file: a bare StopIteration), unreadable (an empty Parquet file: "BatchSize
 # must be greater than 0"), or come late (Latin-1 text loads, then fails inside the prompts' map).
+NO_DATA = 'ValueError: Instruction "train" corresponds to no data!)'
+GENERATION = "(DatasetGenerationError: An error occurred while generating the dataset; "
 DATA_FILE_CASES = [
     pytest.param("empty.jsonl", b"", [], "the file is empty (0 bytes)", id="jsonl_empty"),
-    pytest.param(
-        "blank.jsonl",
-        b"\n  \n",
-        [],
-        'cannot read it as json (ValueError: Instruction "train" corresponds to no data!)',
-        id="jsonl_blank",
-    ),
-    pytest.param(
-        "cut.jsonl",
-        QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA,
-        [],
-        "cannot read it as json (DatasetGenerationError: An error occurred while generating the dataset; "
-        "ArrowInvalid: JSON parse error: Invalid encoding in string. in row 2;",
-        id="jsonl_malformed_line_3",
-    ),
-    pytest.param(
-        "list.jsonl", b"[1, 2]\n", [], "found ['text']. Map yours with --column_mapping", id="jsonl_line_not_object"
-    ),
-    pytest.param(
-        "binary.jsonl",
-        b"\x1f\x8b\x08\x00" + bytes(range(256)),
-        [],
-        "cannot read it as json (error: Error -3 while decompressing data: invalid block type)",
-        id="jsonl_binary",
-    ),
-    pytest.param(
-        "latin1.jsonl",
-        '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"),
-        [],
-        "the text is not UTF-8 (byte 0xe9: invalid continuation byte): save it as UTF-8.",
-        id="jsonl_not_utf8",
-    ),
+    pytest.param("blank.jsonl", b"\n  \n", [], f"cannot read it as json ({NO_DATA}", id="jsonl_blank"),
+    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, [],
+                 f"cannot read it as json {GENERATION}ArrowInvalid: JSON parse error: Invalid encoding in string. in "
+                 "row 2;", id="jsonl_malformed_line_3"),
+    pytest.param("list.jsonl", b"[1, 2]\n", [], "found ['text']. Map yours with --column_mapping",
+                 id="jsonl_line_not_object"),
+    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), [],
+                 "cannot read it as json (error: Error -3 while decompressing data: invalid block type)",
+                 id="jsonl_binary"),
+    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), [],
+                 "the text is not UTF-8 (byte 0xe9: invalid continuation byte): save it as UTF-8.",
+                 id="jsonl_not_utf8"),
     pytest.param("numbers.json", b"[1, 2, 3]", [], "found ['text']. Map yours with", id="json_array"),
-    pytest.param(
-        "cut.json",
-        b'[{"problem": "1 + 1?", "answer": "2"},',
-        [],
-        "cannot read it as json (DatasetGenerationError: An error occurred while generating the dataset; ValueError: "
-        "Expected object or value at position 37)",
-        id="json_malformed",
-    ),
-    pytest.param(
-        "header.csv",
-        b"problem,answer\n",
-        [],
-        'cannot read it as csv (ValueError: Instruction "train" corresponds to no data!)',
-        id="csv_only_header",
-    ),
+    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', [],
+                 f"cannot read it as json {GENERATION}ValueError: Expected object or value at position 37)",
+                 id="json_malformed"),
+    pytest.param("header.csv", b"problem,answer\n", [], f"cannot read it as csv ({NO_DATA}", id="csv_only_header"),
     pytest.param("empty.csv", b"", [], "the file is empty (0 bytes)", id="csv_empty"),
-    pytest.param(
-        "text.parquet",
-        b"problem,answer\n1 + 1?,2\n",
-        [],
-        "cannot read it as parquet (ArrowInvalid: Parquet magic bytes not found in footer. Either the file is "
-        "corrupted or this is not a parquet file.)",
-        id="parquet_not_parquet",
-    ),
-    pytest.param(
-        "cut.parquet",
-        _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1",
-        [],
-        "cannot read it as parquet (ArrowInvalid: Parquet file size is",
-        id="parquet_cut",
-    ),
-    pytest.param(
-        "columns.parquet",
-        _parquet({"q": ["1 + 1?"], "sol": ["2"]}),
-        [],
-        """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
-        id="parquet_without_the_columns",
-    ),
-    pytest.param(
-        "none.parquet",
-        _parquet({"problem": [], "answer": []}),
-        [],
-        "the Parquet file holds no rows",
-        id="parquet_no_rows",
-    ),
-    pytest.param(
-        "unanswered.jsonl",
-        b'{"problem": "1 + 1?", "answer": null}\n{"problem": "2 + 2?", "answer": ""}\n',
-        [],
-        "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
-        id="jsonl_no_usable_row",
-    ),
-    pytest.param(
-        "qa.csv",
-        b"q,sol\n1 + 1?,\n",
-        ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
-        "none of its 1 rows holds an answer (column 'answer')",
-        id="csv_mapped_columns_empty",
-    ),
-    pytest.param(
-        "qa.jsonl",
-        QA,
-        ["--column_mapping", '{"question": "problem"}'],
-        "Original column names {'question'} not in the dataset. Current columns in the dataset: ['problem', 'answer']",
-        id="column_mapping_names_a_missing_column",
-    ),
+    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", [],
+                 "cannot read it as parquet (ArrowInvalid: Parquet magic bytes not found in footer. Either the file "
+                 "is corrupted or this is not a parquet file.)", id="parquet_not_parquet"),
+    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", [],
+                 "cannot read it as parquet (ArrowInvalid: Parquet file size is", id="parquet_cut"),
+    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), [],
+                 """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
+                 id="parquet_without_the_columns"),
+    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), [], "the Parquet file holds no rows",
+                 id="parquet_no_rows"),
+    pytest.param("unanswered.jsonl", b'{"problem": "1 + 1?", "answer": null}\n{"problem": "2 + 2?", "answer": ""}\n',
+                 [], "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
+                 id="jsonl_no_usable_row"),
+    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
+                 "none of its 1 rows holds an answer (column 'answer')", id="csv_mapped_columns_empty"),
+    pytest.param("qa.jsonl", QA, ["--column_mapping", '{"question": "problem"}'],
+                 "Original column names {'question'} not in the dataset. Current columns in the dataset: "
+                 "['problem', 'answer']", id="column_mapping_names_a_missing_column"),
     pytest.param("folder.jsonl/", None, [], "No data file at '{path}' (it is a folder).", id="a_folder"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name, content, flags, message", DATA_FILE_CASES)
@@ -1100,10 +938,7 @@ def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):
 
 
 def test_usable_data_files_load(tmp_path):
-    """The loader reads JSON Lines, a JSON array, one JSON object (one row), CSV with quoted line breaks, Parquet,
-    and columns renamed by a mapping."""
-    from up_trl.data import load_math_dataset
-
+    """JSON Lines, JSON arrays and objects, CSV, Parquet and mapped columns load."""
     files = {
         "a.jsonl": QA * 3 + b"\n",
         "a.json": b'[{"problem": "1 + 1?", "answer": "2"}]',
@@ -1151,34 +986,22 @@ def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, cont
 QWEN2, WEIGHTS = b'{"model_type": "qwen2"}', b"\x00" * 8
 NOT_JSON = ": It looks like the config file at 'bad/config.json' is not a valid JSON file."
 NO_TYPE = ": Unrecognized model in bad. Should have a `model_type` key in its config.json."
+NO_WEIGHTS = " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
 MODEL_FOLDER_CASES = [
     pytest.param({"config.json": b'{"model_type": "qwen2",', "model.safetensors": WEIGHTS}, NOT_JSON, id="config_cut"),
     pytest.param({"config.json": b"\x89PNG\x00\xff", "model.safetensors": WEIGHTS}, NOT_JSON, id="config_binary"),
-    pytest.param(
-        {"config.json": b"[1]", "model.safetensors": WEIGHTS},
-        ": its config.json is not a JSON object: save the model again.",
-        id="config_not_object",
-    ),
-    pytest.param(
-        {"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
-        ": The checkpoint you are trying to load has model type `qwen9` but Transformers does not recognize this "
-        "architecture.",
-        id="unknown_model_type",
-    ),
+    pytest.param({"config.json": b"[1]", "model.safetensors": WEIGHTS},
+                 ": its config.json is not a JSON object: save the model again.", id="config_not_object"),
+    pytest.param({"config.json": b'{"model_type": "qwen9"}', "model.safetensors": WEIGHTS},
+                 ": The checkpoint you are trying to load has model type `qwen9` but Transformers does not recognize "
+                 "this architecture.", id="unknown_model_type"),
     pytest.param({"config.json": b'{"hidden_size": 8}', "model.safetensors": WEIGHTS}, NO_TYPE, id="no_model_type"),
-    pytest.param(
-        {"config.json": QWEN2},
-        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf "
-        "file, nor a sharded index): the save did not finish; save the model again",
-        id="no_weights",
-    ),
-    pytest.param(
-        {"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
-        " holds a config but no weights (no *.safetensors, *.bin, *.pt or *.gguf file, nor a sharded index): "
-        "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
-        id="no_weights_a_checkpoint",
-    ),
-]
+    pytest.param({"config.json": QWEN2}, NO_WEIGHTS + "the save did not finish; save the model again",
+                 id="no_weights"),
+    pytest.param({"config.json": QWEN2, "training_args.bin": WEIGHTS, "checkpoint-3/config.json": QWEN2},
+                 NO_WEIGHTS + "the save did not finish; pass {flag} bad/checkpoint-3 (its latest checkpoint).",
+                 id="no_weights_a_checkpoint"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
@@ -1194,8 +1017,7 @@ def test_a_model_folder_that_cannot_load_is_one_line(no_model_loads, capsys, fil
 
 
 def test_a_model_folder_without_weights_is_refused_before_an_overwrite(no_model_loads, capsys):
-    """AutoConfig reads such a folder; from_pretrained would refuse it ("Error no file named model.safetensors, or
-    pytorch_model.bin, found in directory bad.") only inside the trainer, once the previous run is gone."""
+    """A config without weights is refused before --overwrite_output_dir removes the previous run."""
     (no_model_loads / "bad").mkdir()
     (no_model_loads / "bad" / "config.json").write_bytes(QWEN2)
     out = no_model_loads / "outputs" / "quickstart"
@@ -1206,8 +1028,6 @@ def test_a_model_folder_without_weights_is_refused_before_an_overwrite(no_model_
 
 
 def test_model_folders_that_load_pass_the_check(tmp_path):
-    from up_trl.models.source import check_model
-
     for name, files in {
         "sharded": {"config.json": QWEN2, "model.safetensors.index.json": b"{}"},
         "gguf": {"config.json": QWEN2, "model.gguf": WEIGHTS},
@@ -1221,19 +1041,12 @@ def test_model_folders_that_load_pass_the_check(tmp_path):
 
 
 OUTPUT_FOLDER_CASES = [
-    pytest.param(
-        "afile/out",
-        "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
-        id="under_a_file",
-    ),
+    pytest.param("afile/out", "cannot be created: {tmp}/afile is a file, not a folder; name a folder elsewhere.",
+                 id="under_a_file"),
     pytest.param("afile", "is a file: name a folder (it is created if missing).", id="a_file"),
-    pytest.param(
-        "x" * 300 + "/out",
-        "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
-        "this file system allows 255; choose a shorter name.",
-        id="name_too_long",
-    ),
-]
+    pytest.param("x" * 300 + "/out", "cannot be created: the name xxxxxxxxxxxxxxxxxxxxxxxx... is 300 bytes long, and "
+                 "this file system allows 255; choose a shorter name.", id="name_too_long"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", ["train", "eval"])
@@ -1267,8 +1080,6 @@ def test_folders_a_refused_run_created_are_removed(no_model_loads, capsys):
 
 
 # --- What still escapes a library: one line at the CLI's edge, the traceback with UP_TRL_DEBUG=1 ------------------
-
-
 def _boom(*args, **kwargs):
     raise RuntimeError("boom:\n  in the library")
 
@@ -1277,9 +1088,6 @@ def _boom(*args, **kwargs):
 def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
     no_model_loads, capsys, monkeypatch, command
 ):
-    import up_trl.cli.eval_command
-    import up_trl.run.preflight
-
     monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
     if command == "train":
         monkeypatch.setattr(up_trl.run.preflight, "prepare_run", _boom)
@@ -1289,8 +1097,6 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
         argv = ["--model", "outputs/quickstart"]
     line = one_line(capsys, argv, command=command, code=1)
     assert line == "RuntimeError: boom: in the library (set UP_TRL_DEBUG=1 to see the traceback)"
-
-    from up_trl.cli import main
 
     monkeypatch.setenv("UP_TRL_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):

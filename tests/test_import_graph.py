@@ -1,20 +1,17 @@
-"""No import cycle in `up_trl`: data flows one way (recipe -> config -> data + rewards + model -> trainer -> outputs).
-
-Every module under src/up_trl is parsed with `ast`; every import it runs counts, at module level and inside functions
-(a deferred import hides a cycle from Python, not from a reader), relative ones resolved against the module's
-package. Imports under `if TYPE_CHECKING:` never run and do not count; nor do modules outside `up_trl`.
-
-Importing `up_trl.cli.rules` first runs `up_trl/cli/__init__.py`: an import of `a.b.c` is an edge to `a.b.c` and to
-every package `__init__` on its path that is not the importer's own (`with_packages`). At package granularity
-(`package_graph`: each subpackage one node, each top-level module its own), the subpackages depend one way.
-"""
+"""No import cycle in `up_trl`, parsed with `ast`: every import that runs counts (inside functions too, not under
+`if TYPE_CHECKING:`), with an edge to each package `__init__` it runs first; at package granularity the
+subpackages depend one way."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
+
+import up_trl
+from up_trl.trainers.collapse_warning import CollapseWarningCallback
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "up_trl"
@@ -29,9 +26,8 @@ MODULES = {module_name(path): path for path in sorted((SRC / PACKAGE).rglob("*.p
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else None
+    return name == "TYPE_CHECKING"
 
 
 def _imports(node: ast.AST):
@@ -51,8 +47,7 @@ def _imports_in(node: ast.AST):
 
 
 def _known(name: str) -> str | None:
-    """`name` if it is a module of up_trl, else its longest prefix that is (`up_trl.objective.routing.x` ->
-    `up_trl.objective.routing`)."""
+    """`name` if it is a module of up_trl, else its longest prefix that is."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -85,8 +80,7 @@ GRAPH = {name: imported_modules(name) for name in MODULES}
 
 
 def with_packages(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """`graph` plus, for each import of `a.b.c`, an edge to the packages `a` and `a.b` that it runs first: those that
-    hold the importer are already running when it does, and are left out."""
+    """`graph` plus an edge to each package an import runs first, but the importer's own."""
     found = {}
     for name, targets in graph.items():
         own = {name.rsplit(".", n)[0] for n in range(name.count(".") + 1)}  # the importer and its packages
@@ -102,8 +96,7 @@ def node(name: str) -> str:
 
 
 def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """`graph` (with its package edges) at package granularity: an edge between two subpackages when a module of the
-    one imports a module of the other, or runs its `__init__`."""
+    """`graph` (with its package edges) with each subpackage one node."""
     found: dict[str, set[str]] = {}
     for name, targets in with_packages(graph).items():
         found.setdefault(node(name), set()).update(node(t) for t in targets)
@@ -186,11 +179,9 @@ def test_no_import_cycle_between_subpackages():
     cycle = find_cycle(PACKAGE_GRAPH)
     if cycle:
         edges = with_packages(GRAPH)
+        pairs = [(m, t) for m in sorted(edges) for t in sorted(edges[m])]
         why = [
-            f"{a} -> {b}: "
-            + ", ".join(
-                f"{m} imports {t}" for m in sorted(edges) for t in sorted(edges[m]) if node(m) == a and node(t) == b
-            )
+            f"{a} -> {b}: " + ", ".join(f"{m} imports {t}" for m, t in pairs if node(m) == a and node(t) == b)
             for a, b in zip(cycle, cycle[1:])
         ]
         pytest.fail("import cycle between subpackages (move the piece both need):\n" + "\n".join(why))
@@ -202,18 +193,14 @@ def test_data_and_run_depend_one_way():
 
 
 def test_the_core_stands_alone():
-    """The objective and the trainers import nothing of the application around them (issue 56): a maintainer of the
-    core never opens the run layer, the CLI, the checks, the data or the rewards."""
+    """The objective and the trainers import nothing of the application around them."""
     application = {"up_trl.run", "up_trl.cli", "up_trl.checks", "up_trl.data", "up_trl.rewards", "up_trl.evaluation"}
     for core in ("up_trl.trainers", "up_trl.objective"):
         assert not PACKAGE_GRAPH[core] & application, (core, sorted(PACKAGE_GRAPH[core] & application))
 
 
 def test_the_run_layer_goes_down_its_map():
-    """`up_trl/run/__init__.py` lists the run layer's modules in order: each imports only those above it, and never
-    the package itself (its `__init__` is the top of the house)."""
-    import re
-
+    """Each run-layer module imports only those above it in `up_trl/run/__init__.py`'s list."""
     doc = ast.get_docstring(ast.parse(MODULES["up_trl.run"].read_text()))
     order = [f"up_trl.run.{name}" for name in re.findall(r"^- `(\w+)`", doc, re.M)]
     assert sorted(order) == sorted(m for m in MODULES if m.startswith("up_trl.run.")), "the map names every module"
@@ -224,12 +211,8 @@ def test_the_run_layer_goes_down_its_map():
 
 
 def test_the_packages_public_names():
-    """`from up_trl import *` gives the trainers, their configs, the headline equations and the collapse warning,
-    each from its own module, loaded on first use."""
-    import up_trl
-    from up_trl.trainers.collapse_warning import CollapseWarningCallback
-
-    assert set(up_trl.__all__) >= {
+    """`from up_trl import *` gives the public names, each from its own module, loaded on first use."""
+    public = {
         "UPGRPOConfig",
         "UPGRPOTrainer",
         "UPRLOOConfig",
@@ -241,6 +224,7 @@ def test_the_packages_public_names():
         "up_per_token_loss",
         "CollapseWarningCallback",
     }
+    assert set(up_trl.__all__) >= public
     assert up_trl.__all__ == list(up_trl._EXPORTS)
     assert up_trl.CollapseWarningCallback is CollapseWarningCallback
     namespace: dict = {}

@@ -1,8 +1,4 @@
-"""`up_mode="off"` with otherwise default settings is the parent trainer, bit for bit, where UP would differ: on stale
-rollouts (steps_per_generation > gradient_accumulation_steps and num_iterations > 1), from the same seed, model and
-data, the final weights are `torch.equal`. `up_mode="asymmetric"` on the same runs ends elsewhere, so the runs do
-reach the off-policy regime. (Async GRPO: `test_async_grpo.py::test_end_to_end_up_trains_differs_from_its_parent_and_
-off_is_the_parent`.)"""
+"""`up_mode="off"` is the parent bit for bit on stale rollouts; "asymmetric" ends elsewhere."""
 
 import dataclasses
 
@@ -72,10 +68,8 @@ def test_off_is_the_parent_bit_for_bit_and_asymmetric_is_not(tmp_path, name, lay
     assert all(torch.equal(a, b) for a, b in zip(parent, off))  # "off" is the parent
     assert any(not torch.equal(a, b) for a, b in zip(parent, up))  # UP is not
     # The parent's own logged values are the same too (UP adds its up/* metrics and policy_loss beside them).
-    theirs = [
-        {k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
-        for h in parent_trainer.state.log_history
-    ]
+    logs = parent_trainer.state.log_history
+    theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))} for h in logs]
     ours = [{k: h[k] for k in t} for t, h in zip(theirs, off_trainer.state.log_history)]
     assert ours == theirs
 

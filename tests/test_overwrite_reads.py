@@ -1,6 +1,4 @@
-"""`--overwrite_output_dir` never removes what the run is about to read (the model, its data, recipe, reward module),
-nor a file of the previous run that a user changed since (the run record's content hashes): refused in one line,
-exit 2, before anything is removed (`run.folder.check_output_dir`)."""
+"""`--overwrite_output_dir` never removes what the run reads, nor a run file a user changed since."""
 
 import json
 
@@ -46,7 +44,7 @@ def _before(out):
         ("--config", lambda out: _write(out / "eval" / "my_recipe.yaml", "use_cpu: true\nbf16: false\n")),
     ],
     ids=["model_is_a_checkpoint", "data_inside_a_checkpoint", "recipe_inside_eval"],
-)  # fmt: skip
+)
 def test_overwrite_refuses_to_remove_what_the_run_reads(no_model_loads, capsys, flag, make):
     out = _previous_run(no_model_loads / "out")
     path = make(out)

@@ -1,18 +1,16 @@
-"""Every GPU recipe fits the GPUs it names, by the arithmetic of benchmarks/recipe_memory.py (a table of model sizes,
-nothing downloaded): vLLM's share holds its weights and the stated KV budget, and the training peak beside it fits
-the GPU. Nothing here has run on a GPU: a recipe says so in its first line."""
+"""Every GPU recipe fits its GPUs by the arithmetic of benchmarks/recipe_memory.py."""
 
 import dataclasses
 import importlib
 import re
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import ROOT
+from trl import GRPOConfig, RLOOConfig
 
 memory = importlib.import_module("recipe_memory")  # benchmarks/, on pytest's pythonpath (as tests/test_benchmarks.py)
 
-ROOT = Path(__file__).resolve().parents[1]
 GPU_RECIPES = memory.gpu_recipes()
 
 
@@ -28,24 +26,16 @@ def test_every_recipe_but_the_cpu_default_is_a_gpu_recipe():
 
 
 @pytest.mark.parametrize("name", GPU_RECIPES)
-def test_the_first_line_says_it_has_not_run_on_a_gpu_and_names_its_hardware(name):
+def test_every_gpu_recipe_names_its_hardware_fits_it_and_carries_its_figures(name):
+    """Its first line says it has not run on a GPU; its vLLM comment lines are the arithmetic's, to the digit."""
     line = memory.first_line(name)
     assert line.startswith("# Not yet run on a GPU: sized by arithmetic for "), line
     assert "(docs/launching.md#memory)" in line
     memory.hardware(name)  # names a GPU kind and count that its launch line's accelerate config agrees with
-
-
-@pytest.mark.parametrize("name", GPU_RECIPES)
-def test_every_gpu_recipe_fits_its_hardware(name):
     e = memory.estimate(name)
     assert e.fits_vllm, f"{name}: vLLM's KV room {e.kv_room:.1f} GiB < its budget {e.kv_budget:.1f} GiB"
     assert e.fits_gpu, f"{name}: {e.used:.1f} GiB per GPU > {e.gpu_memory:.0f} GiB"
-
-
-@pytest.mark.parametrize("name", GPU_RECIPES)
-def test_the_recipe_carries_its_figures(name):
-    """The two comment lines beside the vLLM settings are the arithmetic's, to the printed digit."""
-    lines = memory.memory_lines(memory.estimate(name))
+    lines = memory.memory_lines(e)
     assert "\n".join(lines) in (memory.RECIPES / f"{name}.yaml").read_text(), "\n".join(lines)
 
 
@@ -77,9 +67,7 @@ def test_a_larger_batch_or_a_smaller_share_stops_fitting(name, change, fails):
 
 
 def test_the_paper_recipes_as_they_were_did_not_fit():
-    """TRL 1.16's defaults (vllm_gpu_memory_utilization 0.3, one GPU a vLLM engine) could not hold Qwen3-14B's
-    27.5 GiB of bf16 weights on an 80 GB GPU, nor Qwen3-30B-A3B's 56.9 GiB; 16 completions of 9,216 tokens a GPU
-    could not train beside it (the issue this arithmetic answers)."""
+    """TRL 1.16's defaults could not hold Qwen3-14B's or Qwen3-30B-A3B's weights, nor train beside them."""
     old = {"per_device_train_batch_size": 16, "steps_per_generation": 8, "vllm_gpu_memory_utilization": 0.3}
     dapo = memory.estimate("up_dapo", {**recipe("up_dapo"), **old, "vllm_tensor_parallel_size": 1})
     assert dapo.kv_room < 0 and not dapo.fits_gpu
@@ -103,8 +91,7 @@ def test_a_gpu_kind_or_launch_the_arithmetic_does_not_know_is_refused(tmp_path, 
 
 @pytest.mark.parametrize("name", ["Qwen/Qwen3-14B-Base", "Qwen/Qwen3-8B", "Qwen/Qwen2.5-0.5B-Instruct"])
 def test_the_model_table_adds_up(name):
-    """A dense model's parameter count from its shape (Q, K, V, O; gate, up, down; embeddings) is the count the table
-    states, to 1%: a mistyped width shows."""
+    """A dense model's parameter count from its shape is the table's, to 1%."""
     m = memory.MODELS[name]
     attention = 2 * m.hidden * m.heads * m.head_dim + 2 * m.hidden * m.kv_heads * m.head_dim
     counted = m.layers * (attention + 3 * m.hidden * m.mlp_width) + m.vocab * m.hidden * (1 if m.tied else 2)
@@ -113,8 +100,6 @@ def test_the_model_table_adds_up(name):
 
 def test_the_arithmetic_reads_trls_defaults():
     """Where a recipe leaves a vLLM setting or the KL coefficient out, the arithmetic takes TRL 1.16's default."""
-    from trl import GRPOConfig, RLOOConfig
-
     for config in (GRPOConfig, RLOOConfig):
         fields = config.__dataclass_fields__
         assert (fields["vllm_gpu_memory_utilization"].default, fields["vllm_tensor_parallel_size"].default) == (0.3, 1)
@@ -133,8 +118,7 @@ def test_launching_md_shows_the_table_and_the_first_runs_figures():
 
 
 def test_the_first_run_is_off_policy_so_that_up_acts():
-    """Two optimizer steps per rollout batch: the second trains on samples one update old, where UP differs from its
-    parent (with steps_per_generation == gradient_accumulation_steps the two are the same)."""
+    """Two optimizer steps per rollout batch: the second is off-policy, where UP acts."""
     r = recipe(memory.FIRST_RUN)
     assert r["gradient_accumulation_steps"] % (r["steps_per_generation"] * r.get("num_iterations", 1)) != 0
     assert r["use_vllm"] and r["vllm_mode"] == "colocate" and memory.hardware(memory.FIRST_RUN).gpus == 1

@@ -1,14 +1,18 @@
-"""Non-finite guard, graceful stop on SIGTERM, resume on the same trajectory, determinism: the opt-in parts
-(`up_trl.run.parts`) attached as a notebook would, one line each, or all of them as `up-trl train` does."""
+"""Non-finite guard, SIGTERM stop, resume, determinism: the opt-in parts, one line each or all."""
 
+import json
 import os
 import signal
+from types import SimpleNamespace
 
 import torch
-from conftest import make_trainer, param_snapshots
+from conftest import make_trainer, param_snapshots, tiny_train_argv
 from transformers import TrainerCallback
 
-from up_trl.run.callbacks import GracefulStopCallback
+from up_trl.cli import train
+from up_trl.file_modes import default_file_mode, usual_file_modes
+from up_trl.models.offline import save_tiny_model, tiny_model_and_tokenizer
+from up_trl.run.callbacks import GracefulStopCallback, JsonlMetricsCallback
 from up_trl.run.parts import nonfinite_guard
 
 
@@ -67,10 +71,7 @@ def _per_step(trainer, key):
 
 
 def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, tiny, prompts_dataset):
-    """SIGTERM at step 3, inside a rollout cycle (4 micro-steps a rollout batch): the checkpoint written at the end of
-    that step resumes into the uninterrupted run, bit for bit (tests/test_resume.py covers GRPO and RLOO layouts)."""
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
+    """SIGTERM at step 3: the checkpoint then written resumes into the uninterrupted run, bit for bit."""
     common = dict(max_steps=6, num_iterations=2, steps_per_generation=2, save_strategy="steps", save_steps=100)
     full = _trainer(tmp_path / "full", tiny_model_and_tokenizer(seed=0), prompts_dataset, **common)
     full.train()
@@ -102,35 +103,18 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, 
 
 
 def test_same_seed_same_metrics(tmp_path, prompts_dataset):
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     runs = []
     for name in ("a", "b"):
-        trainer = _trainer(
-            tmp_path / name, tiny_model_and_tokenizer(seed=0), prompts_dataset, max_steps=3, num_iterations=2
-        )
+        tiny = tiny_model_and_tokenizer(seed=0)
+        trainer = _trainer(tmp_path / name, tiny, prompts_dataset, max_steps=3, num_iterations=2)
         trainer.train()
-        runs.append(
-            [
-                {
-                    k: v
-                    for k, v in h.items()
-                    if k not in ("step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second")
-                }
-                for h in trainer.state.log_history
-            ]
-        )
+        timings = ("step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second")
+        runs.append([{k: v for k, v in h.items() if k not in timings} for h in trainer.state.log_history])
     assert runs[0] == runs[1]
 
 
 def test_metrics_file_starts_fresh_and_a_resume_drops_records_after_the_checkpoint(tmp_path):
-    """A second run into the same folder used to append to the first run's metrics.jsonl (a benchmark's curve then
-    mixed two runs); a resume keeps what came before its checkpoint and nothing after it."""
-    import json
-    from types import SimpleNamespace
-
-    from up_trl.run.callbacks import JsonlMetricsCallback
-
+    """A new run starts metrics.jsonl afresh; a resume keeps only what came before its checkpoint."""
     path = tmp_path / "metrics.jsonl"
     old = [{"step": s, "loss": 9.0} for s in (1, 2, 3, 4)]
     path.write_text("".join(json.dumps(r) + "\n" for r in old) + "not json\n")
@@ -141,3 +125,52 @@ def test_metrics_file_starts_fresh_and_a_resume_drops_records_after_the_checkpoi
     assert path.read_text() == ""  # a fresh run
     callback.on_log(None, SimpleNamespace(is_world_process_zero=True, global_step=1), None, logs={"loss": 1.0})
     assert [json.loads(line)["loss"] for line in path.read_text().splitlines()] == [1.0]
+
+
+def mode(path) -> int:
+    return os.stat(path).st_mode & 0o777
+
+
+def test_a_saved_model_is_readable_as_its_neighbours(tmp_path):
+    folder = save_tiny_model(tmp_path / "tiny")
+    assert mode(os.path.join(folder, "model.safetensors")) == default_file_mode()
+    assert mode(os.path.join(folder, "model.safetensors")) == mode(os.path.join(folder, "config.json"))
+
+
+def test_only_private_weight_files_are_widened(tmp_path):
+    for name, bits in (("model.safetensors", 0o600), ("shared.bin", 0o640), ("lock", 0o600)):
+        (tmp_path / name).write_bytes(b"")
+        (tmp_path / name).chmod(bits)
+    usual_file_modes(tmp_path)
+    assert mode(tmp_path / "model.safetensors") == default_file_mode()
+    assert mode(tmp_path / "shared.bin") == 0o640 and mode(tmp_path / "lock") == 0o600  # set on purpose: kept
+
+
+def test_a_trainers_checkpoints_and_up_trl_trains_weights_get_the_usual_mode(tmp_path, tiny, prompts_dataset):
+    # Every checkpoint a trainer with the part writes (`UsualFileModesCallback`), and `up-trl train`'s final weights.
+    umask = os.umask(0o022)
+    try:
+        trainer = make_trainer(
+            tmp_path, tiny, prompts_dataset, parts=True, max_steps=1, save_strategy="steps", save_steps=1
+        )
+        trainer.train()
+        model_dir = save_tiny_model(tmp_path / "tiny")
+        train(tiny_train_argv(model_dir, tmp_path / "cli", max_steps=1))
+    finally:
+        os.umask(umask)
+    weights = {str(path.relative_to(tmp_path)): mode(path) for path in tmp_path.rglob("model.safetensors")}
+    assert weights == {
+        "out/checkpoint-1/model.safetensors": 0o644,
+        "cli/model.safetensors": 0o644,
+        "tiny/model.safetensors": 0o644,  # `save_tiny_model` widens its own
+    }
+
+
+def test_with_since_only_what_a_save_just_wrote_is_widened(tmp_path):
+    mine, saved = tmp_path / "private.safetensors", tmp_path / "model.safetensors"
+    for path in (mine, saved):
+        path.write_bytes(b"")
+        path.chmod(0o600)
+    os.utime(mine, (1_000_000, 1_000_000))  # written long before the save
+    usual_file_modes(tmp_path, since=2_000_000)
+    assert mode(mine) == 0o600 and mode(saved) == default_file_mode()

@@ -1,25 +1,20 @@
-"""A run interrupted at any step and resumed from its checkpoint ends with the uninterrupted run's weights, bit for
-bit: the checkpoint carries the buffered rollout batch (`up_trl.run.checkpoints`), which TRL's does not. The
-trainers here carry every opt-in part, as `up-trl train` builds them (`conftest.build`): the parts are under test."""
+"""A run interrupted at any step and resumed ends with the uninterrupted run's weights, bit for bit."""
 
 import os
 
 import pytest
 import torch
-from conftest import make_trainer
-from test_rloo import make_rloo_trainer
+from conftest import make_rloo_trainer, make_trainer
+from datasets import Dataset
 from transformers import TrainerCallback
 
 from up_trl.models.offline import tiny_model_and_tokenizer
-from up_trl.run.checkpoints import RolloutCheckpointCallback, rollout_file
+from up_trl.run.checkpoints import RolloutCheckpointCallback, mark_complete, resume_differences, rollout_file
 
 MAKERS = {"grpo": make_trainer, "rloo": make_rloo_trainer}
 # steps_per_generation=2: a rollout batch feeds 2 optimizer steps (the offline default's layout); with
 # num_iterations=2 it feeds 4. Step 3 lies inside a cycle in both: the uninterrupted run reuses a buffered batch there.
-LAYOUTS = {
-    "spg2": dict(steps_per_generation=2),
-    "spg2_iter2": dict(steps_per_generation=2, num_iterations=2),
-}
+LAYOUTS = {"spg2": dict(steps_per_generation=2), "spg2_iter2": dict(steps_per_generation=2, num_iterations=2)}
 
 
 class StopAt(TrainerCallback):
@@ -35,16 +30,13 @@ class StopAt(TrainerCallback):
 
 def train(kind, folder, callbacks=(), resume=None, prompts=16, **settings):
     settings = {"max_steps": 6, **settings}
-    trainer = MAKERS[kind](
-        folder, tiny_model_and_tokenizer(seed=0), dataset(prompts), callbacks=list(callbacks), parts=True, **settings
-    )
+    tiny = tiny_model_and_tokenizer(seed=0)
+    trainer = MAKERS[kind](folder, tiny, dataset(prompts), callbacks=list(callbacks), parts=True, **settings)
     trainer.train(resume_from_checkpoint=resume)
     return trainer
 
 
 def dataset(prompts=16):
-    from datasets import Dataset
-
     return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(prompts)]})
 
 
@@ -70,10 +62,7 @@ def test_resume_inside_a_rollout_cycle_continues_the_same_run(tmp_path, kind, la
 @pytest.mark.parametrize("stop", [5, 4], ids=["inside_epoch_1", "at_epoch_0s_last_step"])
 @pytest.mark.parametrize("kind", list(MAKERS))
 def test_resume_in_a_later_epoch_draws_the_prompts_of_the_uninterrupted_run(tmp_path, kind, stop):
-    """8 prompts, 4 a rollout batch: an epoch is 4 steps. Stopped inside epoch 1 (step 5) or at epoch 0's last step
-    (4) and resumed, the run draws the same prompts in the epochs after as the uninterrupted one: the checkpoint holds
-    the prompt sampler's random states (the Trainer restores the global random states, not the sampler's
-    generator)."""
+    """Resumed in or at the end of an epoch, the run draws the uninterrupted run's prompts."""
     settings = dict(steps_per_generation=2, prompts=8, max_steps=10)
     full = train(kind, tmp_path / "full", **settings)
     train(kind, tmp_path / "cut", callbacks=[StopAt(stop)], **settings)
@@ -97,8 +86,7 @@ def test_without_the_rollout_batch_a_resume_regenerates_and_says_so(tmp_path, ca
 
 
 def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start(tmp_path):
-    """An emergency checkpoint written after a crash in the middle of a window stores the window's first micro-step:
-    the window's gradients were lost, so the resumed run redoes all of it."""
+    """A checkpoint written mid-window stores the window's first micro-step: the resume redoes it."""
     trainer = make_trainer(
         tmp_path,
         tiny_model_and_tokenizer(seed=0),
@@ -132,9 +120,7 @@ class OptimizerAt(TrainerCallback):
 
 @pytest.mark.parametrize("kind", list(MAKERS))
 def test_resume_trains_with_the_settings_it_was_given(tmp_path, kind):
-    """The checkpoint's optimizer state (moments, step counts) comes back, but the learning rate (the parameter
-    groups and the scheduler's base rates), weight decay, betas and epsilon are this run's: the notice `up-trl train`
-    prints, the logged values and the model card then say what trained."""
+    """A resume restores the optimizer state but trains with this run's settings, and says so."""
     old = dict(learning_rate=1e-2, weight_decay=0.0, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8)
     new = dict(learning_rate=1e-3, weight_decay=0.1, adam_beta1=0.8, adam_beta2=0.95, adam_epsilon=1e-6)
     full = train(kind, tmp_path / "full", **old)
@@ -148,18 +134,14 @@ def test_resume_trains_with_the_settings_it_was_given(tmp_path, kind):
         assert (settings["weight_decay"], settings["betas"], settings["eps"]) == (0.1, (0.8, 0.95), 1e-6), step
     logged = {h["step"]: h["learning_rate"] for h in resumed.state.log_history if "learning_rate" in h}
     expected = {h["step"]: h["learning_rate"] / 10 for h in full.state.log_history if "learning_rate" in h}
-    assert {s: pytest.approx(v, rel=1e-6) for s, v in expected.items() if s > 3} == {
-        s: v for s, v in logged.items() if s > 3
-    }
+    after = {s: v for s, v in logged.items() if s > 3}
+    assert {s: pytest.approx(v, rel=1e-6) for s, v in expected.items() if s > 3} == after
     assert all(v > 0 for v in expected.values())
     assert resumed.args.learning_rate == 1e-3  # what the model card reports (`run.card`)
 
 
 def test_under_deepspeed_a_changed_optimizer_setting_is_refused_in_one_line(tmp_path):
-    """DeepSpeed's engine restores the optimizer as saved, so a new learning rate would not apply: refused, where
-    without DeepSpeed it is said and applied (`run.checkpoints.ResumeSettingsMixin`)."""
-    from up_trl.run.checkpoints import mark_complete, resume_differences
-
+    """Under DeepSpeed a changed optimizer setting would not apply: refused in one line."""
     checkpoint = tmp_path / "checkpoint-4"
     checkpoint.mkdir()
     mark_complete(checkpoint, {"learning_rate": 0.01, "max_steps": 4})

@@ -1,11 +1,8 @@
-r"""Rewards: closed-form tables (strict extraction, the echo exploit), hostile inputs, threads, registry.
-
-Every expected value is written out; a reader checks each row by hand: the prediction is the last \boxed{}, else
-the last final-answer phrase, else the last number, and only that string meets math-verify.
-"""
+r"""Rewards: closed-form tables (extraction, the echo exploit, issue 17 classes), hostile inputs, threads, registry."""
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing
 import os
@@ -18,10 +15,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import math_verify
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from math_verify import parse, verify
+from trl.rewards import accuracy_reward
+from trl.trainer.utils import get_callable_name
 from work_count import work
 
 from up_trl import rewards
@@ -40,13 +40,13 @@ from up_trl.rewards import (
     make_math_accuracy_reward,
     math_accuracy_reward,
     think_format_reward,
+    verification,
 )
 from up_trl.rewards import pool as reward_pool
+from up_trl.rewards.extraction import prediction
+from up_trl.rewards.verification import dropped_letters
 
-torch.set_num_threads(1)
-
-# A bound for the threads' `join` and `result` (a hang guard, never an assertion on speed): math-verify's own alarm
-# is 3 s per parse/verify, so a hostile item costs at most ~9 s (and item_timeout_s, 10 s, in any case).
+# A hang guard for the threads' `join` and `result`, never an assertion on speed (a hostile item costs at most ~10 s).
 CALL_BOUND_S = 25.0
 
 
@@ -54,9 +54,7 @@ def chat(text):
     return [{"role": "assistant", "content": text}]
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Closed-form tables.
-
+# --- Closed-form tables ----------------------------------------------------------------------------------------------
 ACCURACY_CASES = [
     pytest.param(r"So the total is \boxed{42}.", "42", 1.0, id="correct_boxed"),
     pytest.param(r"So the total is \boxed{41}.", "42", 0.0, id="wrong_boxed"),
@@ -100,20 +98,13 @@ ACCURACY_CASES = [
 
 
 @pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
-def test_math_accuracy_table(reply, gold, expected):
-    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
-
-
-@pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
-def test_conversational_equals_string(reply, gold, expected):
+def test_math_accuracy_table_as_string_and_conversation(reply, gold, expected):
     completions = [reply, chat(reply), [{"role": "user", "content": "q"}, *chat(reply)]]
     assert math_accuracy_reward(completions, solution=[gold] * 3) == [expected] * 3
 
 
 def test_whole_reply_math_verify_is_fooled_by_the_echo():
     """Why the extraction is strict: math-verify on the whole reply scores the echoed question as 159."""
-    from math_verify import parse, verify
-
     reply = "The sum is 150, which is 71 + 88"
     assert verify(parse("159"), parse(reply)) is True
     assert math_accuracy_reward([reply], solution=["159"]) == [0.0]
@@ -162,15 +153,8 @@ def test_stats_and_trl_logging_hooks():
         "rewards/acc/timeout_frac": 0.0,
     }
     assert extra == {"acc/answer": ["3", "", "2", "3"], "acc/gold": ["3", "3", "???", "4"]}
-    assert reward.stats.as_dict() == {
-        "calls": 1,
-        "completions": 4,
-        "correct": 1,
-        "skipped_gold": 1,
-        "no_answer": 1,
-        "timeouts": 0,
-        "worker_restarts": 0,
-    }
+    stats = dict(calls=1, completions=4, correct=1, skipped_gold=1, no_answer=1, timeouts=0, worker_restarts=0)
+    assert reward.stats.as_dict() == stats
     reward.stats.reset()
     assert reward.stats == RewardStats()
 
@@ -195,9 +179,15 @@ def test_solution_column_option_and_missing_column_error():
         pytest.param(r"\boxed{}", None, id="empty"),
         pytest.param(r"\boxed{8", None, id="unclosed"),
         pytest.param("{" * 5000, None, id="open_braces"),
+        pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
+        pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
+        pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
+        pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
+        pytest.param("no box here", None, id="none"),
     ],
 )
 def test_last_boxed(text, expected):
+    """`last_boxed`, which is also the data loader's `extract_boxed` (test_data.py)."""
     assert last_boxed(text) == expected
 
 
@@ -248,17 +238,13 @@ def test_think_format_reward_reuses_trl_and_accepts_strings():
 
 
 def test_rewards_pickle_and_keep_their_names():
-    from trl.trainer.utils import get_callable_name
-
     clone = pickle.loads(pickle.dumps(dapo_math_reward))
     assert get_callable_name(clone) == "dapo_math_reward"
     assert clone([r"\boxed{1}"], solution=["2"]) == [-1.0]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Hostile inputs: never raise, bounded work, a value from the allowed set. Work is counted (`work_count.work`), never
-# timed: a clock on a busy machine measures the machine.
-
+# Hostile inputs: never raise, bounded work (counted by `work_count.work`, never timed), a value from the allowed set.
 HOSTILE = {
     "huge_100kb": "a" * 100_000,
     "huge_then_answer": "x " * 50_000 + r"\boxed{42}",
@@ -305,17 +291,14 @@ def test_hostile_completion(completion, expected):
     assert dapo_math_reward([completion], solution=["42"]) == [2 * expected - 1]
     assert boxed_format_reward([completion])[0] in (0.0, 1.0)
     assert think_format_reward([completion]) == [0.0]
-    # Bounded work: the reply is cut to its last MAX_CHARS characters before any pattern sees it (and every pattern
-    # is linear, `test_extraction_is_linear_on_adversarial_text`), so what comes before the cut costs nothing.
+    # Bounded work: the reply is cut to its last MAX_CHARS characters before any (linear) pattern sees it.
     text = completion_text(completion)
     assert work(extract_answer, text) == work(extract_answer, text[-MAX_CHARS:])
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
 def test_hostile_batch_is_bounded_per_item(monkeypatch, fresh_pools):
-    """No call budget: every item has its own bound. The hostile batch plus one item that never returns: that item
-    alone is marked timed out (and `boxed_deep_braces_200`, whose math-verify parse meets its own 3 s alarm, may
-    be), every other comes back with its own outcome."""
+    """Each item has its own bound: only the item that never returns times out (`boxed_deep_braces_200` may)."""
     monkeypatch.setattr(reward_pool, "verify_answer", _hang_on("777"))
     reward = make_math_accuracy_reward(num_workers=2, item_timeout_s=3.0)
     out = reward.outcomes([*HOSTILE.values(), r"\boxed{777}"], solution=["42"] * len(HOSTILE) + ["777"])
@@ -349,10 +332,7 @@ def test_property_binary_never_raises(raw, suffix):
     assert think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Threads, worker failures, in-process mode.
-
-
+# --- Threads, worker failures, in-process mode -----------------------------------------------------------------------
 def test_reward_from_a_thread():
     results = {}
 
@@ -387,8 +367,7 @@ def test_dead_worker_between_calls_is_replaced():
     assert reward.stats.timeouts == 0
 
 
-# In-process, math-verify's SIGALRM can fire inside hypothesis' gc callback, which swallows it (a warning): one more
-# reason the default is the worker pool, where the parent's own item timeout is the backstop.
+# In-process, math-verify's SIGALRM can fire inside hypothesis' gc callback, which swallows it (a warning).
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_in_process_mode_main_thread_and_thread(monkeypatch):
     monkeypatch.setenv("UP_TRL_REWARD_WORKERS", "0")
@@ -416,8 +395,7 @@ def test_falls_back_in_process_when_workers_cannot_start(monkeypatch):
 
 
 def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
-    """A warm pool takes a batch as it is: no new pool, one schedule per item, in one round. Speed itself is measured
-    in `benchmarks/reward_throughput.py`, not here."""
+    """A warm pool takes a batch as it is: no new pool, one round (speed: benchmarks/reward_throughput.py)."""
     math_accuracy_reward([r"\boxed{1}"], solution=["1"])  # warm
     replies = [rf"Step {i}: {i} + 12 = \boxed{{{i + 12 if i % 4 else i}}}" for i in range(64)]
     golds = [f"#### {i + 12}" for i in range(64)]
@@ -432,21 +410,14 @@ def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
     assert started == [] and rounds == [(warm, 64)]
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Registry.
-
-
+# --- Registry --------------------------------------------------------------------------------------------------------
 def test_registry_names():
     assert sorted(REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
     assert sorted(REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
     funcs = get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
     assert funcs == [math_accuracy_reward, dapo_math_reward, boxed_format_reward, think_format_reward]
-    assert [f.__name__ for f in funcs] == [
-        "math_accuracy_reward",
-        "dapo_math_reward",
-        "boxed_format_reward",
-        "think_format_reward",
-    ]
+    names = [f.__name__ for f in funcs]
+    assert names == "math_accuracy_reward dapo_math_reward boxed_format_reward think_format_reward".split()
 
 
 def test_registry_dotted_path(monkeypatch):
@@ -463,21 +434,15 @@ def test_registry_dotted_path(monkeypatch):
 
 
 def test_registry_unknown_name_lists_known_names():
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ValueError, match="Unknown reward function 'accuracy'") as info:
         get_reward_funcs(["accuracy"])
-    message = str(info.value)
-    assert "Unknown reward function 'accuracy'" in message
     for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format", "accuracy_reward"):
-        assert name in message
+        assert name in str(info.value)
 
 
 def test_registry_options_build_new_rewards():
-    acc, dapo, overlong = get_reward_funcs(
-        ["math_accuracy", "dapo_math", "soft_overlong"],
-        max_completion_length=100,
-        soft_punish_cache=20,
-        item_timeout_s=5.0,
-    )
+    names = ["math_accuracy", "dapo_math", "soft_overlong"]
+    acc, dapo, overlong = get_reward_funcs(names, max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
     assert acc is not math_accuracy_reward and acc.item_timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
     assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
     assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
@@ -491,9 +456,7 @@ def test_registry_options_build_new_rewards():
         get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# A final-answer phrase is one expression, never one number of it (issue 8, item 1).
-
+# --- A final-answer phrase is one expression, never one number of it (issue 8, item 1) -------------------------------
 PHRASE_CASES = [
     pytest.param("The answer is 2x + 3.", "$2x+3$", 1.0, id="polynomial_right"),
     pytest.param("The answer is 2x + 3.", "3", 0.0, id="polynomial_vs_its_constant"),
@@ -524,11 +487,6 @@ PHRASE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES)
-def test_phrase_answer_is_one_expression(reply, gold, expected):
-    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
-
-
 def test_boxed_and_phrase_agree_on_expressions():
     """The same answer, boxed or in a phrase, gets the same score (today's boxed path was already right)."""
     answers, golds = ["2x + 3", "3n + 12", "5 - 2i"], ["3", "12", "2"]
@@ -537,10 +495,7 @@ def test_boxed_and_phrase_agree_on_expressions():
     assert math_accuracy_reward(boxed, solution=golds) == math_accuracy_reward(phrases, solution=golds) == [0.0] * 3
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# Each item bounded, never the call; the pool's process rules (issue 8, item 2).
-
-
+# --- Each item bounded, never the call; the pool's process rules (issue 8, item 2) -----------------------------------
 def _hang_on(marker):
     """verify_answer that never returns for the prediction `marker` (a stand-in for a C-level hang)."""
     real = reward_pool.verify_answer
@@ -567,8 +522,7 @@ def test_hung_item_costs_its_own_bound_and_is_counted(monkeypatch, fresh_pools):
     reward = make_math_accuracy_reward(num_workers=1, item_timeout_s=1.0, timeout_reward=-0.5, name="acc")
     metrics = {}
     replies = [r"\boxed{777}", r"\boxed{2}", r"\boxed{5}", r"\boxed{3}"]
-    # The call returns (the hung item would sleep an hour): its bound fired, on that item alone, and its worker was
-    # replaced; the items queued behind it on the one worker are scored.
+    # The call returns: the hung item's bound fired, its worker was replaced, and the items queued behind it scored.
     out = reward(replies, solution=["777", "2", "2", "3"], log_metric=metrics.__setitem__)
     assert out == [-0.5, 1.0, 0.0, 1.0]  # the hung item gets timeout_reward, never a silent "wrong"
     assert metrics["rewards/acc/timeout_frac"] == 0.25
@@ -614,9 +568,7 @@ def _score_one_and_return() -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="fork")
 def test_multiprocessing_child_with_a_pool_exits(fresh_pools):
-    """A multiprocessing child (a ProcessPoolExecutor worker of benchmarks/real_model.py, say) that scored with the
-    pool exits when its work is done: multiprocessing's exit hook joins child processes and runs no atexit, so
-    pebble's workers once kept it waiting for ever."""
+    """A multiprocessing child that scored with the pool exits when its work is done."""
     child = multiprocessing.get_context("fork").Process(target=_score_one_and_return)
     child.start()
     child.join(timeout=60)
@@ -667,15 +619,8 @@ def test_verify_many_and_outcome_constants():
     assert rewards.verify_many([]) == []
 
 
-# ---------------------------------------------------------------------------------------------------------------------
-# A failed gold parse is not cached (issue 8, item 3).
-
-
+# --- A failed gold parse is not cached (issue 8, item 3) -------------------------------------------------------------
 def test_failed_gold_parse_is_not_cached(monkeypatch):
-    import math_verify
-
-    from up_trl.rewards import verification
-
     real, calls = math_verify.parse, []
 
     def parse_timing_out_once(text, *args, **kwargs):
@@ -697,10 +642,6 @@ def test_failed_gold_parse_is_not_cached(monkeypatch):
 @pytest.mark.parametrize("where", ["gold", "answer", "comparison"])
 def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
     """math-verify turns its SIGALRM timeout into [] / False and a warning; the reward must count it as TIMEOUT."""
-    import math_verify
-
-    from up_trl.rewards import verification
-
     real_parse, real_verify = math_verify.parse, math_verify.verify
 
     def parse(text, *args, **kwargs):
@@ -726,8 +667,6 @@ def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
 
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched parse")
 def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools):
-    import math_verify
-
     real_parse = math_verify.parse
 
     def parse(text, *args, **kwargs):
@@ -746,7 +685,6 @@ def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools
 # What a reply answers (issue 8's scorer benchmark rules): the last answer statement by position, voided by a later
 # retraction unless restated; a phrase answer ends at a clause giving reasons; hedges and unevaluated operations answer
 # nothing. Each rule has phrasings that `benchmarks/make_scorer_cases.py` never writes.
-
 STATEMENT_CASES = [
     # The last statement by position: a box or a final-answer phrase, whichever comes later.
     pytest.param(r"\boxed{5} was my first guess; the final answer is 6.", "6", 1.0, id="phrase_after_box"),
@@ -875,13 +813,12 @@ FINAL_SENTENCE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), STATEMENT_CASES + FINAL_SENTENCE_CASES)
+@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES + STATEMENT_CASES + FINAL_SENTENCE_CASES)
 def test_what_a_reply_answers(reply, gold, expected):
     assert math_accuracy_reward([reply], solution=[gold]) == [expected]
 
 
-# Each pattern's worst case as (head, repeated unit, tail); the linear-time test counts the work for LINEAR_N and
-# 2 * LINEAR_N units (100 KB of any of them used to take milliseconds, a quadratic pattern minutes).
+# Each pattern's worst case as (head, repeated unit, tail), repeated LINEAR_N and 2 * LINEAR_N times.
 LINEAR_N = 2_000
 ADVERSARIAL = {
     "spaces_before_reason": ("The answer is 42", " ", " because"),
@@ -903,9 +840,7 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize(("head", "unit", "tail"), ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
 def test_extraction_is_linear_on_adversarial_text(head, unit, tail):
-    """Every pattern is linear: twice the copies of a pattern's worst case cost at most twice the work (counted:
-    lines run and characters scanned; a + 2bn <= 2(a + bn) exactly), a quadratic pattern about four times."""
-    from up_trl.rewards.extraction import prediction
+    """Twice the copies of each pattern's worst case cost at most twice the work (`work_count.work`)."""
 
     def run(text):
         prediction(extract_answer(text, max_chars=len(text)), "42")
@@ -915,11 +850,7 @@ def test_extraction_is_linear_on_adversarial_text(head, unit, tail):
 
 
 def test_smollm2_real_replies_match_their_hand_labels():
-    """48 real SmolLM2-135M replies to the offline default's prompts, labelled by hand
-    (`benchmarks/data/smollm2_arithmetic_replies.jsonl`): the reward never scores a wrong reply, and scores every right
-    one except three whose answer is followed by an unrelated number (`known_false_negative`, pinned at 0)."""
-    import json
-
+    """48 hand-labelled SmolLM2 replies: no wrong one scored, every right one but three known false negatives."""
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "smollm2_arithmetic_replies.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert len(rows) == 48
@@ -931,10 +862,232 @@ def test_smollm2_real_replies_match_their_hand_labels():
 
 def test_the_readme_plain_answer_scores_0_with_trls_accuracy_reward_and_1_with_ours():
     # README, "A `trl grpo` command runs unchanged": TRL's reads only LaTeX, so a plain final answer scores 0.
-    from trl.rewards import accuracy_reward
-
-    from up_trl.rewards import math_accuracy_reward
-
     plain = [[{"role": "assistant", "content": "The answer is 12."}]]
     assert accuracy_reward(plain, solution=["12"]) == [0.0]
     assert math_accuracy_reward(plain, solution=["12"]) == [1.0]
+
+
+# --- The scorer's remaining classes (issue 17): each table's rule in its comment; the sentences are new -----------
+def score(reply: str, gold: str) -> float | None:
+    return math_accuracy_reward([reply], solution=[gold])[0]
+
+
+# math-verify strips a letter it takes for a unit even inside an expression (`$2t$` parses as 2). The rule: a match in
+# which math-verify dropped a letter of one side that it did not drop of the other is wrong. A letter is a variable
+# when it stands alone ("5 s", "12 m": 5s and 12m, as in LaTeX) or is glued to a number or a letter ("2t", "12cm",
+# "5ab"); a unit is written as text (`5\text{ s}`, `12\,\mathrm{m}`) or as a word set apart by a space ("3 cm",
+# "7 hours"), as phrase answers already read "12 apples".
+UNIT_LETTER_CASES = [
+    pytest.param(r"\boxed{3 - s}", "3", 0.0, id="minus_s_boxed"),
+    pytest.param(r"The answer is $3 - s$.", "3", 0.0, id="minus_s_latex_phrase"),
+    pytest.param("The answer is 3 - s.", "3", 0.0, id="minus_s_plain_phrase"),
+    pytest.param(r"\boxed{2t}", "2", 0.0, id="coefficient_t"),
+    pytest.param(r"\boxed{5s}", "5", 0.0, id="coefficient_s"),
+    pytest.param("The answer is 2t.", "2", 0.0, id="coefficient_t_phrase"),
+    pytest.param(r"So the speed is $v = 4t$.", "4", 0.0, id="coefficient_t_final_span"),
+    pytest.param(r"\boxed{6h}", "6", 0.0, id="coefficient_h"),
+    pytest.param(r"\boxed{5ab}", "5", 0.0, id="glued_letters_are_a_product"),
+    pytest.param(r"\boxed{4}", "4t", 0.0, id="gold_lost_its_letter"),
+    pytest.param(r"\boxed{4s}", "4t", 0.0, id="each_side_lost_another_letter"),
+    pytest.param(r"\boxed{4t}", "4t", 1.0, id="both_sides_lost_the_same_letter"),
+    pytest.param(r"\boxed{9 - x}", "9", 0.0, id="kept_variable_control"),
+    pytest.param(r"\boxed{9 - x}", "$9 - x$", 1.0, id="kept_variable_right"),
+    # The unit decisions, one rule: a lone or glued letter is a variable, text or a spaced word is a unit.
+    pytest.param("The answer is 5 s.", "5", 0.0, id="lone_letter_s_is_a_variable"),
+    pytest.param(r"\boxed{12 m}", "12", 0.0, id="lone_letter_m_is_a_variable"),
+    pytest.param("The answer is 12cm.", "12", 0.0, id="glued_word_is_a_variable"),
+    pytest.param("The answer is 3 cm.", "3", 1.0, id="spaced_word_is_a_unit"),
+    pytest.param(r"\boxed{7 hours}", "7", 1.0, id="spaced_word_in_a_box_is_a_unit"),
+    pytest.param(r"\boxed{5\text{ s}}", "5", 1.0, id="text_unit_s"),
+    pytest.param(r"\boxed{12\,\mathrm{m}}", "12", 1.0, id="mathrm_unit_m"),
+    pytest.param(r"\boxed{90^\circ}", "90", 1.0, id="degrees_control"),
+]
+
+
+# A letter that the gold also writes is a variable, never a unit: when math-verify dropped it on either side, both
+# sides are read again without its unit removal ("9 - t" is 9 - t, not 9). A letter only one side writes keeps the
+# rule above: "9 - t" is refused against the bare 9, and "3 - s", "2t", "5s" against 3, 2, 5.
+SHARED_LETTER_CASES = [
+    pytest.param("The answer is 9 - t", "9-t", 1.0, id="spaced_pred_unspaced_gold"),
+    pytest.param("The answer is 9-t", "9 - t", 1.0, id="unspaced_pred_spaced_gold"),
+    pytest.param(r"\boxed{9 - t}", "9-t", 1.0, id="boxed_pred"),
+    pytest.param("The answer is t - 9", "-(9 - t)", 1.0, id="equivalent_form"),
+    pytest.param("The answer is 9 - t", "9", 0.0, id="gold_without_the_letter"),
+    pytest.param("The answer is 9 - t", "9 + t", 0.0, id="same_letter_other_sign"),
+    pytest.param("The answer is 2 - s", "2 + s", 0.0, id="same_letter_s_other_sign"),
+    pytest.param("The answer is 9 - t", "9 - 2t", 0.0, id="same_letter_other_coefficient"),
+    pytest.param("The answer is 3 - s", "3", 0.0, id="minus_s_against_a_number"),
+    pytest.param("The answer is 2t", "2", 0.0, id="coefficient_t_against_a_number"),
+    pytest.param("The answer is 5s", "5", 0.0, id="coefficient_s_against_a_number"),
+    pytest.param(r"\boxed{4t}", "4t", 1.0, id="both_sides_glued"),
+]
+
+
+# Numbers written another way than math-verify reads them (`numerals`): money and spacing in LaTeX golds, thousands set
+# apart by spaces, numbers in words, scale words, repeating decimals.
+NUMERAL_CASES = [
+    # A gold in LaTeX money or spacing: `\$` is a currency sign, not a math delimiter.
+    pytest.param("She paid $18.90 in total.", r"\$18.90", 1.0, id="money_gold_plain_reply"),
+    pytest.param("The bill comes to 18.9 dollars.", r"\$18.90", 1.0, id="money_gold_trailing_zero"),
+    pytest.param("The bill comes to 18.80 dollars.", r"\$18.90", 0.0, id="money_gold_wrong"),
+    pytest.param("Each ticket costs 36 dollars.", r"\$36", 1.0, id="money_gold_dollars_reply"),
+    pytest.param(r"\boxed{32348}", r"\$32,\!348", 1.0, id="money_thin_space_gold"),
+    pytest.param("The answer is 32 348.", r"32,\!348", 1.0, id="thin_space_gold_spaced_reply"),
+    # Thousands set apart by spaces (or a no-break space): one number, its first group of one to three digits.
+    pytest.param("The town has 1 250 000 residents.", "1250000", 1.0, id="spaced_millions_last_number"),
+    pytest.param("The town has 1 250 000 residents.", "250000", 0.0, id="spaced_millions_not_a_tail"),
+    pytest.param(r"\boxed{12 500}", "12500", 1.0, id="spaced_thousands_boxed"),
+    pytest.param(r"\boxed{12 500}", "500", 0.0, id="spaced_thousands_boxed_not_a_tail"),
+    pytest.param("The answer is 4\u00a0096.", "4096", 1.0, id="no_break_space_phrase"),
+    pytest.param("The two piles hold 12 and 500.", "12500", 0.0, id="two_numbers_stay_two"),
+    # A number in words: the whole answer of a box or a phrase, or the one number of a final sentence without a digit.
+    pytest.param("So the farmer keeps seven goats.", "7", 1.0, id="word_in_final_sentence"),
+    pytest.param("He had 12 goats.\nSo the farmer keeps seven goats.", "12", 0.0, id="word_beats_earlier_digits"),
+    pytest.param("The answer is twenty-four.", "24", 1.0, id="hyphenated_word_phrase"),
+    pytest.param("The answer is thirty-six dollars.", "36", 1.0, id="word_then_unit"),
+    pytest.param("The answer is three hundred and five.", "305", 1.0, id="hundreds_in_words"),
+    pytest.param(r"\boxed{nine}", "9", 1.0, id="word_in_a_box"),
+    pytest.param("So two thirds of the cake is left.", "2", 0.0, id="fraction_word_is_no_count"),
+    pytest.param("She packs 24 eggs.\nThat makes two dozen.", "24", 1.0, id="dozen_is_no_count"),
+    pytest.param("She packs 8 boxes.\nEach one is sealed.", "8", 1.0, id="one_is_a_pronoun"),
+    pytest.param("She packs 8 boxes.\nTwo are red and three are blue.", "2", 0.0, id="two_words_fall_back"),
+    pytest.param("Maybe five goats are left.", "5", 0.0, id="hedged_word"),
+    pytest.param("So five goats are not left.", "5", 0.0, id="negated_word"),
+    # A scale word multiplies, unless the gold is the number itself (a question that counts in millions).
+    pytest.param("The city has 1.45 million people.", "1450000", 1.0, id="million_last_number"),
+    pytest.param("The answer is 2.5 billion.", "2500000000", 1.0, id="billion_phrase"),
+    pytest.param(r"\boxed{3\text{ thousand}}", "3000", 1.0, id="thousand_in_text_boxed"),
+    pytest.param("The answer is 1.45 million.", "1.45", 1.0, id="gold_counts_in_millions"),
+    pytest.param("The city has 1.45 million people.", "145", 0.0, id="million_wrong"),
+    # A repeating decimal is its fraction (math-verify reads `0.\overline{6}` as 0), in a reply or in a gold.
+    pytest.param(r"The decimal is $0.\overline{6}$.", r"\frac{2}{3}", 1.0, id="repeating_phrase"),
+    pytest.param(r"The decimal is $0.\overline{6}$.", "0", 0.0, id="repeating_is_not_zero"),
+    pytest.param(r"\boxed{0.1\overline{6}}", r"\frac16", 1.0, id="repeating_after_a_fixed_digit"),
+    pytest.param(r"\boxed{1.\overline{27}}", r"\frac{14}{11}", 1.0, id="repeating_pair_of_digits"),
+    pytest.param(r"\boxed{\frac{2}{3}}", r"$0.\overline{6}$", 1.0, id="repeating_gold"),
+    pytest.param(r"\boxed{0}", r"$0.\overline{6}$", 0.0, id="repeating_gold_is_not_zero"),
+]
+
+
+# A solution set stated as equations of one variable ("x = a and x = b", "x = a, x = b", in spans or not, boxed or
+# not) is the set {a, b}, in any order; never its last value; and never an ordered pair (math-verify takes a set
+# for a tuple).
+SOLUTION_SET_CASES = [
+    pytest.param("The solutions are x = 4 and x = -1.", "-1, 4", 1.0, id="and_final_sentence"),
+    pytest.param("The solutions are x = -1 and x = 4.", "-1, 4", 1.0, id="and_other_order"),
+    pytest.param(r"The roots are $x = -1$ and $x = 4$.", r"\{4, -1\}", 1.0, id="spans_set_gold"),
+    pytest.param("The answer is x = 4 and x = -1.", "4,-1", 1.0, id="and_phrase"),
+    pytest.param(r"The answer is $x = 4$ and $x = -1$.", "4,-1", 1.0, id="spans_phrase"),
+    pytest.param(r"\boxed{x = 4, x = -1}", "-1, 4", 1.0, id="comma_boxed"),
+    pytest.param(r"\boxed{x = 4 \text{ and } x = -1}", "-1, 4", 1.0, id="text_and_boxed"),
+    pytest.param(r"So $x = 3$, $x = 5$, and $x = -2$.", "-2, 3, 5", 1.0, id="three_values"),
+    pytest.param("The solutions are x = 4 and x = -1.", "-1", 0.0, id="a_set_is_not_its_last_value"),
+    pytest.param("The solutions are x = 4 and x = -1.", "-1, 4, 6", 0.0, id="a_missing_value"),
+    pytest.param("The solutions are x = 4 and x = -1.", "(4, -1)", 0.0, id="a_set_is_no_ordered_pair"),
+    pytest.param(r"So $x = 4$ and $y = -1$.", "4, -1", 0.0, id="two_variables_are_no_set"),
+    pytest.param("So x = 4 and x = -1, not 6.", "-1, 4", 0.0, id="negated_after_the_set"),
+]
+
+
+# A gold that is a name (`\text{Devon}`, one capitalised word): the final sentence's one name answers, also with other
+# capitals in it (an acronym, a sentence-opening word such as "So" or "In"); two names, a hedge or a negation answer
+# nothing. A phrase answer that is a name and prose about it is the name. For a numeric gold nothing changes.
+NAME_CASES = [
+    pytest.param("So Devon wins the race.", r"$\text{Devon}$", 1.0, id="name_after_so"),
+    pytest.param("Devon wins the race.", r"\text{Devon}", 1.0, id="name_first"),
+    pytest.param("In USD, Devon earns the most.", r"\text{Devon}", 1.0, id="acronym_is_no_name"),
+    pytest.param("Devon runs 12 laps, so Devon wins.", r"\text{Devon}", 1.0, id="name_with_a_number"),
+    pytest.param("So Devon (from Leeds) wins the race.", r"\text{Devon}", 1.0, id="aside_names_no_one"),
+    pytest.param("Thus Friday is the first such day.", r"\text{Friday}", 1.0, id="day_name"),
+    pytest.param("So Kim wins the race.", r"\text{Devon}", 0.0, id="another_name"),
+    pytest.param("In the end, Devon has more marbles than Kim.", r"\text{Devon}", 0.0, id="two_names"),
+    pytest.param("Kim or Devon wins the race.", r"\text{Devon}", 0.0, id="hedged_names"),
+    pytest.param("So Devon does not win.", r"\text{Devon}", 0.0, id="negated_name"),
+    pytest.param("The answer is Devon, who has the most marbles.", r"\text{Devon}", 1.0, id="phrase_name_and_prose"),
+    pytest.param("Final answer: Devon wins the race.", r"\text{Devon}", 1.0, id="phrase_name_sentence"),
+    pytest.param("The answer is Devon from Leeds.", r"\text{Devon}", 0.0, id="phrase_two_names"),
+    pytest.param("Devon has 12 marbles.\nSo Devon wins.", "12", 1.0, id="numeric_gold_control"),
+]
+
+
+# A closed box, an escaped brace (`\{` is a literal brace, not an opening one) and an open brace that is no box: they
+# cut nothing off (the cut-off replies below).
+CLOSED_BOX_CASES = [
+    pytest.param(r"\boxed{42}", "42", 1.0, id="closed_box"),
+    pytest.param(r"\boxed{\{1, 2\}}", r"\{1,2\}", 1.0, id="escaped_braces"),
+    pytest.param(r"\boxed{42} {", "42", 1.0, id="open_brace_no_box"),
+]
+CLASSES = UNIT_LETTER_CASES + SHARED_LETTER_CASES + NUMERAL_CASES + SOLUTION_SET_CASES + NAME_CASES + CLOSED_BOX_CASES
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), CLASSES)
+def test_each_class_scores_as_its_table_says(reply, gold, expected):
+    assert score(reply, gold) == expected
+
+
+# A reply that ends inside a `\boxed{` that never closes was cut off: no final answer (the module's no-answer rule:
+# `incorrect`, 0.0 or DAPO's -1.0, counted in `stats.no_answer`), never the last number inside the open box.
+CUT_OFF_CASES = [
+    pytest.param(r"\boxed{" * 5000 + "42", "42", id="thousands_of_open_boxes_then_the_number"),
+    pytest.param(r"\boxed{" + "42", "42", id="one_open_box"),
+    pytest.param(r"The answer is 42. \boxed{42", "42", id="phrase_then_open_box"),
+    pytest.param(r"\boxed{42} and then \boxed{4", "42", id="closed_box_then_open_box"),
+    pytest.param(r"\boxed{\frac{1}{2}", "1/2", id="open_box_with_closed_braces_inside"),
+    pytest.param(r"\boxed{x \boxed{42}", "42", id="closed_box_inside_an_open_one"),
+]
+
+
+@pytest.mark.parametrize(("reply", "gold"), CUT_OFF_CASES)
+def test_a_box_that_never_closes_has_no_answer(reply, gold):
+    reward = make_math_accuracy_reward()
+    assert reward([reply], solution=[gold]) == [0.0]
+    assert dapo_math_reward([reply], solution=[gold]) == [-1.0]
+    assert reward.stats.no_answer == 1 and extract_answer(reply) is None  # the reply never reaches math-verify
+
+
+def test_thousands_of_open_boxes_cost_linear_time():
+    """20,000 open boxes cost at most twice the work of 10,000 (`work_count.work`)."""
+    assert extract_answer(r"\boxed{" * 20_000 + "42") is None
+    once, twice = (work(extract_answer, r"\boxed{" * n + "42", max_chars=10 * n) for n in (10_000, 20_000))
+    assert twice <= 2 * once, (once, twice)
+
+
+# Each new pattern's worst case as (head, repeated unit, tail), repeated LINEAR_N and 2 * LINEAR_N times.
+NEW_ADVERSARIAL = {
+    "many_number_words": ("", "twenty ", "goats"),
+    "many_spaced_groups": ("1", " 000", "0"),
+    "many_broken_groups": ("", "1 0000 ", ""),
+    "many_scales": ("", "1 million ", ""),
+    "many_equations": ("", "x = 1 and ", "x"),
+    "spaces_in_a_list": ("x = 1", " ", "and x = 2"),
+    "many_names": ("", "Aa ", ""),
+    "many_repeating": ("", r"0.\overline{", ""),
+    "long_decimal": (".", "1", ""),
+    "many_letters": (r"\boxed{", "2t", "}"),
+}
+
+
+@pytest.mark.parametrize(("head", "unit", "tail"), NEW_ADVERSARIAL.values(), ids=NEW_ADVERSARIAL.keys())
+def test_new_patterns_are_linear(head, unit, tail):
+    """Twice the copies of each new pattern's worst case cost at most twice the work."""
+
+    def run(text):
+        prediction(extract_answer(text, max_chars=len(text), names=True), "42")
+        prediction(extract_answer(text, max_chars=len(text)), "-1, 2")
+        dropped_letters(text, [text])
+
+    once, twice = (work(run, head + unit * n + tail) for n in (LINEAR_N, 2 * LINEAR_N))
+    assert twice <= 2 * once, (once, twice)
+
+
+def test_issue17_cases_match_their_labels():
+    """The reward agrees with every label of `scorer_cases_issue17.jsonl`."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "scorer_cases_issue17.jsonl"
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert len(cases) >= 60 and {c["label"] for c in cases} == {0, 1}
+    assert all({"completion", "gold", "label", "category", "source"} <= c.keys() for c in cases)
+    assert len({(c["completion"], c["gold"]) for c in cases}) == len(cases), "duplicate (completion, gold) pairs"
+    out = math_accuracy_reward([c["completion"] for c in cases], solution=[c["gold"] for c in cases])
+    assert [(c["category"], c["gold"], reward) for c, reward in zip(cases, out)] == [
+        (c["category"], c["gold"], float(c["label"])) for c in cases
+    ]

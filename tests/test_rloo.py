@@ -1,5 +1,4 @@
-"""UPRLOOTrainer: the loss and every gradient equal a closed form written here, on a stale batch with mixed-sign
-advantages; up_mode="off" is trl.RLOOTrainer bit for bit; a short real run trains and logs up/* metrics."""
+"""UPRLOOTrainer: loss and gradient equal a closed form; "off" is RLOOTrainer bit for bit; real runs."""
 
 import copy
 import logging
@@ -8,12 +7,21 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import assert_loss_leaves_batch_unchanged, build, cpu_args, gradients, length_reward, param_snapshots
+from conftest import (
+    assert_loss_leaves_batch_unchanged,
+    cpu_args,
+    gradients,
+    length_reward,
+    make_trainer,
+    param_snapshots,
+)
 from datasets import Dataset
-from trl import RLOOTrainer
+from trl import ModelConfig, RLOOConfig, RLOOTrainer, TrlParser
 
 from up_trl import UPRLOOConfig, UPRLOOTrainer
 from up_trl.cli.catalog import recipe_path
+from up_trl.models.offline import tiny_model_and_tokenizer
+from up_trl.script_args import TrainScriptArguments
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
 MAX_LEN = 6
@@ -22,18 +30,6 @@ MAX_LEN = 6
 def rloo_args(tmp_path, **overrides):
     """UPRLOOConfig for a seconds-long CPU run (beta=0: no reference model)."""
     return cpu_args(tmp_path, UPRLOOConfig, **{"beta": 0.0, **overrides})
-
-
-def make_rloo_trainer(
-    tmp_path, tiny, dataset, reward=length_reward, callbacks=None, shared_prompt=False, parts=False, **overrides
-):
-    """UPRLOOTrainer on the tiny model with `rloo_args(tmp_path, **overrides)` (`shared_prompt`: the opt-in
-    CPU saving; `parts`: every opt-in part, `conftest.build`)."""
-    model, tokenizer = tiny
-    kwargs = dict(
-        model=model, reward_funcs=reward, train_dataset=dataset, processing_class=tokenizer, callbacks=callbacks
-    )
-    return build(UPRLOOTrainer, parts, shared_prompt, args=rloo_args(tmp_path, **overrides), **kwargs)
 
 
 def _sequence_logps(trainer, model, batch):
@@ -48,8 +44,6 @@ def _sequence_logps(trainer, model, batch):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     tmp = tmp_path_factory.mktemp("rloo")
@@ -63,15 +57,15 @@ def setup(tmp_path_factory):
     # A hand-made, off-policy batch: 6 completions of different lengths, mixed-sign advantages.
     g = torch.Generator().manual_seed(0)
     B, P, T = 6, 3, MAX_LEN
-    batch = {
-        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
-        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]]),
-        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
-        "completion_mask": torch.tensor(
+    batch = dict(
+        prompt_ids=torch.randint(4, len(tokenizer), (B, P), generator=g),
+        prompt_mask=torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]]),
+        completion_ids=torch.randint(4, len(tokenizer), (B, T), generator=g),
+        completion_mask=torch.tensor(
             [[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1] * 6]
         ),
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.4]),
-    }
+        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.4]),
+    )
     with torch.no_grad():
         logps = _sequence_logps(up, model, batch)
     # Stale: log r = logp - old_logp per sequence, chosen on both sides of [1 - eps_low, 1 + eps_high].
@@ -80,8 +74,7 @@ def setup(tmp_path_factory):
 
 
 def _closed_form(trainer, batch, up_mode, min_prob=None):
-    """Written out: A > 0 (every sequence for "both") -> -A * exp(logp - sg(logp)); else RLOO's clipped term.
-    With `min_prob`, a sequence whose geometric-mean token probability at sampling was below it keeps the clip."""
+    """A > 0 (all for "both"): -A exp(logp - sg(logp)); else the clipped term; `min_prob`: rare keep it."""
     logp = _sequence_logps(trainer, trainer.model, batch)
     adv, old = batch["advantages"], batch["old_logps"]
     r = torch.exp(logp - old)
@@ -99,8 +92,7 @@ def _configure(trainer, up_mode, min_prob=None):
 
 
 def _splitting_min_prob(batch):
-    """A rare-token bound between the positive sequences' geometric-mean probabilities at sampling: some kept, some
-    clipped."""
+    """A rare-token bound between the positive sequences' probabilities: some kept, some clipped."""
     probs = torch.exp(batch["old_logps"] / batch["completion_mask"].sum(1))[batch["advantages"] > 0].sort().values
     return ((probs[0] + probs[1]) / 2).item()
 
@@ -209,7 +201,7 @@ def test_config_refusals(tmp_path):
 )
 def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns, off_policy):
     with caplog.at_level(logging.WARNING):
-        trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, **overrides)
+        trainer = make_trainer(tmp_path, tiny, prompts_dataset, rloo=True, **overrides)
     said = [r.getMessage() for r in caplog.records if "equals its parent" in r.getMessage()]
     assert bool(said) == warns
     assert trainer.up_is_off_policy == off_policy
@@ -219,17 +211,14 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    """The same 2-step run (num_iterations=2: step 2 reuses step 1's rollouts) with UP and with up_mode="off", with
-    every opt-in part, as `up-trl train` builds it (the card and the skipped-step count are parts)."""
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
+    """The same 2-step run (step 2 reuses step 1's rollouts) with UP and with "off", every part attached."""
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
     runs = {}
     for up_mode in ("asymmetric", "off"):
         snapshots = param_snapshots()
         overrides = dict(up_mode=up_mode, num_iterations=2, optim="sgd", learning_rate=0.1)
         tmp, tiny = tmp_path_factory.mktemp(up_mode), tiny_model_and_tokenizer(seed=0)
-        trainer = make_rloo_trainer(tmp, tiny, prompts, callbacks=[snapshots], parts=True, **overrides)
+        trainer = make_trainer(tmp, tiny, prompts, callbacks=[snapshots], parts=True, rloo=True, **overrides)
         initial = [p.detach().clone() for p in trainer.model.parameters()]
         trainer.train()
         runs[up_mode] = (trainer, initial, snapshots.params)
@@ -246,9 +235,8 @@ def test_real_run_trains_and_logs_up_metrics(two_runs):
         for key in ("up/positive_token_frac", "up/capacity_up_mean", "up/would_clip_frac", "clip_ratio/high_mean"):
             assert key in h, key
         assert h["up/nonfinite_skipped_steps"] == 0
-    # Step 1, fresh rollouts: old_logps come from TRL's no-grad pass at generation and the log-probs from the training
-    # forward, two computations of the same numbers that agree to float rounding only (0 here, 9.5e-7 on another
-    # machine). Step 2 reuses those rollouts one update later: the drift is then orders of magnitude larger.
+    # Step 1's fresh rollouts drift by float rounding only (two computations of the same numbers); step 2 reuses them
+    # one update later: orders of magnitude more.
     drift = [h["up/positive_abs_log_ratio_mean"] for h in logs]
     assert drift[0] < 1e-5 and drift[1] > 1e-3, drift
     assert "# Model Card for tiny-up-rloo" in _written_card(trainer)  # TRL's card, plus the run's
@@ -270,8 +258,6 @@ def _written_card(trainer):
 
 
 def test_plain_rloo_config_means_up_asymmetric(tmp_path, tiny, prompts_dataset):
-    from trl import RLOOConfig
-
     model, tokenizer = tiny
     args = RLOOConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to="none", beta=0.0,
                       per_device_train_batch_size=8, num_generations=4, num_iterations=2)  # fmt: skip
@@ -294,16 +280,12 @@ RECIPES = Path(recipe_path("up_rloo")).parent  # the packaged recipes
 
 
 def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():
-    from trl import ModelConfig, TrlParser
-
-    from up_trl.script_args import TrainScriptArguments
-
     up, base = (yaml.safe_load((RECIPES / name).read_text()) for name in ("up_rloo.yaml", "rloo.yaml"))
     assert {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)} == {"up_mode", "output_dir"}
     parser = TrlParser((TrainScriptArguments, UPRLOOConfig, ModelConfig))
     for name, up_mode in (("up_rloo.yaml", "asymmetric"), ("rloo.yaml", "off")):
         _, args, _ = parser.parse_args_and_config(
-            ["--config", str(RECIPES / name), *"--use_cpu true --bf16 false".split()]
+            ["--config", str(RECIPES / name), "--use_cpu", "true", "--bf16", "false"]
         )
         assert isinstance(args, UPRLOOConfig) and args.up_mode == up_mode
         # off-policy by construction (several updates per rollout batch), so UP differs from RLOO

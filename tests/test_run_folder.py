@@ -1,7 +1,4 @@
-"""A run's output folder (`up_trl.run.folder`): a previous run is refused or overwritten, never mixed in;
-`--save_steps` alone saves; `--resume_from_checkpoint true` continues from the latest checkpoint; an interrupted run
-says so, and how to resume, in its last line and its card; a crash saves an emergency checkpoint of finite weights
-(and keeps the metrics), says where and how to resume, and exits 1."""
+"""A run's output folder: previous runs, resume, interrupts and crashes, each said in its last line."""
 
 import json
 import re
@@ -11,14 +8,15 @@ import cli_rewards
 import pytest
 import torch
 from conftest import tiny_train_argv
+from safetensors.torch import load_file
 
 from up_trl.cli import main
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.folder import check_output_dir, remove_run_files
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from up_trl.models.offline import save_tiny_model
-
     return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
 
 
@@ -71,102 +69,50 @@ RUNNING = {
 CARD = "---\nlibrary_name: transformers\ntags:\n- generated_from_trainer\n---\nTrained with up-trl.\n"
 
 
-@pytest.mark.parametrize(
-    "record, files, removed",
-    [
-        pytest.param(
-            RECORD,
-            [
-                "README.md",
-                "config.json",
-                "metrics.jsonl",
-                "model.safetensors",
-                "checkpoint-2/",
-                "eval/eval.json",
-                "notes.txt",
-                "data/train.jsonl",
-            ],
-            [
-                "README.md",
-                "checkpoint-2",
-                "config.json",
-                "eval",
-                "metrics.jsonl",
-                "model.safetensors",
-                "up_trl_run.json",
-            ],
-            id="what_the_record_lists",
-        ),
-        pytest.param(
-            RUNNING,
-            ["metrics.jsonl", "checkpoint-1/", "checkpoint-2/", "notes.txt"],
-            ["checkpoint-1", "checkpoint-2", "metrics.jsonl", "up_trl_run.json"],
-            id="a_killed_run",
-        ),
-        pytest.param(
-            {"status": "finished"},
-            ["README.md=card", "config.json", "model.safetensors", "metrics.jsonl", "checkpoint-4/", "notes.txt"],
-            ["README.md", "checkpoint-4", "config.json", "metrics.jsonl", "model.safetensors", "up_trl_run.json"],
-            id="an_earlier_up_trl_record_without_files",
-        ),
-        pytest.param(
-            None,
-            ["metrics.jsonl", "config.json", "tokenizer.json", "notes.txt"],
-            ["config.json", "metrics.jsonl", "tokenizer.json"],
-            id="an_earlier_up_trl_without_a_record",
-        ),
-        pytest.param(None, ["notes.txt", "data.jsonl"], [], id="no_run"),
-    ],
-)
-def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
-    """`check_output_dir` with --overwrite_output_dir: what the previous run's record lists (a folder of an earlier
-    up-trl: the run's names there); nothing else."""
-    from up_trl.run.folder import check_output_dir, remove_run_files
+# (the run record, the folder's files: see `_make_folder`, the names removed), space-separated.
+OVERWRITES = [
+    pytest.param(RECORD, "README.md config.json metrics.jsonl model.safetensors checkpoint-2/ eval/eval.json "
+                 "notes.txt data/train.jsonl", "README.md checkpoint-2 config.json eval metrics.jsonl "
+                 "model.safetensors up_trl_run.json", id="what_the_record_lists"),
+    pytest.param(RUNNING, "metrics.jsonl checkpoint-1/ checkpoint-2/ notes.txt",
+                 "checkpoint-1 checkpoint-2 metrics.jsonl up_trl_run.json", id="a_killed_run"),
+    pytest.param({"status": "finished"}, "README.md=card config.json model.safetensors metrics.jsonl checkpoint-4/ "
+                 "notes.txt", "README.md checkpoint-4 config.json metrics.jsonl model.safetensors up_trl_run.json",
+                 id="an_earlier_up_trl_record_without_files"),
+    pytest.param(None, "metrics.jsonl config.json tokenizer.json notes.txt",
+                 "config.json metrics.jsonl tokenizer.json", id="an_earlier_up_trl_without_a_record"),
+    pytest.param(None, "notes.txt data.jsonl", "", id="no_run"),
+]  # fmt: skip
 
-    _make_folder(tmp_path, record, files)
+
+@pytest.mark.parametrize("record, files, removed", OVERWRITES)
+def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, removed):
+    """--overwrite_output_dir removes what the previous run's record lists, nothing else."""
+    _make_folder(tmp_path, record, files.split())
     remove = check_output_dir(str(tmp_path), overwrite=True, resume=None, model=None)
-    assert sorted(p.name for p in remove) == removed
+    assert sorted(p.name for p in remove) == removed.split()
     before = {p.name for p in tmp_path.iterdir()}
     remove_run_files(remove)
-    assert {p.name for p in tmp_path.iterdir()} == before - set(removed)  # notes.txt, data/ stay
+    assert {p.name for p in tmp_path.iterdir()} == before - set(removed.split())  # notes.txt, data/ stay
 
 
-@pytest.mark.parametrize(
-    "record, files, named",
-    [
-        pytest.param(RECORD, ["README.md", "config.json", "tokenizer.json"], "tokenizer.json", id="not_in_the_record"),
-        pytest.param(
-            {"status": "finished"},
-            ["README.md=mine", "config.json", "metrics.jsonl"],
-            "README.md",
-            id="earlier_up_trl_with_your_readme",
-        ),
-        pytest.param(
-            None,
-            ["README.md=mine", "config.json", "tokenizer.json", "notes.txt"],
-            "README.md, config.json, tokenizer.json",
-            id="your_files_and_no_run",
-        ),
-        pytest.param(
-            None,
-            ["checkpoint-5/", "model.safetensors"],
-            "checkpoint-5/, model.safetensors",
-            id="a_plain_trainer_folder",
-        ),
-    ],
-)
+REFUSALS = [
+    pytest.param(RECORD, "README.md config.json tokenizer.json", "tokenizer.json", id="not_in_the_record"),
+    pytest.param({"status": "finished"}, "README.md=mine config.json metrics.jsonl", "README.md",
+                 id="earlier_up_trl_with_your_readme"),
+    pytest.param(None, "README.md=mine config.json tokenizer.json notes.txt", "README.md, config.json, tokenizer.json",
+                 id="your_files_and_no_run"),
+    pytest.param(None, "checkpoint-5/ model.safetensors", "checkpoint-5/, model.safetensors",
+                 id="a_plain_trainer_folder"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("record, files, named", REFUSALS)
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_files_no_run_record_lists_are_refused(tmp_path, record, files, named, overwrite):
-    from up_trl.run.folder import check_output_dir
-
-    _make_folder(tmp_path, record, files)
-    with pytest.raises(
-        ValueError,
-        match=re.escape(
-            f"holds {named}, which this run would write over and no up-trl "
-            "run wrote (no run record lists them): move them"
-        ),
-    ):
+    _make_folder(tmp_path, record, files.split())
+    message = f"holds {named}, which this run would write over and no up-trl run wrote (no run record lists them)"
+    with pytest.raises(ValueError, match=re.escape(message + ": move them")):
         check_output_dir(str(tmp_path), overwrite=overwrite, resume=None, model=None)
 
 
@@ -228,8 +174,7 @@ def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(
 
 
 def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_limit(tiny_model, tmp_path, capsys):
-    """The emergency save (step 4) is marked, then rotated as any save (limit 1: the scheduled checkpoint-3 goes),
-    and holds the run's limit, not the None lent to the Trainer during training."""
+    """The emergency save is marked, rotated as any save, and holds the run's save_total_limit."""
     out = tmp_path / "out"
     flags = ("--save_steps", "3", "--save_total_limit", "1")
     argv = tiny_train_argv(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
@@ -242,8 +187,7 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
 @pytest.mark.parametrize(
     "guard, expected",
     [
-        # lr 1e30: step 1's weights are huge but finite; step 2's gradients are not (skipped), then generation
-        # samples from inf/nan probabilities.
+        # lr 1e30: step 2's gradients are not finite (skipped), then generation samples from inf/nan probabilities.
         pytest.param(
             [],
             r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
@@ -296,9 +240,7 @@ def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_mod
 
 
 def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_path, capsys):
-    """The emergency checkpoint holds the random states of step 4's end (not the crash's, which had sampled on):
-    crash at step 5 + resume gives the uninterrupted run's losses, rewards and weights."""
-    from safetensors.torch import load_file
+    """Crash at step 5 then resume gives the uninterrupted run's losses, rewards and weights."""
 
     def per_step(out, key):
         records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -320,10 +262,7 @@ def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_pa
 
 
 def test_overwrite_leaves_names_that_only_look_like_a_runs(tmp_path):
-    """A run numbers checkpoint-<step>/ and model-<i>-of-<n>.safetensors; checkpoint-6.keep/ or
-    model-final.safetensors are a user's, neither removed nor refused."""
-    from up_trl.run.folder import check_output_dir
-
+    """checkpoint-6.keep/ or model-final.safetensors are a user's: neither removed nor refused."""
     out = tmp_path / "run"
     for name in ("checkpoint-6", "checkpoint-6.keep", "checkpoint-6-backup"):
         (out / name).mkdir(parents=True)

@@ -1,17 +1,22 @@
-"""`up-trl train ARGV --up_mode off` trains what `trl grpo ARGV` trains: TRL's own script (`trl.scripts.grpo.main`,
-parsed by its own parser) and ours on the same argv, a tiny model on the CPU, 2 steps with the second off-policy,
-save the same weights and log the same rewards. Each case is a way a TRL user hands over data, rewards or a model."""
+"""`up-trl train ARGV --up_mode off` trains what `trl grpo ARGV` trains, for each kind of input."""
 
+import inspect
 import re
 
+import datasets
 import pytest
 import torch
+import transformers
 import trl.scripts.grpo as trl_grpo_script
-from conftest import TINY, ModelLoaded, argv, one_line
+from conftest import TINY, ModelLoaded, argv, hub_folder, one_line
 from safetensors.torch import load_file
-from test_any_dataset import hub_folder
+from transformers import Qwen2Config, Qwen2ForSequenceClassification
+from trl import GRPOTrainer
 
 import up_trl.extras
+from up_trl.cli import main
+from up_trl.models.offline import save_tiny_model, tiny_tokenizer
+from up_trl.rewards.registry import COLUMNS_NOT_PASSED, TRAINER_REWARD_KWARGS
 
 CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
 PLAIN = [f"{i} + {i} =" for i in range(16)]
@@ -27,8 +32,6 @@ def shared_argv(model: str, data: str, *flags: str) -> list[str]:
 @pytest.fixture
 def logged(monkeypatch):
     """The log history of each trainer that saves (both scripts call `save_model(output_dir)` once at the end)."""
-    import transformers
-
     histories, save = [], transformers.Trainer.save_model
 
     def record(self, *args, **kwargs):
@@ -43,18 +46,12 @@ def logged(monkeypatch):
 
 
 def run_both(tmp_path, argv: list[str], logged) -> tuple[dict, dict]:
-    """(TRL's saved tensors, ours): `trl grpo ARGV`, then `up-trl train ARGV --up_mode off`; their logged rewards
-    and losses equal, step by step. A third run, UP's (`--up_mode asymmetric`), must differ from TRL's: the case is
-    off-policy where it matters, so equal weights say the two scripts agree, not that UP had nothing to change."""
-    from up_trl.cli import main
-
+    """(TRL's tensors, ours) with equal logs for `trl grpo` and `--up_mode off`; UP's run differs."""
     theirs, ours, up = tmp_path / "trl", tmp_path / "off", tmp_path / "up"
     parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(theirs)])
     trl_grpo_script.main(*parsed[:4])
     for out, mode in ((ours, "off"), (up, "asymmetric")):
         assert main(["train", *argv, "--output_dir", str(out), "--up_mode", mode, "--plot", "false"]) == 0
-    import transformers
-
     ends = hasattr(transformers.Trainer, "end")
     assert [h == "end" for h in logged] == [False, True] * 3 if ends else [False] * 3  # each saved, then ended
     kept = [
@@ -78,43 +75,28 @@ def assert_same_trained_weights(theirs: dict, ours: dict, start: dict | None = N
 
 @pytest.fixture
 def tiny_model_dir(tmp_path):
-    from up_trl.models.offline import save_tiny_model
-
     path = save_tiny_model(tmp_path / "tiny")
     return path, load_file(f"{path}/model.safetensors")
 
 
-def test_an_extra_column_read_by_a_dotted_path_reward(tmp_path, tiny_model_dir, logged):
-    """`prompt` and `target` (no gold answer): `target` reaches `cli_rewards.says_target` as a keyword."""
+HALF = [str(2 * i) for i in range(16)]
+SETS = [  # `target` reaches the reward as a keyword; open-r1's shape: the `prompt` is trained on, as written
+    pytest.param({"prompt": CHAT, "target": HALF}, "cli_rewards.says_target", id="extra_column_for_a_dotted_reward"),
+    pytest.param({"prompt": CHAT, "problem": [f"{i} + {i}" for i in range(16)], "answer": HALF}, "cli_rewards.length",
+                 id="prompt_beside_problem_and_answer"),
+    pytest.param({"prompt": PLAIN}, "cli_rewards.length", id="trls_quickstart_prompt_only_length_reward"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("columns, reward", SETS)
+def test_a_set_trains_as_in_trl_grpo(tmp_path, tiny_model_dir, logged, columns, reward):
     model, start = tiny_model_dir
-    data = hub_folder(tmp_path / "set", {"prompt": CHAT, "target": [str(2 * i) for i in range(16)]})
-    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.says_target")
-    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
-
-
-def test_a_set_with_prompt_and_problem_columns_keeps_its_prompt(tmp_path, tiny_model_dir, logged):
-    """open-r1's shape: `prompt` beside `problem` and `answer`; the `prompt` is what TRL trains on, as written."""
-    model, start = tiny_model_dir
-    columns = {"prompt": CHAT, "problem": [f"{i} + {i}" for i in range(16)], "answer": [str(2 * i) for i in range(16)]}
-    argv = shared_argv(model, hub_folder(tmp_path / "set", columns), "--reward_funcs", "cli_rewards.length")
-    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
-
-
-def test_a_prompt_only_set_with_a_length_reward(tmp_path, tiny_model_dir, logged):
-    """TRL's quickstart: plain-text prompts, nothing else, a reward on length."""
-    model, start = tiny_model_dir
-    data = hub_folder(tmp_path / "set", {"prompt": PLAIN})
-    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.length")
+    argv = shared_argv(model, hub_folder(tmp_path / "set", columns), "--reward_funcs", reward)
     assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
 
 
 def test_a_prompt_only_set_scored_by_a_reward_model(tmp_path, tiny_model_dir, logged):
-    """TRL's own CLI test for GRPO (tests/test_cli.py::test_grpo): `--reward_model_name_or_path` and no
-    `--reward_funcs` on a prompt-only set (its `zen` set, standard_prompt_only); a tiny sequence classifier here."""
-    from transformers import Qwen2Config, Qwen2ForSequenceClassification
-
-    from up_trl.models.offline import tiny_tokenizer
-
+    """TRL's own CLI case: `--reward_model_name_or_path` on a prompt-only set."""
     tokenizer = tiny_tokenizer()
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=2, num_labels=1,
@@ -141,15 +123,11 @@ def test_lora_through_use_peft(tmp_path, tiny_model_dir, logged):
 
 def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, logged):
     """`--dataset_test_split` with `--eval_strategy steps`: the same eval rewards logged, the same weights."""
-    import datasets
-
     model, start = tiny_model_dir
     folder = tmp_path / "set"
     (folder / "data").mkdir(parents=True)
     for split, rows in (("train", CHAT), ("test", CHAT[:8])):
-        datasets.Dataset.from_dict({"prompt": rows}).to_parquet(
-            str(folder / "data" / f"{split}-00000-of-00001.parquet")
-        )
+        datasets.Dataset.from_dict({"prompt": rows}).to_parquet(str(folder / f"data/{split}-00000-of-00001.parquet"))
     evaluation = "--dataset_test_split test --eval_strategy steps --eval_steps 1 --per_device_eval_batch_size 8"
     argv = shared_argv(model, str(folder), "--reward_funcs", "cli_rewards.length", *evaluation.split())
     assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
@@ -157,7 +135,6 @@ def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, l
 
 
 # --- the model flags reach `from_pretrained` as in `trl grpo`, or stop in one line ----------------------------------
-
 MODEL_FLAGS = (
     "--model_revision main --attn_implementation eager --dtype float32 --trust_remote_code false --use_peft true"
 )
@@ -172,12 +149,7 @@ MODEL_FLAGS = (
     ],
 )
 def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_dir, monkeypatch, quantization):
-    """What `from_pretrained` receives, for the policy, under both scripts (bitsandbytes made to look installed: the
-    load stops before it is needed)."""
-    import transformers
-
-    from up_trl.cli import main
-
+    """`from_pretrained` receives the same arguments under both scripts."""
     monkeypatch.setattr(up_trl.extras, "installed", lambda module: True)  # bitsandbytes, as up-trl's check sees it
     received = []
 
@@ -190,38 +162,27 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
     argv = [*shared_argv(model, hub_folder(tmp_path / "set", {"prompt": PLAIN}), *MODEL_FLAGS.split(), *quantization),
             "--reward_funcs", "cli_rewards.length"]  # fmt: skip
     parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(tmp_path / "a")])
-    for run in (
-        lambda: trl_grpo_script.main(*parsed[:4]),
-        lambda: main(["train", *argv, "--output_dir", str(tmp_path / "b")]),
-    ):
-        with pytest.raises(ModelLoaded):
-            run()
+    with pytest.raises(ModelLoaded):
+        trl_grpo_script.main(*parsed[:4])
+    with pytest.raises(ModelLoaded):
+        main(["train", *argv, "--output_dir", str(tmp_path / "b")])
     theirs, ours = ({k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in r.items()} for r in received)
     assert theirs == ours and {"revision", "attn_implementation", "dtype", "trust_remote_code"} <= set(ours)
     if quantization:
         assert ours["quantization_config"]["load_in_4bit" if "--load_in_4bit" in quantization else "load_in_8bit"]
 
 
-@pytest.mark.parametrize(
-    "flags, expected",
-    [
-        pytest.param(
-            ["--load_in_8bit", "true", "--use_peft", "true"],
-            "--load_in_8bit true loads the model with bitsandbytes, not installed here: pip install bitsandbytes.",
-            id="no_bitsandbytes",
-        ),
-        pytest.param(
-            ["--load_in_4bit", "true"],
-            "--load_in_4bit true: a quantized model trains only through adapters (QLoRA): add --use_peft true.",
-            id="no_adapters",
-        ),
-        pytest.param(
-            ["--load_in_4bit", "true", "--trainer", "async_grpo"],
-            "--load_in_4bit true: TRL's AsyncGRPOTrainer loads no quantized model",
-            id="async",
-        ),
-    ],
-)
+QUANTIZATION_REFUSALS = [
+    pytest.param(["--load_in_8bit", "true", "--use_peft", "true"], "--load_in_8bit true loads the model with "
+                 "bitsandbytes, not installed here: pip install bitsandbytes.", id="no_bitsandbytes"),
+    pytest.param(["--load_in_4bit", "true"], "--load_in_4bit true: a quantized model trains only through adapters "
+                 "(QLoRA): add --use_peft true.", id="no_adapters"),
+    pytest.param(["--load_in_4bit", "true", "--trainer", "async_grpo"],
+                 "--load_in_4bit true: TRL's AsyncGRPOTrainer loads no quantized model", id="async"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("flags, expected", QUANTIZATION_REFUSALS)
 def test_quantization_that_cannot_work_is_one_line_before_the_model(
     no_model_loads, capsys, monkeypatch, flags, expected
 ):
@@ -232,42 +193,22 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
 
 
 # --- data and rewards that do not fit: one line, before the model loads --------------------------------------------
+NOT_PASSED = "which the training set does not pass to rewards"
+UNSCORABLE_SETS = [
+    pytest.param({"prompt": PLAIN}, "math_accuracy", f"--reward_funcs math_accuracy reads the column 'solution', "
+                 f"{NOT_PASSED}; its columns are ['prompt'] (the gold answer", id="no_gold"),
+    pytest.param({"prompt": PLAIN}, "accuracy_reward", "--reward_funcs accuracy_reward reads the column 'solution'",
+                 id="trls_accuracy_without_gold"),
+    pytest.param({"prompt": PLAIN, "answer": ["1"] * 16}, "cli_rewards.says_target", "--reward_funcs "
+                 f"cli_rewards.says_target reads the column 'target', {NOT_PASSED}; its columns are ['prompt', "
+                 "'solution', 'answer']: add it", id="reward_columns"),
+    pytest.param({"prompt": PLAIN}, "cli_rewards.reads_prompt", "--reward_funcs cli_rewards.reads_prompt reads the "
+                 f"column 'prompt', {NOT_PASSED}", id="prompt_is_not_passed"),
+    pytest.param({"text": PLAIN}, "cli_rewards.length", "--dataset_name ", id="no_prompt_or_problem"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "columns, reward, expected",
-    [
-        pytest.param(
-            {"prompt": PLAIN},
-            "math_accuracy",
-            "--reward_funcs math_accuracy reads the column 'solution', "
-            "which the training set does not pass to rewards; its columns are ['prompt'] (the gold answer",
-            id="no_gold",
-        ),
-        pytest.param(
-            {"prompt": PLAIN},
-            "accuracy_reward",
-            "--reward_funcs accuracy_reward reads the column 'solution'",
-            id="trls_accuracy_without_gold",
-        ),
-        pytest.param(
-            {"prompt": PLAIN, "answer": ["1"] * 16},
-            "cli_rewards.says_target",
-            "--reward_funcs "
-            "cli_rewards.says_target reads the column 'target', which the training set does not pass to rewards; "
-            "its columns are ['prompt', 'solution', 'answer']: add it",
-            id="reward_columns",
-        ),
-        pytest.param(
-            {"prompt": PLAIN},
-            "cli_rewards.reads_prompt",
-            "--reward_funcs cli_rewards.reads_prompt reads the column 'prompt', which the training set does not pass "
-            "to rewards",
-            id="prompt_is_not_passed",
-        ),
-        pytest.param({"text": PLAIN}, "cli_rewards.length", "--dataset_name ", id="no_prompt_or_problem"),
-    ],
-)
+@pytest.mark.parametrize("columns, reward, expected", UNSCORABLE_SETS)
 def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, columns, reward, expected):
     data = hub_folder(no_model_loads / "set", columns)
     capsys.readouterr()  # the set's own writing, not the run's
@@ -280,12 +221,6 @@ def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, colu
 
 def test_the_reward_kwargs_are_trls():
     """`rewards.registry`'s list of what TRL passes every reward, and of the columns it keeps back, is TRL's."""
-    import inspect
-
-    from trl import GRPOTrainer
-
-    from up_trl.rewards.registry import COLUMNS_NOT_PASSED, TRAINER_REWARD_KWARGS
-
     source = inspect.getsource(GRPOTrainer._calculate_rewards)
     assert f"if key not in {list(COLUMNS_NOT_PASSED)}".replace("'", '"') in source
     passed = {"prompts", "completions", "completion_ids"} | set(re.findall(r'(?<!_)reward_kwargs\["(\w+)"\]', source))
@@ -300,10 +235,7 @@ def test_the_reward_kwargs_are_trls():
     ],
 )
 def test_a_source_datasets_cannot_read_is_our_line_alone(no_model_loads, capsys, source, expected):
-    """Nothing of datasets' own before it ("Failed to load JSON ...", a progress bar, "got None"): stderr is one line
-    (`one_line` forgives progress bars; this does not) [unreadable_source]."""
-    from up_trl.cli import main
-
+    """Nothing of datasets' own before our line: stderr is one line [unreadable_source]."""
     (no_model_loads / "bad.jsonl").write_text('{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solu\n')
     argv = [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", source]
     assert main(["train", *argv, "--output_dir", str(no_model_loads / "out")]) == 2

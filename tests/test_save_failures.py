@@ -1,9 +1,4 @@
-"""A save that fails (a full disk, a folder made read-only or removed under the run) ends the run with one line: what
-it was writing, which checkpoint is complete, and the command that resumes once the cause is fixed; resumed, the run
-reaches the uninterrupted run's weights (`run.ending.save_failure_message`).
-
-The full disk is real where the tests run as root (CI): a tmpfs too small for the second checkpoint. Elsewhere, and
-for the other OS errors, the error is injected into the checkpoint writer (`torch.save`) at the second save."""
+"""A failed save ends the run with one line and the resume command; resumed, the weights are reached."""
 
 import errno
 import os
@@ -14,8 +9,11 @@ import pytest
 import torch
 from conftest import tiny_train_argv
 from safetensors.torch import load_file
+from transformers import Trainer
 
 from up_trl.cli import main
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.ending import failed_save
 
 
 def _train(capsys, argv) -> tuple[int, list[str]]:
@@ -56,8 +54,6 @@ def _can_mount_tmpfs(folder) -> bool:
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """The run, uninterrupted, saving every step: its folder (the weights to reach, a checkpoint's size)."""
-    from up_trl.models.offline import save_tiny_model
-
     tmp = tmp_path_factory.mktemp("uninterrupted")
     tiny = save_tiny_model(tmp / "tiny")
     out = tmp / "out"
@@ -124,8 +120,6 @@ def test_other_save_failures_say_the_same(tmp_path, capsys, monkeypatch, uninter
 
 def test_a_failed_final_save_is_one_line_too(tmp_path, capsys, monkeypatch, uninterrupted):
     """The model written at the end (after training, outside any checkpoint) on a full disk: the same line."""
-    from transformers import Trainer
-
     tiny, _ = uninterrupted
     out = tmp_path / "out"
     real = Trainer.save_model
@@ -145,9 +139,7 @@ def test_a_failed_final_save_is_one_line_too(tmp_path, capsys, monkeypatch, unin
 
 
 def test_only_a_refused_save_counts_as_one_other_errors_keep_their_traceback(tmp_path):
-    """`failed_save`: an OSError under a save, or another error there with the folder full, unwritable or gone; a
-    bug raised while saving (a RuntimeError with the disk fine) is a crash with its traceback."""
-    from up_trl.run.ending import failed_save
+    """An OSError under a save is a failed save; a bug raised while saving keeps its traceback."""
 
     def _save_checkpoint(error):  # a frame of the Trainer's saving code
         raise error

@@ -1,15 +1,24 @@
-"""The opt-in shared-prompt saving (`up_trl.speedups`): each distinct prompt of a batch is computed once, and the
-log-probs, entropies, gradients, samples and training are those of TRL's full rows (to float rounding)."""
+"""The opt-in shared-prompt saving computes each prompt once and gives TRL's full rows' results."""
 
 import contextlib
 import functools
 
 import pytest
 import torch
-from conftest import make_trainer, param_snapshots
+from conftest import make_rloo_trainer, make_trainer, param_snapshots
+from transformers import GenerationConfig, Lfm2Config, Lfm2ForCausalLM
 from trl.trainer.utils import add_fused_lm_head
 
-from up_trl.speedups.shared_prompt import SharedPromptForward, distinct_prompts, shared_prompt_generate
+from up_trl.models.offline import tiny_model_and_tokenizer
+from up_trl.speedups.shared_prompt import (
+    CACHE_ARGUMENT,
+    SharedPromptForward,
+    SharedPromptTrainerMixin,
+    distinct_prompts,
+    has_active_dropout,
+    shareable_cache,
+    shared_prompt_generate,
+)
 
 
 @contextlib.contextmanager
@@ -24,8 +33,7 @@ def backbone_batches(model):
 
 
 def grpo_rows(vocab: int = 60):
-    """Three distinct prompts (5, 3 and 5 tokens; the second left-padded to 5) taken by 2, 3 and 2 rows, in mixed
-    order, each with its own completion of 6 positions; the last two completions end early (right padding)."""
+    """Three prompts (one left-padded) taken by 2, 3 and 2 rows in mixed order; two completions end early."""
     g = torch.Generator().manual_seed(0)
     prompts = torch.randint(5, vocab, (3, 5), generator=g)
     prompt_masks = torch.ones(3, 5, dtype=torch.long)
@@ -84,10 +92,7 @@ def test_shared_forward_gives_the_full_rows_log_probs_entropies_and_gradients(ti
 
 
 def tiny_lfm2():
-    """A 2-layer LFM2 (a short convolution, then full attention) with the fused head: a cache layer that rows cannot
-    share by index."""
-    from transformers import Lfm2Config, Lfm2ForCausalLM
-
+    """A 2-layer LFM2 with the fused head: a cache layer that rows cannot share by index."""
     torch.manual_seed(0)
     sizes = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2)
     config = Lfm2Config(**sizes, num_key_value_heads=2, layer_types=["conv", "full_attention"])
@@ -133,8 +138,6 @@ def test_shared_forward_runs_the_full_rows_where_sharing_does_not_apply(tiny, ca
 
 
 def test_only_plain_attention_caches_are_shared(tiny):
-    from up_trl.speedups.shared_prompt import shareable_cache
-
     model, _ = tiny
     assert shareable_cache(model) is not None
     assert shareable_cache(tiny_lfm2()) is None  # a convolution state per row, not keys and values per position
@@ -150,8 +153,6 @@ def set_attention_dropout(model, rate: float) -> None:
 
 
 def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
-    from up_trl.speedups.shared_prompt import has_active_dropout
-
     model, _ = tiny
     assert not has_active_dropout(model.train())  # attention_dropout 0.0
     model.config.attention_dropout = 0.1  # a config value the built modules never read: no dropout runs
@@ -166,10 +167,7 @@ def test_dropout_counts_where_a_module_drops_in_training_mode(tiny):
 
 
 def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
-    """RWKV and xLSTM keep a recurrent state and ignore the cache; a model that leaves the cache empty is caught
-    after the prefill too."""
-    from up_trl.speedups.shared_prompt import CACHE_ARGUMENT, shareable_cache
-
+    """A model that ignores or leaves the cache empty gets the full rows."""
     model, _ = tiny
     monkeypatch.setattr(type(model), "_supports_default_dynamic_cache", lambda self: False)
     assert shareable_cache(model) is None
@@ -192,16 +190,13 @@ def test_models_that_keep_their_own_state_get_the_full_rows(tiny, monkeypatch):
 
 
 def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tiny):
-    """The same tokens and, step by step, the same logits: a random tiny model's near-uniform sampling barely
-    depends on the prompt, so the logits are what shows that each row decodes from its own prompt."""
+    """The same tokens and, step by step, the same logits as TRL's generate (each row its own prompt)."""
     model, tokenizer = tiny
     tokenizer.padding_side = "left"
     prompts = tokenizer(
         ["1 + 1 = ", "1 + 1 = ", "12 + 12 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt", padding=True
     )
     assert prompts["attention_mask"][0].sum() < prompts["attention_mask"].size(1)  # left padding is in play
-    from transformers import GenerationConfig
-
     ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0, output_logits=True,
                               return_dict_in_generate=True, **ids)  # fmt: skip
@@ -226,8 +221,6 @@ CASES = "cache_implementation models_cache_implementation no_cache models_num_re
 
 @pytest.mark.parametrize("case", [*CASES.split(), "active_dropout", "beams"])
 def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
-    from transformers import GenerationConfig
-
     model, tokenizer = tiny
     tokenizer.padding_side = "left"
     prompts = tokenizer(["1 + 1 = ", "1 + 1 = ", "12 + 12 = "], return_tensors="pt", padding=True)
@@ -280,9 +273,8 @@ def assert_trains_the_same(tmp_path, tiny, dataset, make=make_trainer, **setting
     for step, params in full[0].items():  # Adam at lr 1e-2 moves each weight ~1e-2 a step: rounding stays << that
         for a, e in zip(shared[0][step], params):
             torch.testing.assert_close(a, e, atol=1e-4, rtol=1e-3)
-    # Without sharing every scoring forward is the full width (prompt + completion). With it, none is: prefills of
-    # at most 4 prompts (a rollout batch holds 4 x 4 completions), then continuations of at most the completion + 1.
-    # Generation keeps TRL's path in both: its prefill runs every row.
+    # Without sharing every scoring forward is full width; with it, prefills of at most 4 prompts, then continuations
+    # of at most the completion + 1. Generation keeps TRL's path (every row prefilled) in both.
     assert full[2][0][0] >= 8 and shared[2][0][0] >= 8
     width = max(length for _, length in full[2])
     scoring = [(rows, length) for rows, length in shared[2] if length != 1]  # generation decodes one token a call
@@ -294,19 +286,13 @@ def assert_trains_the_same(tmp_path, tiny, dataset, make=make_trainer, **setting
     return full, shared
 
 
-def test_grpo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_dataset):
-    assert_trains_the_same(tmp_path, tiny, prompts_dataset, steps_per_generation=2, num_iterations=2, max_steps=4)
-
-
-def test_rloo_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_dataset):
-    from test_rloo import make_rloo_trainer
-
-    assert_trains_the_same(tmp_path, tiny, prompts_dataset, make_rloo_trainer, num_iterations=2)
+@pytest.mark.parametrize("rloo", [False, True], ids=["grpo", "rloo"])
+def test_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_dataset, rloo):
+    settings = dict(num_iterations=2) if rloo else dict(steps_per_generation=2, num_iterations=2, max_steps=4)
+    assert_trains_the_same(tmp_path, tiny, prompts_dataset, make_rloo_trainer if rloo else make_trainer, **settings)
 
 
 def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(tmp_path, tiny, prompts_dataset):
-    from up_trl.speedups.shared_prompt import SharedPromptTrainerMixin
-
     trainer = make_trainer(tmp_path / "a", tiny, prompts_dataset)  # the UP trainer itself never shares
     assert SharedPromptTrainerMixin not in type(trainer).__mro__ and not hasattr(trainer, "shares_prompts")
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, shared_prompt=True, activation_checkpointing=False)
@@ -318,8 +304,6 @@ def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(
 
 def test_gradient_checkpointing_gets_the_full_rows(tmp_path, tiny, prompts_dataset, monkeypatch):
     """Checkpointed layers drop the cache (transformers), so the prompt would be lost: the full rows instead."""
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     calls = []
     real_call = SharedPromptForward.__call__
     monkeypatch.setattr(SharedPromptForward, "__call__", lambda self, **kw: calls.append(1) or real_call(self, **kw))

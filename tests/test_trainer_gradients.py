@@ -1,18 +1,15 @@
-"""The trainer's loss and gradient equal the closed form (reference.up_per_token_loss) plus TRL's normalisation,
-for every clipped loss_type x importance-sampling level x delta x up_mode, off-policy: stale old log-probs and
-mixed-sign advantages, so that UP and its parent really differ. up_mode="off" is GRPOTrainer bit for bit.
-
-The trainer gets UP by anchoring pi_old to sg(pi_theta) inside TRL's own loss; the closed form here is written the
-other way, from the paper's two branches (`up_per_token_loss`) with TRL's multipliers and normalisation by hand."""
+"""The trainer's loss and gradient equal the closed form in every setting; "off" is GRPOTrainer."""
 
 import copy
 
 import pytest
 import torch
-from conftest import assert_loss_leaves_batch_unchanged, cpu_args, gradients, length_reward
+from conftest import assert_loss_leaves_batch_unchanged, cpu_args, four_completions, gradients, length_reward
+from datasets import Dataset
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.objective.guards import rare_mask
 from up_trl.objective.paper_losses import up_per_token_loss
 from up_trl.objective.ratios import log_importance_weights, self_anchored_ratio
@@ -34,27 +31,15 @@ def _forward(trainer, model, batch, compute_entropy=False):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
-    from datasets import Dataset
-
-    ds = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
     tmp = tmp_path_factory.mktemp("grad")
-    up = UPGRPOTrainer(
-        model=model,
+    kwargs = dict(
         reward_funcs=length_reward,
-        args=cpu_args(tmp, max_completion_length=MAX_LEN),
-        train_dataset=ds,
+        train_dataset=Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
         processing_class=tokenizer,
     )
-    parent = GRPOTrainer(
-        model=copy.deepcopy(model),
-        reward_funcs=length_reward,
-        args=cpu_args(tmp, max_completion_length=MAX_LEN),
-        train_dataset=ds,
-        processing_class=tokenizer,
-    )
+    up = UPGRPOTrainer(model=model, args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
+    parent = GRPOTrainer(model=copy.deepcopy(model), args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
     for t in (up, parent):
         t.model.train()
         t.current_gradient_accumulation_steps = GA
@@ -62,15 +47,8 @@ def setup(tmp_path_factory):
 
     # A hand-made, off-policy batch: 4 completions of different lengths, mixed-sign advantages.
     g = torch.Generator().manual_seed(0)
-    B, P, T = 4, 3, MAX_LEN
-    batch = {
-        "prompt_ids": torch.randint(4, len(tokenizer), (B, P), generator=g),
-        "prompt_mask": torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1]]),
-        "completion_ids": torch.randint(4, len(tokenizer), (B, T), generator=g),
-        "completion_mask": torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
-        "advantages": torch.tensor([1.2, -0.7, 0.5, -1.5]),
-        "num_items_in_batch": torch.tensor(4 * 15.0),  # the whole generation batch's tokens (SPG micro-batches)
-    }
+    B, T = 4, MAX_LEN
+    batch = four_completions(len(tokenizer), g)  # num_items_in_batch: the whole generation batch's (SPG micro-batches)
     with torch.no_grad():
         logps, _ = _forward(up, model, batch)
     # Stale by up to ~e^1: many ratios leave [1 - eps_low, 1 + eps_high] on both sides.
@@ -81,10 +59,8 @@ def setup(tmp_path_factory):
     return up, parent, batch
 
 
-def _configure(
-    trainer,
-    *,
-    loss_type,
+# The settings `_configure` and `_closed_form` take (besides loss_type), at their defaults.
+DEFAULTS = dict(
     level="token",
     delta=None,
     up_mode="asymmetric",
@@ -94,38 +70,29 @@ def _configure(
     entropy_quantile=1.0,
     entropy_coef=0.0,
     min_prob=None,
-):
-    trainer.up_positive_min_prob = min_prob
+)
+
+
+def _configure(trainer, *, loss_type, **settings):
+    c = DEFAULTS | settings
+    trainer.up_positive_min_prob = c["min_prob"]
     trainer.loss_type = trainer.args.loss_type = loss_type
-    trainer.importance_sampling_level = level
-    trainer.args.delta = delta
-    trainer.up_mode = up_mode
-    trainer.beta = beta
-    trainer.off_policy_mask_threshold = opsm
-    trainer.use_vllm = trainer.vllm_importance_sampling_correction = vllm_is
-    trainer.top_entropy_quantile = entropy_quantile
-    trainer.entropy_coef = entropy_coef
-    trainer._entropy_bonus_enabled = entropy_coef != 0.0
+    trainer.importance_sampling_level = c["level"]
+    trainer.args.delta = c["delta"]
+    trainer.up_mode = c["up_mode"]
+    trainer.beta = c["beta"]
+    trainer.off_policy_mask_threshold = c["opsm"]
+    trainer.use_vllm = trainer.vllm_importance_sampling_correction = c["vllm_is"]
+    trainer.top_entropy_quantile = c["entropy_quantile"]
+    trainer.entropy_coef = c["entropy_coef"]
+    trainer._entropy_bonus_enabled = c["entropy_coef"] != 0.0
 
 
-def _closed_form(
-    trainer,
-    batch,
-    *,
-    loss_type,
-    level="token",
-    delta=None,
-    up_mode="asymmetric",
-    beta=0.0,
-    opsm=None,
-    vllm_is=False,
-    entropy_quantile=1.0,
-    entropy_coef=0.0,
-    min_prob=None,
-    sampling=True,
-):
-    """The loss written out: up_per_token_loss, then TRL's multipliers and normalisation by hand. `sampling=False`:
-    the batch has no sampler log-probs (no vLLM), so the off-policy mask measures the drift from pi_old."""
+def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
+    """The loss written out; `sampling=False`: no sampler log-probs, the mask reads the drift from pi_old."""
+    c = DEFAULTS | settings
+    level, up_mode, min_prob, opsm, beta = c["level"], c["up_mode"], c["min_prob"], c["opsm"], c["beta"]
+    entropy_quantile, entropy_coef = c["entropy_quantile"], c["entropy_coef"]
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
@@ -136,7 +103,7 @@ def _closed_form(
         mask,
         epsilon_low=0.2,
         epsilon_high=0.2,
-        delta=delta,
+        delta=c["delta"],
         importance_sampling_level=level,
         up_mode=up_mode,
         positive_min_prob=min_prob,
@@ -149,7 +116,7 @@ def _closed_form(
     if entropy_quantile < 1.0:
         bonus_mask = mask * GRPOTrainer.get_high_entropy_mask(trainer, entropies, mask, 1 - entropy_quantile)
         loss = loss * bonus_mask
-    if vllm_is:
+    if c["vllm_is"]:
         loss = loss * batch["importance_sampling_ratio"]
     if beta:  # TRL's k3 times its bias correction: the entry's own ratio, r~ where UP routes it (docs/method.md)
         ref = batch["ref_per_token_logps"]
@@ -178,20 +145,31 @@ def _assert_grads_close(actual, expected):
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-7)
 
 
+def _assert_equals_closed_form(up, batch, **cfg):
+    """The loss and every gradient equal the closed form's; returns (its policy loss, the gradients)."""
+    _configure(up, **{k: v for k, v in cfg.items() if k != "sampling"})
+    actual_loss = up.compute_loss(up.model, batch)
+    actual = gradients(up.model, actual_loss)
+    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
+    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
+    _assert_grads_close(actual, gradients(up.model, expected_loss))
+    return expected_policy, actual
+
+
+def _sequence_stale(up, batch):
+    """`batch` with per-sequence log-ratios 0.4 (A > 0), -0.5, -0.1, 0.1: the first two leave the band."""
+    with torch.no_grad():
+        current, _ = _forward(up, up.model, batch)
+    return {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+
+
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
 def test_trainer_gradient_equals_closed_form(setup, loss_type, level, delta, up_mode):
     up, _, batch = setup
-    cfg = dict(loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
-    _configure(up, **cfg)
-    actual_loss = up.compute_loss(up.model, batch)
-    actual = gradients(up.model, actual_loss)
-    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = gradients(up.model, expected_loss)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(actual, expected)
+    _assert_equals_closed_form(up, batch, loss_type=loss_type, level=level, delta=delta, up_mode=up_mode)
 
 
 EXTRAS = {
@@ -212,14 +190,8 @@ EXTRAS = {
 def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, level):
     up, _, batch = setup
     cfg = dict(loss_type=loss_type, level=level, **EXTRAS[extra])
-    _configure(up, **cfg)
     n_logged = len(up._metrics["train"]["policy_loss"])
-    actual_loss = up.compute_loss(up.model, batch)
-    actual = gradients(up.model, actual_loss)
-    expected_loss, expected_policy = _closed_form(up, batch, **cfg)
-    expected = gradients(up.model, expected_loss)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(actual, expected)
+    expected_policy, _ = _assert_equals_closed_form(up, batch, **cfg)
     if cfg.get("entropy_coef"):  # TRL logs policy_loss (the loss before the bonus) only with the entropy bonus
         assert len(up._metrics["train"]["policy_loss"]) == n_logged + 1  # one value per call
         assert up._metrics["train"]["policy_loss"][-1] == pytest.approx(expected_policy.item(), rel=1e-5, abs=1e-7)
@@ -228,16 +200,12 @@ def test_parent_machinery_applies_to_both_branches(setup, loss_type, extra, leve
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("up_mode", ["asymmetric", "both"])
 def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode, level):
-    # Without vLLM TRL's mask reads pi_old as the sampler's log-probs. Anchored negative sequences ("both") would
-    # read no drift there; the mask keeps measuring it from the real pi_old, as for the parent.
+    # Without vLLM the mask reads pi_old as the sampler's: it must measure the drift from the real pi_old, not r~.
     up, _, batch = setup
     no_sampler = {k: v for k, v in batch.items() if k != "sampling_per_token_logps"}
-    cfg = dict(loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2)
-    _configure(up, **cfg)
-    actual_loss = up.compute_loss(up.model, no_sampler)
-    expected_loss, _ = _closed_form(up, no_sampler, sampling=False, **cfg)
-    torch.testing.assert_close(actual_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(gradients(up.model, actual_loss), gradients(up.model, expected_loss))
+    _assert_equals_closed_form(
+        up, no_sampler, loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2, sampling=False
+    )
     # and the mask does drop a negative sequence here, so the check above tells the two readings apart
     with torch.no_grad():
         logps, _ = _forward(up, up.model, no_sampler)
@@ -308,8 +276,7 @@ def test_up_metrics_closed_form(setup):
 
 
 def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
-    """TRL's clip_ratio/* written out on what each mode clips: r (capped at delta) outside the band, by sign, where
-    the parent's ratio applies; nothing where UP routes (r~ = 1, inside every band)."""
+    """TRL's clip_ratio/* on what each mode clips: nothing where UP routes (r~ = 1)."""
     with torch.no_grad():
         logps, _ = _forward(trainer, trainer.model, batch)
     mask = batch["completion_mask"].float()
@@ -325,26 +292,22 @@ def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
         mean, per_seq = (lambda x: x.mean().item()), (lambda x: x.squeeze(1))
     else:  # token-weighted over the batch; per sequence, the token mean
         mean, per_seq = (lambda x: ((x * mask).sum() / mask.sum()).item()), (lambda x: (x * mask).sum(1) / mask.sum(1))
-    return {
+    means = {
         "clip_ratio/low_mean": mean(low),
         "clip_ratio/high_mean": mean(high),
         "clip_ratio/region_mean": mean(region),
-        "clip_ratio/low_min": per_seq(low).min().item(),
-        "clip_ratio/high_max": per_seq(high).max().item(),
     }
+    return means | {"clip_ratio/low_min": per_seq(low).min().item(), "clip_ratio/high_max": per_seq(high).max().item()}
 
 
 @pytest.mark.parametrize("delta", [None, 1.5], ids=["no_delta", "delta1.5"])
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
-    # TRL's own clip_ratio/* under UP: routed entries are never clipped (r~ = 1), so high_* counts only positive
-    # entries that keep pi_old (none here), low_* the negative ones as the parent does; up/would_clip_frac says what
-    # the clip would have stopped.
+    # TRL's clip_ratio/* under UP: routed entries are never clipped (r~ = 1); up/would_clip_frac: what the clip would
+    # have stopped.
     up, _, batch = setup
-    if level == "sequence":  # per-sequence ratios e^0.4 (A > 0), e^-0.5 (A < 0) leave the band; the others stay in
-        with torch.no_grad():
-            current, _ = _forward(up, up.model, batch)
-        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    if level == "sequence":
+        batch = _sequence_stale(up, batch)
     logged = {}
     for up_mode in ("off", "asymmetric", "both"):
         expected = _clip_ratio_closed_form(up, batch, level, delta, up_mode)
@@ -366,8 +329,7 @@ def test_clip_ratio_metrics_count_what_each_mode_clipped(setup, level, delta):
 @pytest.mark.parametrize("level", ["token", "sequence"])
 @pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
 def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
-    # A vLLM run with aligned steps: TRL recomputes old_per_token_logps with the current weights (ratio 1) and
-    # multiplies both branches by the sampler/trainer importance_sampling_ratio. UP then is its parent exactly.
+    # vLLM with aligned steps: pi_old recomputed with the current weights (ratio 1), both branches weighted alike.
     up, _, batch = setup
     with torch.no_grad():
         current, _ = _forward(up, up.model, batch)
@@ -383,27 +345,18 @@ def test_vllm_aligned_batch_up_gradient_equals_parent(setup, loss_type, level):
 def test_rare_guard_acts_on_a_stale_batch_and_equals_its_closed_form(setup, level):
     # The closed-form tests above could pass with a rare clip that never acts: on these batches it does.
     up, _, batch = setup
-    if level == "sequence":  # sequence log-ratios 0.4 (A > 0), -0.5, -0.1, 0.1
-        with torch.no_grad():
-            current, _ = _forward(up, up.model, batch)
-        batch = {**batch, "old_per_token_logps": current - torch.tensor([[0.4], [-0.5], [-0.1], [0.1]])}
+    if level == "sequence":
+        batch = _sequence_stale(up, batch)
     _configure(up, loss_type="dapo", level=level)
     plain = gradients(up.model, up.compute_loss(up.model, batch))
-    cfg = dict(loss_type="dapo", level=level, **EXTRAS["rare_guard"])
-    _configure(up, **cfg)
-    guarded_loss = up.compute_loss(up.model, batch)
-    guarded = gradients(up.model, guarded_loss)
+    _, guarded = _assert_equals_closed_form(up, batch, loss_type="dapo", level=level, **EXTRAS["rare_guard"])
     assert max((a - b).abs().max().item() for a, b in zip(plain, guarded)) > 1e-6
-    expected_loss, _ = _closed_form(up, batch, **cfg)
-    torch.testing.assert_close(guarded_loss.detach(), expected_loss.detach(), rtol=1e-5, atol=1e-7)
-    _assert_grads_close(guarded, gradients(up.model, expected_loss))
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_kl_bias_correction_weights_routed_entries_by_their_anchored_ratio(setup, level):
-    # TRL multiplies k3 by the entry's ratio (use_bias_correction_kl); where UP anchors pi_old that ratio is r~
-    # (value 1), elsewhere r. The closed form above says so; here the difference to weighting every entry by r is
-    # shown to be real, so that the closed-form check could not pass with either reading.
+    # TRL weights k3 by the entry's ratio: r~ where UP anchors, else r. The difference to weighting every entry by r
+    # is real here, so the closed-form check could not pass with either reading.
     up, _, batch = setup
     _configure(up, loss_type="dapo", level=level, beta=0.05)
     actual = up.compute_loss(up.model, batch).detach()

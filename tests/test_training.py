@@ -1,15 +1,20 @@
 """Short real training runs on a tiny model, the refusals, and the on-policy notice."""
 
 import logging
+import warnings
 
 import pytest
 import torch
-from conftest import cpu_args, length_reward, make_trainer
+from conftest import cpu_args, length_reward, make_rloo_trainer, make_trainer
+from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
+import up_trl
 from up_trl import UPGRPOConfig, UPGRPOTrainer
+from up_trl.models.offline import save_tiny_model, tiny_model_and_tokenizer
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 from up_trl.trainers.grpo_trainer import UP_METRICS
+from up_trl.trainers.shared import HAS_ACTIVATION_CHECKPOINTING
 
 # TRL's own, logged by the parent's loss under UP too
 CLIP_RATIO_METRICS = tuple(f"clip_ratio/{k}" for k in "low_mean high_mean region_mean low_min high_max".split())
@@ -30,21 +35,17 @@ def _logged(trainer, key):
     return [h[key] for h in trainer.state.log_history if h.get(key) is not None]
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        pytest.param(dict(num_iterations=2), id="num_iterations2"),
-        pytest.param(
-            dict(steps_per_generation=4, gradient_accumulation_steps=2, per_device_train_batch_size=4),
-            id="steps_per_generation_gt_ga",
-        ),
-        pytest.param(dict(num_iterations=2, loss_type="dapo", epsilon_high=0.28), id="dapo"),
-        pytest.param(
-            dict(num_iterations=2, importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
-            id="gspo_sequence",
-        ),
-    ],
-)
+OFF_POLICY_RUNS = [
+    pytest.param(dict(num_iterations=2), id="num_iterations2"),
+    pytest.param(dict(steps_per_generation=4, gradient_accumulation_steps=2, per_device_train_batch_size=4),
+                 id="steps_per_generation_gt_ga"),
+    pytest.param(dict(num_iterations=2, loss_type="dapo", epsilon_high=0.28), id="dapo"),
+    pytest.param(dict(num_iterations=2, importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
+                 id="gspo_sequence"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides", OFF_POLICY_RUNS)
 def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, tiny, prompts_dataset, overrides):
     trainer, before = _train(tmp_path, tiny, prompts_dataset, **overrides)
     assert trainer.up_is_off_policy
@@ -57,16 +58,11 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
 
 
 def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts_dataset):
-    # Same seed: the first (on-policy) update is the same in both modes, so the reused batch at step 2 is too. UP
-    # clips no positive token (r~ = 1); the negative ones as the parent does; up/would_clip_frac: what the clip
-    # would have stopped.
-    from up_trl.models.offline import tiny_model_and_tokenizer
-
+    # Same seed, so the same reused batch at step 2: UP clips no positive token (r~ = 1), negatives as the parent.
     logged = {}
     for up_mode in ("asymmetric", "off"):
-        trainer, _ = _train(
-            tmp_path / up_mode, tiny_model_and_tokenizer(seed=0), prompts_dataset, num_iterations=2, up_mode=up_mode
-        )
+        tiny = tiny_model_and_tokenizer(seed=0)
+        trainer, _ = _train(tmp_path / up_mode, tiny, prompts_dataset, num_iterations=2, up_mode=up_mode)
         logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS + ("up/would_clip_frac",)}
     assert logged["off"]["clip_ratio/high_mean"][-1] > 0
     assert logged["asymmetric"]["clip_ratio/high_mean"] == [0.0, 0.0]
@@ -76,8 +72,6 @@ def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
-    from up_trl.models.offline import save_tiny_model
-
     path = save_tiny_model(tmp_path / "tiny")
     args = cpu_args(tmp_path, beta=0.04, num_iterations=2)
     trainer = UPGRPOTrainer(model=path, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset)
@@ -91,13 +85,14 @@ def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_d
     from peft import LoraConfig
 
     model, tokenizer = tiny
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
     trainer = UPGRPOTrainer(
-        model=model,
-        reward_funcs=length_reward,
+        model,
+        length_reward,
         args=cpu_args(tmp_path, num_iterations=2),
         train_dataset=prompts_dataset,
         processing_class=tokenizer,
-        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+        peft_config=lora,
     )
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
@@ -107,8 +102,6 @@ def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_d
 
 
 def test_plain_text_prompts_and_plain_grpo_config(tmp_path, tiny):
-    from datasets import Dataset
-
     model, tokenizer = tiny
     keep = "output_dir use_cpu bf16 report_to per_device_train_batch_size num_generations max_completion_length"
     keep += " max_steps logging_steps learning_rate save_strategy seed num_iterations"
@@ -132,16 +125,16 @@ def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tin
 
     monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", recording_forward)
     pixel_values, grid = torch.randn(4, 3), torch.tensor([[1, 2, 2]])
-    batch = {
-        "prompt_ids": torch.tensor([[5, 6], [7, 8]]),
-        "prompt_mask": torch.ones(2, 2, dtype=torch.long),
-        "completion_ids": torch.tensor([[9, 10, 11], [12, 13, 14]]),
-        "completion_mask": torch.ones(2, 3, dtype=torch.long),
-        "advantages": torch.tensor([1.0, -1.0]),
-        "pixel_values": pixel_values,
-        "image_grid_thw": grid,
-        "num_items_in_batch": torch.tensor(6.0),
-    }
+    batch = dict(
+        prompt_ids=torch.tensor([[5, 6], [7, 8]]),
+        prompt_mask=torch.ones(2, 2, dtype=torch.long),
+        completion_ids=torch.tensor([[9, 10, 11], [12, 13, 14]]),
+        completion_mask=torch.ones(2, 3, dtype=torch.long),
+        advantages=torch.tensor([1.0, -1.0]),
+        pixel_values=pixel_values,
+        image_grid_thw=grid,
+        num_items_in_batch=torch.tensor(6.0),
+    )
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
     trainer.compute_loss(trainer.model, batch)
@@ -157,23 +150,13 @@ def test_refuses_other_objectives_unless_off(tmp_path, loss_type):
 
 @pytest.mark.parametrize("config_name", ["UPGRPOConfig", "UPRLOOConfig"])
 def test_accepts_liger_kernel_and_the_loss_is_still_ups(tmp_path, tiny, prompts_dataset, config_name):
-    # TRL 1.16 applies Liger's layer kernels only (when training starts; they need a GPU) and refuses its fused
-    # cross-entropy, so the loss still runs through `_compute_loss`: UP's (tests/test_trl_contract.py pins this).
-    import warnings
-
-    import up_trl
-
+    # TRL applies Liger's layer kernels only, never its fused loss: the loss is still UP's `_compute_loss`.
     config = getattr(up_trl, config_name)(output_dir=str(tmp_path), use_liger_kernel=True, use_cpu=True)
     assert config.use_liger_kernel and config.up_mode == "asymmetric"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # TRL: use_liger_kernel is deprecated for use_kernels
-        overrides = {"use_liger_kernel": True} | ({"beta": 0.0} if config_name == "UPRLOOConfig" else {})
-        if config_name == "UPGRPOConfig":
-            trainer = make_trainer(tmp_path, tiny, prompts_dataset, **overrides)
-        else:
-            from test_rloo import make_rloo_trainer
-
-            trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, **overrides)
+        rloo = config_name == "UPRLOOConfig"
+        trainer = make_trainer(tmp_path, tiny, prompts_dataset, rloo=rloo, use_liger_kernel=True)
     assert trainer.args.liger_kernel_config == {"fused_linear_cross_entropy": False}
     calls = []
     original = type(trainer)._compute_loss
@@ -185,30 +168,17 @@ def test_accepts_liger_kernel_and_the_loss_is_still_ups(tmp_path, tiny, prompts_
 
 def _tiny_batch(trainer, rloo: bool) -> dict:
     """Two completions of a generation batch as the parents' losses read it (stale old log-probs, mixed signs)."""
-    g = torch.Generator().manual_seed(0)
-    vocab = trainer.model.config.vocab_size
-    batch = {
-        "prompt_ids": torch.randint(4, vocab, (2, 3), generator=g),
-        "prompt_mask": torch.ones(2, 3, dtype=torch.long),
-        "completion_ids": torch.randint(4, vocab, (2, 4), generator=g),
-        "completion_mask": torch.ones(2, 4, dtype=torch.long),
-        "advantages": torch.tensor([1.0, -1.0]),
-    }
+    g, vocab = torch.Generator().manual_seed(0), trainer.model.config.vocab_size
+    batch = dict(
+        prompt_ids=torch.randint(4, vocab, (2, 3), generator=g),
+        prompt_mask=torch.ones(2, 3).long(),
+        completion_ids=torch.randint(4, vocab, (2, 4), generator=g),
+        completion_mask=torch.ones(2, 4).long(),
+        advantages=torch.tensor([1.0, -1.0]),
+    )
     if rloo:
         return batch | {"old_logps": torch.full((2,), -20.0)}
     return batch | {"old_per_token_logps": torch.full((2, 4), -5.0), "num_items_in_batch": torch.tensor(8.0)}
-
-
-def test_refuses_unknown_up_mode(tmp_path):
-    with pytest.raises(ValueError, match="up_mode='sideways' is not one of"):
-        UPGRPOConfig(output_dir=str(tmp_path), up_mode="sideways", use_cpu=True)
-
-
-def test_trainer_refuses_plain_config_with_other_objective(tmp_path, tiny, prompts_dataset):
-    model, tokenizer = tiny
-    args = GRPOConfig(output_dir=str(tmp_path), loss_type="cispo", use_cpu=True, report_to="none")
-    with pytest.raises(ValueError, match="loss_type='cispo'"):
-        UPGRPOTrainer(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
 
 
 @pytest.mark.parametrize("loss_type", CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)
@@ -226,9 +196,7 @@ def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset,
 
 
 def test_the_anchor_is_set_only_inside_ups_own_loss_call():
-    """TRL's own tests call the parent's methods on a `Mock` of the class or on an instance that never ran
-    `__init__`: UP overrides one of them (`_get_per_token_logps_and_entropies`), which must then behave as the
-    parent's; the anchor exists on the instance only inside UP's loss call."""
+    """Without `__init__` the override behaves as the parent's: the anchor exists only in UP's loss."""
     assert UPGRPOTrainer.get_high_entropy_mask is GRPOTrainer.get_high_entropy_mask  # not overridden any more
     trainer = UPGRPOTrainer.__new__(UPGRPOTrainer)
     assert "_up_anchor" not in vars(trainer) and not hasattr(UPGRPOTrainer, "_up_anchor")
@@ -282,14 +250,7 @@ def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, wa
 
 @pytest.mark.parametrize("config_name", ["UPGRPOConfig", "UPRLOOConfig", "UPAsyncGRPOConfig"])
 def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name):
-    """TRL's default gradient_checkpointing=True made transformers (>= 5.23) warn on every config a user built; ours
-    keep TRL's default (checkpointing on) under the new name, and the old name still works when set. Before 5.23
-    `activation_checkpointing` is ours, and sets the old name, the only one transformers reads there."""
-    import warnings
-
-    import up_trl
-    from up_trl.trainers.shared import HAS_ACTIVATION_CHECKPOINTING
-
+    """Checkpointing stays on as `activation_checkpointing`, without a FutureWarning."""
     config_class = getattr(up_trl, config_name)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
@@ -318,8 +279,7 @@ def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name)
 def test_trl_computes_pi_old_exactly_when_up_says_it_is_off_policy(
     tmp_path, tiny, prompts_dataset, overrides, off_policy
 ):
-    """The on-policy notice is true of a real run: TRL's generation leaves `old_per_token_logps` out (the loss then
-    uses the current log-probs, so UP equals its parent) exactly when `up_is_off_policy` is False."""
+    """TRL computes `old_per_token_logps` exactly when `up_is_off_policy` is True."""
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=2, **overrides)
     seen, compute = [], trainer._compute_loss
     trainer._compute_loss = lambda model, inputs: (
@@ -332,8 +292,6 @@ def test_trl_computes_pi_old_exactly_when_up_says_it_is_off_policy(
 @pytest.mark.parametrize("trainer_name", ["grpo", "rloo"])
 def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(tmp_path, tiny, prompts_dataset, trainer_name):
     """UP appends its rates to `_metrics` (NaN: nothing to count) and leaves the reduction to the parent's `log`."""
-    from test_rloo import make_rloo_trainer
-
     from up_trl.run.parts import nonfinite_guard
 
     trainer = (make_trainer if trainer_name == "grpo" else make_rloo_trainer)(tmp_path, tiny, prompts_dataset)

@@ -1,11 +1,12 @@
-"""The lines of TRL's GRPOTrainer that UPGRPOTrainer's substitution relies on, and why: the whole methods are pinned
-in `test_trl_pins.py` (any change fails there); these name what to re-check when that happens."""
+"""The lines of TRL's GRPOTrainer that UP relies on, and why (pinned whole in `test_trl_pins.py`)."""
 
 import inspect
 import re
 
 import pytest
 from trl import GRPOTrainer
+
+from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
 COMPUTE_LOSS = inspect.getsource(GRPOTrainer._compute_loss)
 FORWARD = "self._get_per_token_logps_and_entropies("
@@ -40,17 +41,15 @@ def test_grpo_compute_loss_still_has(line):
 def test_pi_old_is_read_after_the_one_policy_forward_and_only_through_log_r():
     assert COMPUTE_LOSS.count(FORWARD) == 1  # one forward: the anchor sees the pi_theta the loss uses
     assert COMPUTE_LOSS.index(FORWARD) < COMPUTE_LOSS.index(READ_OLD)
-    assert COMPUTE_LOSS.count('inputs.get("old_per_token_logps")') == 1 and 'inputs["old_per_token_logps"]' not in (
-        COMPUTE_LOSS
-    )
+    assert COMPUTE_LOSS.count('inputs.get("old_per_token_logps")') == 1
+    assert 'inputs["old_per_token_logps"]' not in COMPUTE_LOSS
     code = [line.strip() for line in COMPUTE_LOSS.splitlines() if not line.strip().startswith("#")]
     uses = [line for line in code if "old_per_token_logps" in line]
     assert uses == [READ_OLD, *RELIED_ON[2:5]], uses
 
 
 def test_compute_loss_always_runs_compute_loss_liger_included():
-    # TRL 1.16's compute_loss has no Liger branch (Liger's layer kernels only; its fused loss is refused), so UP's
-    # `_compute_loss` sees every loss call with use_liger_kernel=True too.
+    # No Liger branch in TRL 1.16's compute_loss: UP's `_compute_loss` sees every loss call with Liger on too.
     source = inspect.getsource(GRPOTrainer.compute_loss)
     assert "return self._compute_loss(model, inputs)" in source and "liger" not in source.lower()
     assert GRPOTrainer.loss_is_scaled_for_ga is True
@@ -66,8 +65,6 @@ def test_old_logps_are_stale_only_when_trl_says_so():
 
 
 def test_loss_type_lists_match_trl():
-    from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
-
     named = set(re.findall(r"self\.loss_type (?:==|!=|in) \[?([^\]:]+)", COMPUTE_LOSS))
     every = {name for group in named for name in re.findall(r'"(\w+)"', group)}
     assert every == set(CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES)  # every objective the parent trains

@@ -1,5 +1,4 @@
-"""The lines of TRL's RLOOTrainer that UPRLOOTrainer relies on, and why: the whole methods are pinned in
-`test_trl_pins.py` (any change fails there); these name what to re-check when that happens."""
+"""The lines of TRL's RLOOTrainer that UP relies on, and why (pinned whole in `test_trl_pins.py`)."""
 
 import inspect
 
@@ -33,10 +32,7 @@ def test_one_policy_forward_per_loss_and_unscaled_loss():
     assert COMPUTE_LOSS.count("self._get_per_token_logps_and_entropies(") == 1
     assert COMPUTE_LOSS.index("self._get_per_token_logps_and_entropies(") < COMPUTE_LOSS.index('inputs["old_logps"]')
     code = [line.strip() for line in COMPUTE_LOSS.splitlines() if not line.strip().startswith("#")]
-    assert [line for line in code if "old_logps" in line] == [
-        'old_logps = inputs["old_logps"]',
-        "log_ratio = logps - old_logps",
-    ]
+    assert [line for line in code if "old_logps" in line] == RELIED_ON[2:4]
     # RLOO returns an unscaled loss (the HF Trainer divides by gradient accumulation): UP's term is not scaled either.
     assert RLOOTrainer.loss_is_scaled_for_ga is False
     for name in ("_compute_loss", "_get_per_token_logps_and_entropies", "create_model_card"):
@@ -44,9 +40,8 @@ def test_one_policy_forward_per_loss_and_unscaled_loss():
 
 
 def test_old_logps_are_stale_only_when_a_generation_outlives_an_optimizer_step():
-    # UPRLOOTrainer.up_is_off_policy: old_logps are always computed at generation, by the policy being trained
-    # (no sampler-side log-probs, no importance-sampling correction), and a generation serves
-    # steps_per_generation * num_iterations micro-steps.
+    # UPRLOOTrainer.up_is_off_policy: old_logps computed at generation by the policy being trained (no sampler-side
+    # log-probs), a generation serving steps_per_generation * num_iterations micro-steps.
     generate = inspect.getsource(RLOOTrainer._generate_and_score_completions)
     assert "old_logps = (old_per_token_logps * completion_mask).sum(1)" in generate
     assert "importance_sampling" not in generate

@@ -1,14 +1,22 @@
-"""`up-trl train` parses what `trl grpo` parses, with the same meaning: the same argv and the same YAML recipe,
-parsed by TRL's own parser (`trl.scripts.grpo.make_parser`) and by ours, give the same value for every field both
-have. The differences allowed are named here, each with its reason. Parsing only: nothing loads."""
+"""`up-trl train` parses argv and recipes as `trl grpo` does, but the named differences."""
 
 import dataclasses
+import os
 
 import pytest
 import yaml
-from conftest import argv, one_line
+from conftest import argv, hub_folder, one_line, tiny_train_argv
+from datasets import IterableDataset
+from trl.scripts.grpo import GRPOScriptArguments
+from trl.scripts.grpo import make_parser as trl_make_parser
 
+from up_trl.cli import check_train_args, train
+from up_trl.cli.catalog import recipe_path
 from up_trl.cli.parse import make_parser, parse_train_args
+from up_trl.data import load_math_dataset
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.job import load_data
+from up_trl.script_args import TrainScriptArguments
 
 # A `trl grpo` command line as TRL's docs write one (use_cpu and bf16 false: this also parses on a CPU-only machine,
 # where TRL's own GRPOConfig refuses bf16).
@@ -21,8 +29,6 @@ DOCS_ARGV = argv(
 
 def trl_grpo(argv):
     """What `trl grpo ARGV` parses: (script args, GRPOConfig, ModelConfig, DatasetMixtureConfig)."""
-    from trl.scripts.grpo import make_parser as trl_make_parser
-
     return trl_make_parser().parse_args_and_config(args=argv)
 
 
@@ -41,18 +47,12 @@ def compare(argv, allowed: dict[str, set[str]]):
     ours = [*parse_train_args(list(argv)), make_parser("grpo").parse_args_and_config(args=list(argv))[3]]
     for name, their, our in zip(("script", "config", "model", "mixture"), theirs, ours, strict=True):
         found = differences(their, our)
-        assert set(found) <= allowed.get(name, set()), (
-            name,
-            {k: found[k] for k in set(found) - allowed.get(name, set())},
-        )
+        extra = set(found) - allowed.get(name, set())
+        assert not extra, (name, {k: found[k] for k in extra})
     return theirs, ours
 
 
 def test_our_script_arguments_are_trls_with_ours_after_them():
-    from trl.scripts.grpo import GRPOScriptArguments
-
-    from up_trl.script_args import TrainScriptArguments
-
     assert issubclass(TrainScriptArguments, GRPOScriptArguments)
     theirs = {f.name: f for f in dataclasses.fields(GRPOScriptArguments)}
     ours = {f.name: f for f in dataclasses.fields(TrainScriptArguments)}
@@ -77,35 +77,33 @@ def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
 
 def test_the_same_recipe_means_the_same_to_trl_grpo(tmp_path, monkeypatch):
     """A recipe names everything it sets: no offline default then, and only UP's fields and ours may differ."""
-    recipe = {
-        "model_name_or_path": "Qwen/Qwen2-0.5B-Instruct",
-        "dataset_name": "trl-lib/DeepMath-103K",
-        "dataset_config": "default",
-        "dataset_train_split": "train",
-        "dataset_test_split": "validation",
-        "dataset_streaming": False,
-        "eval_strategy": "steps",
-        "eval_steps": 5,
-        "reward_funcs": ["accuracy_reward", "my_rewards.length_reward"],
-        "reward_model_name_or_path": "some/reward-model",
-        "ignore_bias_buffers": True,
-        "learning_rate": 1.0e-6,
-        "per_device_train_batch_size": 4,
-        "num_generations": 4,
-        "max_completion_length": 64,
-        "loss_type": "dapo",
-        "beta": 0.0,
-        "use_cpu": True,
-        "bf16": False,
-        "output_dir": str(tmp_path / "out"),
-        "env": {"UP_TRL_TEST_RECIPE_ENV": "set"},
-    }
+    recipe = dict(
+        model_name_or_path="Qwen/Qwen2-0.5B-Instruct",
+        dataset_name="trl-lib/DeepMath-103K",
+        dataset_config="default",
+        dataset_train_split="train",
+        dataset_test_split="validation",
+        dataset_streaming=False,
+        eval_strategy="steps",
+        eval_steps=5,
+        reward_funcs=["accuracy_reward", "my_rewards.length_reward"],
+        reward_model_name_or_path="some/reward-model",
+        ignore_bias_buffers=True,
+        learning_rate=1.0e-6,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=64,
+        loss_type="dapo",
+        beta=0.0,
+        use_cpu=True,
+        bf16=False,
+        output_dir=str(tmp_path / "out"),
+        env={"UP_TRL_TEST_RECIPE_ENV": "set"},
+    )
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     monkeypatch.delenv("UP_TRL_TEST_RECIPE_ENV", raising=False)
     (script, config, model, mixture), (ours, our_config, *_) = compare(["--config", str(path)], {})
-    import os
-
     assert os.environ["UP_TRL_TEST_RECIPE_ENV"] == "set"  # the `env:` block, as TrlParser sets it
     assert ours.reward_model_name_or_path == "some/reward-model" and ours.ignore_bias_buffers
     assert ours.dataset_test_split == "validation" and our_config.eval_strategy == "steps"
@@ -118,28 +116,15 @@ def test_defaults_differ_only_where_named(tmp_path):
     """What a recipe leaves out takes TRL's default but for our three (`TrainScriptArguments` says why)."""
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump({"use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "out")}))
-    (script, *_), (ours, *_) = compare(
-        ["--config", str(path)], {"script": {"dataset_name", "dataset_train_split", "reward_funcs"}}
-    )
+    ours_only = {"script": {"dataset_name", "dataset_train_split", "reward_funcs"}}
+    (script, *_), (ours, *_) = compare(["--config", str(path)], ours_only)
     assert (script.dataset_name, ours.dataset_name) == (None, "arithmetic")  # offline: generated in code
     assert (script.dataset_train_split, ours.dataset_train_split) == ("train", None)  # train, or math500's test
     assert (script.reward_funcs, ours.reward_funcs) == (None, ["math_accuracy"])
 
 
-def hub_folder(root, rows: dict) -> str:
-    """A local folder in a Hub dataset's layout: its train split in data/train-00000-of-00001.parquet."""
-    import datasets
-
-    (root / "data").mkdir(parents=True)
-    datasets.Dataset.from_dict(rows).to_parquet(str(root / "data" / "train-00000-of-00001.parquet"))
-    return str(root)
-
-
 def mixture_recipe(tmp_path, **mixture) -> str:
-    """The quickstart recipe plus a `datasets:` mixture of two local Hub-layout folders (16 and 8 problems, the same
-    columns: TRL's mixture concatenates them)."""
-    from up_trl.cli.catalog import recipe_path
-
+    """The quickstart recipe plus a `datasets:` mixture of two local folders (16 and 8 problems)."""
     sums = {"question": [f"{i} + {i}?" for i in range(16)], "answer": [str(2 * i) for i in range(16)]}
     squares = {"question": [f"{i} squared?" for i in range(8)], "answer": [str(i * i) for i in range(8)]}
     recipe = yaml.safe_load(open(recipe_path("quickstart")))
@@ -161,13 +146,7 @@ def test_a_mixture_parses_as_trl_parses_it(tmp_path):
 
 
 def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
-    """A recipe's `datasets:` is TRL's mixture, loaded by TRL's `get_dataset` (and winning over `dataset_name`, as in
-    `trl grpo`): both sets' rows, each made prompts as `--dataset_name` would make them; `test_split_size` gives the
-    eval split."""
-    from up_trl.cli import check_train_args
-    from up_trl.models.offline import save_tiny_model
-    from up_trl.run.job import load_data
-
+    """A recipe's `datasets:` mixture loads through TRL's `get_dataset`, over `dataset_name`, with its eval split."""
     recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
     flags = argv(config=recipe, model_name_or_path=save_tiny_model(tmp_path / "tiny"), output_dir=tmp_path / "o")
     train_set, eval_set = load_data(check_train_args([*flags, "--eval_strategy", "steps"]), is_async=False)
@@ -188,10 +167,6 @@ def test_a_stream_needs_max_steps_in_one_line(tmp_path, capsys):
 
 
 def test_a_streamed_dataset_is_read_lazily_as_prompts(tmp_path):
-    from datasets import IterableDataset
-
-    from up_trl.data import load_math_dataset
-
     folder = hub_folder(tmp_path / "qa", {"question": ["1 + 1?", "2 + 2?", "3 + 3?"], "answer": ["2", "", "6"]})
     rows = load_math_dataset(folder, streaming=True, system_prompt=None)
     assert isinstance(rows, IterableDataset)
@@ -204,11 +179,6 @@ def test_a_streamed_dataset_is_read_lazily_as_prompts(tmp_path):
 
 def test_one_step_on_a_streamed_mixture(tmp_path):
     """`streaming: true` in the mixture: TRL's trainer reads an IterableDataset (`max_steps` set)."""
-    from conftest import tiny_train_argv
-
-    from up_trl.cli import train
-    from up_trl.models.offline import save_tiny_model
-
     recipe = mixture_recipe(tmp_path, streaming=True)
     model = save_tiny_model(tmp_path / "tiny")
     run = train(tiny_train_argv(model, tmp_path / "out", reward="accuracy_reward", max_steps=1, config=recipe))
@@ -222,8 +192,7 @@ def test_one_step_on_a_streamed_mixture(tmp_path):
     [("dataset_tset_split", "dataset_test_split"), ("reward_model_name_or_pth", "reward_model_name_or_path")],
 )
 def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
-    """TRL's script keys are known by name like ours: a misspelling stops in one line (the flag and the YAML
-    key checks themselves: tests/test_cli.py)."""
+    """A misspelt TRL script key stops in one line naming the real one."""
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({key: "x"}))
     assert f"unknown key {key!r} (did you mean {closest}" in one_line(capsys, ["--config", str(path)])
@@ -231,13 +200,7 @@ def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
 
 
 def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tmp_path):
-    """`reward_model_name_or_path` scores first, as `trl grpo` puts it; with eval_strategy not "no" the
-    `dataset_test_split` is evaluated."""
-    from conftest import tiny_train_argv
-
-    from up_trl.cli import train
-    from up_trl.models.offline import save_tiny_model
-
+    """A reward model scores first, as in `trl grpo`, and the test split is evaluated."""
     tiny = save_tiny_model(tmp_path / "tiny")
     argv = tiny_train_argv(tiny, tmp_path / "out", reward="accuracy_reward", max_steps=1)
     flags = ["--reward_model_name_or_path", tiny, "--eval_strategy", "steps", "--eval_steps", "1"]

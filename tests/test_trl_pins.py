@@ -1,19 +1,20 @@
-"""Every TRL or transformers method the UP trainers override or rely on is checked (`trl_pins.py`): pinned whole
-where UP's objective depends on it (any changed, added or removed statement fails here, naming the method and what to
-do), else held by named behavioural tests that exist; a public method UP replaces whole (TRL's body never runs) is
-checked by its signature: our override must accept TRL's parameters."""
+"""Every TRL method the trainers override or rely on is pinned, held by named tests, or signature-checked."""
 
 import ast
+import hashlib
+import importlib
 import inspect
 import textwrap
-from pathlib import Path
 
 import pytest
 import trl
+from conftest import ROOT, make_rloo_trainer, make_trainer
+from trl import GRPOTrainer
 from trl_pins import _strip_docstrings, fingerprint, load_pins, normalised_source, parameters, resolve
 
+import up_trl
+
 PINS = load_pins()
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", list(PINS["methods"]))
@@ -73,8 +74,6 @@ CONSTRUCTOR_ATTRIBUTES = {
 
 @pytest.mark.parametrize("trainer", ["UPGRPOTrainer", "UPRLOOTrainer", "UPAsyncGRPOTrainer"])
 def test_every_override_is_pinned_or_signature_checked(trainer):
-    import up_trl
-
     checked = {**PINS["methods"], **PINS["behaviours"], **PINS["signatures"]}
     forwarded = {f"{c.__module__}.{c.__qualname__}.__init__" for c in getattr(up_trl, trainer).__mro__
                  if trainer in CONSTRUCTOR_ATTRIBUTES and c.__module__.startswith("trl.")}  # fmt: skip
@@ -88,11 +87,6 @@ def test_every_override_is_pinned_or_signature_checked(trainer):
 
 @pytest.mark.parametrize("trainer", list(CONSTRUCTOR_ATTRIBUTES))
 def test_a_wrapped_constructor_forwards_everything_and_sets_what_up_reads(trainer, tmp_path, tiny, prompts_dataset):
-    from conftest import make_trainer
-    from test_rloo import make_rloo_trainer
-
-    import up_trl
-
     params = list(inspect.signature(getattr(up_trl, trainer).__init__).parameters.values())
     assert [p.kind for p in params[-2:]] == [inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
     if trainer == "UPAsyncGRPOTrainer":  # through the tests' CPU stand-ins
@@ -110,17 +104,12 @@ def test_a_wrapped_constructor_forwards_everything_and_sets_what_up_reads(traine
 
 
 def _fingerprint_of(source: str) -> str:
-    import hashlib
-
     dump = ast.dump(_strip_docstrings(ast.parse(textwrap.dedent(source))), include_attributes=False)
     return hashlib.sha256(dump.encode()).hexdigest()
 
 
 def test_an_added_line_changes_the_pin_and_a_comment_does_not():
-    """The pin catches additions, not only edits: a new per-token multiplier in the parent's loss would change what
-    UP's term must apply (the case line-by-line checks miss)."""
-    from trl import GRPOTrainer
-
+    """The pin catches an added statement, and ignores a comment."""
     source = textwrap.dedent(inspect.getsource(GRPOTrainer._compute_loss))
     assert _fingerprint_of(source) == fingerprint(GRPOTrainer._compute_loss)
     anchor = "    if entropy_mask is not None:\n"
@@ -147,8 +136,6 @@ FEATURE_HOMES = {
 
 
 def test_every_pin_names_its_feature_and_the_feature_says_so_where_it_is_defined():
-    import importlib
-
     checks = (*PINS["methods"].values(), *PINS["behaviours"].values(), *PINS["signatures"].values())
     features = {check.get("feature") for check in checks}
     assert features == set(FEATURE_HOMES), f"pins with an unknown or missing feature: {features - set(FEATURE_HOMES)}"
@@ -159,9 +146,7 @@ def test_every_pin_names_its_feature_and_the_feature_says_so_where_it_is_defined
 
 
 def test_the_whole_method_pins_are_the_objectives_only(capsys):
-    """Pinned whole: only what UP's loss and gradient depend on (the two loss paths and the policy forward the anchor
-    hook wraps, per trainer); at most 8 methods over at most ~700 lines of TRL source. Everything else is a
-    behaviour (named tests) or a signature."""
+    """Pinned whole: only what UP's loss and gradient depend on, at most 8 methods over ~700 lines."""
     lines = {name: len(inspect.getsource(resolve(name)).splitlines()) for name in PINS["methods"]}
     with capsys.disabled():
         print(f"\nwhole-method pins: {len(lines)} methods, {sum(lines.values())} lines of TRL source")

@@ -1,11 +1,4 @@
-"""`up/unscorable_frac` from the reward functions themselves (`up_trl.run.parts`).
-
-A completion is unscorable when no reward function gave it a finite value (None, NaN, +-inf are not; values are read
-as TRL reads them, float32); a model reward scores every completion. The wrapper changes nothing TRL sees: the same
-rewards (the same object), name, signature and async-ness. The end-to-end GRPO cases are in
-`tests/test_hostile.py` (test_unscorable_rewards_are_counted_not_learned); here RLOO, an async reward, and the
-in-process async worker.
-"""
+"""`up/unscorable_frac` from the rewards themselves; the wrapper changes nothing TRL sees."""
 
 from __future__ import annotations
 
@@ -15,10 +8,15 @@ import inspect
 
 import pytest
 import torch
-from conftest import cpu_args
+from async_rollout import async_grpo_on_cpu, in_process_rollout
+from conftest import cpu_args, make_trainer
+from datasets import Dataset
+from transformers import AutoTokenizer
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from up_trl.run.parts import METRIC, ScorableRecorder, record_scorable
+from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
+from up_trl.models.offline import save_tiny_model
+from up_trl.run.parts import METRIC, ScorableRecorder, record_scorable, record_unscorable
 
 NAN, INF = float("nan"), float("inf")
 
@@ -145,18 +143,12 @@ def test_a_wrong_count_is_left_to_trl_and_a_cut_batch_does_not_leak():
 
 
 def _rloo(tmp_path, tiny, dataset, reward):
-    from up_trl import UPRLOOConfig, UPRLOOTrainer
-
     model, tokenizer = tiny
     args = cpu_args(tmp_path, UPRLOOConfig, beta=0.0, num_iterations=2)
-    return UPRLOOTrainer(
-        model=model, reward_funcs=reward, args=args, train_dataset=dataset, processing_class=tokenizer
-    )
+    return UPRLOOTrainer(model, reward, args=args, train_dataset=dataset, processing_class=tokenizer)
 
 
 def _grpo(tmp_path, tiny, dataset, reward):
-    from conftest import make_trainer
-
     return make_trainer(tmp_path, tiny, dataset, reward=reward, num_iterations=2)
 
 
@@ -174,8 +166,6 @@ async def some_none_async(completions, **kwargs):
     [pytest.param(_rloo, some_none, id="rloo"), pytest.param(_grpo, some_none_async, id="grpo_async_reward")],
 )
 def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, build, reward):
-    from up_trl.run.parts import record_unscorable
-
     trainer = build(tmp_path, tiny, prompts_dataset, reward)
     assert trainer.reward_funcs == [reward]  # the UP trainer alone passes the reward through as given
     record_unscorable(trainer)  # the part, in one line
@@ -194,47 +184,27 @@ def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, 
 )
 def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, reward_funcs, expected):
     """One group of 4 completions: `some_none` leaves completion 1 unscored."""
-    from async_rollout import in_process_rollout  # the tests' CPU stand-in
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-
-    from up_trl import UPAsyncGRPOConfig
-    from up_trl.models.offline import save_tiny_model
-
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
     args = cpu_args(tmp_path, UPAsyncGRPOConfig, per_device_train_batch_size=4, token_budget=0)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    rollout = in_process_rollout(
-        checkpoint, train_dataset=prompts, reward_funcs=reward_funcs, processing_class=tokenizer, args=args
-    )
-    worker = rollout["rollout_worker"]
+    kwargs = dict(train_dataset=prompts, reward_funcs=reward_funcs, processing_class=tokenizer, args=args)
+    worker = in_process_rollout(checkpoint, **kwargs)["rollout_worker"]
     samples = worker.generate_group(0, prompts[0])
     assert worker.metrics_queue.get_nowait()[METRIC] == expected
-    assert [name.removeprefix("rewards/") for name in samples[0].metrics if name.startswith("rewards/")] == [
-        f.__name__ for f in reward_funcs
-    ]
+    names = [name.removeprefix("rewards/") for name in samples[0].metrics if name.startswith("rewards/")]
+    assert names == [f.__name__ for f in reward_funcs]
 
 
 def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
     """TRL's async trainer drains the worker's metrics_queue into its logs: (1 + 1) / (4 + 4) over two groups."""
-    from async_rollout import async_grpo_on_cpu, in_process_rollout  # the tests' CPU stand-ins
-    from datasets import Dataset
-    from transformers import AutoTokenizer
-
-    from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-    from up_trl.models.offline import save_tiny_model
-
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(2)]})
     args = cpu_args(tmp_path, UPAsyncGRPOConfig, per_device_train_batch_size=8, token_budget=0, max_steps=1)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    rollout = in_process_rollout(
-        checkpoint, train_dataset=prompts, reward_funcs=some_none, processing_class=tokenizer, args=args
-    )
+    kwargs = dict(train_dataset=prompts, reward_funcs=some_none, processing_class=tokenizer, args=args)
+    rollout = in_process_rollout(checkpoint, **kwargs)
     with async_grpo_on_cpu():
-        trainer = UPAsyncGRPOTrainer(
-            checkpoint, reward_funcs=some_none, args=args, train_dataset=prompts, processing_class=tokenizer, **rollout
-        )
+        trainer = UPAsyncGRPOTrainer(checkpoint, **kwargs, **rollout)
     trainer.train()
     assert [h[METRIC] for h in trainer.state.log_history if METRIC in h] == [0.25]

@@ -1,26 +1,27 @@
-"""What CI tested, at run time: one warning when a dependency is outside the ranges up-trl declares
-(`up_trl.versions.TESTED`, read from its metadata: pyproject.toml's), whose lower bounds are the oldest stack's. No
-trainer needed: the installed versions are monkeypatched."""
+"""Dependencies: one warning outside the declared ranges (versions monkeypatched); extras exist as spelt; math-verify's
+LaTeX parser runs on pip's ANTLR runtime."""
 
 import inspect
 import logging
-from pathlib import Path
+from importlib.metadata import PackageNotFoundError, distribution
 
 import pytest
+import yaml
+from conftest import ROOT
+from math_verify import parse, verify
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+import up_trl.run.job
 from up_trl import versions
 from up_trl.trainers.shared import UPTrainerMixin
 
 tomllib = pytest.importorskip("tomllib")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def installed(monkeypatch, **found):
-    """Pretend these versions are installed, the other packages of TESTED at their lower bounds (a name given as None
-    is not installed)."""
+    """Pretend these versions are installed, the others of TESTED at their lower bounds (None: not installed)."""
     found = {name: lower_bound(SpecifierSet(spec)) for name, spec in versions.TESTED.items()} | found
 
     def version(name):
@@ -109,9 +110,65 @@ def test_no_warning_on_tested_versions_nor_off_the_main_process(monkeypatch, cap
 
 
 def test_up_trl_train_checks_at_start_and_the_trainers_do_not():
-    """`up-trl train` runs the check before it builds a trainer; the UP trainers, drop-ins, log only what concerns
-    UP (their parent checks no versions)."""
-    import up_trl.run.job
-
+    """`up-trl train` checks the versions first; the trainers check none."""
     assert "warn_if_untested_versions(" in inspect.getsource(up_trl.run.job.run_job)
     assert "versions" not in inspect.getsource(UPTrainerMixin)
+
+
+def requirements_of_extra(dist_name: str, extra: str) -> list[Requirement]:
+    """What installing `dist_name[extra]` adds, from the installed distribution's metadata."""
+    found = []
+    for line in distribution(dist_name).requires or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and requirement.marker.evaluate({"extra": extra}):
+            if not requirement.marker.evaluate({"extra": ""}):  # only under this extra
+                found.append(requirement)
+    return found
+
+
+def unprovided_extras(requirement: Requirement, seen: set) -> list[str]:
+    """'name[extra]' for every extra, here or pulled in, that its installed distribution does not list."""
+    missing = []
+    try:
+        provided = distribution(requirement.name).metadata.get_all("Provides-Extra") or []
+    except PackageNotFoundError:
+        return []
+    for extra in sorted(requirement.extras):
+        if (requirement.name, extra) in seen:
+            continue
+        seen.add((requirement.name, extra))
+        if extra not in provided:
+            missing.append(f"{requirement.name}[{extra}] (provides {provided})")
+            continue
+        for inner in requirements_of_extra(requirement.name, extra):
+            missing += unprovided_extras(inner, seen)
+    return missing
+
+
+def test_every_extra_asked_for_is_provided_as_spelt():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    seen: set = set()
+    missing = [m for line in lines for m in unprovided_extras(Requirement(line), seen)]
+    assert not missing, missing
+    assert any(Requirement(line).name == "math-verify" for line in project["dependencies"])  # still a dependency
+
+
+def test_the_latex_parser_runs_on_the_antlr_runtime_installed():
+    """No ANTLR pin of our own: math-verify's LaTeX parser works on the runtime installed here."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not [line for line in project["dependencies"] if line.startswith("antlr4")]
+    assert Requirement("antlr4-python3-runtime>=4.9.3,<=4.13.2").specifier.contains(
+        distribution("antlr4-python3-runtime").version
+    )
+    assert verify(parse("$\\frac{3}{6}$"), parse("$0.5$")) and not verify(parse("$\\sqrt{4}$"), parse("$3$"))
+
+
+def test_the_github_workflow_runs_ci_run_on_push_and_pull_request():
+    """A push runs `.ci/run`, with torch's CPU index."""
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert set(triggers) == {"push", "pull_request"}
+    (job,) = workflow["jobs"].values()
+    assert job["steps"][-1]["run"] == ".ci/run" and (ROOT / ".ci" / "run").stat().st_mode & 0o111
+    assert "download.pytorch.org/whl/cpu" in job["env"]["PIP_EXTRA_INDEX_URL"]

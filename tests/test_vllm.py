@@ -1,20 +1,12 @@
-"""UP beside vLLM's own engine: colocate mode, off-policy (steps_per_generation=2), TRL's importance-sampling (IS)
-correction on, on batches vLLM really generated (its CPU build: `.ci/vllm_stack` installs it; elsewhere these tests
-skip, and in that stack a skip fails).
-
-What is real: vLLM's engine, its sampling and its log-probs (in bfloat16: vLLM downcasts a float32 checkpoint, as on a
-GPU, while the trainer trains in float32), TRL's trainers, its IS correction and off-policy mask, UP's loss. What is
-not: TRL's weight transfer loop, replaced by vLLM's `reload_weights` (`vllm_sync.py` says exactly what and why), and
-one engine shared by the module's trainers. The model is a 2-layer Qwen2 built in code (head_dim 32, a size the CPU
-attention kernels take), saved to a folder with its tokenizer, since TRL's colocate engine loads the model by path.
-"""
+"""UP beside vLLM's CPU engine on batches vLLM generated (skipped without vLLM)."""
 
 import os
 
 import pytest
 import torch
-from conftest import gradients
+from conftest import TINY, gradients, one_line, param_snapshots
 from datasets import Dataset
+from transformers import TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from up_trl import UPGRPOConfig, UPGRPOTrainer
@@ -80,7 +72,6 @@ def params(model):
 
 
 # --- UP trains on vLLM's batches, under each IS mode TRL 1.16 offers, and with TRL's off-policy mask ------------
-
 MODES = {
     "dapo-token_truncate": dict(vllm_importance_sampling_mode="token_truncate"),
     "dapo-token_mask": dict(vllm_importance_sampling_mode="token_mask"),
@@ -103,12 +94,8 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
     assert any(not torch.equal(a, b) for a, b in zip(before, params(trainer.model)))  # it trained
     assert all(torch.isfinite(torch.tensor(logged(trainer, "loss"))))
     assert len(logged(trainer, "up/positive_token_frac")) == 4  # UP's metrics beside TRL's
-    # The sampler's log-probs reach the correction: two vLLM batches, and ratios that are not 1 in each. TRL logs
-    # the weights after the mode acts: truncation holds them inside the bounds, the mask sets some to 0.
-    low, high = (
-        logged(trainer, "sampling/importance_sampling_ratio/min"),
-        logged(trainer, "sampling/importance_sampling_ratio/max"),
-    )
+    # Two vLLM batches with ratios not 1; truncation holds the weights inside the bounds, the mask sets some to 0.
+    low, high = (logged(trainer, f"sampling/importance_sampling_ratio/{m}") for m in ("min", "max"))
     assert len(low) == len(high) == 2
     if name.split("-")[1].endswith("truncate"):
         assert all(1 - TIGHT - 1e-6 <= lo < 1 < hi <= 1 + TIGHT + 1e-6 for lo, hi in zip(low, high)), (low, high)
@@ -118,8 +105,6 @@ def test_up_trains_on_vllm_batches_with_each_is_mode(engine, tmp_path, name):
 
 
 # --- On a batch vLLM generated, UP's loss and gradient are the closed form ------------------------------------
-
-
 def _forward(trainer, batch):
     """TRL's own forward (not UP's hook): the completion tokens' log-probs under the current weights."""
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
@@ -141,9 +126,7 @@ def _is_weight(batch, mode):
 
 
 def _closed_form(trainer, batch):
-    """(loss, surrogate, r, A, mask): the loss written from the paper's two branches with TRL's multipliers and
-    normalisation, and a surrogate with its gradient, written without the ratio on the UP branch (A * w * grad log
-    pi there). The settings (epsilons, delta, level, loss type, IS mode) are read from the trainer."""
+    """(loss, surrogate, r, A, mask) written out with TRL's multipliers; settings read from the trainer."""
     logps, mask = _forward(trainer, batch), batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"].unsqueeze(1)
     w = _is_weight(batch, trainer.vllm_importance_sampling_mode)
@@ -233,14 +216,10 @@ def test_loss_and_gradient_on_a_vllm_batch_equal_the_closed_form(engine, tmp_pat
 
 
 # --- up_mode="off" is GRPOTrainer bit for bit; UP adds no forward pass ----------------------------------------
-
-
 def _counting(trainer):
     """Count the policy model's forward passes, per optimizer step."""
     calls, per_step = [0], []
     trainer.model.register_forward_hook(lambda *args: calls.__setitem__(0, calls[0] + 1))
-
-    from transformers import TrainerCallback
 
     class PerStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -258,9 +237,8 @@ def test_off_is_grpo_trainer_bit_for_bit_and_up_makes_no_extra_forward(engine, t
         "off": (UPGRPOTrainer, UPGRPOConfig, dict(up_mode="off")),
         "up": (UPGRPOTrainer, UPGRPOConfig, dict(up_mode="asymmetric")),
     }.items():
-        trainer = make(
-            trainer_class, config_class, path, tmp_path / name, vllm_importance_sampling_mode="token_truncate", **extra
-        )
+        extra |= dict(vllm_importance_sampling_mode="token_truncate")
+        trainer = make(trainer_class, config_class, path, tmp_path / name, **extra)
         initial, forwards = params(trainer.model), _counting(trainer)
         trainer.train()
         runs[name] = (initial, params(trainer.model), forwards, trainer)
@@ -268,20 +246,14 @@ def test_off_is_grpo_trainer_bit_for_bit_and_up_makes_no_extra_forward(engine, t
     assert any(not torch.equal(a, b) for a, b in zip(initial, parent))  # it trained
     assert all(torch.equal(a, b) for a, b in zip(parent, runs["off"][1]))  # every tensor, bit for bit
     assert any(not torch.equal(a, b) for a, b in zip(parent, runs["up"][1]))  # UP is not the parent
-    theirs = [
-        {k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))}
-        for h in parent_trainer.state.log_history
-    ]
+    logs = parent_trainer.state.log_history
+    theirs = [{k: v for k, v in h.items() if not k.startswith(("step_time", "train_"))} for h in logs]
     assert [{k: h[k] for k in t} for t, h in zip(theirs, runs["off"][3].state.log_history)] == theirs
-    # Item 4: the same forward passes per step. A generation step: pi_old for the IS correction over the 16
-    # completions in 2 chunks of per_device_train_batch_size, then the loss's; the next step: the loss's only. UP
-    # takes pi_theta from the loss's own forward: it adds none.
+    # The same forward passes per step: a generation step's 2 pi_old chunks and the loss's, then the loss's only.
     assert parent_forwards == runs["off"][2] == runs["up"][2] == [3, 1, 3, 1], (parent_forwards, runs["up"][2])
 
 
 # --- The weight sync: vLLM then scores like the trainer ------------------------------------------------------
-
-
 def vllm_logps(llm, ids: list[int]) -> torch.Tensor:
     """vLLM's log-prob of each token of `ids` after the first, given the ones before (its prompt log-probs)."""
     from vllm import SamplingParams
@@ -305,8 +277,7 @@ def fixed_sequence(tokenizer) -> list[int]:
 
 
 def check_sync(trainer, llm, snapshot_at_last_sync):
-    """vLLM holds the weights of the last sync (made inside `train`); after `sync_weights` it scores like the
-    trainer, to SAME_WEIGHTS_TOL, and no longer like before (the last two steps moved the weights)."""
+    """After `sync_weights` vLLM scores like the trainer, and no longer like before."""
     ids = fixed_sequence(trainer.processing_class)
     before = vllm_logps(llm, ids)
     now = trainer_logps(trainer.model, ids)
@@ -332,16 +303,9 @@ def check_sync(trainer, llm, snapshot_at_last_sync):
 
 def _snapshots(trainer):
     """The parameters after each optimizer step, by step."""
-    from transformers import TrainerCallback
-
-    kept = {}
-
-    class Keep(TrainerCallback):
-        def on_step_end(self, args, state, control, **kwargs):
-            kept[state.global_step] = params(trainer.model)
-
-    trainer.add_callback(Keep())
-    return kept
+    snapshots = param_snapshots()
+    trainer.add_callback(snapshots)
+    return snapshots.params
 
 
 def test_after_a_weight_sync_vllm_scores_like_the_trainer(engine, tmp_path):
@@ -378,10 +342,6 @@ def test_lora_adapter_trains_and_syncs_merged(engine, tmp_path):
 
 
 # --- `up-trl train --use_vllm true` on the CPU build: one line, before the model loads ------------------------
-
-
 def test_cli_refuses_colocate_on_the_installed_cpu_build(no_model_loads, capsys):
-    from conftest import TINY, one_line
-
     line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
     assert "CPU build" in line and "load_weights" in line, line

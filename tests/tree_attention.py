@@ -1,19 +1,7 @@
-"""A test stand-in (not part of up-trl): a pure-PyTorch version of the flash-attention-3 "tree" attention of TRL's
-async GRPO trainer, so that the tests train it on CPU (`async_rollout.async_grpo_on_cpu`).
-
-TRL (`trl/experimental/async_grpo/packing.py`) forwards a packed row of rollouts as one sequence: a prefix trie laid
-out in segments, where segment s attends to the keys of its root-to-segment path. `tree_attention` gathers those keys
-with `tree_kv_index` and calls `flash_attn_varlen_func(..., causal=True)` from the Hub kernel
-`kernels-community/flash-attn3` (CUDA only). For segment s with Lq queries and Lk path keys, FA3's causal mask is
-aligned to the bottom-right corner:
-
-    query i (0 <= i < Lq) sees path key j (0 <= j < Lk)  iff  j <= i + (Lk - Lq)        [and j >= i + Lk - Lq - w + 1]
-    out_i = softmax_j(scale * q_i . k_j) v_j                                             (w: sliding window)
-
-`varlen_causal_attention` is that formula written densely (one (Nq, Nk) mask), and `tree_attention_reference` is TRL's
-`tree_attention` with the kernel call replaced by it: same arguments, same output layout (1, N, H, D).
-`register_reference_tree_attention()` registers it under TRL's name "tree_fa3".
-"""
+"""A test stand-in, not part of up-trl: a pure-PyTorch flash-attention-3 "tree" attention for TRL's async GRPO on CPU.
+Segment s attends to its root-to-segment path keys with FA3's bottom-right causal mask: query i sees key j iff
+j <= i + (Lk - Lq) (and j >= i + Lk - Lq - w + 1 with a window w). `register_reference_tree_attention()` registers
+`tree_attention_reference` under TRL's name "tree_fa3"."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
-"""What the UP trainers rely on in TRL and transformers, checked three ways (`trl_pins.json`, data next to this file):
-
-- `methods`: whole-method pins of the TRL methods UP's objective depends on. Each is reduced to its normalised
-  source: the AST of its definition without docstrings, so comments, docstrings, blank lines and formatting do not
-  count, while any changed, added or removed statement does. Its SHA-256 and the reason we rely on it are kept;
-  `test_trl_pins.py` compares them. They hold for trl's pinned minor release only (`pyproject.toml` caps trl).
-- `behaviours`: every other TRL or transformers method a UP trainer overrides or relies on, held by the named
-  behavioural tests (resume bit for bit, the weights' file mode, ...), which run on every stack CI tests: a
-  release that changes such a method without changing the behaviour breaks nothing.
-- `signatures`: a public method UP replaces whole, never running TRL's body: TRL's callers must still be able to
-  call our override, so its parameters (names, kinds, defaults) must be TRL's (`parameters` below). There is
-  nothing to re-pin: a failure means the override's signature must follow TRL's.
-
-When TRL changes a pinned method:
-
-1. read the method's diff between the pinned TRL version and the new one, against the reason in `trl_pins.json`;
-2. re-verify the objective: `pytest tests/test_trainer_gradients.py tests/test_rloo.py tests/test_async_grpo.py
-   tests/test_off_is_parent.py tests/test_resume.py` (closed-form gradients, `up_mode="off"` == the parent, resume);
-3. when they pass and the diff needs no change in up_trl, re-pin: `python tests/trl_pins.py --write`.
-"""
+"""What the UP trainers rely on in TRL and transformers (`trl_pins.json`): `methods` pinned whole (the SHA-256 of
+their AST without docstrings), `behaviours` held by named tests, `signatures` our overrides must accept. When TRL
+changes a pinned method: read its diff against the reason, run tests/test_trainer_gradients.py, test_rloo.py,
+test_async_grpo.py, test_off_is_parent.py and test_resume.py, then re-pin: `python tests/trl_pins.py --write`."""
 
 from __future__ import annotations
 
@@ -34,8 +18,7 @@ PINS_FILE = Path(__file__).with_name("trl_pins.json")
 
 
 def resolve(qualified: str):
-    """The function named `module.Class.method` (or `module.function`), e.g.
-    `trl.trainer.grpo_trainer.GRPOTrainer._compute_loss`."""
+    """The function named `module.Class.method` (or `module.function`)."""
     parts = qualified.split(".")
     for split in range(len(parts) - 1, 0, -1):
         try:
@@ -51,14 +34,10 @@ def resolve(qualified: str):
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body:
+            if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                if isinstance(body[0].value.value, str):
+                    node.body = body[1:] or [ast.Pass()]
     return tree
 
 
@@ -78,10 +57,8 @@ def parameters(function) -> list[tuple[str, str, str]]:
     >>> parameters(lambda self, *, tags=None: None)
     [('self', 'POSITIONAL_OR_KEYWORD', '<empty>'), ('tags', 'KEYWORD_ONLY', 'None')]
     """
-    return [
-        (p.name, p.kind.name, "<empty>" if p.default is p.empty else repr(p.default))
-        for p in inspect.signature(function).parameters.values()
-    ]
+    found = inspect.signature(function).parameters.values()
+    return [(p.name, p.kind.name, "<empty>" if p.default is p.empty else repr(p.default)) for p in found]
 
 
 def load_pins() -> dict:

@@ -1,17 +1,6 @@
-"""What the vLLM tests (`test_vllm.py`) put in place of TRL's own code, and nothing else.
-
-1. The weight transfer. TRL's colocate sync (`trl.generation.vllm_generation.VLLMGeneration.sync_weights`) calls
-   `model.load_weights([(name, tensor)])` on vLLM's model, one parameter at a time. vLLM's CPU build has repacked the
-   linear weights for its CPU kernels and dropped the originals, so that call fails (`AttributeError: 'Parameter'
-   object has no attribute 'weight_loader'`). `reload_sync` feeds the same tensors, from TRL's own
-   `_iter_named_params()` (which merges a LoRA adapter and names the weights as vLLM expects), to vLLM's own
-   `model_runner.reload_weights(weights_iterator=...)`, which loads them and re-runs the repacking, then resets the
-   prefix cache as TRL does. Sleep mode is not covered (TRL wakes the weights first; the CPU build has no sleep).
-2. One engine for a test module: TRL builds an `LLM` per trainer (about a minute here); `shared_engine` hands every
-   trainer the first one built, with the same arguments (it fails if a trainer asks for different ones). Each
-   trainer pushes its own weights before it first generates (TRL syncs when `global_step != _last_loaded_step`,
-   which starts at -1), so a trainer never samples from another's weights.
-"""
+"""What the vLLM tests put in place of TRL's code: `reload_sync` feeds TRL's `_iter_named_params()` to vLLM's
+`reload_weights` (the CPU build cannot `load_weights`), and `shared_engine` hands every trainer of a module one
+engine (each pushes its own weights before it first generates)."""
 
 from __future__ import annotations
 
@@ -34,8 +23,7 @@ def reload_sync(self) -> None:
 
 @contextlib.contextmanager
 def shared_engine():
-    """Within it, TRL's colocate trainers share one vLLM engine and sync through `reload_sync`; yields the list of
-    engines built (one)."""
+    """TRL's colocate trainers share one vLLM engine and sync through `reload_sync`; yields [the engine]."""
     import trl.generation.vllm_generation as generation
 
     build, built, asked = generation.LLM, [], []

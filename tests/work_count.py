@@ -1,12 +1,4 @@
-"""Work counted, not timed: the lines of `up_trl` a call runs plus the characters its regular expressions scan.
-
-A clock on a busy machine measures the machine; a count measures the code. `work(fn, *args)` runs `fn(*args)` and
-returns that count, the same on any machine, so a test compares the work for n and 2n copies of an input: linear code
-does at most twice the work for twice the input, a quadratic pattern about four times. Each regex call counts the
-span it covers (a search from where it starts to where its match ends, or its whole range when nothing matches; a
-match to its end; `finditer`, `findall`, `sub` and `split` their whole range), so a loop that rescans the text counts
-as quadratic. Blind spot: backtracking inside one regex call counts as one scan.
-"""
+"""Work counted, not timed: `work(fn, *args)`, the lines of `up_trl` run plus the characters regexes scan."""
 
 from __future__ import annotations
 

@@ -58,10 +58,11 @@ def test_no_arguments_parse_to_the_offline_default():
 @pytest.mark.parametrize("recipe", sorted(p.name for p in RECIPES.glob("*.yaml")))
 def test_every_recipe_parses(recipe):
     """Each recipe parses with its own trainer's parser (the `trainer:` key; GRPO when absent), and is off-policy."""
-    trainer = yaml.safe_load((RECIPES / recipe).read_text()).get("trainer", "grpo")
+    raw = yaml.safe_load((RECIPES / recipe).read_text())
+    trainer = raw.get("trainer", "grpo")
     script, args, model = parse_train_args(["--config", str(RECIPES / recipe), "--use_cpu", "true", "--bf16", "false"])
     assert script.trainer == trainer and type(args).__name__ == TRAINERS[trainer][1]
-    assert args.up_mode in ("asymmetric", "off")
+    assert args.up_mode == raw["up_mode"] in ("asymmetric", "off")
     if trainer == "async_grpo":  # off-policy on every step: samples up to max_staleness versions old
         assert args.max_staleness > 0 or args.weight_sync_steps > 1
     elif recipe != "quickstart.yaml":
@@ -77,6 +78,7 @@ def test_twins_differ_only_in_ups_own_settings(name):
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
     differ = {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)}
     assert {k for k in differ if not k.startswith("up_")} == {"output_dir"}, differ
+    assert name in ("dapo", "grpo", "gsm8k_small") or differ == {"up_mode", "output_dir"}, differ
     assert all(k in up for k in differ if k.startswith("up_"))  # UP's settings live in the UP twin
     if name in ("dapo", "grpo"):  # the study's recommendation: UP's settings in the UP twin, a TRL one in both
         ups = {k: v for k, v in SAFE_UP.items() if k.startswith("up_")}
@@ -120,26 +122,18 @@ def test_unknown_recipe_key_is_an_error(tmp_path):
         parse_train_args(["--config", str(recipe)])
 
 
-def test_unknown_flag_names_the_closest_real_ones():
-    with pytest.raises(UsageError, match=r"unknown option --leraning_rate \(did you mean --learning_rate[,?]"):
-        parse_train_args(["--leraning_rate", "1e-5"])
-
-
 def run_cli(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "up_trl", *args], capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.mark.parametrize(
-    "make_args, suggestion",
-    [
-        pytest.param(lambda tmp: ["--leraning_rate", "1e-5"], "--learning_rate", id="misspelt_flag"),
-        pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
-        pytest.param(lambda tmp: ["--config"], "needs a recipe", id="config_without_path"),
-        pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
-        pytest.param(lambda tmp: ["--trainer", "ppo"], "not one of grpo, rloo, async_grpo", id="unknown_trainer"),
-        pytest.param(lambda tmp: ["--trainer"], "--trainer needs a name", id="trainer_without_name"),
-    ],
-)
+@pytest.mark.parametrize("make_args, suggestion", [
+    pytest.param(lambda tmp: ["--leraning_rate", "1e-5"], "--learning_rate", id="misspelt_flag"),
+    pytest.param(lambda tmp: ["--config", str(tmp / "bad.yaml")], "epsilon_high", id="misspelt_recipe_key"),
+    pytest.param(lambda tmp: ["--config"], "needs a recipe", id="config_without_path"),
+    pytest.param(lambda tmp: ["--config", str(tmp / "missing.yaml")], "no such file", id="missing_recipe"),
+    pytest.param(lambda tmp: ["--trainer", "ppo"], "not one of grpo, rloo, async_grpo", id="unknown_trainer"),
+    pytest.param(lambda tmp: ["--trainer"], "--trainer needs a name", id="trainer_without_name"),
+])  # fmt: skip
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
     (tmp_path / "bad.yaml").write_text("up_mode: asymmetric\nepsilon_hihg: 0.3\n")
     out = run_cli("train", *make_args(tmp_path))

@@ -202,7 +202,6 @@ EVAL_CASES = [
     # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
     pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no config.json (no model saved there): "
                  "pass --model {tmp}/crashed/checkpoint-4 (its latest checkpoint).", id="crashed_run_folder"),
-    pytest.param(["--benchmarks", "aime2099"], "Unknown benchmark(s) ['aime2099']", id="unknown_benchmark"),
     pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"],
                  "--base_model ./no/base: no such folder.", id="missing_base_model_folder"),
 ]  # fmt: skip

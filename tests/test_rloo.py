@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from conftest import (
     assert_loss_leaves_batch_unchanged,
     cpu_args,
@@ -16,12 +15,10 @@ from conftest import (
     param_snapshots,
 )
 from datasets import Dataset
-from trl import ModelConfig, RLOOConfig, RLOOTrainer, TrlParser
+from trl import RLOOConfig, RLOOTrainer
 
 from up_trl import UPRLOOConfig, UPRLOOTrainer
-from up_trl.cli.catalog import recipe_path
 from up_trl.models.offline import tiny_model_and_tokenizer
-from up_trl.script_args import TrainScriptArguments
 
 EPS_LOW, EPS_HIGH = 0.2, 0.28
 MAX_LEN = 6
@@ -274,19 +271,3 @@ def test_real_run_up_equals_off_on_policy_and_differs_off_policy(two_runs):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
     # Step 2 (the same rollouts, stale by one update): UP's positive-sequence gradient is not weighted by r.
     assert max((a - b).abs().max().item() for a, b in zip(up[2], off[2])) > 1e-4
-
-
-RECIPES = Path(recipe_path("up_rloo")).parent  # the packaged recipes
-
-
-def test_recipe_twins_differ_only_in_up_mode_and_parse_as_rloo_config():
-    up, base = (yaml.safe_load((RECIPES / name).read_text()) for name in ("up_rloo.yaml", "rloo.yaml"))
-    assert {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)} == {"up_mode", "output_dir"}
-    parser = TrlParser((TrainScriptArguments, UPRLOOConfig, ModelConfig))
-    for name, up_mode in (("up_rloo.yaml", "asymmetric"), ("rloo.yaml", "off")):
-        _, args, _ = parser.parse_args_and_config(
-            ["--config", str(RECIPES / name), "--use_cpu", "true", "--bf16", "false"]
-        )
-        assert isinstance(args, UPRLOOConfig) and args.up_mode == up_mode
-        # off-policy by construction (several updates per rollout batch), so UP differs from RLOO
-        assert args.gradient_accumulation_steps % (args.steps_per_generation * args.num_iterations) != 0

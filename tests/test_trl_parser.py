@@ -187,12 +187,13 @@ def test_one_step_on_a_streamed_mixture(tmp_path):
     assert f"{tmp_path / 'sums'}, {tmp_path / 'squares'}" in (tmp_path / "out" / "README.md").read_text()  # the card
 
 
-@pytest.mark.parametrize(
-    "key, closest",
-    [("dataset_tset_split", "dataset_test_split"), ("reward_model_name_or_pth", "reward_model_name_or_path")],
-)
+@pytest.mark.parametrize("key, closest", [
+    ("dataset_tset_split", "dataset_test_split"),
+    ("reward_model_name_or_pth", "reward_model_name_or_path"),
+    ("leraning_rate", "learning_rate"),  # a TrainingArguments key
+])  # fmt: skip
 def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
-    """A misspelt TRL script key stops in one line naming the real one."""
+    """A misspelt TRL key stops in one line naming the real one."""
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({key: "x"}))
     assert f"unknown key {key!r} (did you mean {closest}" in one_line(capsys, ["--config", str(path)])

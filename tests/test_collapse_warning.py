@@ -161,19 +161,16 @@ def _feed_logs(rule, logs):
     return rule.fired
 
 
-@pytest.mark.parametrize(
-    "rewards, zero_stds, entropy_after, fires_at",
-    [
-        # Seed 4's trajectory: right answers ~10%, a shock at step 8 to 4 nats, the batch of step 9 all wrong.
-        pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 4.0, 9, id="dead_state_at_the_batch"),
-        # The parents' trajectory: the same shock, but 5 right answers left (spread in some groups): no warning.
-        pytest.param([0.1, 0.12, 0.04, 0.1], [0.4, 0.4, 0.7, 0.5], 4.0, None, id="shock_with_answers_left"),
-        # No right answer, entropy at its start: a hard start, not a shock (the other rules watch it).
-        pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 1.3, None, id="no_shock"),
-        # Every group solved (no spread, reward up): a finished task, not a dead state.
-        pytest.param([0.1, 0.5, 1.0, 1.0], [0.4, 0.4, 1.0, 1.0], 4.0, None, id="solved"),
-    ],
-)
+@pytest.mark.parametrize("rewards, zero_stds, entropy_after, fires_at", [
+    # Seed 4's trajectory: right answers ~10%, a shock at step 8 to 4 nats, the batch of step 9 all wrong.
+    pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 4.0, 9, id="dead_state_at_the_batch"),
+    # The parents' trajectory: the same shock, but 5 right answers left (spread in some groups): no warning.
+    pytest.param([0.1, 0.12, 0.04, 0.1], [0.4, 0.4, 0.7, 0.5], 4.0, None, id="shock_with_answers_left"),
+    # No right answer, entropy at its start: a hard start, not a shock (the other rules watch it).
+    pytest.param([0.1, 0.12, 0.0, 0.0], [0.4, 0.4, 1.0, 1.0], 1.3, None, id="no_shock"),
+    # Every group solved (no spread, reward up): a finished task, not a dead state.
+    pytest.param([0.1, 0.5, 1.0, 1.0], [0.4, 0.4, 1.0, 1.0], 4.0, None, id="solved"),
+])  # fmt: skip
 def test_dead_state_fires_at_the_rollout_batch_it_happens(rewards, zero_stds, entropy_after, fires_at):
     entropies = [1.4] * 7 + [entropy_after] * 9  # steps 1-7 at 1.4 nats, the shock from step 8
     fired = _feed_logs(CollapseRule(), _batches(rewards, zero_stds, entropies))

@@ -99,23 +99,20 @@ def test_the_later_box_wins_with_or_without_braces():
     assert extract_boxed(r"\boxed 2 then \boxed{1}", bare=True) == "1"
 
 
-@pytest.mark.parametrize(
-    "raw, expected",
-    [
-        pytest.param("He makes 9 * 2 = $18.\n#### 1,018", "1018", id="gsm8k_commas"),
-        pytest.param(r"Thus $x = \boxed{\dfrac{9}{7}}$.", r"$\dfrac{9}{7}$", id="worked_solution"),
-        pytest.param("42", "42", id="integer_bare"),
-        pytest.param("-0.5", "-0.5", id="decimal_bare"),
-        pytest.param(27.0, "27", id="float_integer"),
-        pytest.param(["$\\frac{1}{2}$"], r"$\frac{1}{2}$", id="olympiad_list"),
-        pytest.param(["1", "2"], "$1, 2$", id="several_answers"),
-        pytest.param("4.5e33", r"$4.5 \times 10^{33}$", id="minerva_e_notation"),
-        pytest.param(r"\$18.90", r"$\$18.90$", id="dollar_sign_kept"),
-        pytest.param(r"x_{0} \cos t+$ $\dot{x}_{0}", r"$x_{0} \cos t+ \dot{x}_{0}$", id="stray_delimiters"),
-        pytest.param(r"\boxed{}", "", id="empty_box"),
-        pytest.param(None, "", id="missing"),
-    ],
-)
+@pytest.mark.parametrize("raw, expected", [
+    pytest.param("He makes 9 * 2 = $18.\n#### 1,018", "1018", id="gsm8k_commas"),
+    pytest.param(r"Thus $x = \boxed{\dfrac{9}{7}}$.", r"$\dfrac{9}{7}$", id="worked_solution"),
+    pytest.param("42", "42", id="integer_bare"),
+    pytest.param("-0.5", "-0.5", id="decimal_bare"),
+    pytest.param(27.0, "27", id="float_integer"),
+    pytest.param(["$\\frac{1}{2}$"], r"$\frac{1}{2}$", id="olympiad_list"),
+    pytest.param(["1", "2"], "$1, 2$", id="several_answers"),
+    pytest.param("4.5e33", r"$4.5 \times 10^{33}$", id="minerva_e_notation"),
+    pytest.param(r"\$18.90", r"$\$18.90$", id="dollar_sign_kept"),
+    pytest.param(r"x_{0} \cos t+$ $\dot{x}_{0}", r"$x_{0} \cos t+ \dot{x}_{0}$", id="stray_delimiters"),
+    pytest.param(r"\boxed{}", "", id="empty_box"),
+    pytest.param(None, "", id="missing"),
+])  # fmt: skip
 def test_gold_answer(raw, expected):
     assert gold_answer(raw) == expected
 

@@ -26,17 +26,14 @@ from up_trl.models.offline import save_tiny_model
 from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
 
-@pytest.mark.parametrize(
-    "n, c, k, expected",
-    [
-        pytest.param(4, 0, 1, 0.0, id="none_correct"),
-        pytest.param(4, 4, 1, 1.0, id="all_correct"),
-        pytest.param(4, 1, 1, 0.25, id="pass1_is_mean"),
-        pytest.param(4, 1, 2, 0.5, id="1_of_4_at_2: 1-C(3,2)/C(4,2)"),
-        pytest.param(4, 2, 2, 5 / 6, id="2_of_4_at_2: 1-C(2,2)/C(4,2)"),
-        pytest.param(4, 1, 4, 1.0, id="any_correct_at_n"),
-    ],
-)
+@pytest.mark.parametrize("n, c, k, expected", [
+    pytest.param(4, 0, 1, 0.0, id="none_correct"),
+    pytest.param(4, 4, 1, 1.0, id="all_correct"),
+    pytest.param(4, 1, 1, 0.25, id="pass1_is_mean"),
+    pytest.param(4, 1, 2, 0.5, id="1_of_4_at_2: 1-C(3,2)/C(4,2)"),
+    pytest.param(4, 2, 2, 5 / 6, id="2_of_4_at_2: 1-C(2,2)/C(4,2)"),
+    pytest.param(4, 1, 4, 1.0, id="any_correct_at_n"),
+])  # fmt: skip
 def test_pass_at_k_unbiased_estimator(n, c, k, expected):
     assert pass_at_k(n, c, k) == pytest.approx(expected)
 
@@ -146,14 +143,10 @@ def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
     assert [r.get("excluded") for r in rows] == [None, "timeout", "gold_unparseable"]
 
 
-@pytest.mark.parametrize(
-    "flags, message",
-    [
-        ("--benchmarks aime2099", r"Unknown benchmark\(s\) \['aime2099'\].*offline: gsm8k, math500, minerva"),
-        ("--arithmetic_ops add div", r"Unknown arithmetic op 'div' \(--arithmetic_ops\)"),
-    ],
-    ids=["unknown_benchmark", "unknown_arithmetic_op"],
-)
+@pytest.mark.parametrize("flags, message", [
+    ("--benchmarks aime2099", r"Unknown benchmark\(s\) \['aime2099'\].*offline: gsm8k, math500, minerva"),
+    ("--arithmetic_ops add div", r"Unknown arithmetic op 'div' \(--arithmetic_ops\)"),
+], ids=["unknown_benchmark", "unknown_arithmetic_op"])  # fmt: skip
 def test_bad_input_is_refused_before_the_model_loads(no_model_loads, capsys, flags, message):
     assert re.search(message, one_line(capsys, flags.split(), command="eval"))
 

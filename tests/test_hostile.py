@@ -155,16 +155,13 @@ def _spoil(values):
     return reward
 
 
-@pytest.mark.parametrize(
-    "spoiled, unscorable",
-    [
-        pytest.param({i: NAN for i in range(4)}, 0.5, id="nan_whole_group"),
-        pytest.param({i: None for i in range(8)}, 1.0, id="none_for_all"),
-        pytest.param({1: None, 6: None}, 0.25, id="none_for_some"),
-        pytest.param({0: INF}, 0.125, id="inf_one_sample"),
-        pytest.param({5: -INF}, 0.125, id="minus_inf_one_sample"),
-    ],
-)
+@pytest.mark.parametrize("spoiled, unscorable", [
+    pytest.param({i: NAN for i in range(4)}, 0.5, id="nan_whole_group"),
+    pytest.param({i: None for i in range(8)}, 1.0, id="none_for_all"),
+    pytest.param({1: None, 6: None}, 0.25, id="none_for_some"),
+    pytest.param({0: INF}, 0.125, id="inf_one_sample"),
+    pytest.param({5: -INF}, 0.125, id="minus_inf_one_sample"),
+])  # fmt: skip
 def test_unscorable_rewards_are_counted_not_learned(tmp_path, tiny, prompts_dataset, spoiled, unscorable):
     trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=_spoil(spoiled), num_iterations=2)
     real, seen = trainer._generate_and_score_completions, []
@@ -192,15 +189,12 @@ def test_unscorable_rewards_are_counted_not_learned(tmp_path, tiny, prompts_data
         assert not _unchanged(trainer, before)
 
 
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        pytest.param({}, id="asymmetric"),
-        pytest.param(dict(up_mode="both"), id="both"),
-        pytest.param(dict(up_mode="off"), id="off"),
-        pytest.param(dict(loss_type="dapo", importance_sampling_level="sequence"), id="dapo_sequence"),
-    ],
-)
+@pytest.mark.parametrize("overrides", [
+    pytest.param({}, id="asymmetric"),
+    pytest.param(dict(up_mode="both"), id="both"),
+    pytest.param(dict(up_mode="off"), id="off"),
+    pytest.param(dict(loss_type="dapo", importance_sampling_level="sequence"), id="dapo_sequence"),
+])  # fmt: skip
 def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, overrides):
     def constant_reward(completions, **kwargs):
         return [1.0] * len(completions)
@@ -331,16 +325,13 @@ def test_batch_and_up_settings_fail_at_config_time(tmp_path, overrides, match):
         cpu_args(tmp_path, **overrides)
 
 
-@pytest.mark.parametrize(
-    "overrides, prompts",
-    [
-        pytest.param(dict(num_iterations=0), 16, id="num_iterations_0"),
-        pytest.param(dict(steps_per_generation=0), 16, id="steps_per_generation_0"),
-        pytest.param({}, 1, id="dataset_too_small"),
-        pytest.param(dict(per_device_train_batch_size=16, steps_per_generation=2), 7, id="dataset_below_a_batch"),
-        pytest.param(dict(max_completion_length=0), 16, id="max_completion_length_0"),
-    ],
-)
+@pytest.mark.parametrize("overrides, prompts", [
+    pytest.param(dict(num_iterations=0), 16, id="num_iterations_0"),
+    pytest.param(dict(steps_per_generation=0), 16, id="steps_per_generation_0"),
+    pytest.param({}, 1, id="dataset_too_small"),
+    pytest.param(dict(per_device_train_batch_size=16, steps_per_generation=2), 7, id="dataset_below_a_batch"),
+    pytest.param(dict(max_completion_length=0), 16, id="max_completion_length_0"),
+])  # fmt: skip
 def test_zero_step_setups_end_as_in_the_parent(tmp_path, tiny, overrides, prompts):
     """Each zero-step setup builds, or fails with the same error, as in GRPOTrainer."""
     dataset = Dataset.from_dict({"prompt": [f"{i} * 2 =" for i in range(prompts)]})
@@ -589,15 +580,12 @@ def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
     assert why in checkpoint_problem(tmp_path / "checkpoint-1")
 
 
-@pytest.mark.parametrize(
-    "piece, cut, complete",
-    [
-        pytest.param("mark", False, True, id="whole_without_a_mark"),
-        pytest.param("optimizer.pt", True, False, id="optimizer_cut"),
-        pytest.param("trainer_state.json", False, False, id="no_trainer_state"),
-        pytest.param("model.safetensors", True, False, id="weights_cut"),
-    ],
-)
+@pytest.mark.parametrize("piece, cut, complete", [
+    pytest.param("mark", False, True, id="whole_without_a_mark"),
+    pytest.param("optimizer.pt", True, False, id="optimizer_cut"),
+    pytest.param("trainer_state.json", False, False, id="no_trainer_state"),
+    pytest.param("model.safetensors", True, False, id="weights_cut"),
+])  # fmt: skip
 def test_checkpoints_of_a_run_that_marks_none_are_judged_by_their_pieces(tmp_path, piece, cut, complete):
     """A plain Trainer's or an older up-trl's checkpoints carry no mark: each piece is checked instead."""
     _save_pieces(tmp_path / "checkpoint-1", "mark")
@@ -680,14 +668,11 @@ def test_runs_started_at_the_same_instant_into_one_folder_only_one_runs(tmp_path
     assert not (tmp_path / "out" / ".up_trl.lock").exists()  # released
 
 
-@pytest.mark.parametrize(
-    "holder, outcome",
-    [
-        pytest.param("alive", "refused", id="held_by_a_running_process"),
-        pytest.param("dead", "stale", id="left_by_a_dead_process"),
-        pytest.param("none", "free", id="no_lock"),
-    ],
-)
+@pytest.mark.parametrize("holder, outcome", [
+    pytest.param("alive", "refused", id="held_by_a_running_process"),
+    pytest.param("dead", "stale", id="left_by_a_dead_process"),
+    pytest.param("none", "free", id="no_lock"),
+])  # fmt: skip
 def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_over(
     no_model_loads, capsys, holder, outcome
 ):

@@ -25,17 +25,14 @@ def logps(*probs):
 # r = pi_theta / pi_old on one token; expected per-token loss (A as given).
 #   UP, A > 0:  -A * 1 (self-anchored);   parent, A > 0: -A * min(r, 1 + eps_high)
 #   A < 0 (both): -min(r * A, clip(r, 0.8, 1.28) * A)
-@pytest.mark.parametrize(
-    "pi, pi_old, adv, expected_up, expected_parent",
-    [
-        pytest.param(0.5, 0.25, 1.0, -1.0, -1.28, id="pos_ratio2_parent_clipped"),
-        pytest.param(0.3, 0.25, 2.0, -2.0, -2.4, id="pos_ratio1.2_inside_band"),
-        pytest.param(0.1, 0.2, 1.0, -1.0, -0.5, id="pos_ratio0.5_below_band"),
-        pytest.param(0.1, 0.2, -1.0, 0.8, 0.8, id="neg_ratio0.5_clipped_low"),
-        pytest.param(0.5, 0.25, -1.0, 2.0, 2.0, id="neg_ratio2_unclipped_high"),
-        pytest.param(0.25, 0.25, 0.0, 0.0, 0.0, id="zero_advantage"),
-    ],
-)
+@pytest.mark.parametrize("pi, pi_old, adv, expected_up, expected_parent", [
+    pytest.param(0.5, 0.25, 1.0, -1.0, -1.28, id="pos_ratio2_parent_clipped"),
+    pytest.param(0.3, 0.25, 2.0, -2.0, -2.4, id="pos_ratio1.2_inside_band"),
+    pytest.param(0.1, 0.2, 1.0, -1.0, -0.5, id="pos_ratio0.5_below_band"),
+    pytest.param(0.1, 0.2, -1.0, 0.8, 0.8, id="neg_ratio0.5_clipped_low"),
+    pytest.param(0.5, 0.25, -1.0, 2.0, 2.0, id="neg_ratio2_unclipped_high"),
+    pytest.param(0.25, 0.25, 0.0, 0.0, 0.0, id="zero_advantage"),
+])  # fmt: skip
 def test_token_level_table(pi, pi_old, adv, expected_up, expected_parent):
     mask = torch.ones(1, 1)
     args = (logps(pi), logps(pi_old), torch.tensor([adv], dtype=torch.float64), mask)
@@ -126,15 +123,12 @@ def test_up_routes():
         up_routes(adv, "sideways")
 
 
-@pytest.mark.parametrize(
-    "pi, pi_old, clipped, up",
-    [
-        pytest.param(0.01, 0.01, 0.0028, 0.99, id="rare_token_on_policy"),
-        pytest.param(0.011, 0.01, 0.0018, 0.989, id="rare_token_moved"),
-        pytest.param(0.9, 0.8, 0.1, 0.1, id="common_token_ceiling_1"),
-        pytest.param(0.5, 0.3, 0.0, 0.5, id="past_the_clip_zero"),
-    ],
-)
+@pytest.mark.parametrize("pi, pi_old, clipped, up", [
+    pytest.param(0.01, 0.01, 0.0028, 0.99, id="rare_token_on_policy"),
+    pytest.param(0.011, 0.01, 0.0018, 0.989, id="rare_token_moved"),
+    pytest.param(0.9, 0.8, 0.1, 0.1, id="common_token_ceiling_1"),
+    pytest.param(0.5, 0.3, 0.0, 0.5, id="past_the_clip_zero"),
+])  # fmt: skip
 def test_probability_capacity_table(pi, pi_old, clipped, up):
     # clipped: max(0, min(1, 1.28 * pi_old) - pi);  up: 1 - pi
     got_clipped = probability_capacity(logps(pi), logps(pi_old), epsilon_high=0.28)

@@ -36,15 +36,11 @@ def _before(out):
     return sorted(str(p.relative_to(out)) for p in out.rglob("*"))
 
 
-@pytest.mark.parametrize(
-    "flag, make",
-    [
-        ("--model_name_or_path", lambda out: out / "checkpoint-2"),
-        ("--dataset_name", lambda out: _write(out / "checkpoint-2" / "problems.jsonl", QA * 16)),
-        ("--config", lambda out: _write(out / "eval" / "my_recipe.yaml", "use_cpu: true\nbf16: false\n")),
-    ],
-    ids=["model_is_a_checkpoint", "data_inside_a_checkpoint", "recipe_inside_eval"],
-)
+@pytest.mark.parametrize("flag, make", [
+    ("--model_name_or_path", lambda out: out / "checkpoint-2"),
+    ("--dataset_name", lambda out: _write(out / "checkpoint-2" / "problems.jsonl", QA * 16)),
+    ("--config", lambda out: _write(out / "eval" / "my_recipe.yaml", "use_cpu: true\nbf16: false\n")),
+], ids=["model_is_a_checkpoint", "data_inside_a_checkpoint", "recipe_inside_eval"])  # fmt: skip
 def test_overwrite_refuses_to_remove_what_the_run_reads(no_model_loads, capsys, flag, make):
     out = _previous_run(no_model_loads / "out")
     path = make(out)

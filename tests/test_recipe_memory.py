@@ -44,22 +44,19 @@ def test_twins_have_the_same_figures(up, base):
     assert dataclasses.replace(memory.estimate(up), recipe=base) == memory.estimate(base)
 
 
-@pytest.mark.parametrize(
-    "name, change, fails",
-    [
-        ("up_dapo", {"per_device_train_batch_size": 16, "steps_per_generation": 8}, "fits_gpu"),  # the old batch
-        ("up_dapo", {"per_device_train_batch_size": 2}, "fits_gpu"),
-        ("up_dapo", {"vllm_tensor_parallel_size": 1}, "fits_vllm"),  # 27.5 GiB of weights in a 19.5 GiB share
-        ("up_dapo", {"vllm_gpu_memory_utilization": 0.15}, "fits_vllm"),
-        ("up_dapo", {"vllm_gpu_memory_utilization": 0.35}, "fits_gpu"),
-        ("up_gspo", {"vllm_tensor_parallel_size": 1}, "fits_vllm"),
-        ("up_grpo", {"max_completion_length": 16384}, "fits_gpu"),
-        ("up_grpo_vl", {"vllm_max_model_length": None}, "fits_vllm"),  # the model's 262,144 positions
-        ("up_async_grpo", {"token_budget": 40960}, "fits_gpu"),  # TRL's default: the server's max_model_len
-        ("up_async_grpo", {"dtype": "float32"}, "fits_gpu"),
-        ("up_gsm8k_small", {"vllm_gpu_memory_utilization": 0.9}, "fits_gpu"),
-    ],
-)
+@pytest.mark.parametrize("name, change, fails", [
+    ("up_dapo", {"per_device_train_batch_size": 16, "steps_per_generation": 8}, "fits_gpu"),  # the old batch
+    ("up_dapo", {"per_device_train_batch_size": 2}, "fits_gpu"),
+    ("up_dapo", {"vllm_tensor_parallel_size": 1}, "fits_vllm"),  # 27.5 GiB of weights in a 19.5 GiB share
+    ("up_dapo", {"vllm_gpu_memory_utilization": 0.15}, "fits_vllm"),
+    ("up_dapo", {"vllm_gpu_memory_utilization": 0.35}, "fits_gpu"),
+    ("up_gspo", {"vllm_tensor_parallel_size": 1}, "fits_vllm"),
+    ("up_grpo", {"max_completion_length": 16384}, "fits_gpu"),
+    ("up_grpo_vl", {"vllm_max_model_length": None}, "fits_vllm"),  # the model's 262,144 positions
+    ("up_async_grpo", {"token_budget": 40960}, "fits_gpu"),  # TRL's default: the server's max_model_len
+    ("up_async_grpo", {"dtype": "float32"}, "fits_gpu"),
+    ("up_gsm8k_small", {"vllm_gpu_memory_utilization": 0.9}, "fits_gpu"),
+])  # fmt: skip
 def test_a_larger_batch_or_a_smaller_share_stops_fitting(name, change, fails):
     assert memory.estimate(name).fits_gpu and memory.estimate(name).fits_vllm
     changed = {**recipe(name), **change}

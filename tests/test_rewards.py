@@ -110,15 +110,12 @@ def test_whole_reply_math_verify_is_fooled_by_the_echo():
     assert math_accuracy_reward([reply], solution=["159"]) == [0.0]
 
 
-@pytest.mark.parametrize(
-    ("reply", "gold", "expected"),
-    [
-        pytest.param(r"\boxed{42}", "42", 1.0, id="correct_plus_one"),
-        pytest.param(r"\boxed{41}", "42", -1.0, id="wrong_minus_one"),
-        pytest.param("no answer", "42", -1.0, id="no_answer_minus_one"),
-        pytest.param(r"\boxed{42}", "", None, id="unparseable_gold_none"),
-    ],
-)
+@pytest.mark.parametrize(("reply", "gold", "expected"), [
+    pytest.param(r"\boxed{42}", "42", 1.0, id="correct_plus_one"),
+    pytest.param(r"\boxed{41}", "42", -1.0, id="wrong_minus_one"),
+    pytest.param("no answer", "42", -1.0, id="no_answer_minus_one"),
+    pytest.param(r"\boxed{42}", "", None, id="unparseable_gold_none"),
+])  # fmt: skip
 def test_dapo_plus_minus_one(reply, gold, expected):
     assert dapo_math_reward([chat(reply)], solution=[gold]) == [expected]
     assert make_math_accuracy_reward(correct=1.0, incorrect=-1.0)([reply], solution=[gold]) == [expected]
@@ -168,41 +165,35 @@ def test_solution_column_option_and_missing_column_error():
         math_accuracy_reward(["1", "2"], solution=["1"])
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param(r"a \boxed{1} b \boxed{\frac{1}{2}}", r"\frac{1}{2}", id="last"),
-        pytest.param(r"\boxed{\boxed{7}}", r"\boxed{7}", id="outermost_of_nested"),
-        pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
-        pytest.param(r"\fbox{3}", "3", id="fbox"),
-        pytest.param(r"\boxed {4}", "4", id="space_before_brace"),
-        pytest.param(r"\boxed{}", None, id="empty"),
-        pytest.param(r"\boxed{8", None, id="unclosed"),
-        pytest.param("{" * 5000, None, id="open_braces"),
-        pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
-        pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
-        pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
-        pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
-        pytest.param("no box here", None, id="none"),
-    ],
-)
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(r"a \boxed{1} b \boxed{\frac{1}{2}}", r"\frac{1}{2}", id="last"),
+    pytest.param(r"\boxed{\boxed{7}}", r"\boxed{7}", id="outermost_of_nested"),
+    pytest.param(r"\boxed{\{1, 2\}}", r"\{1, 2\}", id="escaped_braces"),
+    pytest.param(r"\fbox{3}", "3", id="fbox"),
+    pytest.param(r"\boxed {4}", "4", id="space_before_brace"),
+    pytest.param(r"\boxed{}", None, id="empty"),
+    pytest.param(r"\boxed{8", None, id="unclosed"),
+    pytest.param("{" * 5000, None, id="open_braces"),
+    pytest.param(r"so $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", id="nested"),
+    pytest.param(r"\boxed{\sqrt{\frac{a^{2}}{b_{1}}}}", r"\sqrt{\frac{a^{2}}{b_{1}}}", id="deeply_nested"),
+    pytest.param(r"answer $\boxed 2$.", None, id="no_braces_is_no_box"),
+    pytest.param(r"\boxed{ \text{(C)} }", r"\text{(C)}", id="text_stripped"),
+    pytest.param("no box here", None, id="none"),
+])  # fmt: skip
 def test_last_boxed(text, expected):
     """`last_boxed`, which is also the data loader's `extract_boxed` (test_data.py)."""
     assert last_boxed(text) == expected
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param(r"x \boxed{2} The answer is 3", ("3", "phrase"), id="last_statement_by_position"),
-        pytest.param(r"The answer is $\boxed{2}$.", ("2", "boxed"), id="box_inside_a_phrase"),
-        pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
-        pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
-        pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
-        pytest.param("x = 5", ("5", "phrase"), id="equals_right_side_is_the_final_statement"),
-        pytest.param("abc", None, id="none"),
-    ],
-)
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(r"x \boxed{2} The answer is 3", ("3", "phrase"), id="last_statement_by_position"),
+    pytest.param(r"The answer is $\boxed{2}$.", ("2", "boxed"), id="box_inside_a_phrase"),
+    pytest.param("The answer is 3. Then 4", ("3", "phrase"), id="phrase_second"),
+    pytest.param("answer: 1\nfinal answer: 2\n9", ("2", "phrase"), id="last_phrase"),
+    pytest.param("3.5 then 2.25.", ("2.25", "number"), id="number_last"),
+    pytest.param("x = 5", ("5", "phrase"), id="equals_right_side_is_the_final_statement"),
+    pytest.param("abc", None, id="none"),
+])  # fmt: skip
 def test_extract_answer(text, expected):
     assert extract_answer(text) == expected
 
@@ -218,16 +209,13 @@ def test_extract_gold_and_completion_text():
     assert completion_text(42) == "" and completion_text([]) == ""
 
 
-@pytest.mark.parametrize(
-    ("reply", "expected"),
-    [
-        pytest.param(r"so \boxed{3}", 1.0, id="boxed"),
-        pytest.param(r"\boxed{\frac{1}{2}}", 1.0, id="nested"),
-        pytest.param(r"\boxed{ }", 0.0, id="blank"),
-        pytest.param(r"\boxed{3", 0.0, id="unclosed"),
-        pytest.param("3", 0.0, id="plain"),
-    ],
-)
+@pytest.mark.parametrize(("reply", "expected"), [
+    pytest.param(r"so \boxed{3}", 1.0, id="boxed"),
+    pytest.param(r"\boxed{\frac{1}{2}}", 1.0, id="nested"),
+    pytest.param(r"\boxed{ }", 0.0, id="blank"),
+    pytest.param(r"\boxed{3", 0.0, id="unclosed"),
+    pytest.param("3", 0.0, id="plain"),
+])  # fmt: skip
 def test_boxed_format_reward(reply, expected):
     assert boxed_format_reward([reply, chat(reply)]) == [expected, expected]
 

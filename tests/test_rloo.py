@@ -187,15 +187,12 @@ def test_config_refusals(tmp_path):
     assert UPRLOOConfig(output_dir=str(tmp_path), up_mode=False, use_cpu=True).up_mode == "off"  # YAML `off`
 
 
-@pytest.mark.parametrize(
-    "overrides, warns, off_policy",
-    [
-        pytest.param({}, True, False, id="on_policy_default"),
-        pytest.param(dict(num_iterations=2), False, True, id="num_iterations2"),
-        pytest.param(dict(steps_per_generation=2), False, True, id="steps_per_generation2"),
-        pytest.param(dict(up_mode="off"), False, False, id="up_off"),
-    ],
-)
+@pytest.mark.parametrize("overrides, warns, off_policy", [
+    pytest.param({}, True, False, id="on_policy_default"),
+    pytest.param(dict(num_iterations=2), False, True, id="num_iterations2"),
+    pytest.param(dict(steps_per_generation=2), False, True, id="steps_per_generation2"),
+    pytest.param(dict(up_mode="off"), False, False, id="up_off"),
+])  # fmt: skip
 def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns, off_policy):
     with caplog.at_level(logging.WARNING):
         trainer = make_trainer(tmp_path, tiny, prompts_dataset, rloo=True, **overrides)

@@ -140,14 +140,11 @@ MODEL_FLAGS = (
 )
 
 
-@pytest.mark.parametrize(
-    "quantization",
-    [
-        pytest.param("--load_in_4bit true --bnb_4bit_quant_type fp4 --use_bnb_nested_quant true".split(), id="4bit"),
-        pytest.param(["--load_in_8bit", "true"], id="8bit"),
-        pytest.param([], id="no_quantization"),
-    ],
-)
+@pytest.mark.parametrize("quantization", [
+    pytest.param("--load_in_4bit true --bnb_4bit_quant_type fp4 --use_bnb_nested_quant true".split(), id="4bit"),
+    pytest.param(["--load_in_8bit", "true"], id="8bit"),
+    pytest.param([], id="no_quantization"),
+])  # fmt: skip
 def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_dir, monkeypatch, quantization):
     """`from_pretrained` receives the same arguments under both scripts."""
     monkeypatch.setattr(up_trl.extras, "installed", lambda module: True)  # bitsandbytes, as up-trl's check sees it
@@ -227,13 +224,10 @@ def test_the_reward_kwargs_are_trls():
     assert passed == TRAINER_REWARD_KWARGS
 
 
-@pytest.mark.parametrize(
-    "source, expected",
-    [
-        pytest.param("", "--dataset_name is empty: name a Hub id, a local folder or data file", id="empty_name"),
-        pytest.param("bad.jsonl", "--dataset_name bad.jsonl: datasets cannot read it as json (", id="malformed_jsonl"),
-    ],
-)
+@pytest.mark.parametrize("source, expected", [
+    pytest.param("", "--dataset_name is empty: name a Hub id, a local folder or data file", id="empty_name"),
+    pytest.param("bad.jsonl", "--dataset_name bad.jsonl: datasets cannot read it as json (", id="malformed_jsonl"),
+])  # fmt: skip
 def test_a_source_datasets_cannot_read_is_our_line_alone(no_model_loads, capsys, source, expected):
     """Nothing of datasets' own before our line: stderr is one line [unreadable_source]."""
     (no_model_loads / "bad.jsonl").write_text('{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solu\n')

@@ -99,15 +99,11 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_reaches_the_same_w
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "error_number, fix",
-    [
-        (errno.EACCES, "the folder is writable"),
-        (errno.ENOENT, "the folder is back"),
-        (errno.EIO, "the cause is fixed"),
-    ],
-    ids=["permissions_changed", "folder_removed", "other"],
-)
+@pytest.mark.parametrize("error_number, fix", [
+    (errno.EACCES, "the folder is writable"),
+    (errno.ENOENT, "the folder is back"),
+    (errno.EIO, "the cause is fixed"),
+], ids=["permissions_changed", "folder_removed", "other"])  # fmt: skip
 def test_other_save_failures_say_the_same(tmp_path, capsys, monkeypatch, uninterrupted, error_number, fix):
     tiny, _ = uninterrupted
     out = tmp_path / "out"

@@ -206,18 +206,15 @@ def test_the_anchor_is_set_only_inside_ups_own_loss_call():
     assert "_up_anchor" not in vars(trainer)
 
 
-@pytest.mark.parametrize(
-    "ga, spg, num_iterations, use_vllm, off_policy",
-    [
-        pytest.param(1, 1, 1, False, False, id="on_policy"),
-        pytest.param(1, 1, 1, True, False, id="vllm_aligned"),  # TRL recomputes pi_old with the current weights
-        pytest.param(2, 2, 1, True, False, id="vllm_aligned_spg_eq_ga"),
-        pytest.param(4, 1, 2, False, False, id="num_iterations2_within_one_step"),  # both passes before the update
-        pytest.param(1, 1, 2, False, True, id="num_iterations2"),
-        pytest.param(2, 4, 1, True, True, id="spg_gt_ga_vllm"),
-        pytest.param(3, 2, 1, False, True, id="ga_not_a_multiple"),
-    ],
-)
+@pytest.mark.parametrize("ga, spg, num_iterations, use_vllm, off_policy", [
+    pytest.param(1, 1, 1, False, False, id="on_policy"),
+    pytest.param(1, 1, 1, True, False, id="vllm_aligned"),  # TRL recomputes pi_old with the current weights
+    pytest.param(2, 2, 1, True, False, id="vllm_aligned_spg_eq_ga"),
+    pytest.param(4, 1, 2, False, False, id="num_iterations2_within_one_step"),  # both passes before the update
+    pytest.param(1, 1, 2, False, True, id="num_iterations2"),
+    pytest.param(2, 4, 1, True, True, id="spg_gt_ga_vllm"),
+    pytest.param(3, 2, 1, False, True, id="ga_not_a_multiple"),
+])  # fmt: skip
 def test_up_is_off_policy_is_trl_alignment_condition(
     tmp_path, tiny, prompts_dataset, ga, spg, num_iterations, use_vllm, off_policy
 ):
@@ -229,14 +226,11 @@ def test_up_is_off_policy_is_trl_alignment_condition(
     assert (ga % (spg * num_iterations) != 0) == off_policy  # TRL's condition for stale old_per_token_logps
 
 
-@pytest.mark.parametrize(
-    "overrides, warns",
-    [
-        pytest.param({}, True, id="on_policy_default"),
-        pytest.param(dict(num_iterations=2), False, id="num_iterations2"),
-        pytest.param(dict(up_mode="off"), False, id="up_off"),
-    ],
-)
+@pytest.mark.parametrize("overrides, warns", [
+    pytest.param({}, True, id="on_policy_default"),
+    pytest.param(dict(num_iterations=2), False, id="num_iterations2"),
+    pytest.param(dict(up_mode="off"), False, id="up_off"),
+])  # fmt: skip
 def test_on_policy_notice(tmp_path, tiny, prompts_dataset, caplog, overrides, warns):
     with caplog.at_level(logging.WARNING):
         trainer = make_trainer(tmp_path, tiny, prompts_dataset, **overrides)
@@ -268,14 +262,11 @@ def test_configs_do_not_warn_about_gradient_checkpointing(tmp_path, config_name)
     assert old.activation_checkpointing is False and old.gradient_checkpointing is False
 
 
-@pytest.mark.parametrize(
-    "overrides, off_policy",
-    [
-        pytest.param({}, False, id="on_policy"),
-        pytest.param(dict(steps_per_generation=2), True, id="steps_per_generation2"),
-        pytest.param(dict(num_iterations=2), True, id="num_iterations2"),
-    ],
-)
+@pytest.mark.parametrize("overrides, off_policy", [
+    pytest.param({}, False, id="on_policy"),
+    pytest.param(dict(steps_per_generation=2), True, id="steps_per_generation2"),
+    pytest.param(dict(num_iterations=2), True, id="num_iterations2"),
+])  # fmt: skip
 def test_trl_computes_pi_old_exactly_when_up_says_it_is_off_policy(
     tmp_path, tiny, prompts_dataset, overrides, off_policy
 ):

@@ -175,13 +175,10 @@ def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, 
     assert any(f"rewards/{reward.__name__}/mean" in h for h in history)  # TRL's name for the reward, unchanged
 
 
-@pytest.mark.parametrize(
-    "reward_funcs, expected",
-    [
-        pytest.param([some_none], (1.0, 4.0), id="completion_1_unscored"),
-        pytest.param([some_none, judged], (0.0, 4.0), id="another_reward_scores_it"),
-    ],
-)
+@pytest.mark.parametrize("reward_funcs, expected", [
+    pytest.param([some_none], (1.0, 4.0), id="completion_1_unscored"),
+    pytest.param([some_none, judged], (0.0, 4.0), id="another_reward_scores_it"),
+])  # fmt: skip
 def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, reward_funcs, expected):
     """One group of 4 completions: `some_none` leaves completion 1 unscored."""
     checkpoint = save_tiny_model(tmp_path / "model", seed=0)

@@ -62,20 +62,17 @@ def test_the_tested_ranges_start_at_pyprojects_lower_bounds_and_the_oldest_stack
     assert SpecifierSet(versions.TESTED["trl"]) == ranges["trl"]
 
 
-@pytest.mark.parametrize(
-    ("trl", "transformers", "untested"),
-    [
-        pytest.param("1.16.0", "5.24.0", {}, id="pinned"),
-        pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
-        pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
-        pytest.param("1.15.2", "5.16.0", {"trl": "1.15.2", "transformers": "5.16.0"}, id="both_outside"),
-        pytest.param("1.16.0", "5.25.0", {}, id="a_newer_transformers_than_the_last_ci_run"),
-        pytest.param("1.16.0", "6.0.0", {}, id="a_major_release_of_an_unpinned_dependency"),
-        pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
-        pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
-        pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed"),
-    ],
-)
+@pytest.mark.parametrize(("trl", "transformers", "untested"), [
+    pytest.param("1.16.0", "5.24.0", {}, id="pinned"),
+    pytest.param("1.16.3", "5.24.9", {}, id="patch_releases"),
+    pytest.param("1.17.0", "5.24.0", {"trl": "1.17.0"}, id="newer_trl"),
+    pytest.param("1.15.2", "5.16.0", {"trl": "1.15.2", "transformers": "5.16.0"}, id="both_outside"),
+    pytest.param("1.16.0", "5.25.0", {}, id="a_newer_transformers_than_the_last_ci_run"),
+    pytest.param("1.16.0", "6.0.0", {}, id="a_major_release_of_an_unpinned_dependency"),
+    pytest.param("1.16.0", "5.16.1", {"transformers": "5.16.1"}, id="older_transformers"),
+    pytest.param("1.17.0rc1", "5.24.0", {"trl": "1.17.0rc1"}, id="next_release_candidate"),
+    pytest.param("1.16.0", None, {"transformers": "not installed"}, id="not_installed"),
+])  # fmt: skip
 def test_untested_versions(monkeypatch, trl, transformers, untested):
     installed(monkeypatch, trl=trl, transformers=transformers)
     assert versions.untested_versions() == untested

@@ -337,39 +337,20 @@ DAPO_PROMPT = (
 )
 
 
-@pytest.mark.parametrize(
-    "name, rows, expected_problem, expected_solution, extra",
-    [
-        pytest.param(
-            "dapo-math-17k",
-            [{"prompt": DAPO_PROMPT, "solution": "3", "data_source": "math_dapo", "ability": "MATH"}],
-            "Find $k$ if $k^2 = 9$, $k>0$.",
-            "3",
-            {"data_source": "math_dapo", "ability": "MATH"},
-            id="dapo",
-        ),
-        pytest.param(
-            "aime24",
-            [dict(id=60, problem="Find the number.", solution="long", answer="204", url="u", year="2024")],
-            "Find the number.",
-            "204",
-            {"id": 60, "answer": "204", "url": "u", "year": "2024"},
-            id="aime24",
-        ),
-        pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {"answer": "70"}, id="aime25"),
-        pytest.param(
-            "amc23", [{"id": 0, "question": "Q?", "answer": 27.0}], "Q?", "27", {"id": 0, "answer": 27.0}, id="amc23"
-        ),
-        pytest.param(
-            "olympiadbench",
-            [{"id": 1, "question": "Q?", "final_answer": ["$\\frac{1}{2}$"], "solution": ["long"]}],
-            "Q?",
-            r"$\frac{1}{2}$",
-            {"id": 1, "final_answer": ["$\\frac{1}{2}$"]},
-            id="olympiadbench",
-        ),
-    ],
-)
+@pytest.mark.parametrize("name, rows, expected_problem, expected_solution, extra", [
+    pytest.param("dapo-math-17k", [{"prompt": DAPO_PROMPT, "solution": "3", "data_source": "math_dapo",
+                 "ability": "MATH"}], "Find $k$ if $k^2 = 9$, $k>0$.", "3",
+                 {"data_source": "math_dapo", "ability": "MATH"}, id="dapo"),
+    pytest.param("aime24", [dict(id=60, problem="Find the number.", solution="long", answer="204", url="u",
+                 year="2024")], "Find the number.", "204", {"id": 60, "answer": "204", "url": "u", "year": "2024"},
+                 id="aime24"),
+    pytest.param("aime25", [{"problem": "P?", "answer": "70"}], "P?", "70", {"answer": "70"}, id="aime25"),
+    pytest.param("amc23", [{"id": 0, "question": "Q?", "answer": 27.0}], "Q?", "27", {"id": 0, "answer": 27.0},
+                 id="amc23"),
+    pytest.param("olympiadbench", [{"id": 1, "question": "Q?", "final_answer": ["$\\frac{1}{2}$"],
+                 "solution": ["long"]}], "Q?", r"$\frac{1}{2}$", {"id": 1, "final_answer": ["$\\frac{1}{2}$"]},
+                 id="olympiadbench"),
+])  # fmt: skip
 def test_hub_sets_read_their_columns(fake_hub, name, rows, expected_problem, expected_solution, extra):
     tables, calls = fake_hub
     spec = DATASETS[name]

@@ -51,21 +51,16 @@ def half_equivalence(answers):
     return lambda i, j: {answers[i], answers[j]} <= HALF
 
 
-@pytest.mark.parametrize(
-    "answers, correct, expected",
-    [
-        pytest.param(["7", "8", "7", None], [1, 0, 1, 0], 1.0, id="majority_right"),
-        pytest.param(["8", "8", "7", "7"], [0, 0, 1, 1], 0.0, id="tie_goes_to_the_group_formed_first"),
-        pytest.param(["7", "8", "8", "7"], [1, 0, 0, 1], 1.0, id="tie_first_group_right"),
-        pytest.param([None, None, "3"], [0, 0, 1], 1.0, id="no_answer_never_wins"),
-        pytest.param([None, None], [0, 0], 0.0, id="nothing_extracted"),
-        pytest.param(
-            ["\\frac{1}{2}", "0.5", "1/2", "3", "3"], [1, 1, 1, 0, 0], 1.0, id="issue_example_3_equal_beat_2"
-        ),
-        pytest.param(["3", "0.5", "3", "1/2", "\\frac{1}{2}"], [0, 1, 0, 1, 1], 1.0, id="equivalents_outvote_later"),
-        pytest.param(["3", "1/2", "3", "0.5"], [0, 1, 0, 1], 0.0, id="equal_groups_tie_to_first"),
-    ],
-)
+@pytest.mark.parametrize("answers, correct, expected", [
+    pytest.param(["7", "8", "7", None], [1, 0, 1, 0], 1.0, id="majority_right"),
+    pytest.param(["8", "8", "7", "7"], [0, 0, 1, 1], 0.0, id="tie_goes_to_the_group_formed_first"),
+    pytest.param(["7", "8", "8", "7"], [1, 0, 0, 1], 1.0, id="tie_first_group_right"),
+    pytest.param([None, None, "3"], [0, 0, 1], 1.0, id="no_answer_never_wins"),
+    pytest.param([None, None], [0, 0], 0.0, id="nothing_extracted"),
+    pytest.param(["\\frac{1}{2}", "0.5", "1/2", "3", "3"], [1, 1, 1, 0, 0], 1.0, id="issue_example_3_equal_beat_2"),
+    pytest.param(["3", "0.5", "3", "1/2", "\\frac{1}{2}"], [0, 1, 0, 1, 1], 1.0, id="equivalents_outvote_later"),
+    pytest.param(["3", "1/2", "3", "0.5"], [0, 1, 0, 1], 0.0, id="equal_groups_tie_to_first"),
+])  # fmt: skip
 def test_majority_vote_groups_equivalent_answers(answers, correct, expected):
     assert majority_correct(answers, correct, half_equivalence(answers)) == expected
 
@@ -104,14 +99,11 @@ def test_score_problem_row_and_default_ks():
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
 
 
-@pytest.mark.parametrize(
-    "samples, gold, avg",
-    [  # three spellings of 1/2 outvote two 3s; an unevaluated echo ("71 + 88" twice) is no answer, so no vote
-        (["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"], "\\frac{1}{2}", 0.6),
-        (["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"], "159", 1 / 3),
-    ],
-    ids=["spellings_of_one_half", "echo"],
-)
+# three spellings of 1/2 outvote two 3s; an unevaluated echo ("71 + 88" twice) is no answer, so no vote
+@pytest.mark.parametrize("samples, gold, avg", [
+    (["\\boxed{\\frac{1}{2}}", "The answer is 0.5", "so 1/2", "\\boxed{3}", "\\boxed{3}"], "\\frac{1}{2}", 0.6),
+    (["The answer is 71 + 88.", "Answer: 71 + 88", r"\boxed{159}"], "159", 1 / 3),
+], ids=["spellings_of_one_half", "echo"])  # fmt: skip
 def test_maj_at_k_votes_on_the_answers_the_reward_judged(samples, gold, avg):
     """End to end through the reward's extraction and math-verify."""
     k = len(samples)

@@ -120,17 +120,13 @@ def _one_value_reward(completions, **kwargs):
     return [1.0]
 
 
-@pytest.mark.parametrize(
-    "reward, overrides, error, match",
-    [
-        # A broken verifier stops the run loudly (TRL calls rewards unguarded, UP too), not on zero advantages.
-        pytest.param(_raising_reward, {}, RuntimeError, "verifier unreachable", id="reward_raises"),
-        pytest.param(_one_value_reward, {}, ValueError, "returned 1 rewards, but 8 were expected", id="wrong_count"),
-        pytest.param(
-            index_reward, dict(temperature=0.0), ValueError, "temperature.*strictly positive", id="temperature_0"
-        ),
-    ],
-)
+@pytest.mark.parametrize("reward, overrides, error, match", [
+    # A broken verifier stops the run loudly (TRL calls rewards unguarded, UP too), not on zero advantages.
+    pytest.param(_raising_reward, {}, RuntimeError, "verifier unreachable", id="reward_raises"),
+    pytest.param(_one_value_reward, {}, ValueError, "returned 1 rewards, but 8 were expected", id="wrong_count"),
+    pytest.param(index_reward, dict(temperature=0.0), ValueError, "temperature.*strictly positive",
+                 id="temperature_0"),
+])  # fmt: skip
 def test_fails_at_the_first_generation(tmp_path, tiny, prompts_dataset, reward, overrides, error, match):
     trainer = _trainer(tmp_path, tiny, prompts_dataset, reward=reward, **overrides)
     before = _params(trainer)
@@ -443,16 +439,10 @@ def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, va
     assert message in one_line(capsys, args)
 
 
-@pytest.mark.parametrize(
-    "text, start",
-    [
-        (
-            "top_p: 1.5\nlearning_rate: 1e-5\n",
-            "top_p 1.5 (from the recipe {}) is out of range: top_p must be in (0, 1]",
-        ),
-        ("log_level: loud\n", "log_level loud (from the recipe {}) is not one of detail, debug, info"),
-    ],
-)
+@pytest.mark.parametrize("text, start", [
+    ("top_p: 1.5\nlearning_rate: 1e-5\n", "top_p 1.5 (from the recipe {}) is out of range: top_p must be in (0, 1]"),
+    ("log_level: loud\n", "log_level loud (from the recipe {}) is not one of detail, debug, info"),
+])  # fmt: skip
 def test_a_recipe_value_out_of_range_or_choices_is_refused_naming_the_recipe(no_model_loads, capsys, text, start):
     recipe = no_model_loads / "recipe.yaml"
     recipe.write_text(text)
@@ -562,17 +552,11 @@ def test_resume_takes_the_newest_complete_checkpoint_and_names_the_skipped(tmp_p
         resolve_resume(str(out / "checkpoint-2"), out)
 
 
-@pytest.mark.parametrize(
-    "spoil, why",
-    [
-        pytest.param(lambda c: (c / "optimizer.pt").unlink(), "optimizer.pt is missing", id="file_missing"),
-        pytest.param(
-            lambda c: (c / "optimizer.pt").write_bytes(b"PK"),
-            "optimizer.pt has 2 bytes, not the",
-            id="file_cut_after_the_mark",
-        ),
-    ],
-)
+@pytest.mark.parametrize("spoil, why", [
+    pytest.param(lambda c: (c / "optimizer.pt").unlink(), "optimizer.pt is missing", id="file_missing"),
+    pytest.param(lambda c: (c / "optimizer.pt").write_bytes(b"PK"), "optimizer.pt has 2 bytes, not the",
+                 id="file_cut_after_the_mark"),
+])  # fmt: skip
 def test_a_marked_checkpoint_changed_since_is_incomplete(tmp_path, spoil, why):
     _save_pieces(tmp_path / "checkpoint-1")
     assert checkpoint_problem(tmp_path / "checkpoint-1") is None
@@ -782,21 +766,12 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
 
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite_output_dir"]], ids=["plain", "overwrite"])
-@pytest.mark.parametrize(
-    "files, named",
-    [
-        pytest.param(
-            {"README.md": "# my notes\n", "config.json": "{}", "tokenizer.json": "{}"},
-            "README.md, config.json, tokenizer.json",
-            id="your_own_files",
-        ),
-        pytest.param(
-            {"config.json": '{"model_type": "qwen2"}', "model.safetensors": "w", "tokenizer.json": "{}"},
-            "config.json, model.safetensors, tokenizer.json",
-            id="a_model_folder",
-        ),
-    ],
-)
+@pytest.mark.parametrize("files, named", [
+    pytest.param({"README.md": "# my notes\n", "config.json": "{}", "tokenizer.json": "{}"},
+                 "README.md, config.json, tokenizer.json", id="your_own_files"),
+    pytest.param({"config.json": '{"model_type": "qwen2"}', "model.safetensors": "w", "tokenizer.json": "{}"},
+                 "config.json, model.safetensors, tokenizer.json", id="a_model_folder"),
+])  # fmt: skip
 def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, capsys, files, named, overwrite):
     """Files no run record lists are refused, with or without --overwrite_output_dir, and left alone."""
     out = no_model_loads / "out"

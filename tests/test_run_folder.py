@@ -184,24 +184,13 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
     assert torch.load(out / "checkpoint-4" / "training_args.bin", weights_only=False).save_total_limit == 1
 
 
-@pytest.mark.parametrize(
-    "guard, expected",
-    [
-        # lr 1e30: step 2's gradients are not finite (skipped), then generation samples from inf/nan probabilities.
-        pytest.param(
-            [],
-            r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 "
-            r"step\(s\) were skipped as non-finite before it: lower --learning_rate\. Resume with: ",
-            id="guard_on",
-        ),
-        pytest.param(
-            ["--skip_nonfinite_steps", "false"],
-            r"no emergency checkpoint: the weights after step 2 are not "
-            r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$",
-            id="guard_off",
-        ),
-    ],
-)
+@pytest.mark.parametrize("guard, expected", [
+    # lr 1e30: step 2's gradients are not finite (skipped), then generation samples from inf/nan probabilities.
+    pytest.param([], r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 step\(s\) "
+                 r"were skipped as non-finite before it: lower --learning_rate\. Resume with: ", id="guard_on"),
+    pytest.param(["--skip_nonfinite_steps", "false"], r"no emergency checkpoint: the weights after step 2 are not "
+                 r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$", id="guard_off"),
+])  # fmt: skip
 def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp_path, capsys, guard, expected):
     out = tmp_path / "out"
     assert main(["train", *tiny_train_argv(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1

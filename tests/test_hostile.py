@@ -351,23 +351,17 @@ BAD_INPUT = {  # the main job's bad input: flags ({tmp}: a folder holding empty.
     "empty_recipe": ("--config {tmp}/empty.yaml", ValueError, "must be a YAML mapping"),
     "list_recipe": ("--config {tmp}/list.yaml", ValueError, "must be a YAML mapping"),
     "missing_recipe": ("--config {tmp}/nope.yaml", FileNotFoundError, "nope.yaml"),
-    "column_mapping_not_json": (
-        "--column_mapping question:problem",
-        ValueError,
-        r"--column_mapping .* is not JSON .*write it like",
-    ),
-    "batch_not_divisible": (  # the offline default: steps_per_generation=2, num_generations=8
-        "--per_device_train_batch_size 5",
-        ValueError,
-        r"generation_batch_size \(10\) must be divisible by num_generations \(8\)",
-    ),
+    "column_mapping_not_json": ("--column_mapping question:problem", ValueError,
+                                r"--column_mapping .* is not JSON .*write it like"),
+    "batch_not_divisible": ("--per_device_train_batch_size 5", ValueError,  # the default: spg 2, 8 generations
+                            r"generation_batch_size \(10\) must be divisible by num_generations \(8\)"),
     "unknown_dataset": ("--dataset_name no-such-set", ValueError, "no-such-set"),
     "unknown_reward": ("--reward_funcs no_such_reward", ValueError, "no_such_reward"),
     "hub_dataset_offline": ("--dataset_name aime24", (ValueError, ConnectionError), "Offline alternatives"),
     "unknown_loss_type": ("--up_mode off --loss_type nope", ValueError, "nope"),
     "unknown_arithmetic_op": ("--arithmetic_ops add div", ValueError, "Unknown arithmetic op 'div'"),
     "too_many_worked_examples": ("--arithmetic_few_shot 7", ValueError, "must number 0 to 3"),
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("flags, error, match", list(BAD_INPUT.values()), ids=list(BAD_INPUT))
@@ -915,19 +909,13 @@ def test_usable_data_files_load(tmp_path):
 
 
 RECIPE_FILE_CASES = [
-    pytest.param(
-        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
-        "is not a YAML text file (byte 0x89 at offset 0 is binary, or not UTF-8)",
-        id="binary",
-    ),
-    pytest.param(
-        "learning_rate: 1e-5  # caf\xe9\n".encode("latin-1"),
-        "is not a YAML text file (byte 0xe9 at offset 26 is binary, or not UTF-8)",
-        id="latin1",
-    ),
+    pytest.param(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+                 "is not a YAML text file (byte 0x89 at offset 0 is binary, or not UTF-8)", id="binary"),
+    pytest.param("learning_rate: 1e-5  # caf\xe9\n".encode("latin-1"),
+                 "is not a YAML text file (byte 0xe9 at offset 26 is binary, or not UTF-8)", id="latin1"),
     pytest.param(b"learning_rate: 1e-5\x00\n", "is not a YAML text file (byte 0x00 at offset 19", id="nul_byte"),
     pytest.param(b"learning_rate: \x07\n", "is not valid YAML: unacceptable character #x0007", id="control_char"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("content, message", RECIPE_FILE_CASES)

@@ -782,23 +782,19 @@ FINAL_SENTENCE_CASES = [
     pytest.param("The probability is 45%.", r"$\frac{9}{20}$", 1.0, id="percent_is_a_fraction"),
     pytest.param(r"It holds for $-\sqrt{5} < x < \sqrt{5}$.", r"$(-\sqrt{5}, \sqrt{5})$", 1.0, id="surd_bounds"),
     # A retraction followed by a new sentence that ends with a math answer: the new answer.
-    pytest.param(
-        r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "-12", 1.0, id="retraction_new_span"
-    ),
-    pytest.param(
-        r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "12", 0.0, id="retraction_voids_old"
-    ),
-    pytest.param(
-        r"The answer is $12$. Wait, I am not sure about $k$ here.", "12", 0.0, id="retraction_span_mid_sentence"
-    ),
-    pytest.param(
-        r"The sum is $\frac{7}{3}$. Hmm, that is wrong.", r"$\frac73$", 0.0, id="retraction_without_new_span"
-    ),
+    pytest.param(r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "-12", 1.0,
+                 id="retraction_new_span"),
+    pytest.param(r"So $k = 12$. Wait, I dropped a sign: $2k = -24$ gives $k = -12$.", "12", 0.0,
+                 id="retraction_voids_old"),
+    pytest.param(r"The answer is $12$. Wait, I am not sure about $k$ here.", "12", 0.0,
+                 id="retraction_span_mid_sentence"),
+    pytest.param(r"The sum is $\frac{7}{3}$. Hmm, that is wrong.", r"$\frac73$", 0.0,
+                 id="retraction_without_new_span"),
     pytest.param(r"The answer is $5$. Wait, that is wrong, since $x = 5$.", "5", 0.0, id="retraction_reason_span"),
     pytest.param(r"The answer is $5$. Hmm, let me check with $y = 5$.", "5", 0.0, id="retraction_check_span"),
     pytest.param(r"因此 $x = \frac{2}{7}$。", r"$\frac27$", 1.0, id="cjk_full_stop_ends_a_sentence"),
     pytest.param(r"因此 $x = \frac{2}{7}$。", "7", 0.0, id="cjk_full_stop_not_denominator"),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES + STATEMENT_CASES + FINAL_SENTENCE_CASES)

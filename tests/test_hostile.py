@@ -710,8 +710,9 @@ def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads,
 # --- Resume with other settings (`run_checkpoints.resume_differences`) ------------------------------------------
 @pytest.mark.slow
 def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
+    """A resume names each changed setting (`--beta 0.05`, the dead state's advice: trained with TRL's KL)."""
     out = tmp_path / "out"
-    flags = "--save_steps 1 --steps_per_generation 2".split()
+    flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
     model = save_tiny_model(tmp_path / "tiny")
     argv = tiny_train_argv(model, out, *flags, max_steps=None, per_device_train_batch_size=None, learning_rate=None)
     assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
@@ -726,25 +727,14 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
         "shape: set per_device_train_batch_size back to 8"
     )
 
-    assert main(["train", *argv, *resume, "--per_device_train_batch_size", "8", "--learning_rate", "0.002"]) == 0
+    changed = ["--per_device_train_batch_size", "8", "--learning_rate", "0.002", "--beta", "0.05"]
+    assert main(["train", *argv, *resume, *changed]) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("up-trl: resuming ")]
     assert sorted(printed) == [  # the offline default's learning rate, then this one's
+        "up-trl: resuming checkpoint-1 with beta 0.05 (the run that saved it had 0.0)",
         "up-trl: resuming checkpoint-1 with learning_rate 0.002 (the run that saved it had 3e-05)",
         "up-trl: resuming checkpoint-1 with max_steps 2 (the run that saved it had 1)",
     ], printed
-
-
-@pytest.mark.slow
-def test_resume_with_a_kl_after_a_dead_state(tmp_path, capsys):
-    """The dead state's advice: a resume with `--beta 0.05` says so and trains with TRL's KL."""
-    out = tmp_path / "out"
-    flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
-    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), out, *flags, max_steps=None, learning_rate=None)
-    assert main(["train", *argv, "--max_steps", "1"]) == 0
-    capsys.readouterr()
-    assert main(["train", *argv, "--resume_from_checkpoint", "true", "--max_steps", "2", "--beta", "0.05"]) == 0
-    printed = capsys.readouterr().out
-    assert "up-trl: resuming checkpoint-1 with beta 0.05 (the run that saved it had 0" in printed, printed
     assert [m["kl"] for m in read_metrics(out / "metrics.jsonl") if m.get("step") == 2 and "kl" in m]
 
 

@@ -264,16 +264,19 @@ def test_sums_add_over_ranks_and_an_empty_batch_gives_no_value():
 
 
 @pytest.mark.parametrize("up_mode", ["asymmetric", "off"])
-def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_dataset, up_mode):
+def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_dataset, monkeypatch, up_mode):
     """The opt-in part (`run.parts.LeadingIndicatorsMixin`) logs them; a UP trainer alone logs only UP's metrics."""
     kwargs = dict(up_mode=up_mode, steps_per_generation=2, max_steps=2)
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, parts=True, **kwargs)
-    calls = []
+    calls, shapes = [], []
     original = trainer._log_up_metrics
     trainer._log_up_metrics = lambda *a, **k: (calls.append(a), original(*a, **k))[1]
+    spy = lambda old, *a: shapes.append(old.dim()) or anchored_old_logps(old, *a)  # noqa: E731
+    monkeypatch.setattr(up_trl.trainers.grpo_trainer, "anchored_old_logps", spy)
     trainer.train()
     logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
     assert calls and len(logged) == 2
+    assert up_mode == "off" or set(shapes) == {2}  # GRPO's (B, T) pi_old, anchored by `objective.anchored_old_logps`
     for key in INDICATOR_METRICS[:3]:
         assert all(math.isfinite(h[key]) for h in logged), key
     # The length reward splits every group, so each micro-batch holds tokens of both signs.
@@ -284,26 +287,15 @@ def test_grpo_logs_every_indicator_whatever_up_mode(tmp_path, tiny, prompts_data
     assert logs and all("up/positive_token_frac" in h and not set(INDICATOR_METRICS) & set(h) for h in logs)
 
 
-def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset):
+def test_rloo_logs_the_indicators_per_completion(tmp_path, tiny, prompts_dataset, monkeypatch):
     trainer = make_rloo_trainer(tmp_path, tiny, prompts_dataset, parts=True, steps_per_generation=2, max_steps=2)
+    shapes = []
+    spy = lambda old, *a: shapes.append(old.dim()) or anchored_old_logps(old, *a)  # noqa: E731
+    monkeypatch.setattr(up_trl.trainers.rloo_trainer, "anchored_old_logps", spy)
     trainer.train()
+    assert set(shapes) == {1}  # RLOO's (B,) old_logps, anchored by the same `objective.anchored_old_logps`
     logged = [h for h in trainer.state.log_history if "up/positive_tokens" in h]
     assert len(logged) == 2
     # RLOO's entries are completions: a micro-batch of 8 holds at most 8 of either sign.
     assert all(0 < h["up/positive_tokens"] + h["up/negative_tokens"] <= 8 for h in logged)
     assert all(math.isfinite(h["up/logp_adv_cov"]) for h in logged)
-
-
-def test_grpo_and_rloo_anchor_pi_old_through_the_one_function(tmp_path, tiny, prompts_dataset, monkeypatch):
-    """GRPO (B, T) and RLOO (B,) get UP from `objective.anchored_old_logps`."""
-    grpo, rloo = up_trl.trainers.grpo_trainer, up_trl.trainers.rloo_trainer
-    for module, make in ((grpo, make_trainer), (rloo, make_rloo_trainer)):
-        shapes = []
-
-        def spy(old, logps, routes, shapes=shapes):
-            shapes.append(old.dim())
-            return anchored_old_logps(old, logps, routes)
-
-        monkeypatch.setattr(module, "anchored_old_logps", spy)
-        make(tmp_path / module.__name__, tiny, prompts_dataset, steps_per_generation=2, max_steps=1).train()
-        assert shapes and set(shapes) == ({2} if module is grpo else {1}), module.__name__

@@ -130,47 +130,16 @@ def _make_folder(folder, record, files) -> None:
         path.write_text(CARD if kind == "card" else "# my notes\n" if kind == "mine" else "{}")
 
 
-def test_save_steps_alone_saves(tiny_model, tmp_path, capsys):
+def test_save_steps_alone_saves_and_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):
     """The offline default says save_strategy "no"; `--save_steps` on the command line used to save nothing."""
     out = tmp_path / "out"
     assert main(["train", *tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=2)]) == 0
     assert (out / "checkpoint-1" / "trainer_state.json").exists() and (out / "checkpoint-2").is_dir()
     assert "up-trl: a checkpoint every 1 steps (--save_steps sets save_strategy steps)" in capsys.readouterr().out
-
-
-def test_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):
-    out = tmp_path / "out"
-    saving = ["--save_strategy", "steps", "--save_steps", "1"]
-    assert main(["train", *tiny_train_argv(tiny_model, out, *saving, max_steps=2)]) == 0
-    capsys.readouterr()
     assert main(["train", *tiny_train_argv(tiny_model, out, "--resume_from_checkpoint", "true", max_steps=3)]) == 0
     assert re.search(r"up-trl: done in [\d.]+ min, 3 steps", capsys.readouterr().out)
     assert loss_steps(out) == [1, 2, 3]  # the records up to checkpoint-2 kept, step 3 added
     assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 3
-
-
-def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues(tiny_model, tmp_path, capsys):
-    """A reward that raises on its 3rd call (step 5: steps 1, 3, 5 generate) after 4 trained steps."""
-    out = tmp_path / "out"
-    argv = tiny_train_argv(tiny_model, out, reward="cli_rewards.third_call_raises", max_steps=6)
-    assert main(["train", *argv]) == 1
-    err = capsys.readouterr().err
-    assert "Traceback" in err and "RuntimeError: verifier unreachable" in err  # where the reward broke
-    line = last_line(err)
-    resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
-    assert line == (
-        "up-trl train: error: crashed at step 5 of 6 (RuntimeError: verifier unreachable); emergency checkpoint of "
-        f"the weights after step 4 in {out}/checkpoint-4; metrics in {out}/metrics.jsonl. Resume with: {resume}"
-    )
-    assert (out / "checkpoint-4" / "trainer_state.json").exists() and (out / "checkpoint-4" / "optimizer.pt").exists()
-    assert loss_steps(out) == [1, 2, 3, 4]
-    assert json.loads((out / "up_trl_run.json").read_text())["status"] == "crashed"
-    assert "**This run crashed (RuntimeError) in step 5 of 6**" in (out / "README.md").read_text()
-
-    # The printed command resumes it (the reward's 3rd call has passed: it scores again).
-    command = shlex.split(line.split("Resume with: ", 1)[1])
-    assert main(command[1:]) == 0
-    assert loss_steps(out) == [1, 2, 3, 4, 5, 6] and (out / "model.safetensors").exists()
 
 
 def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_limit(tiny_model, tmp_path, capsys):
@@ -228,24 +197,42 @@ def test_a_crash_before_the_first_step_leaves_nothing_to_refuse_a_rerun(tiny_mod
     assert main(["train", *argv]) == 0  # the same command again: not refused as "a previous run"
 
 
-def test_resuming_after_a_crash_continues_the_same_trajectory(tiny_model, tmp_path, capsys):
-    """Crash at step 5 then resume gives the uninterrupted run's losses, rewards and weights."""
+def test_a_crash_saves_an_emergency_checkpoint_and_its_resume_command_continues_the_same_run(
+    tiny_model, tmp_path, capsys
+):
+    """A reward raising on its 3rd call (step 5): the printed resume gives the uninterrupted run's trajectory."""
 
     def per_step(out, key):
         records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
         return {r["step"]: r[key] for r in records if r.get(key) is not None and "train_runtime" not in r}
 
-    full, cut = tmp_path / "full", tmp_path / "cut"
+    full, out = tmp_path / "full", tmp_path / "out"
     assert main(["train", *tiny_train_argv(tiny_model, full, max_steps=6)]) == 0
-    assert main(["train", *tiny_train_argv(tiny_model, cut, reward="cli_rewards.third_call_raises", max_steps=6)]) == 1
-    resume = shlex.split(last_line(capsys.readouterr().err).split("Resume with: ", 1)[1])
-    assert main(resume[1:]) == 0
+    capsys.readouterr()
+    argv = tiny_train_argv(tiny_model, out, reward="cli_rewards.third_call_raises", max_steps=6)
+    assert main(["train", *argv]) == 1  # steps 1, 3, 5 generate: 4 steps trained
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: verifier unreachable" in err  # where the reward broke
+    line = last_line(err)
+    resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
+    assert line == (
+        "up-trl train: error: crashed at step 5 of 6 (RuntimeError: verifier unreachable); emergency checkpoint of "
+        f"the weights after step 4 in {out}/checkpoint-4; metrics in {out}/metrics.jsonl. Resume with: {resume}"
+    )
+    assert (out / "checkpoint-4" / "trainer_state.json").exists() and (out / "checkpoint-4" / "optimizer.pt").exists()
+    assert loss_steps(out) == [1, 2, 3, 4]
+    assert json.loads((out / "up_trl_run.json").read_text())["status"] == "crashed"
+    assert "**This run crashed (RuntimeError) in step 5 of 6**" in (out / "README.md").read_text()
+
+    # The printed command resumes it (the reward's 3rd call has passed: it scores again).
+    assert main(shlex.split(line.split("Resume with: ", 1)[1])[1:]) == 0
+    assert loss_steps(out) == [1, 2, 3, 4, 5, 6] and (out / "model.safetensors").exists()
     for key in ("loss", "reward", "completions/mean_length"):
-        want, got = per_step(full, key), per_step(cut, key)
+        want, got = per_step(full, key), per_step(out, key)
         assert want.keys() == got.keys() and max(want) >= 5, key  # steps 5 and 6 come after the crash
         for step in want:
             assert got[step] == pytest.approx(want[step], rel=1e-4, abs=1e-6), (key, step)
-    weights_full, weights_cut = load_file(full / "model.safetensors"), load_file(cut / "model.safetensors")
+    weights_full, weights_cut = load_file(full / "model.safetensors"), load_file(out / "model.safetensors")
     for name, tensor in weights_full.items():
         assert torch.allclose(tensor, weights_cut[name], rtol=1e-4, atol=1e-6), name
 

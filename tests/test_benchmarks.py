@@ -31,31 +31,21 @@ def test_overhead_prints_ratios():
 
 @pytest.mark.slow
 def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
-    report = _load("sample_efficiency").main(
-        ["--seeds", "0", "--max_steps", "8", "--configs", "DAPO", "UP-DAPO", "--output_dir", str(tmp_path)]
-    )
+    """The DAPO and RLOO pairs on the same task; off-policy, UP-RLOO's loss leaves its parent's."""
+    names = ["DAPO", "UP-DAPO", "RLOO", "UP-RLOO"]
+    flags = ["--seeds", "0", "--max_steps", "8", "--configs", *names, "--output_dir", str(tmp_path)]
+    report = _load("sample_efficiency").main(flags)
     out = tmp_path / "none"
     assert json.loads((out / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
-    assert [row["config"] for row in report["summary"]] == ["DAPO", "UP-DAPO"]
-    assert (out / "curves.png").read_bytes()[:4] == b"\x89PNG"
-    assert "| UP-DAPO |" in (out / "table.md").read_text()
-
-
-@pytest.mark.slow
-def test_sample_efficiency_rloo_pair(tmp_path):
-    """The RLOO pair runs on the same task; off-policy, UP's loss leaves its parent's."""
-    names = ["RLOO", "UP-RLOO"]
-    report = _load("sample_efficiency").main(
-        ["--seeds", "0", "--max_steps", "8", "--configs", *names, "--output_dir", str(tmp_path)]
-    )
     assert [row["config"] for row in report["summary"]] == names
+    assert (out / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| UP-DAPO |" in (out / "table.md").read_text() and "| UP-RLOO |" in (out / "table.md").read_text()
     runs = {r["config"]: r for r in report["runs"]}
     # Same warm start, same seed: the first rollout batch (sampled before any update) is the same one.
     assert runs["RLOO"]["accuracy_curve"][0] == runs["UP-RLOO"]["accuracy_curve"][0]
     losses = zip(runs["RLOO"]["loss_curve"], runs["UP-RLOO"]["loss_curve"], strict=True)
     assert max(abs(a - b) for (_, a), (_, b) in losses) > 1e-4
     assert runs["RLOO"]["staleness_mean"] is None
-    assert "| UP-RLOO |" in (tmp_path / "none" / "table.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -148,15 +138,20 @@ def test_reward_throughput_quick(capsys):
 
 @pytest.mark.slow
 def test_gpu_suite_dry_run_writes_json_and_png(tmp_path):
-    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO", "--output_dir", str(tmp_path)])
+    """The dry run's A/B pairs, the "+ safe" one giving the rare clip to UP only, overhead and KL cost."""
+    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO", "DAPO + safe", "--output_dir", str(tmp_path)])
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["dry_run"] is True and set(saved["overhead"]) == {"token", "sequence"}
     for level in ("token", "sequence"):
         assert saved["overhead"][level]["step_time_ratio"] > 0 and saved["overhead"][level]["peak_memory_ratio"] > 0
-    (row,) = report["ab"]["summary"]
-    assert row["pair"] == "DAPO" and row["seeds"] == [0]
+    assert [(row["pair"], row["seeds"]) for row in report["ab"]["summary"]] == [("DAPO", [0]), ("DAPO + safe", [0])]
     # Paired: one parent run and one UP run per seed, on the same seed.
-    assert sorted((r["up_mode"], r["seed"]) for r in report["ab"]["runs"]) == [("asymmetric", 0), ("off", 0)]
+    runs = [r for r in report["ab"]["runs"] if r["config"] in ("DAPO", "UP-DAPO")]
+    assert sorted((r["up_mode"], r["seed"]) for r in runs) == [("asymmetric", 0), ("off", 0)]
+    assert len(report["ab"]["runs"]) == 4  # those two and the "+ safe" pair's
+    arms = {r["config"]: (r["beta"], r["up_positive_min_prob"]) for r in report["ab"]["runs"] if "safe" in r["config"]}
+    assert arms == {"DAPO + safe": (0.0, None), "UP-DAPO + safe": (0.0, 0.05)}
+    assert report["kl_cost"]["step_time_ratio"] > 0 and len(report["kl_cost"]["runs"]) == 2  # beta 0.05 and 0
     assert (tmp_path / "suite.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -408,15 +403,6 @@ def test_collapse_cause_records_token_statistics_as_committed_and_routes_change_
     report = {"command": "x", "settings": settings, "runs": [tokens, every, rare]}
     cause.write_cause(tmp_path, report)
     assert cause.read_cause(tmp_path)["runs"][0]["token_stats"] == stats
-
-
-def test_gpu_suite_safe_pair_gives_the_rare_clip_to_up_only(tmp_path):
-    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO + safe", "--output_dir", str(tmp_path)])
-    (row,) = report["ab"]["summary"]
-    assert row["pair"] == "DAPO + safe" and row["seeds"] == [0]
-    arms = {r["config"]: (r["beta"], r["up_positive_min_prob"]) for r in report["ab"]["runs"]}
-    assert arms == {"DAPO + safe": (0.0, None), "UP-DAPO + safe": (0.0, 0.05)}
-    assert report["kl_cost"]["step_time_ratio"] > 0 and len(report["kl_cost"]["runs"]) == 2  # beta 0.05 and 0
 
 
 def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):

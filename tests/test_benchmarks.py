@@ -544,14 +544,12 @@ def test_rare_clip_runaways_count_a_run_recorded_twice_once():
 
 
 def test_the_rare_clips_runaway_count_the_docs_quote_is_the_committed_records():
-    result = _load("rare_clip_runaways").count(
-        _load("rare_clip_runaways").rare_clip_runs(ROOT / "benchmarks" / "results")
-    )
+    module = _load("rare_clip_runaways")
+    runs = module.rare_clip_runs(ROOT / "benchmarks" / "results")
+    result = module.count(runs)
     assert (result["trajectories"], result["runaways"]) == (345, 3)  # docs/collapse.md
     seeds = sorted((group[0]["config"], group[0]["seed"]) for group in result["events"])
     assert seeds == [("UP-DAPO + rare clip", 4), ("UP-DAPO + rare clip", 15), ("UP-GRPO + rare clip", 4)]
-    module = _load("rare_clip_runaways")
-    runs = module.rare_clip_runs(ROOT / "benchmarks" / "results")
     alone = module.count([run for run in runs if module.setting(run)[0] == "rare clip alone"])
     assert (alone["trajectories"], alone["runaways"]) == (193, 3)  # README, docs/collapse.md, UP_ADVICE
     assert "3 of 193" in UP_ADVICE

@@ -296,22 +296,16 @@ def online(monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
 
 
-def test_hub_unreachable_without_env(monkeypatch):
+@pytest.mark.parametrize("variable", [None, "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
+def test_a_hub_set_out_of_reach_or_kept_off_by_a_recipe_env_block_is_refused(monkeypatch, variable):
+    """The Hub unreachable, or an offline variable set after datasets was imported: the line says which."""
     online(monkeypatch)
-    monkeypatch.setattr(sources, "hub_reachable", lambda: False)
+    monkeypatch.setattr(sources, "hub_reachable", (lambda: False) if variable is None else never_called)
     monkeypatch.setattr(sources, "load_dataset", never_called)
-    with pytest.raises(HubUnavailableError, match="'aime24'.*which cannot be reached here"):
-        load_math_dataset("aime24")
-
-
-@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"])
-def test_a_recipe_env_block_keeps_the_hub_off(monkeypatch, variable):
-    """An offline variable set after datasets was imported keeps the Hub off, and the line names it."""
-    online(monkeypatch)
-    monkeypatch.setattr(sources, "hub_reachable", never_called)
-    monkeypatch.setattr(sources, "load_dataset", never_called)
-    monkeypatch.setenv(variable, "1")  # what `env: {VARIABLE: 1}` does
-    with pytest.raises(HubUnavailableError, match=f"'aime24'.*needs the Hugging Face Hub, and {variable} is set"):
+    if variable is not None:
+        monkeypatch.setenv(variable, "1")  # what `env: {VARIABLE: 1}` does
+    why = "which cannot be reached here" if variable is None else f"needs the Hugging Face Hub, and {variable} is set"
+    with pytest.raises(HubUnavailableError, match=f"'aime24'.*{why}"):
         load_math_dataset("aime24")
 
 

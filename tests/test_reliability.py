@@ -16,11 +16,6 @@ from up_trl.run.callbacks import GracefulStopCallback, JsonlMetricsCallback
 from up_trl.run.parts import nonfinite_guard
 
 
-def _trainer(tmp_path, tiny, dataset, **kwargs):
-    """A UP trainer with every opt-in part, as `up-trl train` builds it."""
-    return make_trainer(tmp_path, tiny, dataset, parts=True, **kwargs)
-
-
 def _poison_loss_at(trainer, steps):
     """Make the loss NaN on the given optimizer steps (1-based), as a broken reward or overflow would."""
     real = trainer.compute_loss
@@ -73,12 +68,13 @@ def _per_step(trainer, key):
 def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, tiny, prompts_dataset):
     """SIGTERM at step 3: the checkpoint then written resumes into the uninterrupted run, bit for bit."""
     common = dict(max_steps=6, num_iterations=2, steps_per_generation=2, save_strategy="steps", save_steps=100)
-    full = _trainer(tmp_path / "full", tiny_model_and_tokenizer(seed=0), prompts_dataset, **common)
+    common["parts"] = True  # every opt-in part, as `up-trl train` builds it
+    full = make_trainer(tmp_path / "full", tiny_model_and_tokenizer(seed=0), prompts_dataset, **common)
     full.train()
 
     stop = GracefulStopCallback()
     try:
-        cut = _trainer(
+        cut = make_trainer(
             tmp_path / "cut",
             tiny_model_and_tokenizer(seed=0),
             prompts_dataset,
@@ -93,7 +89,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_continues_the_same_run(tmp_path, 
     checkpoint = tmp_path / "cut" / "out" / "checkpoint-3"
     assert (checkpoint / "trainer_state.json").exists()
 
-    resumed = _trainer(tmp_path / "cut", tiny_model_and_tokenizer(seed=1), prompts_dataset, **common)
+    resumed = make_trainer(tmp_path / "cut", tiny_model_and_tokenizer(seed=1), prompts_dataset, **common)
     resumed.train(resume_from_checkpoint=str(checkpoint))
     for key in ("loss", "reward"):
         want, got = _per_step(full, key), _per_step(resumed, key)
@@ -106,7 +102,7 @@ def test_same_seed_same_metrics(tmp_path, prompts_dataset):
     runs = []
     for name in ("a", "b"):
         tiny = tiny_model_and_tokenizer(seed=0)
-        trainer = _trainer(tmp_path / name, tiny, prompts_dataset, max_steps=3, num_iterations=2)
+        trainer = make_trainer(tmp_path / name, tiny, prompts_dataset, parts=True, max_steps=3, num_iterations=2)
         trainer.train()
         timings = ("step_time", "train_runtime", "train_samples_per_second", "train_steps_per_second")
         runs.append([{k: v for k, v in h.items() if k not in timings} for h in trainer.state.log_history])

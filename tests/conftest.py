@@ -23,6 +23,14 @@ def tiny():
     return tiny_model_and_tokenizer(seed=0)
 
 
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """The folder of a saved tiny model, read only (a test that writes into its model folder saves its own)."""
+    from up_trl.models.offline import save_tiny_model
+
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny")
+
+
 @pytest.fixture
 def prompts_dataset():
     """16 conversational prompts."""

@@ -7,7 +7,6 @@ from conftest import TINY, hub_folder, one_line, tiny_train_argv
 
 from up_trl.cli import train
 from up_trl.data import DataError, load_math_dataset
-from up_trl.models.offline import save_tiny_model
 from up_trl.rewards import get_reward_funcs
 from up_trl.rewards.registry import REWARD_FACTORIES, REWARD_FUNCS, TRL_REWARD_FUNCS, check_reward_names
 
@@ -78,9 +77,9 @@ def test_trl_reward_names_are_trls_functions():
     check_reward_names(TRL_REWARD_FUNCS)
 
 
-def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path):
+def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path, tiny_model):
     folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": SUMS})
-    argv = tiny_train_argv(save_tiny_model(tmp_path / "tiny"), tmp_path / "out", reward="accuracy_reward", max_steps=1)
+    argv = tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1)
     run = train([*argv, "--dataset_name", folder, "--dataset_train_split", "train"])
     assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
     assert [f.__name__ for f in run.reward_funcs] == ["accuracy_reward"]

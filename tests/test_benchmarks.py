@@ -15,7 +15,7 @@ from conftest import ROOT
 
 import up_trl.models.offline
 from up_trl.cli import parse_train_args
-from up_trl.models.offline import save_tiny_model, tiny_tokenizer
+from up_trl.models.offline import tiny_tokenizer
 from up_trl.trainers.collapse_warning import UP_ADVICE
 from up_trl.trainers.grpo_trainer import UPGRPOTrainer
 
@@ -62,10 +62,9 @@ def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, mo
 
 
 @pytest.mark.slow
-def test_learning_signal_on_a_tiny_model(tmp_path, capsys):
-    path = save_tiny_model(tmp_path / "tiny")
+def test_learning_signal_on_a_tiny_model(tiny_model, capsys):
     flags = "--num_prompts 2 --num_generations 2 --max_completion_length 4 --threads 1"
-    _load("learning_signal").main(["--model_name_or_path", path, *flags.split()])
+    _load("learning_signal").main(["--model_name_or_path", tiny_model, *flags.split()])
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
     assert result["unscored"] == 0 and 0 <= result["accuracy"] <= 1  # every gold parses: all 4 replies scored
@@ -163,10 +162,9 @@ def test_step_profile_splits_a_step_into_phases():
 
 
 @pytest.mark.slow
-def test_step_profile_compare_interleaves_two_trainings(tmp_path):
-    tiny = save_tiny_model(tmp_path / "tiny")
+def test_step_profile_compare_interleaves_two_trainings(tmp_path, tiny_model):
     flags = (
-        f"--model_name_or_path {tiny} --num_generations 2 --per_device_train_batch_size 4 "
+        f"--model_name_or_path {tiny_model} --num_generations 2 --per_device_train_batch_size 4 "
         "--max_completion_length 4 --dataset_limit 16 --threads 1"
     )
     argv = ["--compare", "--cycles", "2", "--a_flags", f"{flags} --bf16 false", "--b_flags", f"{flags} --bf16 false"]

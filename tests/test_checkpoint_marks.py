@@ -8,7 +8,6 @@ import torch
 from conftest import tiny_train_argv
 
 from up_trl.cli import main
-from up_trl.models.offline import save_tiny_model
 from up_trl.run import callbacks as run_callbacks
 from up_trl.run.callbacks import MarkCompleteCallback, rotate_complete
 from up_trl.run.checkpoints import checkpoint_problem, mark_complete, newest_complete
@@ -121,11 +120,6 @@ def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
         _checkpoint(tmp_path / f"checkpoint-{step}", marked=None)
     rotate_complete(tmp_path, 1, None, saved=tmp_path / "checkpoint-25")
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-25", "checkpoint-30"]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("marks") / "tiny")
 
 
 def _argv(model, out, *flags) -> list[str]:

@@ -241,11 +241,11 @@ def _with_async_on_cpu(trainer_classes):
     return classes
 
 
-def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(tmp_path, capsys):
+def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(tmp_path, capsys, tiny_model):
     out = tmp_path / "out"
     flags = argv("--trainer async_grpo --use_cpu true --dataset_name arithmetic --dataset_limit 16", output_dir=out)
     with pytest.raises(UsageError) as caught:
-        train([*flags, "--model_name_or_path", save_tiny_model(tmp_path / "tiny")])
+        train([*flags, "--model_name_or_path", tiny_model])
     message = str(caught.value)
     assert "\n" not in message and message.startswith("--trainer async_grpo needs a CUDA GPU and a vLLM server")
     assert "--trainer grpo or rloo" in message
@@ -383,11 +383,10 @@ UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "grad
 
 
 @pytest.mark.slow
-def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path):
-    model = save_tiny_model(tmp_path / "tiny")
+def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path, tiny_model):
     flags = ["--activation_checkpointing", "true"]  # on: TRL toggles it around generation
     reward = "tests.conftest.length_reward"
-    argv = tiny_train_argv(model, tmp_path / "out", *flags, reward=reward, max_steps=2, learning_rate=None)
+    argv = tiny_train_argv(tiny_model, tmp_path / "out", *flags, reward=reward, max_steps=2, learning_rate=None)
     out = subprocess.run(
         [sys.executable, "-m", "up_trl", "train", *argv],
         capture_output=True,

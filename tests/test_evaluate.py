@@ -159,7 +159,7 @@ def test_arithmetic_split_dev_scores_the_dev_problems_only(capsys):
     assert exit.value.code == 2 and "invalid choice: 'train'" in capsys.readouterr().err
 
 
-def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
+def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys, tiny_model):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
     args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30"])
     assert parse_eval_args([]).arithmetic_ops == ["mul1"]
@@ -170,7 +170,7 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     assert all(int(sol) == sum(map(int, q[8:-1].split(" + "))) for q, sol in zip(problems, data["solution"]))
     out = tmp_path / "eval"
     flags = "--arithmetic_ops add --k 2 --limit 2 --max_new_tokens 4"
-    assert main(argv(flags, model=save_tiny_model(tmp_path / "tiny"), output_dir=out)) == 0
+    assert main(argv(flags, model=tiny_model, output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
     assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
@@ -184,17 +184,16 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys):
     assert "applies to the arithmetic benchmark only" in line
     shots_out = tmp_path / "eval-shots"
     flags = "--arithmetic_ops add --arithmetic_few_shot 2 --arithmetic_split dev --k 2 --limit 2 --max_new_tokens 4"
-    assert main(argv(flags, model=tmp_path / "tiny", output_dir=shots_out)) == 0
+    assert main(argv(flags, model=tiny_model, output_dir=shots_out)) == 0
     report = json.loads((shots_out / "eval.json").read_text())
     assert report["arithmetic_few_shot"] == 2 and report["arithmetic_split"] == "dev"  # recorded
     assert "arithmetic ops add, worked examples: 2, split dev." in (shots_out / "eval.md").read_text()
 
 
-def test_tiny_model_end_to_end(tmp_path):
-    model = save_tiny_model(tmp_path / "tiny")
+def test_tiny_model_end_to_end(tmp_path, tiny_model):
     out = tmp_path / "eval"
     flags = "--benchmarks gsm8k math500 --k 2 --limit 2 --max_new_tokens 4 --save_samples"
-    assert main(argv(flags, model=model, output_dir=out)) == 0
+    assert main(argv(flags, model=tiny_model, output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert set(report["benchmarks"]) == {"gsm8k", "math500"}
     for row in report["benchmarks"].values():
@@ -206,12 +205,11 @@ def test_tiny_model_end_to_end(tmp_path):
     assert "| gsm8k | 2 |" in table and "pass@2" in table
 
 
-def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys):
+def test_greedy_scores_one_sample_and_says_so(tmp_path, capsys, tiny_model):
     """--temperature 0 used to crash (greedy decoding with num_return_sequences > 1)."""
-    model = save_tiny_model(tmp_path / "tiny")
     out = tmp_path / "eval"
     flags = "--benchmarks gsm8k --k 4 --limit 2 --temperature 0 --max_new_tokens 4"
-    assert main(argv(flags, model=model, output_dir=out)) == 0
+    assert main(argv(flags, model=tiny_model, output_dir=out)) == 0
     report = json.loads((out / "eval.json").read_text())
     assert report["k"] == 1 and report["greedy"] is True
     assert {"avg@1", "maj@1", "pass@1"} <= report["benchmarks"]["gsm8k"].keys()
@@ -237,17 +235,16 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
 
 
-def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch):
+def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(tmp_path, monkeypatch, tiny_model):
     """Each prompt is prefilled once for its k samples, which equal those of k prefills."""
     seen = []
     real = shared_prompt.distinct_prompts
     monkeypatch.setattr(shared_prompt, "distinct_prompts", lambda *a: seen.append(real(*a)) or seen[-1])
-    model = save_tiny_model(tmp_path / "tiny")
     samples = {}
     for share in ("true", "false"):
         out = tmp_path / share
         flags = "--benchmarks gsm8k --k 3 --limit 3 --batch_size 2 --max_new_tokens 6 --save_samples"
-        assert main(argv(flags, model=model, share_prompt_prefix=share, output_dir=out)) == 0
+        assert main(argv(flags, model=tiny_model, share_prompt_prefix=share, output_dir=out)) == 0
         rows = json.loads((out / "eval.json").read_text())["benchmarks"]["gsm8k"]["samples"]
         samples[share] = [row["completions"] for row in rows]
     assert samples["true"] == samples["false"] and len(samples["true"]) == 3
@@ -256,7 +253,7 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
         groups = inverse.view(-1, 3)
         assert (groups == groups[:, :1]).all() and len(set(groups[:, 0].tolist())) == len(groups)
     with pytest.raises(SystemExit):
-        main(["--model", model, "--share_prompt_prefix", "sometimes"])
+        main(["--model", tiny_model, "--share_prompt_prefix", "sometimes"])
 
 
 def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp_path):

@@ -379,16 +379,15 @@ def test_main_job_refuses_an_unknown_up_mode_choice(no_model_loads, capsys):
     assert "invalid choice: 'sideways' (choose from 'asymmetric', 'both', 'off')" in capsys.readouterr().err
 
 
-def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch):
+def test_main_job_with_a_reward_that_scores_nothing(tmp_path, monkeypatch, tiny_model):
     """A reward of None for all: the job completes with finite weights, null rewards and the unscorable count."""
     (tmp_path / "hostile_rewards.py").write_text(
         "def nothing(completions, **kw):\n    return [None] * len(completions)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "out"
-    model = save_tiny_model(tmp_path / "tiny")
     flags = dict(dataset_name="arithmetic", max_completion_length=8, steps_per_generation=2, plot=None)
-    train(tiny_train_argv(model, out, reward="hostile_rewards.nothing", max_steps=2, **flags))
+    train(tiny_train_argv(tiny_model, out, reward="hostile_rewards.nothing", max_steps=2, **flags))
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [r for r in records if "loss" in r]
     assert [r["step"] for r in steps] == [1, 2] and all(r["loss"] == 0.0 for r in steps)
@@ -709,12 +708,12 @@ def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads,
 
 # --- Resume with other settings (`run_checkpoints.resume_differences`) ------------------------------------------
 @pytest.mark.slow
-def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys):
+def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_path, capsys, tiny_model):
     """A resume names each changed setting (`--beta 0.05`, the dead state's advice: trained with TRL's KL)."""
     out = tmp_path / "out"
     flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
-    model = save_tiny_model(tmp_path / "tiny")
-    argv = tiny_train_argv(model, out, *flags, max_steps=None, per_device_train_batch_size=None, learning_rate=None)
+    unset = dict(max_steps=None, per_device_train_batch_size=None, learning_rate=None)
+    argv = tiny_train_argv(tiny_model, out, *flags, **unset)
     assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
     assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
     capsys.readouterr()

@@ -11,13 +11,7 @@ from conftest import tiny_train_argv
 from safetensors.torch import load_file
 
 from up_trl.cli import main
-from up_trl.models.offline import save_tiny_model
 from up_trl.run.folder import check_output_dir, remove_run_files
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("run-folder") / "tiny")
 
 
 def loss_steps(out) -> list[int]:

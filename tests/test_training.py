@@ -11,7 +11,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 import up_trl
 from up_trl import UPGRPOConfig, UPGRPOTrainer
-from up_trl.models.offline import save_tiny_model, tiny_model_and_tokenizer
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 from up_trl.trainers.grpo_trainer import UP_METRICS
 from up_trl.trainers.shared import HAS_ACTIVATION_CHECKPOINTING
@@ -71,10 +71,9 @@ def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts
     assert logged["asymmetric"]["up/would_clip_frac"][-1] > 0
 
 
-def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset):
-    path = save_tiny_model(tmp_path / "tiny")
+def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset, tiny_model):
     args = cpu_args(tmp_path, beta=0.04, num_iterations=2)
-    trainer = UPGRPOTrainer(model=path, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset)
+    trainer = UPGRPOTrainer(model=tiny_model, reward_funcs=length_reward, args=args, train_dataset=prompts_dataset)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert _changed(trainer.model, before) > 0

@@ -14,7 +14,6 @@ from up_trl.cli import check_train_args, train
 from up_trl.cli.catalog import recipe_path
 from up_trl.cli.parse import make_parser, parse_train_args
 from up_trl.data import load_math_dataset
-from up_trl.models.offline import save_tiny_model
 from up_trl.run.job import load_data
 from up_trl.script_args import TrainScriptArguments
 
@@ -145,10 +144,10 @@ def test_a_mixture_parses_as_trl_parses_it(tmp_path):
     assert theirs.datasets[0].path == "trl-lib/DeepMath-103K"
 
 
-def test_a_mixture_loads_through_trls_get_dataset(tmp_path):
+def test_a_mixture_loads_through_trls_get_dataset(tmp_path, tiny_model):
     """A recipe's `datasets:` mixture loads through TRL's `get_dataset`, over `dataset_name`, with its eval split."""
     recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
-    flags = argv(config=recipe, model_name_or_path=save_tiny_model(tmp_path / "tiny"), output_dir=tmp_path / "o")
+    flags = argv(config=recipe, model_name_or_path=tiny_model, output_dir=tmp_path / "o")
     train_set, eval_set = load_data(check_train_args([*flags, "--eval_strategy", "steps"]), is_async=False)
     assert (len(train_set), len(eval_set)) == (18, 6)  # 24 problems, a quarter held out
     rows = [*train_set, *eval_set]
@@ -177,11 +176,10 @@ def test_a_streamed_dataset_is_read_lazily_as_prompts(tmp_path):
     assert len(list(load_math_dataset(folder, streaming=True, limit=1))) == 1
 
 
-def test_one_step_on_a_streamed_mixture(tmp_path):
+def test_one_step_on_a_streamed_mixture(tmp_path, tiny_model):
     """`streaming: true` in the mixture: TRL's trainer reads an IterableDataset (`max_steps` set)."""
     recipe = mixture_recipe(tmp_path, streaming=True)
-    model = save_tiny_model(tmp_path / "tiny")
-    run = train(tiny_train_argv(model, tmp_path / "out", reward="accuracy_reward", max_steps=1, config=recipe))
+    run = train(tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1, config=recipe))
     assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
     assert type(run.train_dataset).__name__ == "IterableDataset"
     assert f"{tmp_path / 'sums'}, {tmp_path / 'squares'}" in (tmp_path / "out" / "README.md").read_text()  # the card
@@ -200,11 +198,10 @@ def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
     assert f"unknown option --{key} (did you mean --{closest}" in one_line(capsys, [f"--{key}", "x"])
 
 
-def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tmp_path):
+def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tmp_path, tiny_model):
     """A reward model scores first, as in `trl grpo`, and the test split is evaluated."""
-    tiny = save_tiny_model(tmp_path / "tiny")
-    argv = tiny_train_argv(tiny, tmp_path / "out", reward="accuracy_reward", max_steps=1)
-    flags = ["--reward_model_name_or_path", tiny, "--eval_strategy", "steps", "--eval_steps", "1"]
+    argv = tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1)
+    flags = ["--reward_model_name_or_path", tiny_model, "--eval_strategy", "steps", "--eval_steps", "1"]
     run = train([*argv, *flags, "--per_device_eval_batch_size", "8"])
     assert run.state.global_step == 1
     assert run.reward_func_names[1] == "accuracy_reward" and type(run.reward_funcs[0]).__name__.endswith(

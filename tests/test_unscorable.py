@@ -14,8 +14,7 @@ from datasets import Dataset
 from transformers import AutoTokenizer
 from trl.trainer.utils import get_callable_name, is_async_callable
 
-from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
-from up_trl.models.offline import save_tiny_model
+from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
 from up_trl.run.parts import METRIC, ScorableRecorder, record_scorable, record_unscorable
 
 NAN, INF = float("nan"), float("inf")
@@ -142,16 +141,6 @@ def test_a_wrong_count_is_left_to_trl_and_a_cut_batch_does_not_leak():
     assert recorder.take() == (2, 4)
 
 
-def _rloo(tmp_path, tiny, dataset, reward):
-    model, tokenizer = tiny
-    args = cpu_args(tmp_path, UPRLOOConfig, beta=0.0, num_iterations=2)
-    return UPRLOOTrainer(model, reward, args=args, train_dataset=dataset, processing_class=tokenizer)
-
-
-def _grpo(tmp_path, tiny, dataset, reward):
-    return make_trainer(tmp_path, tiny, dataset, reward=reward, num_iterations=2)
-
-
 def some_none(completions, **kwargs):
     """Scores all but completions 1 and 6 of 8: unscorable 2 / 8."""
     return [None if i in (1, 6) else float(i % 4) for i in range(len(completions))]
@@ -162,11 +151,11 @@ async def some_none_async(completions, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "build, reward",
-    [pytest.param(_rloo, some_none, id="rloo"), pytest.param(_grpo, some_none_async, id="grpo_async_reward")],
+    "rloo, reward",
+    [pytest.param(True, some_none, id="rloo"), pytest.param(False, some_none_async, id="grpo_async_reward")],
 )
-def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, build, reward):
-    trainer = build(tmp_path, tiny, prompts_dataset, reward)
+def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, rloo, reward):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, reward=reward, rloo=rloo, num_iterations=2)
     assert trainer.reward_funcs == [reward]  # the UP trainer alone passes the reward through as given
     record_unscorable(trainer)  # the part, in one line
     trainer.train()
@@ -179,29 +168,27 @@ def test_trainers_log_it_once_per_scored_batch(tmp_path, tiny, prompts_dataset, 
     pytest.param([some_none], (1.0, 4.0), id="completion_1_unscored"),
     pytest.param([some_none, judged], (0.0, 4.0), id="another_reward_scores_it"),
 ])  # fmt: skip
-def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, reward_funcs, expected):
+def test_the_in_process_async_worker_puts_it_on_its_metrics_queue(tmp_path, tiny_model, reward_funcs, expected):
     """One group of 4 completions: `some_none` leaves completion 1 unscored."""
-    checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
     args = cpu_args(tmp_path, UPAsyncGRPOConfig, per_device_train_batch_size=4, token_budget=0)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     kwargs = dict(train_dataset=prompts, reward_funcs=reward_funcs, processing_class=tokenizer, args=args)
-    worker = in_process_rollout(checkpoint, **kwargs)["rollout_worker"]
+    worker = in_process_rollout(tiny_model, **kwargs)["rollout_worker"]
     samples = worker.generate_group(0, prompts[0])
     assert worker.metrics_queue.get_nowait()[METRIC] == expected
     names = [name.removeprefix("rewards/") for name in samples[0].metrics if name.startswith("rewards/")]
     assert names == [f.__name__ for f in reward_funcs]
 
 
-def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path):
+def test_the_async_trainer_logs_it_from_the_in_process_worker(tmp_path, tiny_model):
     """TRL's async trainer drains the worker's metrics_queue into its logs: (1 + 1) / (4 + 4) over two groups."""
-    checkpoint = save_tiny_model(tmp_path / "model", seed=0)
     prompts = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(2)]})
     args = cpu_args(tmp_path, UPAsyncGRPOConfig, per_device_train_batch_size=8, token_budget=0, max_steps=1)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     kwargs = dict(train_dataset=prompts, reward_funcs=some_none, processing_class=tokenizer, args=args)
-    rollout = in_process_rollout(checkpoint, **kwargs)
+    rollout = in_process_rollout(tiny_model, **kwargs)
     with async_grpo_on_cpu():
-        trainer = UPAsyncGRPOTrainer(checkpoint, **kwargs, **rollout)
+        trainer = UPAsyncGRPOTrainer(tiny_model, **kwargs, **rollout)
     trainer.train()
     assert [h[METRIC] for h in trainer.state.log_history if METRIC in h] == [0.25]

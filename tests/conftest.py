@@ -45,6 +45,11 @@ def length_reward(completions, **kwargs):
     return [-float(len(t)) for t in texts]
 
 
+def logged(trainer, key) -> list:
+    """The values the trainer logged under `key`, in order (None: not logged)."""
+    return [h[key] for h in trainer.state.log_history if h.get(key) is not None]
+
+
 def cpu_args(tmp_path, config_class=None, **overrides):
     """A UP config (UPGRPOConfig unless `config_class` says otherwise) for a seconds-long CPU run."""
     from up_trl import UPGRPOConfig

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from conftest import cpu_args, four_completions, length_reward
+from conftest import cpu_args, four_completions, length_reward, logged
 from datasets import Dataset
 from transformers import (
     CLIPImageProcessor,
@@ -115,10 +115,6 @@ def _train(tmp_path, model, processing_class, dataset, **overrides):
     return trainer, changed
 
 
-def _logged(trainer, key):
-    return [h[key] for h in trainer.state.log_history if h.get(key) is not None]
-
-
 def _grad_trainer(tmp_path, model, processing_class, dataset):
     args = cpu_args(tmp_path, loss_type="dapo", num_iterations=2)
     trainer = UPGRPOTrainer(model, length_reward, args=args, train_dataset=dataset, processing_class=processing_class)
@@ -211,12 +207,12 @@ def test_moe_trains_off_policy_with_the_router_loss(tmp_path, prompts_dataset):
     names = {n for n, _ in trainer.model.named_parameters()}
     assert changed == names  # every parameter, the routers' and every layer's experts' included
     assert any(".mlp.gate." in n for n in changed) and any(".mlp.experts." in n for n in changed)
-    losses, aux = _logged(trainer, "loss"), _logged(trainer, "aux_loss")
+    losses, aux = logged(trainer, "loss"), logged(trainer, "aux_loss")
     assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
     assert len(aux) == 2 and all(math.isfinite(x) and x > 0 for x in aux)
     for key in UP_METRICS:
-        assert len(_logged(trainer, key)) == 2, key
-    assert _logged(trainer, "up/would_clip_frac")[-1] > 0  # the second step really is off-policy
+        assert len(logged(trainer, key)) == 2, key
+    assert logged(trainer, "up/would_clip_frac")[-1] > 0  # the second step really is off-policy
 
 
 def _moe_batch(trainer, tokenizer):
@@ -292,11 +288,11 @@ def test_vision_language_trains_on_images(tmp_path, image_prompts, monkeypatch):
     vision = {n for n, _ in trainer.model.named_parameters() if "vision_tower" in n and "post_layernorm" not in n}
     assert vision and vision <= changed
     assert any("multi_modal_projector" in n for n in changed) and any("language_model" in n for n in changed)
-    losses = _logged(trainer, "loss")
+    losses = logged(trainer, "loss")
     assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
     for key in UP_METRICS:
-        assert len(_logged(trainer, key)) == 2, key
-    assert _logged(trainer, "up/would_clip_frac")[-1] > 0
+        assert len(logged(trainer, key)) == 2, key
+    assert logged(trainer, "up/would_clip_frac")[-1] > 0
 
 
 def _vl_batch(trainer, processor):

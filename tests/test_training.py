@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 import torch
-from conftest import cpu_args, length_reward, make_rloo_trainer, make_trainer
+from conftest import cpu_args, length_reward, logged, make_rloo_trainer, make_trainer
 from datasets import Dataset
 from trl import GRPOConfig, GRPOTrainer
 
@@ -31,10 +31,6 @@ def _changed(model, before):
     return sum(not torch.equal(p.detach(), before[n]) for n, p in model.named_parameters() if n in before)
 
 
-def _logged(trainer, key):
-    return [h[key] for h in trainer.state.log_history if h.get(key) is not None]
-
-
 OFF_POLICY_RUNS = [
     pytest.param(dict(num_iterations=2), id="num_iterations2"),
     pytest.param(dict(steps_per_generation=4, gradient_accumulation_steps=2, per_device_train_batch_size=4),
@@ -51,24 +47,24 @@ def test_off_policy_training_changes_parameters_and_logs_up_metrics(tmp_path, ti
     assert trainer.up_is_off_policy
     assert _changed(trainer.model, before) > 0
     for key in UP_METRICS + CLIP_RATIO_METRICS:
-        assert _logged(trainer, key), f"{key} never logged"
+        assert logged(trainer, key), f"{key} never logged"
     # Off-policy for real: positive tokens drifted from pi_old by the second step.
-    assert max(_logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
-    assert all(0 <= v <= 1 for v in _logged(trainer, "up/capacity_up_mean"))
+    assert max(logged(trainer, "up/positive_abs_log_ratio_mean")) > 0
+    assert all(0 <= v <= 1 for v in logged(trainer, "up/capacity_up_mean"))
 
 
 def test_clip_ratio_metrics_say_what_was_clipped_in_a_real_run(tmp_path, prompts_dataset):
     # Same seed, so the same reused batch at step 2: UP clips no positive token (r~ = 1), negatives as the parent.
-    logged = {}
+    seen = {}
     for up_mode in ("asymmetric", "off"):
         tiny = tiny_model_and_tokenizer(seed=0)
         trainer, _ = _train(tmp_path / up_mode, tiny, prompts_dataset, num_iterations=2, up_mode=up_mode)
-        logged[up_mode] = {k: _logged(trainer, k) for k in CLIP_RATIO_METRICS + ("up/would_clip_frac",)}
-    assert logged["off"]["clip_ratio/high_mean"][-1] > 0
-    assert logged["asymmetric"]["clip_ratio/high_mean"] == [0.0, 0.0]
-    assert logged["asymmetric"]["clip_ratio/low_mean"] == logged["off"]["clip_ratio/low_mean"]
-    assert logged["asymmetric"]["up/would_clip_frac"] == logged["off"]["up/would_clip_frac"]
-    assert logged["asymmetric"]["up/would_clip_frac"][-1] > 0
+        seen[up_mode] = {k: logged(trainer, k) for k in CLIP_RATIO_METRICS + ("up/would_clip_frac",)}
+    assert seen["off"]["clip_ratio/high_mean"][-1] > 0
+    assert seen["asymmetric"]["clip_ratio/high_mean"] == [0.0, 0.0]
+    assert seen["asymmetric"]["clip_ratio/low_mean"] == seen["off"]["clip_ratio/low_mean"]
+    assert seen["asymmetric"]["up/would_clip_frac"] == seen["off"]["up/would_clip_frac"]
+    assert seen["asymmetric"]["up/would_clip_frac"][-1] > 0
 
 
 def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_dataset, tiny_model):
@@ -77,7 +73,7 @@ def test_training_with_kl_reference_loaded_from_saved_folder(tmp_path, prompts_d
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     assert _changed(trainer.model, before) > 0
-    assert _logged(trainer, "kl")
+    assert logged(trainer, "kl")
 
 
 def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_dataset):
@@ -97,7 +93,7 @@ def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_d
     trainer.train()
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
     assert changed and all("lora_" in n for n in changed)
-    assert _logged(trainer, "up/positive_token_frac")
+    assert logged(trainer, "up/positive_token_frac")
 
 
 def test_plain_text_prompts_and_plain_grpo_config(tmp_path, tiny):
@@ -109,7 +105,7 @@ def test_plain_text_prompts_and_plain_grpo_config(tmp_path, tiny):
     trainer = UPGRPOTrainer(model, length_reward, args=args, processing_class=tokenizer, train_dataset=dataset)
     assert trainer.up_mode == "asymmetric"
     trainer.train()
-    assert _logged(trainer, "up/capacity_clipped_mean")
+    assert logged(trainer, "up/capacity_clipped_mean")
 
 
 def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tiny, prompts_dataset, monkeypatch):
@@ -185,13 +181,13 @@ def test_every_trl_loss_type_trains_with_up_off(tmp_path, tiny, prompts_dataset,
     level = "sequence" if loss_type == "luspo" else "token"  # TRL: luspo is sequence level only
     overrides = dict(loss_type=loss_type, up_mode="off", num_iterations=2, importance_sampling_level=level)
     trainer, before = _train(tmp_path, tiny, prompts_dataset, **overrides)
-    losses = _logged(trainer, "loss")
+    losses = logged(trainer, "loss")
     assert len(losses) == 2 and all(torch.isfinite(torch.tensor(losses)))
     assert _changed(trainer.model, before) > 0
     if loss_type in OTHER_LOSS_TYPES:  # other objectives: the parent's metrics only, no clipped-surrogate value
-        assert not _logged(trainer, "up/capacity_clipped_mean")
+        assert not logged(trainer, "up/capacity_clipped_mean")
     else:
-        assert _logged(trainer, "up/capacity_clipped_mean") and _logged(trainer, "clip_ratio/high_mean")
+        assert logged(trainer, "up/capacity_clipped_mean") and logged(trainer, "clip_ratio/high_mean")
 
 
 def test_the_anchor_is_set_only_inside_ups_own_loss_call():

@@ -16,7 +16,6 @@ from up_trl import extras
 from up_trl.checks.ranges import parse_range, rules_for
 from up_trl.cli import UsageError, check_train_args, parse_train_args
 from up_trl.cli.parse import make_parser
-from up_trl.models.offline import save_tiny_model
 
 
 @pytest.fixture
@@ -310,11 +309,9 @@ def test_the_hint_from_a_wheel_names_the_package(monkeypatch):
     assert extras.install_hint("offline") == '`pip install "<up-trl wheel>[offline]"`'
 
 
-def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch):
+def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_loads, capsys, monkeypatch, tiny_model):
     """With a model named and no --output_dir, TRL's config writes to `trainer_output`: checked like a named one."""
-    model = save_tiny_model(no_model_loads / "tiny")
-    capsys.readouterr()  # its progress bar
     monkeypatch.chdir(no_model_loads)
     (no_model_loads / "trainer_output").write_text("")
-    line = one_line(capsys, [*TINY, "--model_name_or_path", str(model)])
+    line = one_line(capsys, [*TINY, "--model_name_or_path", tiny_model])
     assert line == "--output_dir trainer_output is a file: name a folder (it is created if missing)."

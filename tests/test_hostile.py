@@ -36,7 +36,7 @@ from up_trl.checks import Settings, UsageError
 from up_trl.checks.ranges import check_ranges, parse_range, rules_for
 from up_trl.cli import main, parse_train_args, train, train_help
 from up_trl.data import load_math_dataset
-from up_trl.models.offline import save_tiny_model, tiny_model_and_tokenizer
+from up_trl.models.offline import tiny_model_and_tokenizer
 from up_trl.models.source import check_model
 from up_trl.run.card import read_metrics
 from up_trl.run.checkpoints import checkpoint_problem, mark_complete
@@ -585,13 +585,11 @@ def test_only_incomplete_checkpoints_is_one_line(no_model_loads, capsys):
 @pytest.mark.parametrize(
     "piece", ["model.safetensors", "optimizer.pt", "trainer_state.json", "rollout_buffer_rank0.pt", "mark"]
 )
-def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path, capsys, piece):
+def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_path, capsys, tiny_model, piece):
     """SIGKILL while checkpoint-2 is written: the resume skips it, says so and finishes from checkpoint-1."""
     here = Path(__file__).parent
     out = tmp_path / "out"
-    argv = tiny_train_argv(
-        save_tiny_model(tmp_path / "tiny"), out, "--save_steps", "1", max_steps=3, learning_rate=None
-    )
+    argv = tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=3, learning_rate=None)
     env = same_code_env()
     env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
     killed = subprocess.run(

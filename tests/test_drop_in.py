@@ -109,12 +109,10 @@ def test_checkpoints_hold_the_parents_files_and_off_trains_as_the_parent(tmp_pat
 
 
 def test_no_setup_the_parent_accepts_is_refused(tmp_path, tiny):
-    """A dataset smaller than a generation batch builds in both; UP refuses only what it cannot apply."""
+    """A dataset smaller than a generation batch builds in both (what UP refuses: test_training's refusals)."""
     small = Dataset.from_dict({"prompt": [[{"role": "user", "content": "1 + 1 = "}]]})
     parent, up = pair(tmp_path, tiny, small)
     assert len(up.train_dataset) == len(parent.train_dataset) == 1
-    with pytest.raises(ValueError, match="loss_type='cispo' is a different objective"):
-        UPGRPOConfig(output_dir=str(tmp_path), loss_type="cispo", use_cpu=True, report_to="none")
 
 
 @pytest.mark.parametrize("kind", ["grpo", "rloo"])

@@ -138,7 +138,7 @@ def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tin
 
 @pytest.mark.parametrize("loss_type", ["cispo", "sapo", "vespo"])
 def test_refuses_other_objectives_unless_off(tmp_path, loss_type):
-    with pytest.raises(ValueError, match="up_mode='off'"):
+    with pytest.raises(ValueError, match=f"loss_type='{loss_type}' is a different objective.*up_mode='off'"):
         UPGRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, use_cpu=True)
     assert UPGRPOConfig(output_dir=str(tmp_path), loss_type=loss_type, up_mode="off", use_cpu=True).up_mode == "off"
 

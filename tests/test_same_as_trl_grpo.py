@@ -15,7 +15,7 @@ from trl import GRPOTrainer
 
 import up_trl.extras
 from up_trl.cli import main
-from up_trl.models.offline import save_tiny_model, tiny_tokenizer
+from up_trl.models.offline import tiny_tokenizer
 from up_trl.rewards.registry import COLUMNS_NOT_PASSED, TRAINER_REWARD_KWARGS
 
 CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
@@ -74,9 +74,8 @@ def assert_same_trained_weights(theirs: dict, ours: dict, start: dict | None = N
 
 
 @pytest.fixture
-def tiny_model_dir(tmp_path):
-    path = save_tiny_model(tmp_path / "tiny")
-    return path, load_file(f"{path}/model.safetensors")
+def tiny_model_dir(tiny_model):
+    return tiny_model, load_file(f"{tiny_model}/model.safetensors")
 
 
 HALF = [str(2 * i) for i in range(16)]

@@ -126,7 +126,8 @@ def read_source(name: str, spec: DatasetSpec, split: str, streaming: bool = Fals
         raise DataError(f"a file of another kind: use a {'/'.join(FILE_BUILDERS)} file, or a folder.")
     # Without a network datasets retries for ~25 s; in its offline mode it reads the cache or fails at once.
     if not path.exists() and not datasets.config.HF_HUB_OFFLINE and (_offline_flag() or not hub_reachable()):
-        raise _hub_error(name, spec)  # [test_data test_hub_unreachable_without_env]
+        # [test_data test_a_hub_set_out_of_reach_or_kept_off_by_a_recipe_env_block_is_refused]
+        raise _hub_error(name, spec)
     try:
         return load_dataset(str(path) if path.exists() else spec.source, spec.config, split=split, streaming=streaming)
     except ConnectionError as error:  # "Couldn't reach 'x' on the Hub (OfflineModeIsEnabled)"
@@ -193,7 +194,8 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _offline_flag() -> str | None:
-    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, read now [test_data test_a_recipe_env_block_keeps_the_hub_off]."""
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, read now
+    [test_data test_a_hub_set_out_of_reach_or_kept_off_by_a_recipe_env_block_is_refused]."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
     return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)

@@ -1,7 +1,8 @@
 """Leading indicators of a collapse, from tensors the loss already holds (pure functions, no gradient, no TRL).
 
 Two failures that end alike (entropy high, reward gone) differ before (docs/collapse.md): an entropy runaway from rare
-tokens of positive completions, and a negative-branch shock leaving every advantage 0. Each UP trainer logs, per call:
+tokens of positive completions, and a negative-branch shock leaving every advantage 0. The opt-in part
+`run.parts.LeadingIndicatorsMixin` (which `up-trl train` attaches) logs, per call:
 
     up/logp_adv_cov                     Cov(log pi_theta, A) over the batch's tokens (Cui et al., arXiv 2505.22617:
                                         the entropy falls when it is positive and rises when it is negative)

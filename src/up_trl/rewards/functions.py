@@ -12,6 +12,8 @@ from .pool import ITEM_TIMEOUT_S, STARTUP_TIMEOUT_S, score
 from .sentences import is_name
 from .verification import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
+_STATS_LOCK = threading.Lock()  # for the `stats` updates: a reward may be called from several threads
+
 
 @dataclass
 class RewardStats:
@@ -30,9 +32,6 @@ class RewardStats:
 
     def reset(self) -> None:
         self.__init__()  # every field back to its default, 0
-
-
-_STATS_LOCK = threading.Lock()
 
 
 class MathAccuracyReward:

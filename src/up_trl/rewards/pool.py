@@ -21,6 +21,10 @@ logger = logging.getLogger(__name__)
 ITEM_TIMEOUT_S = 10.0  # per item: math-verify's own bound is 3 s per parse and verify, so ~9 s for a hostile item
 STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the workers to start and import math-verify
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
+_POOLS: dict[int, _Pool] = {}  # by worker count, each owned by the process that started it (`_Pool.pid`)
+_POOLS_LOCK = threading.Lock()
+_FINALIZER_PID: int | None = None  # the process that registered the finalizer in `_pool`
+_UNAVAILABLE_IN: set[int] = set()  # pids where workers could not start: in-process from then on, warned once
 
 
 class PoolUnavailable(Exception):
@@ -74,11 +78,6 @@ class _Pool:
             self.pool.join(timeout=5)
 
 
-_POOLS: dict[int, _Pool] = {}
-_POOLS_LOCK = threading.Lock()
-_FINALIZER_PID: int | None = None  # the process that registered the finalizer in `_pool`
-
-
 def _pool(num_workers: int, fresh: bool = False) -> _Pool:
     global _FINALIZER_PID
     with _POOLS_LOCK:
@@ -105,10 +104,6 @@ def _forget_pools_in_child() -> None:
     _POOLS_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools_in_child)
-
-
 def shutdown_workers() -> None:
     """Stop every math-verify worker process of this process (they restart on the next call). Runs at exit."""
     with _POOLS_LOCK:
@@ -118,6 +113,8 @@ def shutdown_workers() -> None:
         pool.close()
 
 
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_in_child)
 atexit.register(shutdown_workers)
 
 
@@ -153,9 +150,6 @@ def score_in_process(tasks: Sequence[Task]) -> list[int]:
         for name in ("math_verify.parser", "math_verify.grader", "math_verify.utils"):
             logging.getLogger(name).setLevel(logging.ERROR)  # "Timeout is disabled" on every call otherwise
     return [verify_answer(*task, timeout) for task in tasks]
-
-
-_UNAVAILABLE_IN: set[int] = set()  # pids where workers could not start: in-process from then on, warned once
 
 
 def score(

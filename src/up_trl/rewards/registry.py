@@ -44,6 +44,12 @@ _FACTORY_OPTIONS: dict[str, set[str]] = {
     "dapo_math": _ACCURACY_OPTIONS - {"correct", "incorrect"},
     "soft_overlong": {"max_completion_length", "soft_punish_cache"},
 }
+# What TRL's trainer passes every reward function besides the dataset's columns, and the columns it does not pass
+# (GRPOTrainer._calculate_rewards; pinned by tests/test_same_as_trl_grpo.py::test_the_reward_kwargs_are_trls).
+TRAINER_REWARD_KWARGS = frozenset(
+    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
+)
+COLUMNS_NOT_PASSED = ("prompt", "completion", "completion_ids")
 
 
 def _import_reward(path: str) -> Callable:
@@ -115,14 +121,6 @@ def check_reward_names(names: Sequence[str]) -> None:
                 f"the names are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such "
                 "as my_rewards.my_reward."
             )
-
-
-# What TRL's trainer passes every reward function besides the dataset's columns, and the columns it does not pass
-# (GRPOTrainer._calculate_rewards; pinned by tests/test_same_as_trl_grpo.py::test_the_reward_kwargs_are_trls).
-TRAINER_REWARD_KWARGS = frozenset(
-    {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric", "environments"}
-)
-COLUMNS_NOT_PASSED = ("prompt", "completion", "completion_ids")
 
 
 def columns_needed(func: Callable) -> list[str]:

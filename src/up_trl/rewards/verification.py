@@ -20,6 +20,7 @@ MATH_VERIFY_TIMEOUT = 3
 # Outcomes of one item. TIMEOUT: not scored within its bound (the item timed out or its worker died).
 CORRECT, WRONG, GOLD_UNPARSEABLE, TIMEOUT = 1, 0, 2, 3
 GOLD_CACHE_SIZE = 4096
+MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
 # A text block or command (its letters are no variables), an escaped character, or a run of letters.
 _LETTER_TOKEN = re.compile(
     r"\\(?:text\w*|mbox|math[a-z]*|operatorname|begin|end)\s*\{[^{}]*\}|\\[A-Za-z]+|\\.|([A-Za-z]+)", re.S
@@ -86,9 +87,6 @@ def _extraction_config(units: bool) -> list:
     latex = LatexExtractionConfig()
     normalization = dataclasses.replace(latex.normalization_config, units=units)
     return [dataclasses.replace(latex, normalization_config=normalization), ExprExtractionConfig()]
-
-
-MATH_VERIFY_LOGGERS = ("math_verify.parser", "math_verify.grader")
 
 
 class _TimeoutLog(logging.Handler):

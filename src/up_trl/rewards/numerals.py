@@ -6,6 +6,7 @@ Every pattern is linear-time: bounded alternations, no nested quantifiers."""
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -80,24 +81,19 @@ def numbers_in_words(text: str) -> list[tuple[int, int, int]]:
     return [(m.start(), m.end(), _value(m.group())) for m in _NUMBER_WORDS.finditer(text)]
 
 
-def _gold_number(gold: str) -> Decimal | None:
-    """The gold as a plain decimal ("1.45", "$1.45$", "1,450,000"), None when it is something else."""
-    try:
-        return Decimal(gold.strip().strip("$").strip().replace(",", ""))
-    except (InvalidOperation, ValueError):
-        return None
-
-
 def scaled(text: str, gold: str) -> str:
     r"""`text` with each "number scale-word" written out, or as the number alone where that is the gold itself.
 
     >>> scaled("1.45 million", "1450000"), scaled("1.45 million", "1.45"), scaled(r"3 \text{ thousand}", "3000")
     ('1450000', '1.45', '3000')
     """
+    gold_number = None  # the gold as a plain decimal ("1.45", "$1.45$", "1,450,000"), None when it is something else
+    with suppress(InvalidOperation, ValueError):
+        gold_number = Decimal(gold.strip().strip("$").strip().replace(",", ""))
 
     def write(match: re.Match) -> str:
         number = Decimal(match.group(1).replace(",", ""))
-        if _gold_number(gold) == number:
+        if gold_number == number:
             return match.group(1)
         return format((number * _SCALE[match.group(2).lower()]).normalize(), "f")  # no exponent, no trailing zeros
 

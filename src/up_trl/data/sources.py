@@ -21,6 +21,12 @@ from .arithmetic import ARITHMETIC_SPLITS
 from .prompts import DataError
 
 FILE_BUILDERS: dict[str, str] = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
+# DAPO wraps each problem in its own "Answer:" instruction; we keep the bare problem and ask for \boxed{} instead.
+_DAPO_WRAPPER = re.compile(
+    r"^Solve the following math problem step by step\..*?\n\n(?P<problem>.*)\n\nRemember to put your answer on its "
+    r"own line after \"Answer:\"\.?\s*$",
+    re.DOTALL,
+)
 
 
 class DataFileNotFoundError(DataError, FileNotFoundError):
@@ -44,14 +50,6 @@ class DatasetSpec:
     levels: tuple[int, ...] | None = None
     images: bool = False
     clean_problem: Callable[[str], str] | None = None
-
-
-# DAPO wraps each problem in its own "Answer:" instruction; we keep the bare problem and ask for \boxed{} instead.
-_DAPO_WRAPPER = re.compile(
-    r"^Solve the following math problem step by step\..*?\n\n(?P<problem>.*)\n\nRemember to put your answer on its "
-    r"own line after \"Answer:\"\.?\s*$",
-    re.DOTALL,
-)
 
 
 def strip_dapo_instruction(text: str) -> str:
@@ -194,8 +192,7 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def _offline_flag() -> str | None:
-    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE, read now
-    [test_data test_a_hub_set_out_of_reach_or_kept_off_by_a_recipe_env_block_is_refused]."""
+    """HF_HUB_OFFLINE or HF_DATASETS_OFFLINE as set now (a recipe's env block sets them after datasets read them)."""
     names = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
     flag = next((var for var in names if os.environ.get(var, "").upper() in {"1", "ON", "YES", "TRUE"}), None)
     return flag or ("HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None)

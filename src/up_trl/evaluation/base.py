@@ -81,9 +81,8 @@ def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dic
         if cached.get("key") == json.loads(json.dumps(key, default=str)):
             return cached["report"], True
     report = evaluate(base, args.benchmarks, args)
-    report["benchmarks"] = {
-        name: {k: v for k, v in row.items() if k != "samples"} for name, row in report["benchmarks"].items()
-    }
+    for row in report["benchmarks"].values():
+        row.pop("samples", None)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps({"key": key, "report": report}, indent=2, default=str))

@@ -48,7 +48,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     outcomes, answers = reward.judge(flat, [g for g in solutions for _ in range(k)])
     correct = [float(o == CORRECT) for o in outcomes]
     groups = [answers[i : i + k] for i in range(0, len(flat), k)]
-    sames, equivalence_timeouts = equivalence_tables(groups, verify_many)
+    sames, timeouts = equivalence_tables(groups, verify_many)  # comparisons that timed out
     ks = default_ks(k)
     left_out = {GOLD_UNPARSEABLE: "gold_unparseable", TIMEOUT: "timeout"}  # a problem's first reason counts
     rows, excluded = [], dict.fromkeys(left_out.values(), 0)
@@ -63,8 +63,7 @@ def score_benchmark(samples: list[list[str]], solutions: list, k: int, reward=No
     summary: dict = {"problems": len(scored)}
     if scored:
         summary.update({key: round(sum(r[key] for r in scored) / len(scored), 4) for key in scored[0]})
-    summary |= {"excluded": excluded, "timeout_samples": outcomes.count(TIMEOUT)}
-    summary["equivalence_timeouts"] = equivalence_timeouts
+    summary |= {"excluded": excluded, "timeout_samples": outcomes.count(TIMEOUT), "equivalence_timeouts": timeouts}
     return summary, rows
 
 

@@ -1,2 +1,2 @@
-"""What `up-trl eval` runs: `config` (its options), `evaluate` (the benchmarks and the scoring loop), `generate`
-(sampling), `base` (the base model's cached score), `pass_at_k`."""
+"""What `up-trl eval` runs: `config` (its options), `evaluate` (the benchmarks, sampling and the scoring loop), `base`
+(the base model's cached score), `pass_at_k`."""

@@ -77,6 +77,63 @@ def benchmark_sets(benchmarks: list[str], args, system_prompt: str | None) -> di
     return {b: load_math_dataset(BENCHMARKS[b][0], **options, **splits[b]) for b in benchmarks}
 
 
+def transformers_generator(model_path, args):
+    """generate(prompts, k) -> k completions per prompt, with batched `model.generate` (CPU or GPU, the model loaded
+    once); on CPU with `share_prompt_prefix`, each prompt prefilled once for its k samples (the same samples)."""
+    import copy
+
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ..speedups.shared_prompt import shared_prompt_generate
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, args.dtype)).to(device).eval()
+    settings = {"do_sample": args.temperature > 0, "temperature": args.temperature if args.temperature > 0 else None}
+    settings |= {"top_p": args.top_p, "top_k": 0, "max_new_tokens": args.max_new_tokens}
+    settings["pad_token_id"] = tokenizer.pad_token_id
+    beams = model.generation_config.num_beams or 1  # a checkpoint's own beams: generate's num_return_sequences path
+
+    def generate(prompts, k):
+        share = device == "cpu" and getattr(args, "share_prompt_prefix", True) and k > 1 and beams == 1
+        texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in prompts]
+        outputs: list[list[str]] = []
+        for start in tqdm(range(0, len(texts), args.batch_size), desc="generating", unit="batch"):
+            batch = tokenizer(
+                texts[start : start + args.batch_size], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(device)
+            with torch.no_grad():
+                if share:  # generate's own config, updated with the settings, as `generate(**settings)` builds it
+                    config = copy.deepcopy(model.generation_config)
+                    config.update(**settings, num_return_sequences=1)  # the k copies are rows already
+                    rows = {key: value.repeat_interleave(k, dim=0) for key, value in batch.items()}
+                    out = shared_prompt_generate(model.generate, model, **rows, generation_config=config)
+                else:
+                    out = model.generate(**batch, num_return_sequences=k, **settings)
+            decoded = tokenizer.batch_decode(out[:, batch["input_ids"].shape[1] :], skip_special_tokens=True)
+            outputs.extend(decoded[i : i + k] for i in range(0, len(decoded), k))
+        return outputs
+
+    return generate
+
+
+def vllm_generator(model_path, args):
+    """generate(prompts, k) -> k completions per prompt, with vLLM's offline engine (GPU)."""
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=model_path, dtype=args.dtype, seed=args.seed)
+
+    def generate(prompts, k):
+        params = SamplingParams(
+            n=k, temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_new_tokens, seed=args.seed
+        )
+        return [[o.text for o in r.outputs] for r in llm.chat(list(prompts), params, use_tqdm=True)]
+
+    return generate
+
+
 def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = None) -> dict:
     """The JSON-able report: k samples per problem of each benchmark (`sets`, default `benchmark_sets`), scored."""
     import torch
@@ -91,8 +148,6 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
     arithmetic = {f"arithmetic_{k}": getattr(args, f"arithmetic_{k}") for k in ("ops", "few_shot", "split")}
     # Load every benchmark first: a missing or unreachable one (or an unknown arithmetic op) fails before the model.
     sets = benchmark_sets(benchmarks, args, system_prompt) if sets is None else sets
-    from .generate import transformers_generator, vllm_generator
-
     generate = (vllm_generator if backend == "vllm" else transformers_generator)(model_path, args)
     torch.manual_seed(args.seed)
     report = {"model": model_path, "k": args.k, "greedy": args.temperature == 0, "backend": backend}

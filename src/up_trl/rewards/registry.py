@@ -11,26 +11,20 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .functions import (
-    MathAccuracyReward,
-    boxed_format_reward,
-    dapo_math_reward,
-    make_math_accuracy_reward,
-    make_soft_overlong_punishment,
-    math_accuracy_reward,
-    think_format_reward,
-)
+from . import functions
 
 logger = logging.getLogger(__name__)
 
 REWARD_FUNCS: dict[str, Callable] = {
-    "math_accuracy": math_accuracy_reward, "dapo_math": dapo_math_reward,
-    "boxed_format": boxed_format_reward, "think_format": think_format_reward,
+    "math_accuracy": functions.math_accuracy_reward, "dapo_math": functions.dapo_math_reward,
+    "boxed_format": functions.boxed_format_reward, "think_format": functions.think_format_reward,
 }  # fmt: skip
 REWARD_FACTORIES: dict[str, Callable[..., Callable]] = {
-    "math_accuracy": make_math_accuracy_reward,
-    "dapo_math": lambda **options: make_math_accuracy_reward(1.0, -1.0, **{"name": "dapo_math_reward", **options}),
-    "soft_overlong": make_soft_overlong_punishment,
+    "math_accuracy": functions.make_math_accuracy_reward,
+    "dapo_math": lambda **options: functions.make_math_accuracy_reward(
+        1.0, -1.0, **{"name": "dapo_math_reward", **options}
+    ),
+    "soft_overlong": functions.make_soft_overlong_punishment,
 }
 # TRL's rewards by their names, built as `trl grpo --reward_funcs` builds them (ours, soft_overlong, takes options).
 TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_reward", "think_format_reward",
@@ -38,7 +32,7 @@ TRL_REWARD_FUNCS: tuple[str, ...] = ("accuracy_reward", "reasoning_accuracy_rewa
 TRL_FIXED_OPTIONS: dict[str, dict[str, int]] = {
     "get_soft_overlong_punishment": {"max_completion_len": 1280, "soft_punish_cache": 256},  # trl/scripts/grpo.py
 }
-_ACCURACY_OPTIONS = set(inspect.signature(MathAccuracyReward).parameters) - {"name"}
+_ACCURACY_OPTIONS = set(inspect.signature(functions.MathAccuracyReward).parameters) - {"name"}
 _FACTORY_OPTIONS: dict[str, set[str]] = {
     "math_accuracy": _ACCURACY_OPTIONS,
     "dapo_math": _ACCURACY_OPTIONS - {"correct", "incorrect"},

@@ -71,11 +71,10 @@ class CollapseRule:
                 f"patience_steps={patience_steps} at least 0."
             )
         self.window, self.entropy_margin, self.patience_steps = window, entropy_margin, patience_steps
-        self.reward_window = reward_window
-        self.beta = beta  # TRL's KL coefficient: the dead state is watched only at 0 (a KL still has a gradient)
+        self.reward_window, self.beta = reward_window, beta  # beta: TRL's KL coefficient (the dead state: at 0 only)
         self.reward_drop, self.reward_scale, self.no_signal_frac = reward_drop, reward_scale, no_signal_frac
         self.history: dict[str, list[float]] = {"entropy": [], "reward": [], "frac_reward_zero_std": []}
-        self._since: dict[str, int | None] = {"entropy runaway": None, "reward collapse": None}
+        self._since: dict[str, int] = {}  # the step from which each of the two confirmed rules has held
         self._rewards_seen = 0  # reward values read so far: a dead state is judged once per new rollout batch
         self.fired: tuple[int, str, str] | None = None
 
@@ -89,10 +88,9 @@ class CollapseRule:
     def _held(self, kind: str, holds: bool, step: int) -> bool:
         """Whether `kind` has held at every log for `patience_steps` steps, up to and including this one."""
         if not holds:
-            self._since[kind] = None
+            self._since.pop(kind, None)
             return False
-        self._since[kind] = step if self._since[kind] is None else self._since[kind]
-        return step - self._since[kind] >= self.patience_steps
+        return step - self._since.setdefault(kind, step) >= self.patience_steps
 
     def _lost(self, r: float, r0: float) -> bool:
         """Whether `r` lost half of its starting level `r0`, at least `reward_scale` (a level <= 0 has no half)."""
@@ -175,8 +173,7 @@ class CollapseWarningCallback(TrainerCallback):
         stopping = f" ({self.stop_flag}=True would save a checkpoint and stop.)"
         if self.stop_on_collapse:
             stopping = f" Saving a checkpoint and stopping ({self.stop_flag}=True)."
-            control.should_save = True
-            control.should_training_stop = True
+            control.should_save = control.should_training_stop = True
         if state.is_world_process_zero:
             advice = self.dead_state_advice if kind == "dead state" else self.advice
             logger.warning(f"up-trl: possible {kind} at step {step}: {what}. {advice}{stopping}")

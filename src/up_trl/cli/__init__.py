@@ -108,7 +108,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"up-trl: unknown command {command!r}.\n\n{USAGE}", file=sys.stderr)
     return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -40,10 +40,9 @@ def model_config_class(trainer: str = "grpo"):
 
     if trainer != "async_grpo":
         return ModelConfig
-    kept = [
-        (f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in ("dtype", "attn_implementation")
-    ]
-    namespace = {"dtype": None, "attn_implementation": None, "__post_init__": ModelConfig.__post_init__}
+    dropped = ("dtype", "attn_implementation")
+    kept = [(f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in dropped]
+    namespace = {**dict.fromkeys(dropped), "__post_init__": ModelConfig.__post_init__}
     return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
 
 
@@ -52,10 +51,9 @@ def make_parser(trainer: str = "grpo"):
     GRPOConfig's place."""
     from trl import DatasetMixtureConfig, TrlParser
 
-    config_cls = trainer_classes(trainer)[0]
     from ..script_args import TrainScriptArguments
 
-    types = (TrainScriptArguments, config_cls, model_config_class(trainer), DatasetMixtureConfig)
+    types = (TrainScriptArguments, trainer_classes(trainer)[0], model_config_class(trainer), DatasetMixtureConfig)
     return TrlParser(types, prog="up-trl train", usage=USAGE_TRAIN)
 
 

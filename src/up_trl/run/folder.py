@@ -148,16 +148,12 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     if not folder.is_dir():
         return []
     record = read_json(folder / RUN_RECORD)
+    # an up-trl from before run records listed files: its record, metrics, card or marks
+    earlier = record is not None or (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md")
     if record is not None and isinstance(record.get("files"), list):
         names = [n for key in ("files", "writing") for n in record.get(key) or [] if isinstance(n, str)]
         found = _matching(folder, names, RUN_GLOBS)  # the record's `patterns` are these (it names them for a reader)
-    # an up-trl from before run records listed files: its record, metrics, card or marks
-    elif (
-        record is not None
-        or (folder / "metrics.jsonl").is_file()
-        or is_model_card(folder / "README.md")
-        or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
-    ):
+    elif earlier or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder)):
         found = [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p.name != "README.md" or is_model_card(p)]
     else:
         return []
@@ -221,7 +217,7 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
             f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
             f"checkpoint is {latest})."
         )
-    siblings = checkpoints_in(path.parent) if path.parent.is_dir() else []
+    siblings = checkpoints_in(path.parent)  # `path` is a folder: so is its parent
     problem = checkpoint_problem(path, marks_expected=any(read_mark(c) is not None for c in siblings))
     if problem is not None:
         newest, _ = newest_complete(path.parent)
@@ -234,12 +230,7 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
 
 
 def check_output_dir(
-    output_dir: str,
-    *,
-    overwrite: bool,
-    resume: str | None,
-    model: str | None,
-    reads: dict[str, str | os.PathLike | None] | None = None,
+    output_dir: str, *, overwrite: bool, resume: str | None, model: str | None, reads: dict | None = None
 ) -> list[Path]:
     """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's files
     to remove first (`--overwrite_output_dir`), never one holding a path in `reads` ({flag: a path the run reads})."""
@@ -371,7 +362,7 @@ def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
 def forget_run_record(output_dir: str | os.PathLike) -> None:
     """Remove the record of a run that wrote nothing else, so that no run is left behind to refuse a rerun."""
     folder = Path(output_dir)
-    if [p for p in previous_run_files(folder) if p.name != RUN_RECORD] == []:
+    if all(p.name == RUN_RECORD for p in previous_run_files(folder)):
         (folder / RUN_RECORD).unlink(missing_ok=True)
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from accelerate import PartialState
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ProgressCallback
@@ -110,16 +111,15 @@ class StepEndRngCallback(TrainerCallback):
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             self.states["cuda"] = torch.cuda.get_rng_state_all()
 
-    def restore(self) -> bool:
-        """Put the states of the last step's end back; False when no step has ended."""
+    def restore(self) -> None:
+        """Put the states of the last step's end back (none before a step has ended)."""
         if self.states is None:
-            return False
+            return
         random.setstate(self.states["python"])
         np.random.set_state(self.states["numpy"])
         torch.set_rng_state(self.states["cpu"])
         if "cuda" in self.states:
             torch.cuda.set_rng_state_all(self.states["cuda"])
-        return True
 
 
 class SteadyEtaBar(tqdm):
@@ -159,9 +159,8 @@ class FirstRolloutProgressCallback(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kwargs):
         size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
-        if size is None:  # async GRPO: a vLLM server generates, not the first step
-            return
-        if state.global_step == 0 and state.is_world_process_zero and self.start is None:
+        # async GRPO (no generation_batch_size): a vLLM server generates, not the first step
+        if size is not None and state.global_step == 0 and state.is_world_process_zero and self.start is None:
             tqdm.write(
                 f"up-trl: generating the first rollout batch: {size} completions of up to {length} tokens "
                 "(the first step also warms up, so it is the slowest)"
@@ -234,8 +233,6 @@ class MarkCompleteCallback(TrainerCallback):
                 args.save_total_limit = None
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
-            from accelerate import PartialState
-
             PartialState().wait_for_everyone()
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             best = getattr(state, "best_model_checkpoint", None)

@@ -60,9 +60,7 @@ def mark_name(rank: int = 0) -> str:
     return COMPLETE_MARK if rank == 0 else RANK_MARK.format(rank=rank)
 
 
-def mark_complete(
-    folder: str | os.PathLike, settings: dict[str, Any] | None = None, rank: int = 0, world_size: int = 1
-) -> Path:
+def mark_complete(folder: str | os.PathLike, settings: dict | None = None, rank: int = 0, world_size: int = 1) -> Path:
     """Write process `rank`'s mark in `folder` (its files' sizes) renamed in: a kill leaves none or a whole one."""
     folder = Path(folder)
     files = {
@@ -155,11 +153,6 @@ def newest_complete(output_dir: str | os.PathLike) -> tuple[Path | None, list[tu
             return checkpoint, skipped
         skipped.append((checkpoint, problem))
     return None, skipped
-
-
-def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
-    """'checkpoint-6 (empty), checkpoint-5 (its save did not finish: no trainer_state.json)'."""
-    return ", ".join(f"{path.name} ({why})" for path, why in skipped)
 
 
 # Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.
@@ -299,8 +292,7 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
-        if isinstance(state.get("sampler_state"), dict):  # put back when the resumed epoch begins (the callback)
-            sampler = state["sampler_state"]
+        if isinstance(sampler := state.get("sampler_state"), dict):  # the callback puts it back as the epoch begins
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
         # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards): a batch saved

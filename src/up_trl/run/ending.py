@@ -143,6 +143,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
 
     from .callbacks import MarkCompleteCallback
     from .folder import forget_run_record, resume_command, write_run_record
+    from .parts import NonFiniteGuardCallback
 
     out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
     resume = resume_command(argv)
@@ -168,8 +169,6 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {saved[1]}"
     if (Path(out) / "metrics.jsonl").exists():
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
-    from .parts import NonFiniteGuardCallback
-
     guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
     if guard is not None and guard.skipped:
         line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"

@@ -18,15 +18,7 @@ from typing import Any
 
 from ..errors import is_a_file
 from ..models.source import checkpoints_in
-from .checkpoints import (
-    COMPLETE_MARK,
-    WEIGHT_FILES,
-    checkpoint_problem,
-    describe_skipped,
-    newest_complete,
-    read_json,
-    read_mark,
-)
+from .checkpoints import COMPLETE_MARK, WEIGHT_FILES, checkpoint_problem, newest_complete, read_json, read_mark
 
 LOCK_FILE = ".up_trl.lock"
 
@@ -191,10 +183,11 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
         return None
     if str(value).strip().lower() in ("true", "yes", "latest", "last"):
         newest, skipped = newest_complete(output_dir)
+        gone = ", ".join(f"{path.name} ({why})" for path, why in skipped)  # 'checkpoint-6 (empty), checkpoint-5 (...)'
         if newest is None and skipped:
             raise ValueError(
                 f"--resume_from_checkpoint true: no complete checkpoint in {output_dir}, only incomplete ones (a save "
-                f"that was interrupted): {describe_skipped(skipped)}: remove them, or drop the flag to start afresh."
+                f"that was interrupted): {gone}: remove them, or drop the flag to start afresh."
             )
         if newest is None:
             raise ValueError(
@@ -203,7 +196,6 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
                 "or drop the flag to start afresh."
             )
         if skipped and notes is not None:
-            gone = describe_skipped(skipped)
             notes.append(f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete {gone}")
         return str(newest)
     path = Path(os.path.expanduser(str(value)))

@@ -39,16 +39,10 @@ def load_data(job: TrainJob, is_async: bool):
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
 
     s, args = job.script_args, job.training_args
-    system_prompt = system_prompt_from_flag(s.system_prompt)
-    options = dict(
-        config=s.dataset_config,
-        seed=args.seed,
-        system_prompt=system_prompt,
-        prompt_system_prompt=system_prompt if s.system_prompt is not None else None,
-        column_mapping=job.column_mapping,
-        ops=s.arithmetic_ops,
-        few_shot=s.arithmetic_few_shot,
-    )
+    prompt = system_prompt_from_flag(s.system_prompt)  # a `prompt` column's own system turn: only when set
+    options = dict(config=s.dataset_config, seed=args.seed, system_prompt=prompt, column_mapping=job.column_mapping)
+    options |= dict(prompt_system_prompt=None if s.system_prompt is None else prompt)
+    options |= dict(ops=s.arithmetic_ops, few_shot=s.arithmetic_few_shot)
     source, where = s.dataset_name, f"--dataset_name {s.dataset_name}"
     if job.mixture is not None and job.mixture.datasets:
         from trl import get_dataset
@@ -119,14 +113,13 @@ def run_job(job: TrainJob):
     prepared = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
     try:
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
-        reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
-        try:
-            names = script_args.reward_funcs
-            named = get_reward_funcs(names, **(reward_options if "soft_overlong" in names else {}))
-            model_scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
-            reward_funcs = [model_scorer, *named] if model_scorer else named
-        except ValueError as error:  # a dotted path that does not import, a factory without its options
+        names, options = script_args.reward_funcs, {"max_completion_length": training_args.max_completion_length}
+        try:  # DAPO's soft overlong takes options; a dotted path that does not import, a factory without them: refused
+            named = get_reward_funcs(names, **(options if "soft_overlong" in names else {}))
+        except ValueError as error:
             raise UsageError(f"--reward_funcs: {error}") from None
+        scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
+        reward_funcs = [scorer, *named] if scorer else named
         state = PartialState()
         for note in prepared.notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
             state.print(f"up-trl: {note}", flush=True)

@@ -24,10 +24,9 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
         raise UsageError(
             f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder elsewhere."
         )
-    try:
+    name_max = None
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # not POSIX, or not said
         name_max = os.pathconf(existing, "PC_NAME_MAX")
-    except (OSError, ValueError, AttributeError):  # not POSIX, or not said
-        name_max = None
     new_parts = folder.absolute().relative_to(existing).parts
     for part in new_parts:
         if name_max and len(os.fsencode(part)) > name_max:

@@ -291,18 +291,13 @@ def resume_command(argv: Sequence[str]) -> str:
     >>> resume_command(["--max_steps", "12", "--overwrite_output_dir", "--resume_from_checkpoint=x"])
     'up-trl train --max_steps 12 --resume_from_checkpoint true'
     """
-    kept, skip = [], False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        flag = arg.split("=", 1)[0]
-        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):  # and its value, when it has one
-            nxt = argv[i + 1] if i + 1 < len(argv) else "--"
-            boolean = flag == "--resume_from_checkpoint" or nxt.lower() in ("true", "false", "yes", "no", "1", "0")
-            skip = "=" not in arg and not nxt.startswith("--") and boolean
-            continue
-        kept.append(arg)
+    drop, yes_no = ("--resume_from_checkpoint", "--overwrite_output_dir"), ("true", "false", "yes", "no", "1", "0")
+    kept = [  # each of them, and the value after one (after --overwrite_output_dir, only a yes or no)
+        arg
+        for previous, arg in zip(["", *argv], argv)
+        if arg.split("=", 1)[0] not in drop
+        and not (previous in drop and not arg.startswith("--") and (previous == drop[0] or arg.lower() in yes_no))
+    ]
     return shlex.join(["up-trl", "train", *kept, "--resume_from_checkpoint", "true"])
 
 

@@ -86,15 +86,7 @@ def run_job(job: TrainJob):
     from ..rewards import get_reward_funcs
     from ..rewards.registry import check_reward_columns
     from ..versions import warn_if_untested_versions
-    from .callbacks import (
-        FirstRolloutProgressCallback,
-        GracefulStopCallback,
-        JsonlMetricsCallback,
-        MarkCompleteCallback,
-        RunRecordCallback,
-        SteadyEtaProgressCallback,
-        StepEndRngCallback,
-    )
+    from . import callbacks
     from .card import plot_metrics
     from .checkpoints import resume_differences, run_settings
     from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
@@ -163,16 +155,8 @@ def run_job(job: TrainJob):
                 state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
         state.print(f"up-trl: loading {model} ...", flush=True)
-        graceful = GracefulStopCallback()
+        graceful = callbacks.GracefulStopCallback()
         record = {"base_model": model, "dataset_name": dataset_name, "trainer": trainer_cls.__name__}
-        callbacks = [
-            RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes (`run.folder`)
-            JsonlMetricsCallback(metrics_path),
-            graceful,
-            FirstRolloutProgressCallback(),
-            StepEndRngCallback(),
-            MarkCompleteCallback(),  # each checkpoint marked complete last (`run.callbacks`)
-        ]
         parts = with_parts(trainer_cls, script_args.share_prompt_prefix)  # every opt-in part (`run.parts`)
         trainer = parts(
             model=model,
@@ -182,11 +166,18 @@ def run_job(job: TrainJob):
             **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
             peft_config=get_peft_config(model_args),
             **({"quantization_config": quantized} if (quantized := get_quantization_config(model_args)) else {}),
-            callbacks=callbacks,
+            callbacks=[
+                callbacks.RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes
+                callbacks.JsonlMetricsCallback(metrics_path),
+                graceful,
+                callbacks.FirstRolloutProgressCallback(),
+                callbacks.StepEndRngCallback(),
+                callbacks.MarkCompleteCallback(),  # each checkpoint marked complete last
+            ],
         )
         attach_parts(trainer, script_args.skip_nonfinite_steps, script_args.max_consecutive_nonfinite_steps)
         if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
-            trainer.add_callback(SteadyEtaProgressCallback())
+            trainer.add_callback(callbacks.SteadyEtaProgressCallback())
         # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
         trainer.up_recipe, trainer.up_dataset_name = job.recipe, dataset_name
         trainer.up_arithmetic_ops = script_args.arithmetic_ops

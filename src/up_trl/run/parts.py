@@ -221,16 +221,13 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
         recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
         return rewards
 
-    if is_async_callable(reward_func):
+    def wrapper(*args, **kwargs):
+        return noted(reward_func(*args, **kwargs), kwargs)
 
-        async def wrapper(*args, **kwargs):
-            return noted(await reward_func(*args, **kwargs), kwargs)
+    async def async_wrapper(*args, **kwargs):
+        return noted(await reward_func(*args, **kwargs), kwargs)
 
-    else:
-
-        def wrapper(*args, **kwargs):
-            return noted(reward_func(*args, **kwargs), kwargs)
-
+    wrapper = async_wrapper if is_async_callable(reward_func) else wrapper
     # __wrapped__ and the docstring, not a copy of a callable object's __dict__, which would go stale.
     functools.update_wrapper(wrapper, reward_func, updated=())
     wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)

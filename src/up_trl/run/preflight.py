@@ -65,10 +65,8 @@ def prepare_run(script_args, training_args, model: str | None, recipe: str | Non
         if lock.stale_pid is not None:
             notes.append(f"took over the lock of {out}: the run that held it (pid {lock.stale_pid}) is gone")
         resume = resolve_resume(training_args.resume_from_checkpoint, out, notes)
-        reads = files_the_run_reads(script_args, recipe)
-        remove = check_output_dir(
-            out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model, reads=reads
-        )
+        overwrite, reads = script_args.overwrite_output_dir, files_the_run_reads(script_args, recipe)
+        remove = check_output_dir(out, overwrite=overwrite, resume=resume, model=model, reads=reads)
     except ValueError as error:
         lock.release()
         raise UsageError(str(error)) from None

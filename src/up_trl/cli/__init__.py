@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 from ..checks import UsageError
 from ..run.ending import TrainingCrashed
@@ -66,8 +67,6 @@ def train_command(rest: list[str]) -> int:
         print(f"up-trl train: error: {error}", file=sys.stderr)
         return 2
     except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
-        import traceback
-
         if crash.show_cause:
             traceback.print_exception(crash.__cause__)
         print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)

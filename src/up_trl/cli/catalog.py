@@ -14,18 +14,15 @@ from importlib import resources
 from pathlib import Path
 
 OFFLINE_DEFAULT_RECIPE = "quickstart"  # what `up-trl train` runs with no --config
+PACKAGE = Path(str(resources.files("up_trl")))  # `recipes/` and `accelerate_configs/` are in it
 
 
 class CatalogError(ValueError):
     """A name that is neither an existing file nor a packaged recipe or accelerate config."""
 
 
-def _folder(kind: str) -> Path:
-    return Path(str(resources.files("up_trl") / kind))
-
-
 def _names(kind: str) -> list[str]:
-    return sorted(path.stem for path in _folder(kind).glob("*.yaml"))
+    return sorted(path.stem for path in (PACKAGE / kind).glob("*.yaml"))
 
 
 def recipe_names() -> list[str]:
@@ -42,7 +39,7 @@ def _resolve(value: str, kind: str, what: str) -> str:
     if Path(value).expanduser().is_file():
         return str(Path(value).expanduser())
     name = Path(value).name.removesuffix(".yaml")
-    packaged = _folder(kind) / f"{name}.yaml"
+    packaged = PACKAGE / kind / f"{name}.yaml"
     if (Path(value).name == value or value == f"{name}.yaml") and packaged.is_file():  # a name, not a missing path
         return str(packaged)
     raise CatalogError(f"{value}: no such file, and no packaged {what} of that name ({', '.join(_names(kind))}).")

@@ -45,8 +45,7 @@ def missing(extra: str) -> str | None:
 
 
 def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") -> None:
-    """A UsageError naming the extra `use_vllm` or `deepspeed` needs when missing, or for vLLM's CPU build
-    colocated."""
+    """A UsageError naming the extra `use_vllm` or `deepspeed` needs when missing; for vLLM's CPU build colocated."""
     from .errors import UsageError
 
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..checks import RecipeNotFoundError, Settings, UsageError
 from ..checks.recipe_and_flags import check_flags, check_recipe_keys, flags_given, read_recipe
 from ..checks.settings import check_choices, check_settings
+from ..run.preflight import check_output_folder
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 
@@ -47,8 +48,7 @@ def model_config_class(trainer: str = "grpo"):
 
 
 def make_parser(trainer: str = "grpo"):
-    """TRL's parser over what `trl grpo` parses (trl.scripts.grpo.make_parser), the trainer's UP config in
-    GRPOConfig's place."""
+    """TRL's parser over what `trl grpo` parses (its `make_parser`), the trainer's UP config in GRPOConfig's place."""
     from trl import DatasetMixtureConfig, TrlParser
 
     from ..script_args import TrainScriptArguments
@@ -124,7 +124,6 @@ def check_targets(values: dict) -> str | None:
     from ..models.offline import OfflineModelMissingError, check_offline_model, smollm2_cached
     from ..models.source import ModelNotFoundError, check_model
     from ..rewards.registry import check_reward_names
-    from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
     try:
@@ -156,7 +155,6 @@ def check_targets(values: dict) -> str | None:
 def check_train_args(argv: list[str]):
     """The `run.job.TrainJob`, after every usage error (before any model loads or `accelerate launch` starts)."""
     from ..run.job import TrainJob
-    from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
     given = list(argv)  # as typed: the resume command repeats it

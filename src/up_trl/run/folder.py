@@ -55,11 +55,9 @@ class RunLock:
 
 def remove_made(folders: list[Path]) -> None:
     """Remove the folders a run created (deepest first), each only when empty: the run stopped before writing."""
-    for folder in folders:
-        try:
+    with contextlib.suppress(OSError):  # one not empty: it and those above it stay
+        for folder in folders:
             folder.rmdir()
-        except OSError:
-            return
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:

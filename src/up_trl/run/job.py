@@ -136,10 +136,8 @@ def run_job(job: TrainJob):
         if prepared.remove:
             if state.is_main_process:
                 remove_run_files(prepared.remove)
-            state.print(
-                f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
-                f"({describe_run_files(prepared.remove)})"
-            )
+            removed = describe_run_files(prepared.remove)
+            state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} ({removed})")
             state.wait_for_everyone()
 
         remote = training_args.trust_remote_code  # GRPOConfig's, as `trl grpo` reads it

@@ -175,8 +175,7 @@ class ScorableRecorder:
     """Which completions got a finite reward, `note`d by each wrapper (thread-safe), counted when all `n_funcs` are."""
 
     def __init__(self, n_funcs: int, always_scorable: bool = False):
-        self.n_funcs = n_funcs
-        self.always_scorable = always_scorable  # a model reward scores every completion
+        self.n_funcs, self.always_scorable = n_funcs, always_scorable  # always: a model reward scores every completion
         self._lock = threading.Lock()
         self._finite: dict[int, torch.Tensor] = {}  # reward function's index -> (completions,) bool, this batch
         self._counts: tuple[int, int] | None = None
@@ -184,9 +183,8 @@ class ScorableRecorder:
     def note(self, index: int, rewards: Any, n_completions: int | None, log_metric: Callable | None) -> None:
         """Note the rewards function `index` returned. Never raises: a wrong count or value is TRL's to report."""
         try:
-            finite = torch.isfinite(  # as TRL reads them: None is NaN, float32
-                torch.tensor([float("nan") if r is None else r for r in rewards], dtype=torch.float32)
-            )
+            values = [float("nan") if r is None else r for r in rewards]  # as TRL reads them: None is NaN, float32
+            finite = torch.isfinite(torch.tensor(values, dtype=torch.float32))
         except (TypeError, ValueError, RuntimeError):
             return
         if finite.dim() != 1 or (n_completions is not None and len(finite) != n_completions):

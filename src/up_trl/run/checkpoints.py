@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from accelerate.logging import get_logger
+from safetensors import SafetensorError, safe_open
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
@@ -95,8 +96,6 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
 
 def _broken_piece(folder: Path) -> str | None:
     """What is missing or cut short in a checkpoint that carries no mark, judged by its pieces; None when whole."""
-    from safetensors import SafetensorError, safe_open
-
     state = folder / "trainer_state.json"
     if not state.is_file():
         return "no trainer_state.json"

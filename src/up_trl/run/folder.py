@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -15,6 +16,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
+from transformers.trainer_utils import get_last_checkpoint
 
 from ..errors import is_a_file
 from ..models.source import checkpoints_in
@@ -62,8 +66,6 @@ def remove_made(folders: list[Path]) -> None:
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
     """Take the lock on `output_dir` (created if missing), or a one-line ValueError (another run's pid named)."""
-    from filelock import FileLock, Timeout
-
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise ValueError(is_a_file(output_dir))
@@ -175,8 +177,6 @@ def remove_run_files(files: Sequence[Path]) -> None:
 def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list[str] | None = None) -> str | None:
     """The checkpoint `--resume_from_checkpoint VALUE` means, or a ValueError saying why there is none: `true` is the
     newest complete one (those skipped named in `notes`), `false`/unset none, else a complete checkpoint folder."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
         return None
     if str(value).strip().lower() in ("true", "yes", "latest", "last"):
@@ -269,8 +269,6 @@ def check_output_dir(
 
 def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
     """{flag: a path this run reads}, for `--overwrite_output_dir` to leave alone (reward modules found unimported)."""
-    import importlib.util
-
     reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
     for name in [name for name in script_args.reward_funcs or [] if "." in name]:  # a dotted path: its module's file
         try:

@@ -102,7 +102,7 @@ def run_job(job: TrainJob):
     warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(deepspeed)
-    prepared = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
+    lock, resume, previous, notes = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
     try:
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
         names, options = script_args.reward_funcs, {"max_completion_length": training_args.max_completion_length}
@@ -113,7 +113,7 @@ def run_job(job: TrainJob):
         scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
         reward_funcs = [scorer, *named] if scorer else named
         state = PartialState()
-        for note in prepared.notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
+        for note in notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
             state.print(f"up-trl: {note}", flush=True)
         with state.main_process_first():
             dataset, eval_dataset = load_data(job, is_async)
@@ -133,10 +133,10 @@ def run_job(job: TrainJob):
         if "save_steps" in job.flags and "save_strategy" not in job.flags:
             every = f"{training_args.save_steps:g} steps"
             state.print(f"up-trl: a checkpoint every {every} (--save_steps sets save_strategy steps)")
-        if prepared.remove:
+        if previous:
             if state.is_main_process:
-                remove_run_files(prepared.remove)
-            removed = describe_run_files(prepared.remove)
+                remove_run_files(previous)
+            removed = describe_run_files(previous)
             state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} ({removed})")
             state.wait_for_everyone()
 
@@ -145,8 +145,8 @@ def run_job(job: TrainJob):
         if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
-        if prepared.resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
-            changes, refusal = resume_differences(prepared.resume, run_settings(training_args), deepspeed)
+        if resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+            changes, refusal = resume_differences(resume, run_settings(training_args), deepspeed)
             if refusal is not None:
                 raise UsageError(refusal)
             for line in changes:
@@ -189,7 +189,7 @@ def run_job(job: TrainJob):
 
         start = time.perf_counter()
         try:
-            trainer.train(resume_from_checkpoint=prepared.resume)
+            trainer.train(resume_from_checkpoint=resume)
         except Exception as error:
             raise TrainingCrashed(after_crash(trainer, error, given, record), out) from error
         finally:
@@ -239,4 +239,4 @@ def run_job(job: TrainJob):
             state.destroy_process_group()
         return trainer
     finally:
-        prepared.lock.release()
+        lock.release()

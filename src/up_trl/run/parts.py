@@ -44,6 +44,7 @@ from trl.trainer.utils import get_callable_name, is_async_callable
 from ..file_modes import usual_file_modes
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..speedups.shared_prompt import SharedPromptTrainerMixin
+from .card import write_model_card
 from .checkpoints import ResumeSettingsMixin, RolloutCheckpointMixin, is_synchronous
 
 __all__ = ["LeadingIndicatorsMixin", "NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin",
@@ -64,8 +65,6 @@ class RunCardMixin:
             self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        from .card import write_model_card
-
         write_model_card(self, super().create_model_card, model_name, dataset_name, tags)
 
 

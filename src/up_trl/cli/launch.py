@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..checks import UsageError
 from ..checks.recipe_and_flags import check_flags
+from ..extras import missing
 from .catalog import CatalogError, accelerate_config_path
 
 
@@ -53,8 +54,6 @@ def launch(argv: list[str]) -> int:
 def check_launch_extras(name: str, path: str) -> None:
     """A UsageError for an accelerate config asking for DeepSpeed while it is not installed (else: in each process)."""
     import yaml
-
-    from ..extras import missing
 
     try:
         with open(path) as f:

@@ -31,8 +31,6 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 from ..models.source import checkpoints_in
 
 COMPLETE_MARK = "up_trl_checkpoint.json"
-RANK_MARK = "up_trl_checkpoint-rank{rank}.json"  # the mark of process N > 0, with several processes
-MARK_PREFIX = "up_trl_checkpoint"
 # The files a process writes for itself, its number in the name (RNG state, rollout batch, ZeRO and FSDP shards).
 RANK_FILE = re.compile(r"(?:^rng_state_|^rollout_buffer_rank|zero_pp_rank_|^__)(\d+)[._]")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
@@ -58,7 +56,7 @@ def file_rank(name: str, world_size: int = 1) -> int:
 
 def mark_name(rank: int = 0) -> str:
     """The completion mark of process `rank`: `up_trl_checkpoint.json` for 0 (the only one with one process)."""
-    return COMPLETE_MARK if rank == 0 else RANK_MARK.format(rank=rank)
+    return COMPLETE_MARK if rank == 0 else f"up_trl_checkpoint-rank{rank}.json"
 
 
 def mark_complete(folder: str | os.PathLike, settings: dict | None = None, rank: int = 0, world_size: int = 1) -> Path:
@@ -67,7 +65,7 @@ def mark_complete(folder: str | os.PathLike, settings: dict | None = None, rank:
     files = {
         str(p.relative_to(folder)): p.stat().st_size
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.name.startswith(MARK_PREFIX) and file_rank(p.name, world_size) == rank
+        if p.is_file() and not p.name.startswith("up_trl_checkpoint") and file_rank(p.name, world_size) == rank
     }
     mark, temporary = folder / mark_name(rank), folder / f"{mark_name(rank)}.tmp"
     record = {"complete": True, "files": files}
@@ -189,8 +187,6 @@ def resume_differences(
 
 logger = get_logger(__name__)
 
-ROLLOUT_FILE = "rollout_buffer_rank{rank}.pt"
-
 
 def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     """The file in `checkpoint` that holds process `rank`'s buffered rollout batch.
@@ -198,7 +194,7 @@ def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     >>> rollout_file("out/checkpoint-3", 0)
     'out/checkpoint-3/rollout_buffer_rank0.pt'
     """
-    return os.path.join(checkpoint, ROLLOUT_FILE.format(rank=rank))
+    return os.path.join(checkpoint, f"rollout_buffer_rank{rank}.pt")
 
 
 def sampler_generator(dataloader) -> torch.Generator | None:

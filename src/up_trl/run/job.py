@@ -12,8 +12,6 @@ from pathlib import Path
 from ..errors import UsageError
 from .ending import TrainingCrashed, after_crash, stop_reason
 
-# Light at import (the standard library only): `cli` imports this module before torch (`up-trl train --help`).
-
 
 @dataclass
 class TrainJob:

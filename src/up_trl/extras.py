@@ -16,9 +16,7 @@ from .errors import UsageError
 # extra -> (the module it installs, what needs it)
 EXTRAS: dict[str, tuple[str, str]] = {
     "offline": ("gguf", "reading the offline default model (SmolLM2-135M-Instruct, a GGUF file)"),
-    "deepspeed": ("deepspeed", "ZeRO through DeepSpeed"),
-    "vllm": ("vllm", "generation with vLLM"),
-}
+    "deepspeed": ("deepspeed", "ZeRO through DeepSpeed"), "vllm": ("vllm", "generation with vLLM")}  # fmt: skip
 
 
 def from_checkout() -> bool:

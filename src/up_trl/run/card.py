@@ -196,12 +196,10 @@ def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_na
     return path
 
 
-PANELS = (
-    ("reward", ("reward",)),
-    ("entropy", ("entropy",)),
-    ("probability capacity (positive tokens)", ("up/capacity_up_mean", "up/capacity_clipped_mean")),
-    ("positive tokens past the clip / drift", ("up/would_clip_frac", "up/positive_abs_log_ratio_mean")),
-)
+PANELS = (("reward", ("reward",)), ("entropy", ("entropy",)),
+          ("probability capacity (positive tokens)", ("up/capacity_up_mean", "up/capacity_clipped_mean")),
+          ("positive tokens past the clip / drift",
+           ("up/would_clip_frac", "up/positive_abs_log_ratio_mean")))  # fmt: skip
 
 
 def read_metrics(path: str | Path) -> list[dict]:

@@ -77,7 +77,6 @@ def untested_versions_message(installed: Mapping[str, str] | None = None) -> str
 
 def warn_if_untested_versions(main_process: bool = True) -> str | None:
     """Log the warning once (on the main process only) and return it, None when all is tested: at a run's start."""
-    message = untested_versions_message()
-    if message is not None and main_process:
+    if (message := untested_versions_message()) is not None and main_process:
         logger.warning_once(message)
     return message

@@ -77,8 +77,7 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
         return argv, None
     if argv.count("--config") > 1:  # TRL's parser would stop on the second as an unused argument
         raise UsageError("--config is given twice: name one recipe (flags on the line override its values).")
-    index = argv.index("--config") + 1
-    if index == len(argv) or argv[index].startswith("--"):
+    if (index := argv.index("--config") + 1) == len(argv) or argv[index].startswith("--"):
         raise UsageError("--config needs a recipe: a packaged one by name (`up-trl recipes`) or a YAML file.")
     try:
         argv[index] = recipe_path(argv[index])
@@ -97,8 +96,7 @@ def read_settings(argv: list[str]):
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
         recipe, where = check_recipe_keys(parser, recipe, recipe_file), f"recipe {recipe_file}"
-        env = recipe.pop("env", {}) or {}
-        if not isinstance(env, dict):
+        if not isinstance(env := recipe.pop("env", {}) or {}, dict):
             raise UsageError(f"recipe {recipe_file}: `env` must be a mapping of variable names to values.")
         os.environ.update({key: str(value) for key, value in env.items()})  # as TrlParser does
     elif "model_name_or_path" in flags_given(argv):  # a model and no recipe: TRL's defaults, as `trl grpo` has them

@@ -180,8 +180,7 @@ def rotate_complete(
     checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
     if not limit or limit <= 0 or len(checkpoints) <= limit:
         return []
-    complete = [c for c in checkpoints if checkpoint_problem(c) is None]
-    if not complete:
+    if not (complete := [c for c in checkpoints if checkpoint_problem(c) is None]):
         return []
     counted = checkpoints[: checkpoints.index(complete[-1]) + 1]
     kept = {Path(p).resolve() for p in (best, saved) if p is not None}
@@ -219,8 +218,7 @@ class MarkCompleteCallback(TrainerCallback):
             args.save_total_limit, self.save_total_limit = self.save_total_limit, None
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if not folder.is_dir():
+        if not (folder := Path(args.output_dir) / f"checkpoint-{state.global_step}").is_dir():
             return
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None

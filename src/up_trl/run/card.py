@@ -38,8 +38,7 @@ TRL_NO_BASE_MODEL = "[None](https://huggingface.co/None)"  # TRL's card for a mo
 
 def run_objective(trainer) -> tuple[str, str]:
     """(this run's objective, its parent's): from `loss_type` for GRPO, else the trainer's `up_parent_objective`."""
-    parent = trainer.up_parent_objective
-    if parent is None:
+    if (parent := trainer.up_parent_objective) is None:
         parent = objective_name(trainer.args.loss_type, trainer.args.importance_sampling_level, "off")
     return with_up(parent, trainer.up_mode, trainer.up_positive_min_prob), parent
 

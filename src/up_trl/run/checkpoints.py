@@ -94,8 +94,7 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
 
 def _broken_piece(folder: Path) -> str | None:
     """What is missing or cut short in a checkpoint that carries no mark, judged by its pieces; None when whole."""
-    state = folder / "trainer_state.json"
-    if not state.is_file():
+    if not (state := folder / "trainer_state.json").is_file():
         return "no trainer_state.json"
     try:
         TrainerState.load_from_json(str(state))
@@ -120,8 +119,7 @@ def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -
     folder = Path(folder)
     if not folder.is_dir() or not any(folder.iterdir()):
         return "empty"
-    mark = read_mark(folder)
-    if mark is None:
+    if (mark := read_mark(folder)) is None:
         broken = _broken_piece(folder)
         return f"its save did not finish: {broken or 'no completion mark'}" if marks_expected else broken
     world_size = mark.get("world_size", 1)
@@ -131,8 +129,7 @@ def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -
         if marks[-1] is None:
             return f"the save of process {rank} of {world_size} did not finish: no {mark_name(rank)}"
     for name, size in (item for m in marks for item in m.get("files", {}).items()):
-        path = folder / name
-        if not path.is_file():
+        if not (path := folder / name).is_file():
             return f"{name} is missing"
         if path.stat().st_size != size:
             return f"{name} has {path.stat().st_size} bytes, not the {size} it was saved with"
@@ -145,8 +142,7 @@ def newest_complete(output_dir: str | os.PathLike) -> tuple[Path | None, list[tu
     marks_expected = any(read_mark(c) is not None for c in checkpoints)
     skipped = []
     for checkpoint in reversed(checkpoints):
-        problem = checkpoint_problem(checkpoint, marks_expected)
-        if problem is None:
+        if (problem := checkpoint_problem(checkpoint, marks_expected)) is None:
             return checkpoint, skipped
         skipped.append((checkpoint, problem))
     return None, skipped
@@ -201,8 +197,7 @@ def sampler_generator(dataloader) -> torch.Generator | None:
     """The random generator of the prompt sampler behind `dataloader`, through accelerate's wrappers, or None."""
     seen, todo = set(), [dataloader]
     while todo:
-        obj = todo.pop()
-        if obj is None or id(obj) in seen:
+        if (obj := todo.pop()) is None or id(obj) in seen:
             continue
         seen.add(id(obj))
         generator = getattr(obj, "generator", None)
@@ -276,8 +271,7 @@ class RolloutCheckpointMixin:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        path = rollout_file(checkpoint, self.accelerator.process_index)
-        if not os.path.exists(path):
+        if not os.path.exists(path := rollout_file(checkpoint, self.accelerator.process_index)):
             logger.warning(
                 f"{checkpoint} holds no rollout batch for process {self.accelerator.process_index} (written by "
                 "another trainer or with more processes): the resumed run generates a new one, so it can differ "

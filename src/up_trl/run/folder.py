@@ -84,8 +84,7 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
         lock.acquire()
     except Timeout:
         for _ in range(21):  # a run that took the lock this instant writes its pid right after
-            pid = _read_pid(path)
-            if pid is not None:
+            if (pid := _read_pid(path)) is not None:
                 break
             time.sleep(0.05)
         who = f"pid {pid}" if pid is not None else "a process that has not written its pid yet"
@@ -335,8 +334,7 @@ def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
 
 def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
     """Rewrite the run record (at each save) with the files written so far, its fields kept."""
-    record = read_json(Path(output_dir) / RUN_RECORD)
-    if record is None:
+    if (record := read_json(Path(output_dir) / RUN_RECORD)) is None:
         return None
     fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing", "hashes")}
     return write_run_record(output_dir, running="writing" in record, **fields)

@@ -12,8 +12,10 @@ import sys
 import traceback
 
 from ..checks import UsageError
-from ..run.ending import TrainingCrashed
+from ..quiet import silence_unactionable_warnings
+from ..run.ending import TrainingCrashed, exit_launched_process, launched_with_others
 from .help_text import USAGE, train_help
+from .launch import launch
 from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
 
 __all__ = ["OFFLINE_DEFAULT", "TRAINERS", "UsageError", "check_train_args", "main", "make_parser", "parse_train_args"]
@@ -59,8 +61,6 @@ def train_command(rest: list[str]) -> int:
             make_parser(trainer_argument(rest, {})).print_help()  # every option of TRL's parser
             return 0
         if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
-            from .launch import launch
-
             return launch(rest)
         train(rest)  # every usage error before any model or data loads (`check_train_args`)
     except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
@@ -87,14 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         print(train_help())
         return 0
     if command == "train":
-        from ..run.ending import exit_launched_process, launched_with_others
-
         code = train_command(rest)
         if launched_with_others():  # one of the processes `accelerate launch` started: end cleanly, with its code
             exit_launched_process(code)
         return code
     if command == "eval":
-        from ..quiet import silence_unactionable_warnings
         from .eval_command import main as eval_main
 
         silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too

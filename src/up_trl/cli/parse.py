@@ -28,32 +28,25 @@ def trainer_classes(trainer: str = "grpo"):
 
     if trainer not in TRAINERS:
         raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
-    config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
-    config_cls = getattr(importlib.import_module(f"up_trl.{config_module}"), config_name)
-    return config_cls, getattr(importlib.import_module(f"up_trl.{trainer_module}"), trainer_name)
-
-
-def model_config_class(trainer: str = "grpo"):
-    """TRL's ModelConfig; for async_grpo without `dtype` (its config has one) and `attn_implementation` (tree's)."""
-    import dataclasses
-
-    from trl import ModelConfig
-
-    if trainer != "async_grpo":
-        return ModelConfig
-    dropped = ("dtype", "attn_implementation")
-    kept = [(f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in dropped]
-    namespace = {**dict.fromkeys(dropped), "__post_init__": ModelConfig.__post_init__}
-    return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+    spec = TRAINERS[trainer]  # (config module, config class, trainer module, trainer class)
+    return tuple(getattr(importlib.import_module(f"up_trl.{module}"), name) for module, name in (spec[:2], spec[2:]))
 
 
 def make_parser(trainer: str = "grpo"):
-    """TRL's parser over what `trl grpo` parses (its `make_parser`), the trainer's UP config in GRPOConfig's place."""
-    from trl import DatasetMixtureConfig, TrlParser
+    """TRL's parser over what `trl grpo` parses (its `make_parser`), the trainer's UP config in GRPOConfig's place;
+    async_grpo's ModelConfig lacks `dtype` (its config has one) and `attn_implementation` (tree attention's)."""
+    import dataclasses
+
+    from trl import DatasetMixtureConfig, ModelConfig, TrlParser
 
     from ..script_args import TrainScriptArguments
 
-    types = (TrainScriptArguments, trainer_classes(trainer)[0], model_config_class(trainer), DatasetMixtureConfig)
+    model_config, dropped = ModelConfig, ("dtype", "attn_implementation")
+    if trainer == "async_grpo":
+        kept = [(f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in dropped]
+        namespace = {**dict.fromkeys(dropped), "__post_init__": ModelConfig.__post_init__}
+        model_config = dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+    types = (TrainScriptArguments, trainer_classes(trainer)[0], model_config, DatasetMixtureConfig)
     return TrlParser(types, prog="up-trl train", usage=USAGE_TRAIN)
 
 

@@ -32,10 +32,9 @@ def _check_loss_type(s: Settings) -> None:
     from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
-    if "loss_type" in s and loss_type not in known:
-        raise UsageError(
-            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
-        )
+    if "loss_type" in s.values and loss_type not in known:
+        close = closest_names(str(loss_type), known)
+        raise UsageError(f"{s.show('loss_type')} is not one of {', '.join(known)}{close}.")
 
 
 def _check_saving(s: Settings) -> list[str]:

@@ -14,6 +14,7 @@ import traceback
 from ..checks import UsageError
 from ..quiet import silence_unactionable_warnings
 from ..run.ending import TrainingCrashed, exit_launched_process, launched_with_others
+from .catalog import describe_recipe, recipe_names
 from .help_text import USAGE, train_help
 from .launch import launch
 from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
@@ -31,8 +32,6 @@ def train(argv: list[str] | None = None):
 
 def print_recipes() -> None:
     """`up-trl recipes`: each packaged recipe, one line saying what it trains."""
-    from .catalog import describe_recipe, recipe_names
-
     names = recipe_names()
     width = max(map(len, names))
     for name in names:
@@ -77,6 +76,7 @@ def train_command(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`up-trl COMMAND ...`: its exit status (0 done, 1 a crash, 2 a usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not argv or argv[0] in ("-h", "--help"):

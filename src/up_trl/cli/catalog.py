@@ -62,8 +62,7 @@ def describe_recipe(name: str) -> str:
 
     recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")
-    trainer = recipe.get("trainer", "grpo")
-    if trainer == "grpo":
+    if (trainer := recipe.get("trainer", "grpo")) == "grpo":
         level = recipe.get("importance_sampling_level", "token")
         objective = objective_name(recipe.get("loss_type", "dapo"), level, up_mode)
     else:

@@ -158,12 +158,11 @@ class FirstRolloutProgressCallback(TrainerCallback):
     start: float | None = None
 
     def on_step_begin(self, args, state, control, **kwargs):
-        size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
-        # async GRPO (no generation_batch_size): a vLLM server generates, not the first step
+        size = getattr(args, "generation_batch_size", None)  # async GRPO has none: a vLLM server generates
         if size is not None and state.global_step == 0 and state.is_world_process_zero and self.start is None:
             tqdm.write(
-                f"up-trl: generating the first rollout batch: {size} completions of up to {length} tokens "
-                "(the first step also warms up, so it is the slowest)"
+                f"up-trl: generating the first rollout batch: {size} completions of up to "
+                f"{args.max_completion_length} tokens (the first step also warms up, so it is the slowest)"
             )
             self.start = time.perf_counter()
 

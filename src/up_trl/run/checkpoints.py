@@ -231,16 +231,13 @@ class RolloutCheckpointCallback(TrainerCallback):
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
 
-    def rollout_step(self) -> int:
-        """`_step` to resume from: inside an accumulation window (an emergency save), the window's first."""
-        window_step, first_micro_step = self.window
-        return first_micro_step if window_step == self.trainer.state.global_step else self.trainer._step
-
     def on_save(self, args, state, control, **kwargs):
         buffered = self.trainer._buffered_inputs
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
-            state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
+            window_step, first = self.window  # `_step` to resume from: in a window (an emergency save), its first
+            step = first if window_step == self.trainer.state.global_step else self.trainer._step
+            state_dict = {"step": step, "buffered_inputs": buffered}
             if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
                 states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
                 state_dict["sampler_state"] = {"epoch": self.epoch, **states}
@@ -284,8 +281,7 @@ class RolloutCheckpointMixin:
         if isinstance(sampler := state.get("sampler_state"), dict):  # the callback puts it back as the epoch begins
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
-        # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards): a batch saved
-        # with beta = 0 lacks them, so TRL generates a new batch at the next step.
+        # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards)
         is_grpo = any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__)
         if is_grpo and getattr(self, "beta", 0.0) and "ref_per_token_logps" not in batches[0]:
             self._buffered_inputs = None

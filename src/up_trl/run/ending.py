@@ -6,6 +6,7 @@ Light at import (the standard library only): `cli` imports `TrainingCrashed` bef
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import math
@@ -14,6 +15,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,9 +42,6 @@ def launched_with_others() -> bool:
 def exit_launched_process(code: int):
     """Exit with `code` as usual but without the interpreter's teardown, in which gloo's late threads abort the process
     (SIGABRT after a complete run; no PyTorch fix: pytorch/pytorch#190489)."""
-    import atexit
-    import threading
-
     # The interpreter's own first steps at exit, in its order: threading's hooks and joins, then the atexit handlers.
     threading._shutdown()
     atexit._run_exitfuncs()

@@ -139,8 +139,7 @@ class NonFiniteGuardCallback(TrainerCallback):
         if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
             self.consecutive = 0
             return
-        for p in model.parameters():
-            p.grad = None
+        model.zero_grad(set_to_none=True)
         self.skipped += 1
         self.consecutive += 1
         logger.warning(

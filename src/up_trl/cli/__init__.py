@@ -32,9 +32,8 @@ def train(argv: list[str] | None = None):
 
 def print_recipes() -> None:
     """`up-trl recipes`: each packaged recipe, one line saying what it trains."""
-    names = recipe_names()
-    width = max(map(len, names))
-    for name in names:
+    width = max(map(len, recipe_names()))
+    for name in recipe_names():
         print(f"{name:<{width}}  {describe_recipe(name)}")
     print("\nup-trl train --config NAME runs one (flags on the line override it); a path to your own YAML works too.")
 

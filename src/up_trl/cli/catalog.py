@@ -40,7 +40,7 @@ def _resolve(value: str, kind: str, what: str) -> str:
         return str(Path(value).expanduser())
     name = Path(value).name.removesuffix(".yaml")
     packaged = PACKAGE / kind / f"{name}.yaml"
-    if (Path(value).name == value or value == f"{name}.yaml") and packaged.is_file():  # a name, not a missing path
+    if Path(value).name == value and packaged.is_file():  # a name (with or without .yaml), not a missing path
         return str(packaged)
     raise CatalogError(f"{value}: no such file, and no packaged {what} of that name ({', '.join(_names(kind))}).")
 

@@ -28,8 +28,7 @@ def launch(argv: list[str]) -> int:
         else:
             groups[-1].append(arg)
     for group in groups:
-        flag = group[0].split("=", 1)[0]
-        if flag == "--accelerate_config":
+        if (flag := group[0].split("=", 1)[0]) == "--accelerate_config":
             value = group[0].split("=", 1)[1] if "=" in group[0] else (group[1] if len(group) == 2 else None)
             if value is None:
                 raise UsageError("--accelerate_config needs a name (e.g. zero3, multi_gpu) or a file.")

@@ -81,11 +81,8 @@ class GracefulStopCallback(TrainerCallback):
             signal.raise_signal(signum)
             return
         self.stop_requested = signum
-        print(
-            f"\nup-trl: {signal.Signals(signum).name} received: saving a checkpoint after this step, then stopping "
-            "(send it again to stop now).",
-            flush=True,
-        )
+        what = "saving a checkpoint after this step, then stopping (send it again to stop now)"
+        print(f"\nup-trl: {signal.Signals(signum).name} received: {what}.", flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.stop_requested is not None:

@@ -38,9 +38,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 
 def run_settings(args) -> dict[str, Any]:
     """The settings a checkpoint records: the config's fields (JSON-able) and the number of processes."""
-    settings = json.loads(json.dumps(args.to_dict(), default=str))
-    settings["world_size"] = getattr(args, "world_size", 1)
-    return settings
+    return json.loads(json.dumps(args.to_dict(), default=str)) | {"world_size": getattr(args, "world_size", 1)}
 
 
 def file_rank(name: str, world_size: int = 1) -> int:
@@ -231,13 +229,16 @@ class RolloutCheckpointCallback(TrainerCallback):
     def on_step_begin(self, args, state, control, **kwargs):  # before the window's first micro-step
         self.window = (state.global_step, self.trainer._step)
 
+    def rollout_step(self) -> int:
+        """`_step` to resume from: inside an accumulation window (an emergency save), the window's first."""
+        window_step, first_micro_step = self.window
+        return first_micro_step if window_step == self.trainer.state.global_step else self.trainer._step
+
     def on_save(self, args, state, control, **kwargs):
         buffered = self.trainer._buffered_inputs
         folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
         if buffered is not None and os.path.isdir(folder):
-            window_step, first = self.window  # `_step` to resume from: in a window (an emergency save), its first
-            step = first if window_step == self.trainer.state.global_step else self.trainer._step
-            state_dict = {"step": step, "buffered_inputs": buffered}
+            state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
             if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
                 states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
                 state_dict["sampler_state"] = {"epoch": self.epoch, **states}

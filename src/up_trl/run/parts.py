@@ -133,9 +133,7 @@ class NonFiniteGuardCallback(TrainerCallback):
         if self.record is not None and control.should_log:
             self.record(self.skipped)
 
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
-        if model is None:
-            return
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):  # the Trainer passes its model
         if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
             self.consecutive = 0
             return

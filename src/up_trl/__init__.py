@@ -12,18 +12,12 @@ from typing import TYPE_CHECKING
 
 from ._version import __version__ as __version__  # the one place it is written
 
-_EXPORTS = {
-    "UPGRPOConfig": "trainers.grpo_config",
-    "UPGRPOTrainer": "trainers.grpo_trainer",
-    "UPRLOOConfig": "trainers.rloo_config",
-    "UPRLOOTrainer": "trainers.rloo_trainer",
-    "UPAsyncGRPOConfig": "trainers.async_grpo_config",
-    "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
-    "probability_capacity": "objective.routing",
-    "self_anchored_ratio": "objective.ratios",
-    "up_per_token_loss": "objective.paper_losses",
-    "CollapseWarningCallback": "trainers.collapse_warning",
-}
+_EXPORTS = {"UPGRPOConfig": "trainers.grpo_config", "UPGRPOTrainer": "trainers.grpo_trainer",
+            "UPRLOOConfig": "trainers.rloo_config", "UPRLOOTrainer": "trainers.rloo_trainer",
+            "UPAsyncGRPOConfig": "trainers.async_grpo_config", "UPAsyncGRPOTrainer": "trainers.async_grpo_trainer",
+            "probability_capacity": "objective.routing", "self_anchored_ratio": "objective.ratios",
+            "up_per_token_loss": "objective.paper_losses",
+            "CollapseWarningCallback": "trainers.collapse_warning"}  # fmt: skip
 # = list(_EXPORTS), spelt out for linters
 __all__ = ["UPGRPOConfig", "UPGRPOTrainer", "UPRLOOConfig", "UPRLOOTrainer", "UPAsyncGRPOConfig", "UPAsyncGRPOTrainer",
            "probability_capacity", "self_anchored_ratio", "up_per_token_loss", "CollapseWarningCallback"]  # fmt: skip
@@ -42,11 +36,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)  # once
+    return value
 
 
 def __dir__() -> list[str]:

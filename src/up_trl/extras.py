@@ -11,12 +11,12 @@ import importlib.util
 from contextlib import suppress
 from pathlib import Path
 
+from .errors import UsageError
+
 # extra -> (the module it installs, what needs it)
 EXTRAS: dict[str, tuple[str, str]] = {
     "offline": ("gguf", "reading the offline default model (SmolLM2-135M-Instruct, a GGUF file)"),
-    "deepspeed": ("deepspeed", "ZeRO through DeepSpeed"),
-    "vllm": ("vllm", "generation with vLLM"),
-}
+    "deepspeed": ("deepspeed", "ZeRO through DeepSpeed"), "vllm": ("vllm", "generation with vLLM")}  # fmt: skip
 
 
 def from_checkout() -> bool:
@@ -45,10 +45,7 @@ def missing(extra: str) -> str | None:
 
 
 def check_extras(use_vllm: bool, deepspeed, vllm_mode: str | None = "colocate") -> None:
-    """A UsageError naming the extra `use_vllm` or `deepspeed` needs when missing, or for vLLM's CPU build
-    colocated."""
-    from .errors import UsageError
-
+    """A UsageError naming the extra `use_vllm` or `deepspeed` needs when missing; for vLLM's CPU build colocated."""
     for name, value, extra in (("use_vllm", use_vllm, "vllm"), ("deepspeed", deepspeed, "deepspeed")):
         if value and (message := missing(extra)) is not None:
             raise UsageError(f"{name} {value}: {message}")
@@ -76,8 +73,6 @@ def vllm_cpu_build() -> str | None:
 def check_quantization(values: dict) -> None:
     """A UsageError, before the model loads, where `--load_in_4bit` / `--load_in_8bit` cannot work: under async_grpo,
     without bitsandbytes (else a traceback after the checks) or without `--use_peft` (else refused once loaded)."""
-    from .errors import UsageError
-
     flag = next((f"--{name} true" for name in ("load_in_4bit", "load_in_8bit") if values.get(name)), None)
     if flag is None:
         return

@@ -26,15 +26,11 @@ OPTIONAL = ("deepspeed", "gguf")  # the extras that change what trains (`deepspe
 
 def declared_ranges() -> dict[str, str]:
     """name -> the range up-trl's metadata declares, for its dependencies and `OPTIONAL` ({} when not installed)."""
-    try:
-        lines = requires("up-trl") or []
-    except PackageNotFoundError:
-        return {}
-    ranges = {}
-    for line in lines:
-        req = Requirement(line)
-        if req.marker is None or req.name in OPTIONAL:  # the dependencies, and the extras that change what trains
-            ranges.setdefault(req.name, str(req.specifier))
+    ranges: dict[str, str] = {}
+    with suppress(PackageNotFoundError):
+        for req in map(Requirement, requires("up-trl") or []):
+            if req.marker is None or req.name in OPTIONAL:  # the dependencies, and the extras that change what trains
+                ranges.setdefault(req.name, str(req.specifier))
     return ranges
 
 
@@ -81,7 +77,6 @@ def untested_versions_message(installed: Mapping[str, str] | None = None) -> str
 
 def warn_if_untested_versions(main_process: bool = True) -> str | None:
     """Log the warning once (on the main process only) and return it, None when all is tested: at a run's start."""
-    message = untested_versions_message()
-    if message is not None and main_process:
+    if (message := untested_versions_message()) is not None and main_process:
         logger.warning_once(message)
     return message

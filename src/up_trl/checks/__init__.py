@@ -34,9 +34,6 @@ class Settings:
     def __getitem__(self, name: str) -> Any:
         return self.values.get(name)
 
-    def __contains__(self, name: str) -> bool:
-        return name in self.values
-
     def show(self, name: str, value: Any = None) -> str:
         """`--name value` as the user set it: on the command line, in the recipe, or by the default."""
         value = self.values.get(name) if value is None else value

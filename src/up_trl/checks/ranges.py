@@ -50,7 +50,6 @@ def parse_range(text: str) -> tuple[float, float, bool, bool]:
 
 
 _PROBABILITY = "a probability"
-# TRL's config builds from a value outside each of these: test_library_accepts_what_we_refuse[NAME] (see above).
 TRAIN_RULES: tuple[Rule, ...] = (
     Rule("max_steps", ">= 1", "optimizer steps to train; 0 would still run one",
          sentinels={-1: "TRL's default, train --num_train_epochs epochs instead"}),

@@ -34,15 +34,11 @@ def read_recipe(path: str) -> dict:
         )
     try:
         recipe = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-
-        def at(mark) -> str:
-            return f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        problem += at(getattr(error, "problem_mark", None))
-        context = getattr(error, "context", None)
-        context = f"{context}{at(getattr(error, 'context_mark', None))}: " if context else ""
+    except yaml.YAMLError as error:  # each part of the message with its line and column, when it has them
+        marks = {key: getattr(error, f"{key}_mark", None) for key in ("problem", "context")}
+        at = {key: f" at line {m.line + 1}, column {m.column + 1}" if m else "" for key, m in marks.items()}
+        problem = (getattr(error, "problem", None) or str(error).splitlines()[0]) + at["problem"]
+        context = f"{error.context}{at['context']}: " if getattr(error, "context", None) else ""
         raise UsageError(f"recipe {path} is not valid YAML: {context}{problem}.") from None
     if not isinstance(recipe, dict):
         raise UsageError(f"recipe {path} must be a YAML mapping of option names to values.")
@@ -52,12 +48,8 @@ def read_recipe(path: str) -> dict:
 def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
     """Fail on a misspelt key of the recipe read from `path`, naming the closest real ones; returns the recipe."""
     known = {action.dest for action in parser._actions} | {"env"}
-    if unknown := [key for key in recipe if key not in known]:
-        raise UsageError(
-            f"recipe {path}: unknown key "
-            + "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown)
-            + ". `up-trl train --help-all` lists every key."
-        )
+    if unknown := "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in recipe if key not in known):
+        raise UsageError(f"recipe {path}: unknown key {unknown}. `up-trl train --help-all` lists every key.")
     return recipe
 
 
@@ -65,30 +57,24 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
     """Fail on a misspelt flag, naming the closest real ones; an `accelerate launch` flag wants --accelerate_config."""
     # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
-    flags = [arg.split("=", 1)[0] for arg in argv]
-    unknown = [
-        f"{f}{closest_names(f, known)}" for f in flags if f.startswith("--") and f not in known and f != "--config"
-    ]
-    launcher = accelerate_launch_flags()
-    if launch_only := [flag.split(" ")[0] for flag in unknown if flag.split(" ")[0] in launcher]:
+    flags = [f for arg in argv if (f := arg.split("=", 1)[0]).startswith("--") and f not in known and f != "--config"]
+    if not flags:
+        return
+    from accelerate.commands.launch import launch_command_parser
+
+    launcher = {option for action in launch_command_parser()._actions for option in action.option_strings}
+    if launch_only := [flag for flag in flags if flag in launcher]:
         raise UsageError(
             f"{', '.join(launch_only)} is an option of `accelerate launch`: add --accelerate_config NAME (zero3, "
             "multi_gpu, single_gpu, ...: `up-trl train --help`) to launch through it."
         )
-    if unknown:
-        if trainer == "grpo":
-            raise UsageError(f"unknown option {'; '.join(unknown)}. `up-trl train --help` lists the main ones.")
-        raise UsageError(
-            f"unknown option {'; '.join(unknown)} for --trainer {trainer} ({config_name} has no such "
-            f"argument). `up-trl train --trainer {trainer} --help-all` lists them all."
-        )
-
-
-def accelerate_launch_flags() -> set[str]:
-    """The options `accelerate launch` takes (`--num_processes`, `--machine_rank`, ...)."""
-    from accelerate.commands.launch import launch_command_parser
-
-    return {option for action in launch_command_parser()._actions for option in action.option_strings}
+    unknown = "; ".join(f"{flag}{closest_names(flag, known)}" for flag in flags)
+    if trainer == "grpo":
+        raise UsageError(f"unknown option {unknown}. `up-trl train --help` lists the main ones.")
+    raise UsageError(
+        f"unknown option {unknown} for --trainer {trainer} ({config_name} has no such argument). "
+        f"`up-trl train --trainer {trainer} --help-all` lists them all."
+    )
 
 
 def flags_given(argv: Iterable[str]) -> set[str]:

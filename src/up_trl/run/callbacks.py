@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from accelerate import PartialState
 from tqdm.auto import tqdm
 from transformers import TrainerCallback
 from transformers.trainer_callback import ProgressCallback
@@ -80,11 +81,8 @@ class GracefulStopCallback(TrainerCallback):
             signal.raise_signal(signum)
             return
         self.stop_requested = signum
-        print(
-            f"\nup-trl: {signal.Signals(signum).name} received: saving a checkpoint after this step, then stopping "
-            "(send it again to stop now).",
-            flush=True,
-        )
+        what = "saving a checkpoint after this step, then stopping (send it again to stop now)"
+        print(f"\nup-trl: {signal.Signals(signum).name} received: {what}.", flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.stop_requested is not None:
@@ -110,16 +108,15 @@ class StepEndRngCallback(TrainerCallback):
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             self.states["cuda"] = torch.cuda.get_rng_state_all()
 
-    def restore(self) -> bool:
-        """Put the states of the last step's end back; False when no step has ended."""
+    def restore(self) -> None:
+        """Put the states of the last step's end back (none before a step has ended)."""
         if self.states is None:
-            return False
+            return
         random.setstate(self.states["python"])
         np.random.set_state(self.states["numpy"])
         torch.set_rng_state(self.states["cpu"])
         if "cuda" in self.states:
             torch.cuda.set_rng_state_all(self.states["cuda"])
-        return True
 
 
 class SteadyEtaBar(tqdm):
@@ -158,13 +155,11 @@ class FirstRolloutProgressCallback(TrainerCallback):
     start: float | None = None
 
     def on_step_begin(self, args, state, control, **kwargs):
-        size, length = getattr(args, "generation_batch_size", None), getattr(args, "max_completion_length", None)
-        if size is None:  # async GRPO: a vLLM server generates, not the first step
-            return
-        if state.global_step == 0 and state.is_world_process_zero and self.start is None:
+        size = getattr(args, "generation_batch_size", None)  # async GRPO has none: a vLLM server generates
+        if size is not None and state.global_step == 0 and state.is_world_process_zero and self.start is None:
             tqdm.write(
-                f"up-trl: generating the first rollout batch: {size} completions of up to {length} tokens "
-                "(the first step also warms up, so it is the slowest)"
+                f"up-trl: generating the first rollout batch: {size} completions of up to "
+                f"{args.max_completion_length} tokens (the first step also warms up, so it is the slowest)"
             )
             self.start = time.perf_counter()
 
@@ -181,8 +176,7 @@ def rotate_complete(
     checkpoints = checkpoints_in(output_dir) if Path(output_dir).is_dir() else []
     if not limit or limit <= 0 or len(checkpoints) <= limit:
         return []
-    complete = [c for c in checkpoints if checkpoint_problem(c) is None]
-    if not complete:
+    if not (complete := [c for c in checkpoints if checkpoint_problem(c) is None]):
         return []
     counted = checkpoints[: checkpoints.index(complete[-1]) + 1]
     kept = {Path(p).resolve() for p in (best, saved) if p is not None}
@@ -220,8 +214,7 @@ class MarkCompleteCallback(TrainerCallback):
             args.save_total_limit, self.save_total_limit = self.save_total_limit, None
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if not folder.is_dir():
+        if not (folder := Path(args.output_dir) / f"checkpoint-{state.global_step}").is_dir():
             return
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None
@@ -234,8 +227,6 @@ class MarkCompleteCallback(TrainerCallback):
                 args.save_total_limit = None
         mark_complete(folder, settings, rank=rank, world_size=world_size)
         if world_size > 1 and self.save_total_limit is not None:  # every process has marked before any rotation
-            from accelerate import PartialState
-
             PartialState().wait_for_everyone()
         if state.is_world_process_zero:  # the new checkpoint is complete (on every process): older ones may go
             best = getattr(state, "best_model_checkpoint", None)

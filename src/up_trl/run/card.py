@@ -38,8 +38,7 @@ TRL_NO_BASE_MODEL = "[None](https://huggingface.co/None)"  # TRL's card for a mo
 
 def run_objective(trainer) -> tuple[str, str]:
     """(this run's objective, its parent's): from `loss_type` for GRPO, else the trainer's `up_parent_objective`."""
-    parent = trainer.up_parent_objective
-    if parent is None:
+    if (parent := trainer.up_parent_objective) is None:
         parent = objective_name(trainer.args.loss_type, trainer.args.importance_sampling_level, "off")
     return with_up(parent, trainer.up_mode, trainer.up_positive_min_prob), parent
 
@@ -180,8 +179,7 @@ def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_na
     if TRL_NO_BASE_MODEL in text:  # a folder, or none: the offline default by its Hub id, another by its path
         local = getattr(trainer.model.config, "_name_or_path", "") or ""
         base = f"a local model (`{local}`)" if local else "a model built in code"
-        # the GGUF `up_trl.models.offline` converted
-        if local and Path(local).name.startswith("SmolLM2-135M-Instruct-"):
+        if local and Path(local).name.startswith("SmolLM2-135M-Instruct-"):  # the offline default's GGUF, converted
             card.data.base_model, card.data.license = SMOLLM2_HUB_ID, "apache-2.0"
             base = f"[{SMOLLM2_HUB_ID}](https://huggingface.co/{SMOLLM2_HUB_ID}) ({SMOLLM2_COPY})"
         text = text.replace(TRL_NO_BASE_MODEL, base)
@@ -197,12 +195,10 @@ def write_model_card(trainer, trl_create_model_card, model_name=None, dataset_na
     return path
 
 
-PANELS = (
-    ("reward", ("reward",)),
-    ("entropy", ("entropy",)),
-    ("probability capacity (positive tokens)", ("up/capacity_up_mean", "up/capacity_clipped_mean")),
-    ("positive tokens past the clip / drift", ("up/would_clip_frac", "up/positive_abs_log_ratio_mean")),
-)
+PANELS = (("reward", ("reward",)), ("entropy", ("entropy",)),
+          ("probability capacity (positive tokens)", ("up/capacity_up_mean", "up/capacity_clipped_mean")),
+          ("positive tokens past the clip / drift",
+           ("up/would_clip_frac", "up/positive_abs_log_ratio_mean")))  # fmt: skip
 
 
 def read_metrics(path: str | Path) -> list[dict]:
@@ -220,6 +216,7 @@ def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
 
 
 def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str | None = None) -> Path:
+    """The `PANELS` of a metrics.jsonl file against the optimizer step, as one PNG at `png_path` (returned)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -238,12 +235,10 @@ def plot_metrics(metrics_path: str | Path, png_path: str | Path, title: str | No
             ax.legend(fontsize=8)
         else:
             ax.text(0.5, 0.5, "not logged", ha="center", va="center", transform=ax.transAxes)
-    for ax in axes[1]:
-        ax.set_xlabel("optimizer step")
+    plt.setp(axes[1], xlabel="optimizer step")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    png_path = Path(png_path)
     fig.savefig(png_path, dpi=100)
     plt.close(fig)
-    return png_path
+    return Path(png_path)

@@ -24,14 +24,13 @@ from typing import Any
 
 import torch
 from accelerate.logging import get_logger
+from safetensors import SafetensorError, safe_open
 from transformers import TrainerCallback, TrainerState
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 from ..models.source import checkpoints_in
 
 COMPLETE_MARK = "up_trl_checkpoint.json"
-RANK_MARK = "up_trl_checkpoint-rank{rank}.json"  # the mark of process N > 0, with several processes
-MARK_PREFIX = "up_trl_checkpoint"
 # The files a process writes for itself, its number in the name (RNG state, rollout batch, ZeRO and FSDP shards).
 RANK_FILE = re.compile(r"(?:^rng_state_|^rollout_buffer_rank|zero_pp_rank_|^__)(\d+)[._]")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "adapter_model.safetensors")
@@ -39,9 +38,7 @@ WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_mo
 
 def run_settings(args) -> dict[str, Any]:
     """The settings a checkpoint records: the config's fields (JSON-able) and the number of processes."""
-    settings = json.loads(json.dumps(args.to_dict(), default=str))
-    settings["world_size"] = getattr(args, "world_size", 1)
-    return settings
+    return json.loads(json.dumps(args.to_dict(), default=str)) | {"world_size": getattr(args, "world_size", 1)}
 
 
 def file_rank(name: str, world_size: int = 1) -> int:
@@ -57,18 +54,16 @@ def file_rank(name: str, world_size: int = 1) -> int:
 
 def mark_name(rank: int = 0) -> str:
     """The completion mark of process `rank`: `up_trl_checkpoint.json` for 0 (the only one with one process)."""
-    return COMPLETE_MARK if rank == 0 else RANK_MARK.format(rank=rank)
+    return COMPLETE_MARK if rank == 0 else f"up_trl_checkpoint-rank{rank}.json"
 
 
-def mark_complete(
-    folder: str | os.PathLike, settings: dict[str, Any] | None = None, rank: int = 0, world_size: int = 1
-) -> Path:
+def mark_complete(folder: str | os.PathLike, settings: dict | None = None, rank: int = 0, world_size: int = 1) -> Path:
     """Write process `rank`'s mark in `folder` (its files' sizes) renamed in: a kill leaves none or a whole one."""
     folder = Path(folder)
     files = {
         str(p.relative_to(folder)): p.stat().st_size
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.name.startswith(MARK_PREFIX) and file_rank(p.name, world_size) == rank
+        if p.is_file() and not p.name.startswith("up_trl_checkpoint") and file_rank(p.name, world_size) == rank
     }
     mark, temporary = folder / mark_name(rank), folder / f"{mark_name(rank)}.tmp"
     record = {"complete": True, "files": files}
@@ -97,10 +92,7 @@ def read_mark(folder: str | os.PathLike, rank: int = 0) -> dict | None:
 
 def _broken_piece(folder: Path) -> str | None:
     """What is missing or cut short in a checkpoint that carries no mark, judged by its pieces; None when whole."""
-    from safetensors import SafetensorError, safe_open
-
-    state = folder / "trainer_state.json"
-    if not state.is_file():
+    if not (state := folder / "trainer_state.json").is_file():
         return "no trainer_state.json"
     try:
         TrainerState.load_from_json(str(state))
@@ -125,8 +117,7 @@ def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -
     folder = Path(folder)
     if not folder.is_dir() or not any(folder.iterdir()):
         return "empty"
-    mark = read_mark(folder)
-    if mark is None:
+    if (mark := read_mark(folder)) is None:
         broken = _broken_piece(folder)
         return f"its save did not finish: {broken or 'no completion mark'}" if marks_expected else broken
     world_size = mark.get("world_size", 1)
@@ -136,8 +127,7 @@ def checkpoint_problem(folder: str | os.PathLike, marks_expected: bool = True) -
         if marks[-1] is None:
             return f"the save of process {rank} of {world_size} did not finish: no {mark_name(rank)}"
     for name, size in (item for m in marks for item in m.get("files", {}).items()):
-        path = folder / name
-        if not path.is_file():
+        if not (path := folder / name).is_file():
             return f"{name} is missing"
         if path.stat().st_size != size:
             return f"{name} has {path.stat().st_size} bytes, not the {size} it was saved with"
@@ -150,16 +140,10 @@ def newest_complete(output_dir: str | os.PathLike) -> tuple[Path | None, list[tu
     marks_expected = any(read_mark(c) is not None for c in checkpoints)
     skipped = []
     for checkpoint in reversed(checkpoints):
-        problem = checkpoint_problem(checkpoint, marks_expected)
-        if problem is None:
+        if (problem := checkpoint_problem(checkpoint, marks_expected)) is None:
             return checkpoint, skipped
         skipped.append((checkpoint, problem))
     return None, skipped
-
-
-def describe_skipped(skipped: list[tuple[Path, str]]) -> str:
-    """'checkpoint-6 (empty), checkpoint-5 (its save did not finish: no trainer_state.json)'."""
-    return ", ".join(f"{path.name} ({why})" for path, why in skipped)
 
 
 # Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.
@@ -197,8 +181,6 @@ def resume_differences(
 
 logger = get_logger(__name__)
 
-ROLLOUT_FILE = "rollout_buffer_rank{rank}.pt"
-
 
 def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     """The file in `checkpoint` that holds process `rank`'s buffered rollout batch.
@@ -206,15 +188,14 @@ def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     >>> rollout_file("out/checkpoint-3", 0)
     'out/checkpoint-3/rollout_buffer_rank0.pt'
     """
-    return os.path.join(checkpoint, ROLLOUT_FILE.format(rank=rank))
+    return os.path.join(checkpoint, f"rollout_buffer_rank{rank}.pt")
 
 
 def sampler_generator(dataloader) -> torch.Generator | None:
     """The random generator of the prompt sampler behind `dataloader`, through accelerate's wrappers, or None."""
     seen, todo = set(), [dataloader]
     while todo:
-        obj = todo.pop()
-        if obj is None or id(obj) in seen:
+        if (obj := todo.pop()) is None or id(obj) in seen:
             continue
         seen.add(id(obj))
         generator = getattr(obj, "generator", None)
@@ -288,8 +269,7 @@ class RolloutCheckpointMixin:
         super()._load_optimizer_and_scheduler(checkpoint)
         if checkpoint is None:
             return
-        path = rollout_file(checkpoint, self.accelerator.process_index)
-        if not os.path.exists(path):
+        if not os.path.exists(path := rollout_file(checkpoint, self.accelerator.process_index)):
             logger.warning(
                 f"{checkpoint} holds no rollout batch for process {self.accelerator.process_index} (written by "
                 "another trainer or with more processes): the resumed run generates a new one, so it can differ "
@@ -299,12 +279,10 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
-        if isinstance(state.get("sampler_state"), dict):  # put back when the resumed epoch begins (the callback)
-            sampler = state["sampler_state"]
+        if isinstance(sampler := state.get("sampler_state"), dict):  # the callback puts it back as the epoch begins
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}
         batches = self._buffered_inputs if isinstance(self._buffered_inputs, list) else [self._buffered_inputs]
-        # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards): a batch saved
-        # with beta = 0 lacks them, so TRL generates a new batch at the next step.
+        # GRPO's loss reads the reference's log-probs when beta > 0 (RLOO folds the KL into the rewards)
         is_grpo = any(c.__name__ == "GRPOTrainer" for c in type(self).__mro__)
         if is_grpo and getattr(self, "beta", 0.0) and "ref_per_token_logps" not in batches[0]:
             self._buffered_inputs = None

@@ -6,6 +6,7 @@ Light at import (the standard library only): `cli` imports `TrainingCrashed` bef
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import math
@@ -14,6 +15,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,9 +42,6 @@ def launched_with_others() -> bool:
 def exit_launched_process(code: int):
     """Exit with `code` as usual but without the interpreter's teardown, in which gloo's late threads abort the process
     (SIGABRT after a complete run; no PyTorch fix: pytorch/pytorch#190489)."""
-    import atexit
-    import threading
-
     # The interpreter's own first steps at exit, in its order: threading's hooks and joins, then the atexit handlers.
     threading._shutdown()
     atexit._run_exitfuncs()
@@ -55,18 +54,18 @@ def exit_launched_process(code: int):
 def save_after_crash(trainer) -> tuple[str | None, str]:
     """(path or None, what, in words) of an emergency checkpoint by the Trainer's `_save_checkpoint`; none before a
     step, with non-finite weights, or with several processes (saving needs every one, and the crashed one is gone)."""
+    import torch
+
+    from .callbacks import StepEndRngCallback
+
     step = trainer.state.global_step
     if step == 0:
         return None, "nothing to save: no optimizer step had finished"
     if trainer.accelerator.num_processes > 1:
         return None, f"no emergency checkpoint with {trainer.accelerator.num_processes} processes"
-    import torch
-
     if not all(bool(torch.isfinite(p).all()) for p in trainer.model.parameters()):
         what = f"the weights after step {step} are not finite (NaN or inf: lower --learning_rate)"
         return None, f"no emergency checkpoint: {what}"
-    from .callbacks import StepEndRngCallback
-
     for callback in trainer.callback_handler.callbacks:  # the random states of step `step`'s end, not the crash's
         if isinstance(callback, StepEndRngCallback):
             callback.restore()
@@ -143,6 +142,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
 
     from .callbacks import MarkCompleteCallback
     from .folder import forget_run_record, resume_command, write_run_record
+    from .parts import NonFiniteGuardCallback
 
     out, step, max_steps = trainer.args.output_dir, trainer.state.global_step, trainer.state.max_steps
     resume = resume_command(argv)
@@ -168,11 +168,8 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
     line = f"crashed {where} ({type(error).__name__}: {first[:200]}); {saved[1]}"
     if (Path(out) / "metrics.jsonl").exists():
         line += f"; metrics in {Path(out) / 'metrics.jsonl'}"
-    from .parts import NonFiniteGuardCallback
-
-    guard = next((c for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)), None)
-    if guard is not None and guard.skipped:
-        line += f"; {guard.skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
+    if skipped := sum(c.skipped for c in trainer.callback_handler.callbacks if isinstance(c, NonFiniteGuardCallback)):
+        line += f"; {skipped} step(s) were skipped as non-finite before it: lower --learning_rate"
     if saved[0] is not None or (os.path.isdir(out) and get_last_checkpoint(out) is not None):
         line += f". Resume with: {resume}"
     return line

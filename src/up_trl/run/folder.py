@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -16,17 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock, Timeout
+from transformers.trainer_utils import get_last_checkpoint
+
 from ..errors import is_a_file
 from ..models.source import checkpoints_in
-from .checkpoints import (
-    COMPLETE_MARK,
-    WEIGHT_FILES,
-    checkpoint_problem,
-    describe_skipped,
-    newest_complete,
-    read_json,
-    read_mark,
-)
+from .checkpoints import COMPLETE_MARK, WEIGHT_FILES, checkpoint_problem, newest_complete, read_json, read_mark
 
 LOCK_FILE = ".up_trl.lock"
 
@@ -63,17 +59,13 @@ class RunLock:
 
 def remove_made(folders: list[Path]) -> None:
     """Remove the folders a run created (deepest first), each only when empty: the run stopped before writing."""
-    for folder in folders:
-        try:
+    with contextlib.suppress(OSError):  # one not empty: it and those above it stay
+        for folder in folders:
             folder.rmdir()
-        except OSError:
-            return
 
 
 def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
     """Take the lock on `output_dir` (created if missing), or a one-line ValueError (another run's pid named)."""
-    from filelock import FileLock, Timeout
-
     folder = Path(output_dir)
     if folder.exists() and not folder.is_dir():
         raise ValueError(is_a_file(output_dir))
@@ -92,8 +84,7 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
         lock.acquire()
     except Timeout:
         for _ in range(21):  # a run that took the lock this instant writes its pid right after
-            pid = _read_pid(path)
-            if pid is not None:
+            if (pid := _read_pid(path)) is not None:
                 break
             time.sleep(0.05)
         who = f"pid {pid}" if pid is not None else "a process that has not written its pid yet"
@@ -148,16 +139,12 @@ def previous_run_files(output_dir: str | os.PathLike) -> list[Path]:
     if not folder.is_dir():
         return []
     record = read_json(folder / RUN_RECORD)
+    # an up-trl from before run records listed files: its record, metrics, card or marks
+    earlier = record is not None or (folder / "metrics.jsonl").is_file() or is_model_card(folder / "README.md")
     if record is not None and isinstance(record.get("files"), list):
         names = [n for key in ("files", "writing") for n in record.get(key) or [] if isinstance(n, str)]
         found = _matching(folder, names, RUN_GLOBS)  # the record's `patterns` are these (it names them for a reader)
-    # an up-trl from before run records listed files: its record, metrics, card or marks
-    elif (
-        record is not None
-        or (folder / "metrics.jsonl").is_file()
-        or is_model_card(folder / "README.md")
-        or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder))
-    ):
+    elif earlier or any((c / COMPLETE_MARK).is_file() for c in checkpoints_in(folder)):
         found = [p for p in _matching(folder, RUN_FILES, RUN_GLOBS) if p.name != "README.md" or is_model_card(p)]
     else:
         return []
@@ -189,16 +176,15 @@ def remove_run_files(files: Sequence[Path]) -> None:
 def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list[str] | None = None) -> str | None:
     """The checkpoint `--resume_from_checkpoint VALUE` means, or a ValueError saying why there is none: `true` is the
     newest complete one (those skipped named in `notes`), `false`/unset none, else a complete checkpoint folder."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     if value is None or str(value).strip().lower() in ("", "false", "none", "no"):
         return None
     if str(value).strip().lower() in ("true", "yes", "latest", "last"):
         newest, skipped = newest_complete(output_dir)
+        gone = ", ".join(f"{path.name} ({why})" for path, why in skipped)  # 'checkpoint-6 (empty), checkpoint-5 (...)'
         if newest is None and skipped:
             raise ValueError(
                 f"--resume_from_checkpoint true: no complete checkpoint in {output_dir}, only incomplete ones (a save "
-                f"that was interrupted): {describe_skipped(skipped)}: remove them, or drop the flag to start afresh."
+                f"that was interrupted): {gone}: remove them, or drop the flag to start afresh."
             )
         if newest is None:
             raise ValueError(
@@ -207,7 +193,6 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
                 "or drop the flag to start afresh."
             )
         if skipped and notes is not None:
-            gone = describe_skipped(skipped)
             notes.append(f"resuming from {newest}, the newest complete checkpoint; skipped the incomplete {gone}")
         return str(newest)
     path = Path(os.path.expanduser(str(value)))
@@ -221,7 +206,7 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
             f"--resume_from_checkpoint {value} is not a checkpoint (no trainer_state.json) (its latest "
             f"checkpoint is {latest})."
         )
-    siblings = checkpoints_in(path.parent) if path.parent.is_dir() else []
+    siblings = checkpoints_in(path.parent)  # `path` is a folder: so is its parent
     problem = checkpoint_problem(path, marks_expected=any(read_mark(c) is not None for c in siblings))
     if problem is not None:
         newest, _ = newest_complete(path.parent)
@@ -234,12 +219,7 @@ def resolve_resume(value: str | None, output_dir: str | os.PathLike, notes: list
 
 
 def check_output_dir(
-    output_dir: str,
-    *,
-    overwrite: bool,
-    resume: str | None,
-    model: str | None,
-    reads: dict[str, str | os.PathLike | None] | None = None,
+    output_dir: str, *, overwrite: bool, resume: str | None, model: str | None, reads: dict | None = None
 ) -> list[Path]:
     """Refuse (ValueError, one line) an output folder this run must not write into; returns the previous run's files
     to remove first (`--overwrite_output_dir`), never one holding a path in `reads` ({flag: a path the run reads})."""
@@ -288,8 +268,6 @@ def check_output_dir(
 
 def files_the_run_reads(script_args, recipe: str | None) -> dict[str, str | None]:
     """{flag: a path this run reads}, for `--overwrite_output_dir` to leave alone (reward modules found unimported)."""
-    import importlib.util
-
     reads: dict[str, str | None] = {"--dataset_name": script_args.dataset_name, "--config": recipe}
     for name in [name for name in script_args.reward_funcs or [] if "." in name]:  # a dotted path: its module's file
         try:
@@ -308,18 +286,13 @@ def resume_command(argv: Sequence[str]) -> str:
     >>> resume_command(["--max_steps", "12", "--overwrite_output_dir", "--resume_from_checkpoint=x"])
     'up-trl train --max_steps 12 --resume_from_checkpoint true'
     """
-    kept, skip = [], False
-    for i, arg in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        flag = arg.split("=", 1)[0]
-        if flag in ("--resume_from_checkpoint", "--overwrite_output_dir"):  # and its value, when it has one
-            nxt = argv[i + 1] if i + 1 < len(argv) else "--"
-            boolean = flag == "--resume_from_checkpoint" or nxt.lower() in ("true", "false", "yes", "no", "1", "0")
-            skip = "=" not in arg and not nxt.startswith("--") and boolean
-            continue
-        kept.append(arg)
+    drop, yes_no = ("--resume_from_checkpoint", "--overwrite_output_dir"), ("true", "false", "yes", "no", "1", "0")
+    kept = [  # each of them, and the value after one (after --overwrite_output_dir, only a yes or no)
+        arg
+        for previous, arg in zip(["", *argv], argv)
+        if arg.split("=", 1)[0] not in drop
+        and not (previous in drop and not arg.startswith("--") and (previous == drop[0] or arg.lower() in yes_no))
+    ]
     return shlex.join(["up-trl", "train", *kept, "--resume_from_checkpoint", "true"])
 
 
@@ -361,8 +334,7 @@ def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
 
 def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
     """Rewrite the run record (at each save) with the files written so far, its fields kept."""
-    record = read_json(Path(output_dir) / RUN_RECORD)
-    if record is None:
+    if (record := read_json(Path(output_dir) / RUN_RECORD)) is None:
         return None
     fields = {k: v for k, v in record.items() if k not in ("files", "patterns", "writing", "hashes")}
     return write_run_record(output_dir, running="writing" in record, **fields)
@@ -371,7 +343,7 @@ def refresh_run_record(output_dir: str | os.PathLike) -> Path | None:
 def forget_run_record(output_dir: str | os.PathLike) -> None:
     """Remove the record of a run that wrote nothing else, so that no run is left behind to refuse a rerun."""
     folder = Path(output_dir)
-    if [p for p in previous_run_files(folder) if p.name != RUN_RECORD] == []:
+    if all(p.name == RUN_RECORD for p in previous_run_files(folder)):
         (folder / RUN_RECORD).unlink(missing_ok=True)
 
 

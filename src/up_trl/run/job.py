@@ -12,8 +12,6 @@ from pathlib import Path
 from ..errors import UsageError
 from .ending import TrainingCrashed, after_crash, stop_reason
 
-# Light at import (the standard library only): `cli` imports this module before torch (`up-trl train --help`).
-
 
 @dataclass
 class TrainJob:
@@ -39,16 +37,10 @@ def load_data(job: TrainJob, is_async: bool):
     from ..data import DataError, HubUnavailableError, load_math_dataset, system_prompt_from_flag
 
     s, args = job.script_args, job.training_args
-    system_prompt = system_prompt_from_flag(s.system_prompt)
-    options = dict(
-        config=s.dataset_config,
-        seed=args.seed,
-        system_prompt=system_prompt,
-        prompt_system_prompt=system_prompt if s.system_prompt is not None else None,
-        column_mapping=job.column_mapping,
-        ops=s.arithmetic_ops,
-        few_shot=s.arithmetic_few_shot,
-    )
+    prompt = system_prompt_from_flag(s.system_prompt)  # a `prompt` column's own system turn: only when set
+    options = dict(config=s.dataset_config, seed=args.seed, system_prompt=prompt, column_mapping=job.column_mapping)
+    options |= dict(prompt_system_prompt=None if s.system_prompt is None else prompt)
+    options |= dict(ops=s.arithmetic_ops, few_shot=s.arithmetic_few_shot)
     source, where = s.dataset_name, f"--dataset_name {s.dataset_name}"
     if job.mixture is not None and job.mixture.datasets:
         from trl import get_dataset
@@ -92,15 +84,7 @@ def run_job(job: TrainJob):
     from ..rewards import get_reward_funcs
     from ..rewards.registry import check_reward_columns
     from ..versions import warn_if_untested_versions
-    from .callbacks import (
-        FirstRolloutProgressCallback,
-        GracefulStopCallback,
-        JsonlMetricsCallback,
-        MarkCompleteCallback,
-        RunRecordCallback,
-        SteadyEtaProgressCallback,
-        StepEndRngCallback,
-    )
+    from . import callbacks
     from .card import plot_metrics
     from .checkpoints import resume_differences, run_settings
     from .folder import describe_run_files, refresh_run_record, remove_run_files, resume_command, write_run_record
@@ -116,19 +100,18 @@ def run_job(job: TrainJob):
     warn_if_untested_versions(main_process=int(os.environ.get("RANK", "0")) == 0)  # a trl past the pin, ...
     # Before any model work, the first run's conversion of the offline model included (it imports deepspeed too).
     silence_unactionable_warnings(deepspeed)
-    prepared = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
+    lock, resume, previous, notes = prepare_run(script_args, training_args, job.model, recipe=job.recipe_file)
     try:
         # Cheap checks and loads first: a wrong reward or dataset name fails before any model is touched.
-        reward_options = {"max_completion_length": training_args.max_completion_length}  # DAPO's soft overlong
-        try:
-            names = script_args.reward_funcs
-            named = get_reward_funcs(names, **(reward_options if "soft_overlong" in names else {}))
-            model_scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
-            reward_funcs = [model_scorer, *named] if model_scorer else named
-        except ValueError as error:  # a dotted path that does not import, a factory without its options
+        names, options = script_args.reward_funcs, {"max_completion_length": training_args.max_completion_length}
+        try:  # DAPO's soft overlong takes options; a dotted path that does not import, a factory without them: refused
+            named = get_reward_funcs(names, **(options if "soft_overlong" in names else {}))
+        except ValueError as error:
             raise UsageError(f"--reward_funcs: {error}") from None
+        scorer = script_args.reward_model_name_or_path  # first, as `trl grpo` puts it: TRL loads it
+        reward_funcs = [scorer, *named] if scorer else named
         state = PartialState()
-        for note in prepared.notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
+        for note in notes:  # a stale lock taken over, incomplete checkpoints a resume skipped
             state.print(f"up-trl: {note}", flush=True)
         with state.main_process_first():
             dataset, eval_dataset = load_data(job, is_async)
@@ -148,13 +131,11 @@ def run_job(job: TrainJob):
         if "save_steps" in job.flags and "save_strategy" not in job.flags:
             every = f"{training_args.save_steps:g} steps"
             state.print(f"up-trl: a checkpoint every {every} (--save_steps sets save_strategy steps)")
-        if prepared.remove:
+        if previous:
             if state.is_main_process:
-                remove_run_files(prepared.remove)
-            state.print(
-                f"up-trl: --overwrite_output_dir: removed the previous run in {out} "
-                f"({describe_run_files(prepared.remove)})"
-            )
+                remove_run_files(previous)
+            removed = describe_run_files(previous)
+            state.print(f"up-trl: --overwrite_output_dir: removed the previous run in {out} ({removed})")
             state.wait_for_everyone()
 
         remote = training_args.trust_remote_code  # GRPOConfig's, as `trl grpo` reads it
@@ -162,24 +143,16 @@ def run_job(job: TrainJob):
         if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
-        if prepared.resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
-            changes, refusal = resume_differences(prepared.resume, run_settings(training_args), deepspeed)
+        if resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+            changes, refusal = resume_differences(resume, run_settings(training_args), deepspeed)
             if refusal is not None:
                 raise UsageError(refusal)
             for line in changes:
                 state.print(f"up-trl: {line}")
         metrics_path = Path(out) / "metrics.jsonl"
         state.print(f"up-trl: loading {model} ...", flush=True)
-        graceful = GracefulStopCallback()
+        graceful = callbacks.GracefulStopCallback()
         record = {"base_model": model, "dataset_name": dataset_name, "trainer": trainer_cls.__name__}
-        callbacks = [
-            RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes (`run.folder`)
-            JsonlMetricsCallback(metrics_path),
-            graceful,
-            FirstRolloutProgressCallback(),
-            StepEndRngCallback(),
-            MarkCompleteCallback(),  # each checkpoint marked complete last (`run.callbacks`)
-        ]
         parts = with_parts(trainer_cls, script_args.share_prompt_prefix)  # every opt-in part (`run.parts`)
         trainer = parts(
             model=model,
@@ -189,11 +162,18 @@ def run_job(job: TrainJob):
             **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
             peft_config=get_peft_config(model_args),
             **({"quantization_config": quantized} if (quantized := get_quantization_config(model_args)) else {}),
-            callbacks=callbacks,
+            callbacks=[
+                callbacks.RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes
+                callbacks.JsonlMetricsCallback(metrics_path),
+                graceful,
+                callbacks.FirstRolloutProgressCallback(),
+                callbacks.StepEndRngCallback(),
+                callbacks.MarkCompleteCallback(),  # each checkpoint marked complete last
+            ],
         )
         attach_parts(trainer, script_args.skip_nonfinite_steps, script_args.max_consecutive_nonfinite_steps)
         if trainer.pop_callback(ProgressCallback) is not None:  # the same bar, with an ETA from whole rollout cycles
-            trainer.add_callback(SteadyEtaProgressCallback())
+            trainer.add_callback(callbacks.SteadyEtaProgressCallback())
         # named in the model card: the recipe, the data, and the problems when they are `arithmetic`
         trainer.up_recipe, trainer.up_dataset_name = job.recipe, dataset_name
         trainer.up_arithmetic_ops = script_args.arithmetic_ops
@@ -207,7 +187,7 @@ def run_job(job: TrainJob):
 
         start = time.perf_counter()
         try:
-            trainer.train(resume_from_checkpoint=prepared.resume)
+            trainer.train(resume_from_checkpoint=resume)
         except Exception as error:
             raise TrainingCrashed(after_crash(trainer, error, given, record), out) from error
         finally:
@@ -257,4 +237,4 @@ def run_job(job: TrainJob):
             state.destroy_process_group()
         return trainer
     finally:
-        prepared.lock.release()
+        lock.release()

@@ -44,6 +44,7 @@ from trl.trainer.utils import get_callable_name, is_async_callable
 from ..file_modes import usual_file_modes
 from ..objective.indicators import indicator_rates, leading_indicator_sums
 from ..speedups.shared_prompt import SharedPromptTrainerMixin
+from .card import write_model_card
 from .checkpoints import ResumeSettingsMixin, RolloutCheckpointMixin, is_synchronous
 
 __all__ = ["LeadingIndicatorsMixin", "NonFiniteGuardCallback", "ResumeSettingsMixin", "RolloutCheckpointMixin",
@@ -64,8 +65,6 @@ class RunCardMixin:
             self.reward_func_names = [f if isinstance(f, str) else get_callable_name(f) for f in funcs]
 
     def create_model_card(self, model_name=None, dataset_name=None, tags=None):
-        from .card import write_model_card
-
         write_model_card(self, super().create_model_card, model_name, dataset_name, tags)
 
 
@@ -134,14 +133,11 @@ class NonFiniteGuardCallback(TrainerCallback):
         if self.record is not None and control.should_log:
             self.record(self.skipped)
 
-    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
-        if model is None:
-            return
+    def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):  # the Trainer passes its model
         if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
             self.consecutive = 0
             return
-        for p in model.parameters():
-            p.grad = None
+        model.zero_grad(set_to_none=True)
         self.skipped += 1
         self.consecutive += 1
         logger.warning(
@@ -175,8 +171,7 @@ class ScorableRecorder:
     """Which completions got a finite reward, `note`d by each wrapper (thread-safe), counted when all `n_funcs` are."""
 
     def __init__(self, n_funcs: int, always_scorable: bool = False):
-        self.n_funcs = n_funcs
-        self.always_scorable = always_scorable  # a model reward scores every completion
+        self.n_funcs, self.always_scorable = n_funcs, always_scorable  # always: a model reward scores every completion
         self._lock = threading.Lock()
         self._finite: dict[int, torch.Tensor] = {}  # reward function's index -> (completions,) bool, this batch
         self._counts: tuple[int, int] | None = None
@@ -184,9 +179,8 @@ class ScorableRecorder:
     def note(self, index: int, rewards: Any, n_completions: int | None, log_metric: Callable | None) -> None:
         """Note the rewards function `index` returned. Never raises: a wrong count or value is TRL's to report."""
         try:
-            finite = torch.isfinite(  # as TRL reads them: None is NaN, float32
-                torch.tensor([float("nan") if r is None else r for r in rewards], dtype=torch.float32)
-            )
+            values = [float("nan") if r is None else r for r in rewards]  # as TRL reads them: None is NaN, float32
+            finite = torch.isfinite(torch.tensor(values, dtype=torch.float32))
         except (TypeError, ValueError, RuntimeError):
             return
         if finite.dim() != 1 or (n_completions is not None and len(finite) != n_completions):
@@ -221,16 +215,13 @@ def _recording(reward_func: Callable, index: int, recorder: ScorableRecorder) ->
         recorder.note(index, rewards, None if completions is None else len(completions), kwargs.get("log_metric"))
         return rewards
 
-    if is_async_callable(reward_func):
+    def wrapper(*args, **kwargs):
+        return noted(reward_func(*args, **kwargs), kwargs)
 
-        async def wrapper(*args, **kwargs):
-            return noted(await reward_func(*args, **kwargs), kwargs)
+    async def async_wrapper(*args, **kwargs):
+        return noted(await reward_func(*args, **kwargs), kwargs)
 
-    else:
-
-        def wrapper(*args, **kwargs):
-            return noted(reward_func(*args, **kwargs), kwargs)
-
+    wrapper = async_wrapper if is_async_callable(reward_func) else wrapper
     # __wrapped__ and the docstring, not a copy of a callable object's __dict__, which would go stale.
     functools.update_wrapper(wrapper, reward_func, updated=())
     wrapper.__name__ = get_callable_name(reward_func)  # TRL's name for it (a partial's function, a class's name)

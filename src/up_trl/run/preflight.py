@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UsageError, is_a_file
@@ -24,10 +23,9 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
         raise UsageError(
             f"{flag} {output_dir} cannot be created: {existing} is a file, not a folder; name a folder elsewhere."
         )
-    try:
+    name_max = None
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # not POSIX, or not said
         name_max = os.pathconf(existing, "PC_NAME_MAX")
-    except (OSError, ValueError, AttributeError):  # not POSIX, or not said
-        name_max = None
     new_parts = folder.absolute().relative_to(existing).parts
     for part in new_parts:
         if name_max and len(os.fsencode(part)) > name_max:
@@ -43,18 +41,9 @@ def check_output_folder(output_dir: str | os.PathLike, flag: str = "--output_dir
         )
 
 
-@dataclass
-class PreparedRun:
-    """The output folder, held: its `lock`, the checkpoint to `resume`, the files to `remove`, `notes` to print."""
-
-    lock: object
-    resume: str | None = None
-    remove: list[Path] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-def prepare_run(script_args, training_args, model: str | None, recipe: str | None = None) -> PreparedRun:
-    """Lock the output folder, then look at what is in it (`run.folder`), or a UsageError."""
+def prepare_run(script_args, training_args, model: str | None, recipe: str | None = None):
+    """Lock the output folder, then look at what is in it (`run.folder`), or a UsageError: (its lock, the checkpoint to
+    resume or None, the previous run's files to remove first, notes to print)."""
     from .folder import RunLock, check_output_dir, files_the_run_reads, lock_output_dir, resolve_resume
 
     out = training_args.output_dir
@@ -66,14 +55,12 @@ def prepare_run(script_args, training_args, model: str | None, recipe: str | Non
         if lock.stale_pid is not None:
             notes.append(f"took over the lock of {out}: the run that held it (pid {lock.stale_pid}) is gone")
         resume = resolve_resume(training_args.resume_from_checkpoint, out, notes)
-        reads = files_the_run_reads(script_args, recipe)
-        remove = check_output_dir(
-            out, overwrite=script_args.overwrite_output_dir, resume=resume, model=model, reads=reads
-        )
+        overwrite, reads = script_args.overwrite_output_dir, files_the_run_reads(script_args, recipe)
+        remove = check_output_dir(out, overwrite=overwrite, resume=resume, model=model, reads=reads)
     except ValueError as error:
         lock.release()
         raise UsageError(str(error)) from None
-    return PreparedRun(lock, resume, remove, notes)
+    return lock, resume, remove, notes
 
 
 def check_dataset_size(dataset, training_args) -> None:

@@ -83,16 +83,16 @@ def sign_flip_p(diffs: list[float]) -> float | None:
     return hits / 2 ** len(diffs)
 
 
-def paired(runs: list[dict], treatment: str, control: str, key: str) -> dict:
+def paired(runs: list[dict], treatment: str, control: str, key: str, seeds=SEEDS) -> dict:
     """`key` of `treatment` minus `control`, seed by seed over the seeds where both finished: mean, SD, 2 SE, the exact
-    sign-flip p, how many seeds favour the treatment, and whether a difference is detected (p < ALPHA, all of SEEDS
+    sign-flip p, how many seeds favour the treatment, and whether a difference is detected (p < ALPHA, all of `seeds`
     paired)."""
     by_arm = {arm: {r["seed"]: r[key] for r in runs if r.get("arm") == arm} for arm in (treatment, control)}
-    seeds = sorted(set(by_arm[treatment]) & set(by_arm[control]))
-    diffs = [by_arm[treatment][s] - by_arm[control][s] for s in seeds]
+    both = sorted(set(by_arm[treatment]) & set(by_arm[control]))
+    diffs = [by_arm[treatment][s] - by_arm[control][s] for s in both]
     mean, sd = mean_std(diffs)
     p = sign_flip_p(diffs)
-    complete = set(SEEDS) <= set(seeds)
+    complete = set(seeds) <= set(both)
     return {
         "pairs": len(diffs),
         "diffs": [round(d, 4) for d in diffs],
@@ -124,15 +124,15 @@ def against_base(runs: list[dict], arm: str) -> dict:
     }
 
 
-def analysis(runs: list[dict]) -> dict:
+def analysis(runs: list[dict], seeds=SEEDS) -> dict:
     """The plan's analysis: the primary paired test-accuracy difference; the secondaries (each arm against the base
     model, the paired area under the training-reward curve, the third arm against DAPO, collapses)."""
     treatment, control = PRIMARY[1], PRIMARY[0]
     return {
-        "primary": paired(runs, treatment, control, "test_avg"),
-        "reward_area": paired(runs, treatment, control, "reward_area"),
-        "third_vs_control": paired(runs, THIRD, control, "test_avg"),
-        "third_area_vs_control": paired(runs, THIRD, control, "reward_area"),
+        "primary": paired(runs, treatment, control, "test_avg", seeds),
+        "reward_area": paired(runs, treatment, control, "reward_area", seeds),
+        "third_vs_control": paired(runs, THIRD, control, "test_avg", seeds),
+        "third_area_vs_control": paired(runs, THIRD, control, "reward_area", seeds),
         "arms": {arm: against_base(runs, arm) for arm in ARMS},
     }
 
@@ -278,7 +278,7 @@ def main(argv=None) -> dict:
             args.threads,
             deadline,
             todo=lambda: next_jobs(runs, seeds, args.third_arm),
-            estimate=lambda arm: estimate_minutes(arm, runs, candidate),
+            estimate=lambda arm: 1.0 if args.quick else estimate_minutes(arm, runs, candidate),
             job=job,
             finish=finish,
         )
@@ -331,7 +331,7 @@ def summary(runs, candidate, commit, machine, command, seeds, first: dict, third
         "eval": {key: first[key] for key in ("benchmark", *TEST)},  # as run (--quick: smaller)
         "finished": not left,
         "primary_finished": not [j for j in left if j[0] != THIRD],
-        "analysis": analysis(runs),
+        "analysis": analysis(runs, seeds),
         "runs": runs,
     }
 

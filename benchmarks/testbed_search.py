@@ -140,11 +140,7 @@ def prompt_draws(s: dict) -> int:
 def estimate_minutes(name: str, runs: list[dict]) -> float:
     """How long a job will take: 1.1 x the slowest finished job of the same candidate (or task's base model), else
     SAFETY x the timed sizes."""
-    mine = [
-        r
-        for r in runs
-        if r.get("candidate", r.get("task")) == name and r["config"] == ("before" if name in TASKS else "DAPO")
-    ]
+    mine = [r for r in runs if job_name(r) == name and r["config"] == ("before" if name in TASKS else "DAPO")]
     if mine:
         return 1.1 * max(r.get("train_minutes", 0) + r["eval_minutes"] for r in mine)
     if name in TASKS:
@@ -251,26 +247,32 @@ def init(threads: int) -> None:
     hf_logging.set_verbosity_error()
 
 
-def stored(out: Path, resume: bool) -> list[dict]:
-    """The runs a resumed search goes on from: results.json's, then runs.partial.jsonl's not already there."""
+def job_name(record: dict) -> str:
+    """The job a record is of: its candidate, or the task of a base model's evaluation."""
+    return record.get("candidate", record.get("task"))
+
+
+def stored(out: Path, resume: bool, name_of=job_name) -> list[dict]:
+    """The runs a resumed search goes on from: results.json's, then runs.partial.jsonl's not already there
+    (a run is its `name_of(record)` and seed)."""
     if not resume:
         (out / PARTIAL_FILE).unlink(missing_ok=True)
         return []
     runs = read_results(out)["runs"] if (out / RESULTS_FILE).exists() else []
-    seen = {(r.get("candidate", r.get("task")), r["seed"]) for r in runs}
+    seen = {(name_of(r), r["seed"]) for r in runs}
     if (out / PARTIAL_FILE).exists():
         for line in (out / PARTIAL_FILE).read_text().splitlines():
             r = json.loads(line) if line.strip() else None
-            if r and (r.get("candidate", r.get("task")), r["seed"]) not in seen:
+            if r and (name_of(r), r["seed"]) not in seen:
                 runs.append(r)
-                seen.add((r.get("candidate", r.get("task")), r["seed"]))
+                seen.add((name_of(r), r["seed"]))
     return runs
 
 
-def check_stored(runs: list[dict], settings: dict[str, dict], commit: str | None) -> None:
+def check_stored(runs: list[dict], settings: dict[str, dict], commit: str | None, name_of=job_name) -> None:
     """Refuse to go on from a run made with other settings or another code commit than this search's."""
     for r in runs:
-        name = r.get("candidate", r.get("task"))
+        name = name_of(r)
         if name not in settings:
             sys.exit(
                 f"{name!r} (seed {r['seed']}) in the stored runs is not a candidate of this search: "
@@ -290,7 +292,7 @@ def check_stored(runs: list[dict], settings: dict[str, dict], commit: str | None
 def next_jobs(runs: list[dict], names: list[str], seeds1, seeds2) -> list[tuple[str, int | None]]:
     """The (candidate or task, seed) jobs still to run, in order: the tasks' base models, stage 1 seed by seed, then
     (once stage 1 is complete) stage 2's candidates seed by seed."""
-    done = {(r.get("candidate", r.get("task")), r["seed"]) for r in runs}
+    done = {(job_name(r), r["seed"]) for r in runs}
     tasks = list(dict.fromkeys(CANDIDATES[n]["task"] for n in names))
     stage1 = [(t, None) for t in tasks] + [(n, s) for s in seeds1 for n in names]
     todo = [j for j in stage1 if j not in done]
@@ -329,6 +331,49 @@ def record_of(
         "gain": round(dev - base["dev_avg"], 4),
         **result,
     }
+
+
+def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job, finish) -> None:
+    """Run the jobs `todo()` returns, in order, on `workers` fresh processes of `threads` torch threads, until none is
+    left or none left can end by `deadline` (`estimate(name)` minutes). A job is (name, seed); seed None is a base
+    model's evaluation, which every training job waits for. `job(name, seed)` is `run_job`'s argument, `finish(name,
+    seed, result)` keeps a finished result. A failed job is said and skipped, so one failure loses no other run; a
+    failed base evaluation stops what is left (no run could be scored against it)."""
+    failed: set = set()
+    stopped = False
+    context = multiprocessing.get_context("spawn")  # a fresh process per run: no memory carried between runs
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=partial(init, threads), max_tasks_per_child=1
+    ) as pool:
+        running: dict = {}
+        while True:
+            left = [j for j in todo() if j not in failed and j not in running.values()]
+            while left and len(running) < workers and not stopped:
+                # the first job in order that can end in time (every job left is needed: order saves no work)
+                fits = [j for j in left if time.time() + estimate(j[0]) * 60 <= deadline]
+                if not fits or (fits[0][1] is not None and any(s is None for _, s in left)):
+                    said = ", ".join(f"{n} seed {s} ~{estimate(n):.0f} min" for n, s in left[:3])
+                    print(f"stopping: no job left ends within the time limit ({said}, ...)", flush=True)
+                    stopped = True
+                    break
+                left.remove(fits[0])
+                running[pool.submit(run_job, job(*fits[0]))] = fits[0]
+            if not running:
+                return
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                name, seed = running.pop(future)
+                try:
+                    result = future.result()
+                except Exception as exc:  # one failed run must not lose the others
+                    print(f"FAILED: {name} seed {seed}: {exc!r}", flush=True)
+                    failed.add((name, seed))
+                    stopped |= seed is None  # no base model figures: no run of its task can be scored
+                    continue
+                if result.get("skipped"):  # past the deadline when it would have started
+                    failed.add((name, seed))
+                    continue
+                finish(name, seed, result)
 
 
 def main(argv=None) -> dict:
@@ -388,55 +433,29 @@ def main(argv=None) -> dict:
             "seed": seed,
         }
 
-    failed: set = set()
-    stopped = False
+    def finish(name: str, seed: int | None, result: dict) -> None:
+        stage = None if seed is None else 1 if seed in seeds1 else 2
+        rec = record_of(name, seed, result, runs, stage, commit)
+        runs.append(rec)
+        with (out / PARTIAL_FILE).open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        save()
+        print(
+            f"[{(time.perf_counter() - start) / 60:6.1f} min] {name} seed {seed}: dev {rec['dev_avg']:.3f}"
+            + (f" (gain {rec['gain']:+.3f}, collapsed {rec['collapsed']})" if seed is not None else ""),
+            flush=True,
+        )
+
     if not args.report_only:
-        context = multiprocessing.get_context("spawn")  # a fresh process per run: no memory carried between runs
-        with ProcessPoolExecutor(
-            args.workers, mp_context=context, initializer=partial(init, args.threads), max_tasks_per_child=1
-        ) as pool:
-            running: dict = {}
-            while True:
-                todo = [
-                    j for j in next_jobs(runs, names, seeds1, seeds2) if j not in failed and j not in running.values()
-                ]
-                while todo and len(running) < args.workers and not stopped:
-                    # the first job in order that can end in time (every job left is needed: order saves no work)
-                    fits = [j for j in todo if time.time() + estimate_minutes(j[0], runs) * 60 <= deadline]
-                    if not fits or (fits[0][1] is not None and any(t in TASKS for t, _ in todo)):
-                        left = ", ".join(f"{n} seed {s} ~{estimate_minutes(n, runs):.0f} min" for n, s in todo[:3])
-                        print(f"stopping: no job left ends within the time limit ({left}, ...)", flush=True)
-                        stopped = True
-                        break
-                    todo.remove(fits[0])
-                    running[pool.submit(run_job, job(*fits[0]))] = fits[0]
-                if not running:
-                    break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    name, seed = running.pop(future)
-                    try:
-                        result = future.result()
-                    except Exception as exc:  # one failed run must not lose the others
-                        print(f"FAILED: {name} seed {seed}: {exc!r}", flush=True)
-                        failed.add((name, seed))
-                        stopped |= seed is None  # no base model figures: no run of its task can be scored
-                        continue
-                    if result.get("skipped"):  # past the deadline when it would have started
-                        failed.add((name, seed))
-                        continue
-                    stage = None if seed is None else 1 if seed in seeds1 else 2
-                    rec = record_of(name, seed, result, runs, stage, commit)
-                    runs.append(rec)
-                    with (out / PARTIAL_FILE).open("a") as f:
-                        f.write(json.dumps(rec) + "\n")
-                    save()
-                    print(
-                        f"[{(time.perf_counter() - start) / 60:6.1f} min] {name} seed {seed}: dev "
-                        f"{rec['dev_avg']:.3f}"
-                        + (f" (gain {rec['gain']:+.3f}, collapsed {rec['collapsed']})" if seed is not None else ""),
-                        flush=True,
-                    )
+        run_in_pool(
+            args.workers,
+            args.threads,
+            deadline,
+            todo=lambda: next_jobs(runs, names, seeds1, seeds2),
+            estimate=lambda name: estimate_minutes(name, runs),
+            job=job,
+            finish=finish,
+        )
     report = save()
     if report["finished"]:
         (out / PARTIAL_FILE).unlink(missing_ok=True)

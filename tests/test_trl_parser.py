@@ -76,29 +76,15 @@ def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
 
 def test_the_same_recipe_means_the_same_to_trl_grpo(tmp_path, monkeypatch):
     """A recipe names everything it sets: no offline default then, and only UP's fields and ours may differ."""
-    recipe = dict(
-        model_name_or_path="Qwen/Qwen2-0.5B-Instruct",
-        dataset_name="trl-lib/DeepMath-103K",
-        dataset_config="default",
-        dataset_train_split="train",
-        dataset_test_split="validation",
-        dataset_streaming=False,
-        eval_strategy="steps",
-        eval_steps=5,
-        reward_funcs=["accuracy_reward", "my_rewards.length_reward"],
-        reward_model_name_or_path="some/reward-model",
-        ignore_bias_buffers=True,
-        learning_rate=1.0e-6,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=64,
-        loss_type="dapo",
-        beta=0.0,
-        use_cpu=True,
-        bf16=False,
-        output_dir=str(tmp_path / "out"),
-        env={"UP_TRL_TEST_RECIPE_ENV": "set"},
+    recipe = dict(model_name_or_path="Qwen/Qwen2-0.5B-Instruct", dataset_name="trl-lib/DeepMath-103K")
+    recipe |= dict(dataset_config="default", dataset_train_split="train", dataset_test_split="validation")
+    recipe |= dict(dataset_streaming=False, eval_strategy="steps", eval_steps=5, ignore_bias_buffers=True)
+    recipe |= dict(reward_funcs=["accuracy_reward", "my_rewards.length_reward"], loss_type="dapo", beta=0.0)
+    recipe |= dict(reward_model_name_or_path="some/reward-model", learning_rate=1.0e-6, per_device_train_batch_size=4)
+    recipe |= dict(
+        num_generations=4, max_completion_length=64, use_cpu=True, bf16=False, output_dir=str(tmp_path / "out")
     )
+    recipe |= dict(env={"UP_TRL_TEST_RECIPE_ENV": "set"})
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     monkeypatch.delenv("UP_TRL_TEST_RECIPE_ENV", raising=False)

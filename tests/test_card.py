@@ -44,13 +44,10 @@ def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
+    args = cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2)
+    data = load_math_dataset("arithmetic", limit=16, system_prompt=None)
     trainer = build(
-        UPGRPOTrainer,
-        parts=True,
-        model=model_dir,
-        reward_funcs=length_reward,
-        args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),
-        train_dataset=load_math_dataset("arithmetic", limit=16, system_prompt=None),
+        UPGRPOTrainer, parts=True, model=model_dir, reward_funcs=length_reward, args=args, train_dataset=data
     )
     trainer.train()
     return trainer, model_dir

@@ -387,13 +387,8 @@ def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path, tiny_model
     flags = ["--activation_checkpointing", "true"]  # on: TRL toggles it around generation
     reward = "tests.conftest.length_reward"
     argv = tiny_train_argv(tiny_model, tmp_path / "out", *flags, reward=reward, max_steps=2, learning_rate=None)
-    out = subprocess.run(
-        [sys.executable, "-m", "up_trl", "train", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=same_code_env(),
-    )
+    cmd = [sys.executable, "-m", "up_trl", "train", *argv]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=same_code_env())
     assert out.returncode == 0, out.stderr[-3000:]
     printed = out.stdout + out.stderr
     assert [w for w in UNACTIONABLE if w in printed] == [], printed[-3000:]

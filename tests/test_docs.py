@@ -193,14 +193,8 @@ def test_api_reference_has_no_unresolved_cross_reference(tmp_path):
 
 @pytest.mark.slow
 def test_quickstart_script(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    cmd, env = [sys.executable, str(ROOT / "examples" / "quickstart.py")], {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "reward" in out.stdout and "s/step" in out.stdout
     # its own folder, never the main job's outputs/quickstart

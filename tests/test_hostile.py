@@ -592,13 +592,8 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
     argv = tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=3, learning_rate=None)
     env = same_code_env()
     env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
-    killed = subprocess.run(
-        [sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cmd = [sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv]
+    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (out / "checkpoint-2").is_dir() and not (out / "checkpoint-2" / "up_trl_checkpoint.json").exists()
     capsys.readouterr()

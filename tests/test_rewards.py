@@ -25,23 +25,7 @@ from trl.trainer.utils import get_callable_name
 from work_count import work
 
 from up_trl import rewards
-from up_trl.rewards import (
-    MAX_CHARS,
-    REWARD_FACTORIES,
-    REWARD_FUNCS,
-    RewardStats,
-    boxed_format_reward,
-    completion_text,
-    dapo_math_reward,
-    extract_answer,
-    extract_gold,
-    get_reward_funcs,
-    last_boxed,
-    make_math_accuracy_reward,
-    math_accuracy_reward,
-    think_format_reward,
-    verification,
-)
+from up_trl.rewards import dapo_math_reward, extract_answer, make_math_accuracy_reward, math_accuracy_reward
 from up_trl.rewards import pool as reward_pool
 from up_trl.rewards.extraction import prediction
 from up_trl.rewards.verification import dropped_letters
@@ -138,7 +122,7 @@ def test_stats_and_trl_logging_hooks():
     stats = dict(calls=1, completions=4, correct=1, skipped_gold=1, no_answer=1, timeouts=0, worker_restarts=0)
     assert reward.stats.as_dict() == stats
     reward.stats.reset()
-    assert reward.stats == RewardStats()
+    assert reward.stats == rewards.RewardStats()
 
 
 def test_solution_column_option_and_missing_column_error():
@@ -167,7 +151,7 @@ def test_solution_column_option_and_missing_column_error():
 ])  # fmt: skip
 def test_last_boxed(text, expected):
     """`last_boxed`, which is also the data loader's `extract_boxed` (test_data.py)."""
-    assert last_boxed(text) == expected
+    assert rewards.last_boxed(text) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -184,14 +168,14 @@ def test_extract_answer(text, expected):
 
 
 def test_extract_gold_and_completion_text():
-    assert extract_gold("Add: 40 + 2 = 42.\n#### 42") == ("42", "phrase")
-    assert extract_gold(r"so $\boxed{7}$") == ("7", "boxed")
-    assert extract_gold(7) == ("7", "phrase")
-    assert extract_gold(None) is None and extract_gold("  ") is None
-    assert completion_text([{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]) == "b"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "c"}]}]) == "c"
-    assert completion_text([{"role": "assistant", "content": None}]) == ""
-    assert completion_text(42) == "" and completion_text([]) == ""
+    assert rewards.extract_gold("Add: 40 + 2 = 42.\n#### 42") == ("42", "phrase")
+    assert rewards.extract_gold(r"so $\boxed{7}$") == ("7", "boxed")
+    assert rewards.extract_gold(7) == ("7", "phrase")
+    assert rewards.extract_gold(None) is None and rewards.extract_gold("  ") is None
+    assert rewards.completion_text([*chat("a"), *chat("b")]) == "b"
+    assert rewards.completion_text(chat([{"type": "text", "text": "c"}])) == "c"
+    assert rewards.completion_text(chat(None)) == ""
+    assert rewards.completion_text(42) == "" and rewards.completion_text([]) == ""
 
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -202,12 +186,12 @@ def test_extract_gold_and_completion_text():
     pytest.param("3", 0.0, id="plain"),
 ])  # fmt: skip
 def test_boxed_format_reward(reply, expected):
-    assert boxed_format_reward([reply, chat(reply)]) == [expected, expected]
+    assert rewards.boxed_format_reward([reply, chat(reply)]) == [expected, expected]
 
 
 def test_think_format_reward_reuses_trl_and_accepts_strings():
     replies = ["<think>a</think>b", chat("<think>a</think>b"), "b", chat(None)]
-    assert think_format_reward(replies) == [1.0, 1.0, 0.0, 0.0]
+    assert rewards.think_format_reward(replies) == [1.0, 1.0, 0.0, 0.0]
 
 
 def test_rewards_pickle_and_keep_their_names():
@@ -262,11 +246,11 @@ def _hostile_completions():
 def test_hostile_completion(completion, expected):
     assert math_accuracy_reward([completion], solution=["42"]) == [expected]
     assert dapo_math_reward([completion], solution=["42"]) == [2 * expected - 1]
-    assert boxed_format_reward([completion])[0] in (0.0, 1.0)
-    assert think_format_reward([completion]) == [0.0]
+    assert rewards.boxed_format_reward([completion])[0] in (0.0, 1.0)
+    assert rewards.think_format_reward([completion]) == [0.0]
     # Bounded work: the reply is cut to its last MAX_CHARS characters before any (linear) pattern sees it.
-    text = completion_text(completion)
-    assert work(extract_answer, text) == work(extract_answer, text[-MAX_CHARS:])
+    text = rewards.completion_text(completion)
+    assert work(extract_answer, text) == work(extract_answer, text[-rewards.MAX_CHARS :])
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
@@ -293,7 +277,7 @@ def test_hostile_gold_never_raises():
 def test_property_text_never_raises(reply, gold):
     assert math_accuracy_reward([reply], solution=["42"])[0] in (0.0, 1.0)
     assert math_accuracy_reward([r"\boxed{42}"], solution=[gold])[0] in (0.0, 1.0, None)
-    assert boxed_format_reward([reply])[0] in (0.0, 1.0)
+    assert rewards.boxed_format_reward([reply])[0] in (0.0, 1.0)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -302,7 +286,7 @@ def test_property_binary_never_raises(raw, suffix):
     reply = raw.decode("latin-1") + suffix
     out = dapo_math_reward([reply, chat(reply)], solution=["42", "42"])
     assert out[0] == out[1] and out[0] in (1.0, -1.0)
-    assert think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
+    assert rewards.think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
 
 
 # --- Threads, worker failures, in-process mode -----------------------------------------------------------------------
@@ -385,48 +369,49 @@ def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
 
 # --- Registry --------------------------------------------------------------------------------------------------------
 def test_registry_names():
-    assert sorted(REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
-    assert sorted(REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
-    funcs = get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
-    assert funcs == [math_accuracy_reward, dapo_math_reward, boxed_format_reward, think_format_reward]
+    assert sorted(rewards.REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
+    assert sorted(rewards.REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
+    funcs = rewards.get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
+    assert funcs == [math_accuracy_reward, dapo_math_reward, rewards.boxed_format_reward, rewards.think_format_reward]
     names = [f.__name__ for f in funcs]
     assert names == "math_accuracy_reward dapo_math_reward boxed_format_reward think_format_reward".split()
 
 
 def test_registry_dotted_path(monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))  # a failed import adds the cwd, as `trl grpo` does
-    assert get_reward_funcs(["up_trl.rewards.boxed_format_reward"]) == [boxed_format_reward]
-    (accuracy,) = get_reward_funcs(["trl.rewards.accuracy_reward"])
+    assert rewards.get_reward_funcs(["up_trl.rewards.boxed_format_reward"]) == [rewards.boxed_format_reward]
+    (accuracy,) = rewards.get_reward_funcs(["trl.rewards.accuracy_reward"])
     assert accuracy.__name__ == "accuracy_reward"
     with pytest.raises(ValueError, match="Could not load reward function 'up_trl.rewards.nope'"):
-        get_reward_funcs(["up_trl.rewards.nope"])
+        rewards.get_reward_funcs(["up_trl.rewards.nope"])
     with pytest.raises(ValueError, match="Could not load reward function 'no_such_pkg.reward'"):
-        get_reward_funcs(["no_such_pkg.reward"])
+        rewards.get_reward_funcs(["no_such_pkg.reward"])
     with pytest.raises(ValueError, match="not a reward function"):
-        get_reward_funcs(["up_trl.rewards.MAX_CHARS"])
+        rewards.get_reward_funcs(["up_trl.rewards.MAX_CHARS"])
 
 
 def test_registry_unknown_name_lists_known_names():
     with pytest.raises(ValueError, match="Unknown reward function 'accuracy'") as info:
-        get_reward_funcs(["accuracy"])
+        rewards.get_reward_funcs(["accuracy"])
     for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format", "accuracy_reward"):
         assert name in str(info.value)
 
 
 def test_registry_options_build_new_rewards():
     names = ["math_accuracy", "dapo_math", "soft_overlong"]
-    acc, dapo, overlong = get_reward_funcs(names, max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
+    options = dict(max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
+    acc, dapo, overlong = rewards.get_reward_funcs(names, **options)
     assert acc is not math_accuracy_reward and acc.item_timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
     assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
     assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
     assert type(overlong).__module__ == "trl.rewards.other_rewards"
     assert overlong(completion_ids=[[1] * 80, [1] * 90, [1] * 101]) == [0.0, -0.5, -1.0]
-    (default_cache,) = get_reward_funcs(["soft_overlong"], max_completion_length=100)  # cache: 100 // 5 [DAPO]
+    (default_cache,) = rewards.get_reward_funcs(["soft_overlong"], max_completion_length=100)  # cache: 100 // 5 [DAPO]
     assert default_cache(completion_ids=[[1] * 80, [1] * 90]) == [0.0, -0.5]
     with pytest.raises(ValueError, match=r"'soft_overlong' needs options: .*max_completion_length=\.\.\."):
-        get_reward_funcs(["soft_overlong"])
+        rewards.get_reward_funcs(["soft_overlong"])
     with pytest.raises(ValueError, match="soft_punish_cache=200"):
-        get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
+        rewards.get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
 
 
 # --- A final-answer phrase is one expression, never one number of it (issue 8, item 1) -------------------------------
@@ -610,10 +595,10 @@ def test_failed_gold_parse_is_not_cached(monkeypatch):
     calls = []
     monkeypatch.setattr(math_verify, "parse", _parse_timing_out(lambda text: calls.append(text) or len(calls) == 1))
     gold = r"\frac{123}{457}"  # a gold no other test parses in this process
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     parses = len(calls)
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     assert len(calls) == parses + 1  # the successful gold parse is cached: only the prediction is parsed again
 
 
@@ -631,9 +616,9 @@ def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
 
     monkeypatch.setattr(math_verify, "parse", _parse_timing_out(lambda text: marker and marker in text))
     monkeypatch.setattr(math_verify, "verify", verify)
-    verification._parse_gold.cache_clear()
-    assert verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
-    assert verification.verify_answer("1", "number", "2", "number", None) == (
+    rewards.verification._parse_gold.cache_clear()
+    assert rewards.verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
+    assert rewards.verification.verify_answer("1", "number", "2", "number", None) == (
         rewards.TIMEOUT if where == "comparison" else rewards.WRONG
     )
 

@@ -207,20 +207,14 @@ def _real_run(pair, up, seed, avg, pass_):
 def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
     module = _load("real_model")
-    runs = [
-        _real_run(*r)
-        for r in [
-            ("DAPO", False, 0, 0.2, 0.5),
-            ("DAPO", True, 0, 0.3, 0.5),
-            ("DAPO", False, 1, 0.4, 0.75),
-            ("DAPO", True, 1, 0.3, 0.5),
-            ("DAPO", False, 2, 0.25, 0.5),
-            ("DAPO", True, 2, 0.45, 1.0),
-            ("DAPO", False, 3, 0.9, 1.0),
-            ("GSPO", False, 0, 0.1, 0.25),
-            ("GSPO", True, 0, 0.1, 0.5),
-        ]
-    ]
+    rows = [  # (pair, UP?, seed, avg@4, pass@4): a seed's parent run, then its UP run
+        ("DAPO", False, 0, 0.2, 0.5), ("DAPO", True, 0, 0.3, 0.5),
+        ("DAPO", False, 1, 0.4, 0.75), ("DAPO", True, 1, 0.3, 0.5),
+        ("DAPO", False, 2, 0.25, 0.5), ("DAPO", True, 2, 0.45, 1.0),
+        ("DAPO", False, 3, 0.9, 1.0),
+        ("GSPO", False, 0, 0.1, 0.25), ("GSPO", True, 0, 0.1, 0.5),
+    ]  # fmt: skip
+    runs = [_real_run(*r) for r in rows]
     dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
     assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
     assert (dapo["up_won"], dapo["ties"], dapo["up_lost"]) == (2, 0, 1)
@@ -415,14 +409,11 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
                     after={"avg@8": avg, "pass@4": min(1.0, 2 * avg)})  # fmt: skip
 
     rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
-    runs = [
-        run("GSPO", 100, 0.30, rising),
-        run("UP-GSPO", 100, 0.40, fast),
-        run("GSPO", 101, 0.20, rising),
-        run("UP-GSPO", 101, 0.25, flat, collapsed=True),
-        run("GSPO", 102, 0.10, rising),
-        run("UP-GSPO", 102, 0.05, rising),
-    ]
+    runs = [  # each seed's parent run, then its UP run
+        run("GSPO", 100, 0.30, rising), run("UP-GSPO", 100, 0.40, fast),
+        run("GSPO", 101, 0.20, rising), run("UP-GSPO", 101, 0.25, flat, collapsed=True),
+        run("GSPO", 102, 0.10, rising), run("UP-GSPO", 102, 0.05, rising),
+    ]  # fmt: skip
     settings = {"benchmark_limit": 96, "k": 8, "pass_k": 4, "max_steps": 32, "seeds": [100, 101, 102]}
     bench.write_results(
         tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings, "pairs": {"GSPO": {}}, "runs": runs}

@@ -8,15 +8,8 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from up_trl.cli import main, parse, parse_train_args
-from up_trl.cli.catalog import (
-    CatalogError,
-    accelerate_config_names,
-    accelerate_config_path,
-    describe_recipe,
-    recipe_names,
-    recipe_path,
-)
+from up_trl.cli import catalog, main, parse, parse_train_args
+from up_trl.cli.catalog import CatalogError, accelerate_config_names, accelerate_config_path, recipe_names, recipe_path
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
 
@@ -74,7 +67,7 @@ def test_up_trl_recipes_lists_every_recipe_with_what_it_trains(capsys):
     assert listed["quickstart"].endswith("UP-DAPO: SmolLM2-135M-Instruct (offline) on arithmetic, CPU")
     for name in recipe_names():  # every line is the recipe's own values
         recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
-        assert recipe.get("dataset_name", "arithmetic") in describe_recipe(name)
+        assert recipe.get("dataset_name", "arithmetic") in catalog.describe_recipe(name)
 
 
 def test_accelerate_config_launches_through_accelerate(monkeypatch):

@@ -11,17 +11,11 @@ import up_trl.speedups.shared_prompt as shared_prompt
 from up_trl.cli import train
 from up_trl.cli.eval_command import main
 from up_trl.data.arithmetic import arithmetic_problems
+from up_trl.evaluation import pass_at_k as estimators
 from up_trl.evaluation.base import loadable_base, recorded_base_model
 from up_trl.evaluation.config import parse_eval_args
 from up_trl.evaluation.evaluate import benchmark_sets, score_benchmark
-from up_trl.evaluation.pass_at_k import (
-    default_ks,
-    equivalence_tables,
-    majority_cluster,
-    majority_correct,
-    pass_at_k,
-    score_problem,
-)
+from up_trl.evaluation.pass_at_k import default_ks, equivalence_tables, majority_cluster, majority_correct, pass_at_k
 from up_trl.models.offline import save_tiny_model
 from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
@@ -95,7 +89,7 @@ def test_equivalence_tables_verify_only_against_representatives():
 
 def test_score_problem_row_and_default_ks():
     assert default_ks(4) == [1, 2, 4] and default_ks(6) == [1, 2, 4, 6] and default_ks(1) == [1]
-    row = score_problem(["1", "2", "1", "3"], [1.0, 0.0, 1.0, 0.0], [1, 2, 4])
+    row = estimators.score_problem(["1", "2", "1", "3"], [1.0, 0.0, 1.0, 0.0], [1, 2, 4])
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
 
 

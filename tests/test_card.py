@@ -1,5 +1,6 @@
 """The run's model card (`RunCardMixin`): TRL's card plus what only the run knows."""
 
+from itertools import product
 from pathlib import Path
 
 import pytest
@@ -115,16 +116,12 @@ def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path
     assert "](metrics.png)" in card
 
 
-@pytest.mark.parametrize(
-    "loss_type, level, up_mode",
-    [
-        (loss_type, level, up_mode)
-        for loss_type in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES
-        for level in ("token", "sequence")
-        for up_mode in ("asymmetric", "off")
-        if up_mode == "off" or loss_type in CLIPPED_LOSS_TYPES  # UP refuses the other objectives
-    ],
-)
+# Each loss type at each level, under UP and "off" (UP refuses the objectives other than the clipped ones).
+EVERY = product(CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, ("token", "sequence"), ("asymmetric", "off"))
+OBJECTIVES = [(loss, level, mode) for loss, level, mode in EVERY if mode == "off" or loss in CLIPPED_LOSS_TYPES]
+
+
+@pytest.mark.parametrize("loss_type, level, up_mode", OBJECTIVES)
 def test_card_names_the_objective_of_every_loss_type(trained, monkeypatch, loss_type, level, up_mode):
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "loss_type", loss_type)

@@ -19,6 +19,7 @@ from conftest import (
     TINY,
     ModelLoaded,
     cpu_args,
+    logged,
     make_trainer,
     one_line,
     param_snapshots,
@@ -61,14 +62,10 @@ def _unchanged(trainer, before):
     return all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
 
 
-def _logged(trainer, key):
-    return [h[key] for h in trainer.state.log_history if key in h]
-
-
 def _assert_completed_finite(trainer, max_steps):
     assert trainer.state.global_step == max_steps
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
-    losses = _logged(trainer, "loss")
+    losses = logged(trainer, "loss")
     assert len(losses) == max_steps and all(math.isfinite(v) for v in losses), losses
 
 
@@ -102,11 +99,11 @@ def test_degenerate_completions(tmp_path, tiny, prompts_dataset, case):
     trainer.train()
     _assert_completed_finite(trainer, 2)
     if case == "only_eos":
-        assert set(texts) == {""} and _logged(trainer, "completions/mean_length") == [1.0]
+        assert set(texts) == {""} and logged(trainer, "completions/mean_length") == [1.0]
     if case.startswith("cut"):
-        assert _logged(trainer, "completions/clipped_ratio") == [1.0]
+        assert logged(trainer, "completions/clipped_ratio") == [1.0]
     if case == "cut_and_masked":  # every token masked: no signal, nothing moves
-        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+        assert logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
     else:
         assert not _unchanged(trainer, before)
 
@@ -170,17 +167,17 @@ def test_unscorable_rewards_are_counted_not_learned(tmp_path, tiny, prompts_data
     before = _params(trainer)
     trainer.train()
     _assert_completed_finite(trainer, 2)
-    assert _logged(trainer, "up/unscorable_frac") == [unscorable]
-    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 0  # TRL zeroed them: nothing reached the loss
+    assert logged(trainer, "up/unscorable_frac") == [unscorable]
+    assert logged(trainer, "up/nonfinite_skipped_steps")[-1] == 0  # TRL zeroed them: nothing reached the loss
     advantages = seen[0]["advantages"]
     assert torch.isfinite(advantages).all()
     assert (advantages[list(spoiled)] == 0).all()
     if any(v is not None and math.isinf(v) for v in spoiled.values()):  # TRL: the inf poisons its group's baseline
         group = 4 * (next(iter(spoiled)) // 4)
         assert (advantages[group : group + 4] == 0).all()
-        assert all(math.isinf(r) for r in _logged(trainer, "reward"))  # visible in the logs, not hidden
+        assert all(math.isinf(r) for r in logged(trainer, "reward"))  # visible in the logs, not hidden
     if unscorable == 1.0:
-        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+        assert logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
     else:
         assert not _unchanged(trainer, before)
 
@@ -199,8 +196,8 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
     before = _params(trainer)
     trainer.train()
     _assert_completed_finite(trainer, 2)
-    assert _logged(trainer, "frac_reward_zero_std") == [1.0]
-    assert _logged(trainer, "loss") == [0.0, 0.0]
+    assert logged(trainer, "frac_reward_zero_std") == [1.0]
+    assert logged(trainer, "loss") == [0.0, 0.0]
     assert _unchanged(trainer, before)  # zero gradient; AdamW without weight decay leaves the weights as they were
 
 
@@ -293,7 +290,7 @@ def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset)
     _assert_completed_finite(trainer, 4)
     # Steps 1 and 2 train on the poisoned generation (num_iterations=2): both skipped, the weights untouched.
     assert all(torch.equal(a, b) for a, b in zip(before, snaps.params[2]))
-    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 2
+    assert logged(trainer, "up/nonfinite_skipped_steps")[-1] == 2
     assert not all(torch.equal(a, b) for a, b in zip(snaps.params[2], snaps.params[4]))  # then training goes on
 
 

@@ -205,12 +205,8 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
 # --- Hand-made batches: every token masked, NaN advantages ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def loss_trainer(tmp_path_factory):
-    trainer = _trainer(
-        tmp_path_factory.mktemp("hostile"),
-        tiny_model_and_tokenizer(seed=0),
-        Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
-        max_completion_length=5,
-    )
+    tmp, dataset = tmp_path_factory.mktemp("hostile"), Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    trainer = _trainer(tmp, tiny_model_and_tokenizer(seed=0), dataset, max_completion_length=5)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 2
     trainer.args.steps_per_generation = 2
@@ -221,17 +217,11 @@ def _batch(tokenizer, completion_mask, advantages):
     g = torch.Generator().manual_seed(0)
     B, P, T = completion_mask.shape[0], 3, completion_mask.shape[1]
     logps = -1.0 - torch.rand(B, T, generator=g)
+    prompt_ids, completion_ids = (torch.randint(4, len(tokenizer), (B, n), generator=g) for n in (P, T))
+    batch = dict(prompt_ids=prompt_ids, prompt_mask=torch.ones(B, P).long(), completion_ids=completion_ids)
+    batch |= dict(completion_mask=completion_mask, num_items_in_batch=completion_mask.sum().float())
     # old_per_token_logps stale (off-policy): UP and its parent really differ here
-    return dict(
-        prompt_ids=torch.randint(4, len(tokenizer), (B, P), generator=g),
-        prompt_mask=torch.ones(B, P).long(),
-        completion_ids=torch.randint(4, len(tokenizer), (B, T), generator=g),
-        completion_mask=completion_mask,
-        advantages=advantages,
-        num_items_in_batch=completion_mask.sum().float(),
-        old_per_token_logps=logps,
-        ref_per_token_logps=logps - 0.3,
-    )
+    return batch | dict(advantages=advantages, old_per_token_logps=logps, ref_per_token_logps=logps - 0.3)
 
 
 def _configure(trainer, loss_type, up_mode, level="token", beta=0.0):

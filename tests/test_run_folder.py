@@ -170,12 +170,12 @@ def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, caps
     assert main(["train", *argv]) == 0
     resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
     line = last_line(capsys.readouterr().out)
-    assert re.fullmatch(
+    expected = (
         r"up-trl: interrupted \(SIGINT\) at step 1 of 4 after [\d.]+ min: reward [\d.]+ -> [\d.]+ \(first -> last "
         rf"step\); checkpoint-1, model, metrics.jsonl, model card \(README.md\) in {re.escape(str(out))}\. Resume "
-        rf"with: {re.escape(resume)}",
-        line,
-    ), line
+        rf"with: {re.escape(resume)}"
+    )
+    assert re.fullmatch(expected, line), line
     card = (out / "README.md").read_text()
     assert "**This run was interrupted (SIGINT) at step 1 of 4**" in card and f"Resume it with `{resume}`." in card
     assert (out / "checkpoint-1" / "trainer_state.json").exists()

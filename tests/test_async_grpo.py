@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from async_rollout import async_grpo_on_cpu, in_process_rollout  # the tests' CPU stand-ins
-from conftest import cpu_args, length_reward
+from conftest import argv, cpu_args, length_reward
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
@@ -363,7 +363,7 @@ def test_config_refusals(tmp_path):
 def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(script), "--steps", "2"]
+    cmd = [sys.executable, str(script), *argv("--steps 2")]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 1 and not out.stdout
     assert out.stderr.strip().splitlines()[-1].startswith("examples/async_grpo.py needs a CUDA GPU and a vLLM server")

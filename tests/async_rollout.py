@@ -13,9 +13,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM
 from tree_attention import register_reference_tree_attention
-from trl.experimental.async_grpo import AsyncGRPOConfig
 from trl.experimental.async_grpo.async_rollout_worker import (
     RolloutGroup,
     RolloutSample,
@@ -59,16 +58,7 @@ class _FillOnGet(queue.Queue):
 class InProcessRolloutWorker:
     """TRL's `RolloutWorkerProtocol` without vLLM: samples from its own copy of the policy at `model`."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        train_dataset,
-        reward_funcs: Callable | list[Callable],
-        processing_class: PreTrainedTokenizerBase,
-        args: AsyncGRPOConfig,
-        groups_per_fill: int = 1,
-    ):
+    def __init__(self, model: str, *, train_dataset, reward_funcs, processing_class, args, groups_per_fill: int = 1):
         if groups_per_fill < 1:
             raise ValueError(f"groups_per_fill={groups_per_fill} must be at least 1.")
         dtype = args.dtype if args.dtype == "auto" else getattr(torch, args.dtype)
@@ -80,12 +70,9 @@ class InProcessRolloutWorker:
         reward_funcs = reward_funcs if isinstance(reward_funcs, list) else [reward_funcs]
         reward_funcs, self._scorable = record_scorable(reward_funcs)  # up/unscorable_frac (`run.parts`)
         # The attributes TRL's `_AsyncRolloutLoop._score_group` reads (pinned by tests/test_async_grpo.py).
-        self._scorer = SimpleNamespace(
-            reward_funcs=reward_funcs,
-            reward_func_names=[get_callable_name(f) for f in reward_funcs],
-            _env_reward_types=[],
-            _provides_rollout_reward=False,
-        )
+        names = [get_callable_name(f) for f in reward_funcs]
+        self._scorer = SimpleNamespace(reward_funcs=reward_funcs, reward_func_names=names, _env_reward_types=[])
+        self._scorer._provides_rollout_reward = False
         eos = self.sampler.generation_config.eos_token_id
         eos = [] if eos is None else [eos] if isinstance(eos, int) else list(eos)
         self.eos_token_ids = [processing_class.eos_token_id, *[e for e in eos if e != processing_class.eos_token_id]]
@@ -142,29 +129,20 @@ class InProcessRolloutWorker:
         prompt = row["prompt"]
         if isinstance(prompt, str):
             raise ValueError("The async GRPO trainer takes conversational prompts ([{'role': 'user', ...}]).")
-        args, n = self.args, self.args.num_generations
+        args, n, pad = self.args, self.args.num_generations, self.tokenizer.pad_token_id
         prompt_ids = self.tokenizer.apply_chat_template(
             prompt, add_generation_prompt=True, return_dict=False, **(args.chat_template_kwargs or {})
         )
         t0 = time.monotonic()
         input_ids = torch.tensor([prompt_ids] * n, device=self.sampler.device)
+        sampling = {k: getattr(args, k) for k in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty")}
+        ends = dict(max_new_tokens=args.max_completion_length, eos_token_id=self.eos_token_ids)
+        # output_scores: the logits after temperature and filtering, vLLM's processed logprobs
+        fixed = dict(do_sample=True, output_scores=True, return_dict_in_generate=True, pad_token_id=pad)
         with torch.random.fork_rng(devices=[]):  # a per-group seed: reproducible, and leaves the trainer's RNG alone
             torch.manual_seed(args.seed + group_id)
-            # output_scores: the logits after temperature and filtering, vLLM's processed logprobs
             out = self.sampler.generate(
-                input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                do_sample=True,
-                max_new_tokens=args.max_completion_length,
-                temperature=args.temperature,
-                top_k=args.top_k,
-                top_p=args.top_p,
-                min_p=args.min_p,
-                repetition_penalty=args.repetition_penalty,
-                eos_token_id=self.eos_token_ids,
-                pad_token_id=self.tokenizer.pad_token_id,
-                output_scores=True,
-                return_dict_in_generate=True,
+                input_ids, attention_mask=torch.ones_like(input_ids), **sampling, **ends, **fixed
             )
         generated = out.sequences[:, len(prompt_ids) :]
         logps = torch.log_softmax(torch.stack(out.scores, 1).float(), -1)
@@ -178,33 +156,18 @@ class InProcessRolloutWorker:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             completions.append([{"role": "assistant", "content": text}])
             completions_ids.append(ids)
-            pad = [0] * len(prompt_ids)
-            sequences.append(
-                [
-                    TrainingSequence(
-                        input_ids=prompt_ids + ids,
-                        completion_mask=pad + [1] * length,
-                        old_log_probs=[0.0] * len(prompt_ids) + logps[i, :length].tolist(),
-                        rollout_id=f"{group_id}-{i}",
-                    )
-                ]
+            old, mask = [0.0] * len(prompt_ids) + logps[i, :length].tolist(), [0] * len(prompt_ids) + [1] * length
+            sequence = TrainingSequence(
+                prompt_ids + ids, completion_mask=mask, old_log_probs=old, rollout_id=f"{group_id}-{i}"
             )
+            sequences.append([sequence])
         kwargs = {k: [v] * n for k, v in row.items() if k not in {"prompt", "completion", "completion_ids"}}
-        group = RolloutGroup(
-            prompts=[prompt] * n,
-            reward_kwargs=kwargs,
-            completions=completions,
-            completions_ids=completions_ids,
-            completions_sequences=sequences,
-            tool_call_counts=[0] * n,
-            tool_failure_counts=[0] * n,
-            model_version=self.model_version,
-            group_id=group_id,
-            env_rewards=[None] * n,
-            rollout_rewards=[None] * n,
-        )
+        made = dict(completions=completions, completions_ids=completions_ids, completions_sequences=sequences)
+        no_tools = dict(tool_call_counts=[0] * n, tool_failure_counts=[0] * n, env_rewards=[None] * n)
+        version = dict(model_version=self.model_version, group_id=group_id, rollout_rewards=[None] * n)
+        group = RolloutGroup(prompts=[prompt] * n, reward_kwargs=kwargs, **made, **no_tools, **version)
         samples = asyncio.run(_AsyncRolloutLoop._score_group(self._scorer, group))
-        eos_and_pad = (*self.eos_token_ids, self.tokenizer.pad_token_id)
+        eos_and_pad = (*self.eos_token_ids, pad)
         metrics = {
             "rollout/duration_s": time.monotonic() - t0,
             "completions/mean_length": (float(sum(map(len, completions_ids))), float(n)),
@@ -230,16 +193,8 @@ class InProcessWeightTransfer:
     init_weight_transfer = pause = resume = destroy = _nothing  # nothing to set up, pause or tear down in process
 
 
-def in_process_rollout(
-    model: str, *, train_dataset, reward_funcs, processing_class, args: AsyncGRPOConfig, groups_per_fill: int = 1
-) -> dict[str, Any]:
-    """`rollout_worker` and `weight_transfer` for `AsyncGRPOTrainer(..., **in_process_rollout(...))`."""
-    worker = InProcessRolloutWorker(
-        model,
-        train_dataset=train_dataset,
-        reward_funcs=reward_funcs,
-        processing_class=processing_class,
-        args=args,
-        groups_per_fill=groups_per_fill,
-    )
+def in_process_rollout(model: str, **kwargs) -> dict[str, Any]:
+    """`rollout_worker` and `weight_transfer` for `AsyncGRPOTrainer(..., **in_process_rollout(...))`; `kwargs`: those
+    of `InProcessRolloutWorker` (train_dataset, reward_funcs, processing_class, args; groups_per_fill)."""
+    worker = InProcessRolloutWorker(model, **kwargs)
     return {"rollout_worker": worker, "weight_transfer": InProcessWeightTransfer(worker)}

@@ -27,14 +27,11 @@ def global_batch(model, vocab_size: int) -> dict[str, torch.Tensor]:
     lengths = torch.tensor([6, 3, 5, 1, 4, 6, 2, 5])
     completion_mask = (torch.arange(COMPLETION_LEN) < lengths.unsqueeze(1)).long()
     # num_items_in_batch as TRL's gather(completion_mask.sum()).sum(): the generation batch's tokens over all ranks.
-    batch = dict(
-        prompt_ids=torch.randint(4, vocab_size, (BATCH, PROMPT_LEN), generator=g),
-        prompt_mask=prompt_mask,
-        completion_ids=torch.randint(4, vocab_size, (BATCH, COMPLETION_LEN), generator=g),
-        completion_mask=completion_mask,
-        num_items_in_batch=completion_mask.sum().float(),
-        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.3, 1.5, -1.1]),
-    )
+    prompt_ids = torch.randint(4, vocab_size, (BATCH, PROMPT_LEN), generator=g)
+    completion_ids = torch.randint(4, vocab_size, (BATCH, COMPLETION_LEN), generator=g)
+    advantages = torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.3, 1.5, -1.1])
+    batch = dict(prompt_ids=prompt_ids, prompt_mask=prompt_mask, completion_ids=completion_ids, advantages=advantages)
+    batch |= dict(completion_mask=completion_mask, num_items_in_batch=completion_mask.sum().float())
     with torch.no_grad():
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
         attn = torch.cat([batch["prompt_mask"], completion_mask], 1)
@@ -63,46 +60,20 @@ def run(loss_type: str, out_dir: str) -> dict:
             return {k: v if k == "num_items_in_batch" else v[rows] for k, v in batch.items()}
 
     # The same global batch of 8 for every process count; num_iterations=2: step 2 reuses it with the updated policy.
-    args = UPGRPOConfig(
-        output_dir=os.path.join(out_dir, loss_type),
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        seed=0,
-        loss_type=loss_type,
-        up_mode="asymmetric",
-        epsilon_high=0.28,
-        per_device_train_batch_size=BATCH // world,
-        num_generations=4,
-        max_completion_length=COMPLETION_LEN,
-        num_iterations=2,
-        max_steps=2,
-        logging_steps=1,
-        optim="sgd",
-        learning_rate=1.0,
-        lr_scheduler_type="constant",
-        max_grad_norm=0.0,
-    )
-    trainer = FixedBatchTrainer(
-        model=model,
-        reward_funcs=length_reward,
-        args=args,
-        train_dataset=Dataset.from_dict({"prompt": ["1 + 1 = "] * 16}),
-        processing_class=tokenizer,
-    )
+    cpu = dict(use_cpu=True, bf16=False, report_to="none", save_strategy="no", seed=0, max_steps=2, logging_steps=1)
+    sgd = dict(optim="sgd", learning_rate=1.0, lr_scheduler_type="constant", max_grad_norm=0.0)
+    shape = dict(per_device_train_batch_size=BATCH // world, num_generations=4, max_completion_length=COMPLETION_LEN)
+    up = dict(loss_type=loss_type, up_mode="asymmetric", epsilon_high=0.28, num_iterations=2)
+    args = UPGRPOConfig(output_dir=os.path.join(out_dir, loss_type), **cpu, **sgd, **shape, **up)
+    dataset = Dataset.from_dict({"prompt": ["1 + 1 = "] * 16})
+    trainer = FixedBatchTrainer(model, length_reward, args=args, train_dataset=dataset, processing_class=tokenizer)
     trainer.train()
     state = trainer.accelerator.get_state_dict(trainer.model_wrapped)  # ZeRO-3: gathered on rank 0 only
     zero_stage = trainer.accelerator.state.deepspeed_plugin.zero_stage if trainer.is_deepspeed_enabled else None
     logged = {key: [h[key] for h in trainer.state.log_history if key in h] for key in ("loss", "grad_norm")}
     final = {n: t.detach().float().cpu().clone() for n, t in (state or {}).items()}
-    return {
-        **logged,
-        "initial": initial,
-        "final": final,
-        "world_size": trainer.accelerator.num_processes,
-        "zero_stage": zero_stage,
-    }
+    world_size = trainer.accelerator.num_processes
+    return logged | dict(initial=initial, final=final, world_size=world_size, zero_stage=zero_stage)
 
 
 def main(out_path: str) -> None:

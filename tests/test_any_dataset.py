@@ -3,7 +3,7 @@
 import datasets
 import pytest
 import trl.rewards
-from conftest import TINY, hub_folder, one_line, tiny_train_argv
+from conftest import TINY, argv, hub_folder, one_line, tiny_train_argv
 
 from up_trl.cli import train
 from up_trl.data import DataError, load_math_dataset
@@ -64,8 +64,7 @@ def test_other_column_names_with_a_column_mapping(tmp_path):
 def test_a_hub_id_not_in_the_cache_offline_is_one_line_before_any_model_loads(no_model_loads, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # as when set before Python starts
-    argv = [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", "someone/no-such-set"]
-    line = one_line(capsys, argv)
+    line = one_line(capsys, argv(*TINY, output_dir=no_model_loads / "out", dataset_name="someone/no-such-set"))
     assert line.startswith("--dataset_name someone/no-such-set: Dataset 'someone/no-such-set' needs the Hugging Face")
     assert "HF_HUB_OFFLINE is set: it is not in the local cache" in line
 
@@ -79,8 +78,8 @@ def test_trl_reward_names_are_trls_functions():
 
 def test_train_one_step_on_a_hub_layout_folder_with_a_trl_reward(tmp_path, tiny_model):
     folder = hub_folder(tmp_path / "set", {"prompt": CHAT, "solution": SUMS})
-    argv = tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1)
-    run = train([*argv, "--dataset_name", folder, "--dataset_train_split", "train"])
+    data = dict(dataset_name=folder, dataset_train_split="train")
+    run = train(tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1, **data))
     assert run.state.global_step == 1 and (tmp_path / "out" / "model.safetensors").exists()
     assert [f.__name__ for f in run.reward_funcs] == ["accuracy_reward"]
     assert sorted(row["prompt"][0]["content"] for row in run.train_dataset) == sorted(c[0]["content"] for c in CHAT)

@@ -10,16 +10,6 @@ import torch
 import transformers
 from conftest import cpu_args, four_completions, length_reward, logged
 from datasets import Dataset
-from transformers import (
-    CLIPImageProcessor,
-    CLIPVisionConfig,
-    LlavaConfig,
-    LlavaForConditionalGeneration,
-    LlavaProcessor,
-    Qwen2Config,
-    Qwen3MoeConfig,
-    Qwen3MoeForCausalLM,
-)
 from trl import GRPOTrainer
 
 from up_trl import UPGRPOTrainer
@@ -43,16 +33,15 @@ def tiny_moe(router_aux_loss_coef=AUX_COEF, seed=0):
     """(model, tokenizer): a 2-layer, hidden-32 Qwen3-MoE, 4 experts, top-2, returning its router logits."""
     tokenizer = tiny_tokenizer()
     ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
-    config = Qwen3MoeConfig(
+    config = transformers.Qwen3MoeConfig(
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, moe_intermediate_size=32, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, head_dim=8, num_experts=4, num_experts_per_tok=2,
         output_router_logits=True, router_aux_loss_coef=router_aux_loss_coef, max_position_embeddings=256,
         tie_word_embeddings=True, **ids,
     )  # fmt: skip
     torch.manual_seed(seed)
-    model = Qwen3MoeForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model = transformers.Qwen3MoeForCausalLM(config)
+    model.generation_config.update(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     return model, tokenizer
 
 
@@ -62,38 +51,26 @@ def tiny_llava(seed=0):
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     tokenizer.chat_template = VL_TEMPLATE
     tokenizer.padding_side = "left"
-    image_processor = CLIPImageProcessor(
-        size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE}
-    )
+    square = dict(size={"shortest_edge": IMAGE_SIZE}, crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE})
+    image_processor = transformers.CLIPImageProcessor(**square)
+    parts = dict(image_processor=image_processor, tokenizer=tokenizer, chat_template=VL_TEMPLATE)
     # num_additional_image_tokens: CLIP's CLS token, which the "default" strategy drops
-    processor = LlavaProcessor(
-        image_processor=image_processor,
-        tokenizer=tokenizer,
-        patch_size=PATCH_SIZE,
-        vision_feature_select_strategy="default",
-        num_additional_image_tokens=1,
-        chat_template=VL_TEMPLATE,
-    )
-    vision = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                              image_size=IMAGE_SIZE, patch_size=PATCH_SIZE, projection_dim=32)  # fmt: skip
+    strategy = dict(vision_feature_select_strategy="default")
+    processor = transformers.LlavaProcessor(**parts, **strategy, patch_size=PATCH_SIZE, num_additional_image_tokens=1)
+    vision = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, projection_dim=32)
+    vision = transformers.CLIPVisionConfig(**vision, image_size=IMAGE_SIZE, patch_size=PATCH_SIZE)
     ids = dict(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None)
-    text = Qwen2Config(
+    text = transformers.Qwen2Config(
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True, **ids,
     )  # fmt: skip
-    config = LlavaConfig(
-        vision_config=vision,
-        text_config=text,
-        image_token_index=processor.image_token_id,
-        image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2,
-        vision_feature_select_strategy="default",
-        vision_feature_layer=-1,
-        tie_word_embeddings=True,
+    image = dict(image_token_index=processor.image_token_id, image_seq_length=(IMAGE_SIZE // PATCH_SIZE) ** 2)
+    config = transformers.LlavaConfig(
+        vision_config=vision, text_config=text, **image, **strategy, vision_feature_layer=-1, tie_word_embeddings=True
     )
     torch.manual_seed(seed)
-    model = LlavaForConditionalGeneration(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model = transformers.LlavaForConditionalGeneration(config)
+    model.generation_config.update(pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     return model, processor
 
 
@@ -106,11 +83,17 @@ def random_images(n, seed=0):
 
 # --- helpers ---------------------------------------------------------------------------------------------------
 def _train(tmp_path, model, processing_class, dataset, **overrides):
-    """UP trains `max_steps=2` optimizer steps on one rollout batch (num_iterations=2: the second is off-policy)."""
+    """UP trains `max_steps=2` optimizer steps on one rollout batch (num_iterations=2: the second is off-policy),
+    logging a finite loss and UP's metrics at each."""
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     args = cpu_args(tmp_path, num_iterations=2, max_steps=2, **overrides)
     trainer = UPGRPOTrainer(model, length_reward, args=args, train_dataset=dataset, processing_class=processing_class)
     trainer.train()
+    losses = logged(trainer, "loss")
+    assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
+    for key in UP_METRICS:
+        assert len(logged(trainer, key)) == 2, key
+    assert logged(trainer, "up/would_clip_frac")[-1] > 0  # the second step really is off-policy
     changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])}
     return trainer, changed
 
@@ -194,25 +177,21 @@ def _assert_up_differs_from_off(trainer, batch, level, up_grads):
 
 
 # --- mixture of experts ----------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    transformers.__version__.startswith("5.17."),
-    reason="transformers 5.17's Qwen3-MoE cannot generate with its router loss on: load_balancing_loss_func weights "
-    "a decoding step's router logits by the whole attention mask (a RuntimeError in TRL's generate; 5.18 on work)",
-    raises=RuntimeError,
-    strict=True,
+MOE_517 = (
+    "transformers 5.17's Qwen3-MoE cannot generate with its router loss on: load_balancing_loss_func weights a "
+    "decoding step's router logits by the whole attention mask (a RuntimeError in TRL's generate; 5.18 on work)"
 )
+
+
+@pytest.mark.xfail(transformers.__version__.startswith("5.17."), reason=MOE_517, raises=RuntimeError, strict=True)
 def test_moe_trains_off_policy_with_the_router_loss(tmp_path, prompts_dataset):
     trainer, changed = _train(tmp_path, *tiny_moe(), prompts_dataset)
     assert trainer.aux_loss_enabled and trainer.router_aux_loss_coef == AUX_COEF
     names = {n for n, _ in trainer.model.named_parameters()}
     assert changed == names  # every parameter, the routers' and every layer's experts' included
     assert any(".mlp.gate." in n for n in changed) and any(".mlp.experts." in n for n in changed)
-    losses, aux = logged(trainer, "loss"), logged(trainer, "aux_loss")
-    assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
+    aux = logged(trainer, "aux_loss")
     assert len(aux) == 2 and all(math.isfinite(x) and x > 0 for x in aux)
-    for key in UP_METRICS:
-        assert len(logged(trainer, key)) == 2, key
-    assert logged(trainer, "up/would_clip_frac")[-1] > 0  # the second step really is off-policy
 
 
 def _moe_batch(trainer, tokenizer):
@@ -288,11 +267,6 @@ def test_vision_language_trains_on_images(tmp_path, image_prompts, monkeypatch):
     vision = {n for n, _ in trainer.model.named_parameters() if "vision_tower" in n and "post_layernorm" not in n}
     assert vision and vision <= changed
     assert any("multi_modal_projector" in n for n in changed) and any("language_model" in n for n in changed)
-    losses = logged(trainer, "loss")
-    assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
-    for key in UP_METRICS:
-        assert len(logged(trainer, key)) == 2, key
-    assert logged(trainer, "up/would_clip_frac")[-1] > 0
 
 
 def _vl_batch(trainer, processor):
@@ -302,18 +276,9 @@ def _vl_batch(trainer, processor):
     chats = [[{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": q}]}] for q in questions]
     texts = [processor.apply_chat_template(chat, add_generation_prompt=True, tokenize=False) for chat in chats]
     prompt = processor(images=images, text=texts, padding=True, return_tensors="pt")
-    g = torch.Generator().manual_seed(0)
-    B, T = 4, 6
-    batch = dict(
-        prompt_ids=prompt["input_ids"],
-        prompt_mask=prompt["attention_mask"],
-        completion_ids=torch.randint(4, processor.image_token_id, (B, T), generator=g),  # no image token
-        completion_mask=torch.tensor([[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0]]),
-        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5]),
-        num_items_in_batch=torch.tensor(4 * 15.0),
-        pixel_values=prompt["pixel_values"],
-        num_images=[1] * B,
-    )
+    batch = four_completions(processor.image_token_id, torch.Generator().manual_seed(0))  # no image token drawn
+    batch |= dict(prompt_ids=prompt["input_ids"], prompt_mask=prompt["attention_mask"], num_images=[1] * 4)
+    batch["pixel_values"] = prompt["pixel_values"]
     assert (batch["prompt_mask"] == 0).any()
     assert ((batch["prompt_ids"] == processor.image_token_id).sum(1) == 4).all()
     return _make_stale(trainer, batch, seed=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 from async_rollout import async_grpo_on_cpu, in_process_rollout  # the tests' CPU stand-ins
-from conftest import cpu_args
+from conftest import argv, cpu_args, length_reward
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from tree_attention import TREE_ATTENTION as OUR_TREE_ATTENTION
@@ -25,20 +25,9 @@ from trl.experimental.async_grpo.async_rollout_worker import RolloutSample, _Asy
 from trl.experimental.async_grpo.packing import TREE_ATTENTION, TreeRow, tree_attention
 
 from up_trl import UPAsyncGRPOConfig, UPAsyncGRPOTrainer
-from up_trl.models.offline import save_tiny_model
 from up_trl.run.parts import nonfinite_guard
 
 EPS_LOW, EPS_HIGH, GA = 0.2, 0.28, 2
-
-
-def length_reward(completions, **kwargs):
-    """Shorter replies score higher: a dense reward with spread inside every group."""
-    return [-float(len(c[0]["content"])) for c in completions]
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +42,12 @@ def _args(tmp_path, config_cls=UPAsyncGRPOConfig, **overrides):
     return cpu_args(tmp_path, config_cls, **(settings | overrides))
 
 
-def _trainer(checkpoint, dataset, args, parent=False, trainer_class=UPAsyncGRPOTrainer, **rollout_kwargs):
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+def _trainer(model, dataset, args, parent=False, trainer_class=UPAsyncGRPOTrainer, **rollout_kwargs):
+    tokenizer = AutoTokenizer.from_pretrained(model)
     kwargs = dict(reward_funcs=length_reward, args=args, train_dataset=dataset, processing_class=tokenizer)
-    rollout = in_process_rollout(checkpoint, **kwargs, **rollout_kwargs)
+    rollout = in_process_rollout(model, **kwargs, **rollout_kwargs)
     with async_grpo_on_cpu():
-        return (AsyncGRPOTrainer if parent else trainer_class)(checkpoint, **kwargs, **rollout)
+        return (AsyncGRPOTrainer if parent else trainer_class)(model, **kwargs, **rollout)
 
 
 # --- (a) exactness on a packed, stale batch --------------------------------------------------------------------------
@@ -85,9 +74,9 @@ def _sampled_logps(model, sample):
 
 
 @pytest.fixture(scope="module")
-def stale_batch(checkpoint):
+def stale_batch(tiny_model):
     """The samples with stale old log-probs (current ones + noise), packed by TRL's own collator."""
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa")
     samples = _samples(model.config.vocab_size)
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -135,21 +124,21 @@ def _loss_and_grads(trainer, batch):
 
 
 @pytest.fixture(scope="module")
-def parent_result(checkpoint, prompts, stale_batch, tmp_path_factory):
+def parent_result(tiny_model, prompts, stale_batch, tmp_path_factory):
     args = _args(tmp_path_factory.mktemp("parent"), config_cls=AsyncGRPOConfig)
-    return _loss_and_grads(_trainer(checkpoint, prompts, args, parent=True), stale_batch[1])
+    return _loss_and_grads(_trainer(tiny_model, prompts, args, parent=True), stale_batch[1])
 
 
 @pytest.mark.parametrize("case", ["asymmetric", "both", "off", "rare_guard"])
-def test_loss_and_every_gradient_equal_the_closed_form(case, checkpoint, prompts, stale_batch, tmp_path):
+def test_loss_and_every_gradient_equal_the_closed_form(case, tiny_model, prompts, stale_batch, tmp_path):
     samples, batch = stale_batch
     up_mode, rare = ("asymmetric", True) if case == "rare_guard" else (case, False)
     olds = torch.cat([s["old_log_probs"][s["completion_mask"].bool()] for s in samples if s["advantage"] > 0])
     min_prob = olds.exp().median().item() if rare else None  # half of the positive tokens were "rare" at sampling
     args = _args(tmp_path, up_mode=up_mode, up_positive_min_prob=min_prob)
-    loss, grads = _loss_and_grads(_trainer(checkpoint, prompts, args), batch)
+    loss, grads = _loss_and_grads(_trainer(tiny_model, prompts, args), batch)
 
-    reference = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa")
+    reference = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa")
     expected = closed_form_loss(reference, samples, up_mode, min_prob=min_prob)
     expected.backward()
     torch.testing.assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
@@ -160,24 +149,24 @@ def test_loss_and_every_gradient_equal_the_closed_form(case, checkpoint, prompts
         assert not torch.allclose(closed_form_loss(reference, samples, up_mode).detach(), expected.detach())
 
 
-def test_off_is_the_parent_bit_for_bit_and_up_differs(checkpoint, prompts, stale_batch, parent_result, tmp_path):
+def test_off_is_the_parent_bit_for_bit_and_up_differs(tiny_model, prompts, stale_batch, parent_result, tmp_path):
     parent_loss, parent_grads = parent_result
-    off = _trainer(checkpoint, prompts, _args(tmp_path / "off", up_mode="off"))
+    off = _trainer(tiny_model, prompts, _args(tmp_path / "off", up_mode="off"))
     off_loss, off_grads = _loss_and_grads(off, stale_batch[1])
     assert torch.equal(off_loss, parent_loss)
     assert all(torch.equal(off_grads[name], grad) for name, grad in parent_grads.items())
 
-    up_loss, up_grads = _loss_and_grads(_trainer(checkpoint, prompts, _args(tmp_path / "up")), stale_batch[1])
+    up_loss, up_grads = _loss_and_grads(_trainer(tiny_model, prompts, _args(tmp_path / "up")), stale_batch[1])
     assert not torch.allclose(up_loss, parent_loss)
     assert any(not torch.allclose(up_grads[name], grad) for name, grad in parent_grads.items())
 
 
-def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, tmp_path):
+def test_up_metrics_count_the_positive_tokens(tiny_model, prompts, stale_batch, tmp_path):
     from up_trl.run.parts import LeadingIndicatorsMixin
 
     samples, batch = stale_batch
     with_indicators = type("UPAsyncGRPOTrainer", (LeadingIndicatorsMixin, UPAsyncGRPOTrainer), {})
-    trainer = _trainer(checkpoint, prompts, _args(tmp_path), trainer_class=with_indicators)
+    trainer = _trainer(tiny_model, prompts, _args(tmp_path), trainer_class=with_indicators)
     _loss_and_grads(trainer, batch)
     n_tokens = [int(s["completion_mask"].sum()) for s in samples]
     n_positive = sum(n for n, s in zip(n_tokens, samples) if s["advantage"] > 0)
@@ -192,10 +181,10 @@ def test_up_metrics_count_the_positive_tokens(checkpoint, prompts, stale_batch, 
 
 
 # --- (b) the tree attention reference --------------------------------------------------------------------------------
-def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(checkpoint):
+def test_tree_attention_matches_the_models_own_attention_on_unpacked_sequences(tiny_model):
     register_reference_tree_attention()
-    plain = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation="sdpa").eval()
-    tree = AutoModelForCausalLM.from_pretrained(checkpoint, attn_implementation=OUR_TREE_ATTENTION).eval()
+    plain = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa").eval()
+    tree = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation=OUR_TREE_ATTENTION).eval()
     samples = _samples(plain.config.vocab_size, seed=3)
     for sample in samples:
         sample["completion_mask"] = torch.ones_like(sample["input_ids"])  # score every position
@@ -251,22 +240,22 @@ def test_varlen_reference_matches_a_per_query_loop(window, softcap):
 
 
 # --- (c) end to end with the in-process rollout worker ---------------------------------------------------------------
-def _train(checkpoint, prompts, args, parent=False, **rollout_kwargs):
-    trainer = _trainer(checkpoint, prompts, args, parent=parent, **rollout_kwargs)
+def _train(model, prompts, args, parent=False, **rollout_kwargs):
+    trainer = _trainer(model, prompts, args, parent=parent, **rollout_kwargs)
     trainer.train()
     return trainer, [p.detach().clone() for p in trainer.model.parameters()]
 
 
-def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(checkpoint, prompts, tmp_path):
+def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(tiny_model, prompts, tmp_path):
     overrides = dict(max_steps=4, weight_sync_steps=1, max_staleness=4)
     fill = dict(groups_per_fill=4)  # 16 samples a fill, 8 a step: every second step trains one-version-old samples
     parent_args = _args(tmp_path / "p", config_cls=AsyncGRPOConfig, **overrides)
-    parent, parent_params = _train(checkpoint, prompts, parent_args, parent=True, **fill)
-    off, off_params = _train(checkpoint, prompts, _args(tmp_path / "o", up_mode="off", **overrides), **fill)
-    up, up_params = _train(checkpoint, prompts, _args(tmp_path / "u", **overrides), **fill)
+    parent, parent_params = _train(tiny_model, prompts, parent_args, parent=True, **fill)
+    off, off_params = _train(tiny_model, prompts, _args(tmp_path / "o", up_mode="off", **overrides), **fill)
+    up, up_params = _train(tiny_model, prompts, _args(tmp_path / "u", **overrides), **fill)
 
     assert up.state.global_step == 4
-    initial = AutoModelForCausalLM.from_pretrained(checkpoint).parameters()
+    initial = AutoModelForCausalLM.from_pretrained(tiny_model).parameters()
     assert any(not torch.equal(p, q) for p, q in zip(up_params, initial))  # it trained
     assert all(torch.equal(p, q) for p, q in zip(off_params, parent_params))  # "off" is the parent, bit for bit
     assert max((p - q).abs().max().item() for p, q in zip(up_params, parent_params)) > 1e-6  # UP is not
@@ -278,9 +267,9 @@ def test_end_to_end_up_trains_differs_from_its_parent_and_off_is_the_parent(chec
         assert all(math.isfinite(record[name]) for record in logs), name
 
 
-def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, prompts, tmp_path):
+def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(tiny_model, prompts, tmp_path):
     """UP appends its rates to `_metrics` (NaN: nothing to count) and leaves the reduction to the parent's `log`."""
-    trainer = _trainer(checkpoint, prompts, _args(tmp_path))
+    trainer = _trainer(tiny_model, prompts, _args(tmp_path))
     trainer.model.train()  # the parent logs `_metrics["train"]` in training mode
     trainer._metrics["train"].clear()
     trainer._metrics["train"]["up/capacity_up_mean"] += [0.25, float("nan"), 0.75]
@@ -291,12 +280,12 @@ def test_trls_log_reports_each_up_metric_as_its_mean_nan_skipped(checkpoint, pro
     assert not trainer._metrics["train"]
 
 
-def test_worker_samples_carry_the_samplers_log_probs(checkpoint, prompts, tmp_path):
+def test_worker_samples_carry_the_samplers_log_probs(tiny_model, prompts, tmp_path):
     """old_log_probs are the sampler copy's log-probabilities of the sampled tokens, tagged with its version."""
     args = _args(tmp_path)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     kwargs = dict(train_dataset=prompts, reward_funcs=length_reward, processing_class=tokenizer, args=args)
-    worker = in_process_rollout(checkpoint, **kwargs)["rollout_worker"]
+    worker = in_process_rollout(tiny_model, **kwargs)["rollout_worker"]
     worker.update_model_version(3)
     samples = worker.generate_group(0, prompts[0])
     assert len(samples) == args.num_generations and all(isinstance(s, RolloutSample) for s in samples)
@@ -356,11 +345,11 @@ def test_the_tests_cpu_stand_ins_still_fit_trl():
     assert AsyncGRPOTrainer.loss_is_scaled_for_ga is True
 
 
-def test_on_policy_only_without_staleness_and_with_a_sync_every_step(checkpoint, prompts, tmp_path):
-    on = _trainer(checkpoint, prompts, _args(tmp_path / "a", max_staleness=0, weight_sync_steps=1))
+def test_on_policy_only_without_staleness_and_with_a_sync_every_step(tiny_model, prompts, tmp_path):
+    on = _trainer(tiny_model, prompts, _args(tmp_path / "a", max_staleness=0, weight_sync_steps=1))
     assert not on.up_is_off_policy
-    assert _trainer(checkpoint, prompts, _args(tmp_path / "b", max_staleness=0, weight_sync_steps=2)).up_is_off_policy
-    assert _trainer(checkpoint, prompts, _args(tmp_path / "c", max_staleness=1, weight_sync_steps=1)).up_is_off_policy
+    assert _trainer(tiny_model, prompts, _args(tmp_path / "b", max_staleness=0, weight_sync_steps=2)).up_is_off_policy
+    assert _trainer(tiny_model, prompts, _args(tmp_path / "c", max_staleness=1, weight_sync_steps=1)).up_is_off_policy
 
 
 def test_config_refusals(tmp_path):
@@ -374,7 +363,7 @@ def test_config_refusals(tmp_path):
 def test_the_example_says_in_one_line_what_it_needs_on_a_cpu(tmp_path):
     script = Path(__file__).resolve().parents[1] / "examples" / "async_grpo.py"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, str(script), "--steps", "2"]
+    cmd = [sys.executable, str(script), *argv("--steps 2")]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 1 and not out.stdout
     assert out.stderr.strip().splitlines()[-1].startswith("examples/async_grpo.py needs a CUDA GPU and a vLLM server")

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import ROOT, argv
 
 import up_trl.models.offline
 from up_trl.cli import parse_train_args
@@ -33,8 +33,7 @@ def test_overhead_prints_ratios():
 def test_sample_efficiency_writes_json_plot_and_table(tmp_path):
     """The DAPO and RLOO pairs on the same task; off-policy, UP-RLOO's loss leaves its parent's."""
     names = ["DAPO", "UP-DAPO", "RLOO", "UP-RLOO"]
-    flags = ["--seeds", "0", "--max_steps", "8", "--configs", *names, "--output_dir", str(tmp_path)]
-    report = _load("sample_efficiency").main(flags)
+    report = _load("sample_efficiency").main(argv("--seeds 0 --max_steps 8", configs=names, output_dir=tmp_path))
     out = tmp_path / "none"
     assert json.loads((out / "results.json").read_text())["summary"] == json.loads(json.dumps(report["summary"]))
     assert [row["config"] for row in report["summary"]] == names
@@ -57,14 +56,14 @@ def test_sample_efficiency_async_pair_refuses_before_building_a_model(capsys, mo
     if gpu:
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     with pytest.raises(SystemExit):
-        _load("sample_efficiency").main(["--configs", "AsyncGRPO", *flags])
+        _load("sample_efficiency").main(argv("--configs AsyncGRPO", *flags))
     assert message in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_learning_signal_on_a_tiny_model(tiny_model, capsys):
     flags = "--num_prompts 2 --num_generations 2 --max_completion_length 4 --threads 1"
-    _load("learning_signal").main(["--model_name_or_path", tiny_model, *flags.split()])
+    _load("learning_signal").main(argv(flags, model_name_or_path=tiny_model))
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["num_prompts"] == 2 and 0 <= result["groups_with_reward_spread"] <= 1
     assert result["unscored"] == 0 and 0 <= result["accuracy"] <= 1  # every gold parses: all 4 replies scored
@@ -109,13 +108,13 @@ def test_scorer_heldout_and_blind2_cases_format(name, least, blind2):
 
 
 def test_scorer_cases_generator_is_deterministic(tmp_path):
-    _load("make_scorer_cases").main(["--output", str(tmp_path / "cases.jsonl")])
+    _load("make_scorer_cases").main(argv(output=tmp_path / "cases.jsonl"))
     assert (tmp_path / "cases.jsonl").read_text() == (ROOT / "benchmarks" / "data" / "scorer_cases.jsonl").read_text()
 
 
 @pytest.mark.slow
 def test_scorer_smoke_run(capsys):
-    _load("scorer").main(["--limit", "20", "--scorers", "up-trl", "trl", "math-verify"])
+    _load("scorer").main(argv("--limit 20 --scorers up-trl trl math-verify"))
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["cases"] == 20 and result["right"] + result["wrong"] == 20
     for name in ("up-trl", "trl", "math-verify"):
@@ -138,7 +137,7 @@ def test_reward_throughput_quick(capsys):
 @pytest.mark.slow
 def test_gpu_suite_dry_run_writes_json_and_png(tmp_path):
     """The dry run's A/B pairs, the "+ safe" one giving the rare clip to UP only, overhead and KL cost."""
-    report = _load("gpu_suite").main(["--dry_run", "--pairs", "DAPO", "DAPO + safe", "--output_dir", str(tmp_path)])
+    report = _load("gpu_suite").main(argv("--dry_run", pairs=["DAPO", "DAPO + safe"], output_dir=tmp_path))
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["dry_run"] is True and set(saved["overhead"]) == {"token", "sequence"}
     for level in ("token", "sequence"):
@@ -167,8 +166,8 @@ def test_step_profile_compare_interleaves_two_trainings(tmp_path, tiny_model):
         f"--model_name_or_path {tiny_model} --num_generations 2 --per_device_train_batch_size 4 "
         "--max_completion_length 4 --dataset_limit 16 --threads 1"
     )
-    argv = ["--compare", "--cycles", "2", "--a_flags", f"{flags} --bf16 false", "--b_flags", f"{flags} --bf16 false"]
-    report = _load("step_profile").main([*argv, "--output", str(tmp_path / "r.json")])
+    pair = dict(a_flags=f"{flags} --bf16 false", b_flags=f"{flags} --bf16 false", output=tmp_path / "r.json")
+    report = _load("step_profile").main(argv("--compare --cycles 2", **pair))
     for name in ("A", "B"):
         assert len(report[name]["step_s_per_cycle"]) == 1  # 2 cycles, the first one a warm-up
         breakdown = report[name]["breakdown_s_per_step"]
@@ -181,7 +180,7 @@ def test_step_profile_compare_interleaves_two_trainings(tmp_path, tiny_model):
 
 @pytest.mark.slow
 def test_staleness_sweep_pairs_coincide_on_policy_and_differ_off_policy(tmp_path, capsys):
-    report = _load("staleness_sweep").main(["--quick", "--output_dir", str(tmp_path)])
+    report = _load("staleness_sweep").main(argv("--quick", output_dir=tmp_path))
     # 1 update per rollout: the ratio is exactly 1, so UP-DAPO's curves are DAPO's (loss up to float32 rounding).
     check = report["on_policy_check"]
     assert check["checked"] == 1 and check["coincide"] == 1
@@ -207,20 +206,14 @@ def _real_run(pair, up, seed, avg, pass_):
 def test_real_model_summary_pairs_seeds_counts_wins_and_states_mean_std():
     """Fake runs: UP-DAPO - DAPO on avg@4 is +0.1, -0.1, +0.2 on seeds 0-2 (seed 3 has no UP run: left out)."""
     module = _load("real_model")
-    runs = [
-        _real_run(*r)
-        for r in [
-            ("DAPO", False, 0, 0.2, 0.5),
-            ("DAPO", True, 0, 0.3, 0.5),
-            ("DAPO", False, 1, 0.4, 0.75),
-            ("DAPO", True, 1, 0.3, 0.5),
-            ("DAPO", False, 2, 0.25, 0.5),
-            ("DAPO", True, 2, 0.45, 1.0),
-            ("DAPO", False, 3, 0.9, 1.0),
-            ("GSPO", False, 0, 0.1, 0.25),
-            ("GSPO", True, 0, 0.1, 0.5),
-        ]
-    ]
+    rows = [  # (pair, UP?, seed, avg@4, pass@4): a seed's parent run, then its UP run
+        ("DAPO", False, 0, 0.2, 0.5), ("DAPO", True, 0, 0.3, 0.5),
+        ("DAPO", False, 1, 0.4, 0.75), ("DAPO", True, 1, 0.3, 0.5),
+        ("DAPO", False, 2, 0.25, 0.5), ("DAPO", True, 2, 0.45, 1.0),
+        ("DAPO", False, 3, 0.9, 1.0),
+        ("GSPO", False, 0, 0.1, 0.25), ("GSPO", True, 0, 0.1, 0.5),
+    ]  # fmt: skip
+    runs = [_real_run(*r) for r in rows]
     dapo, gspo = module.summarise(runs, ["DAPO", "GSPO"], 4)
     assert dapo["paired_seeds"] == 3 and [r["seed"] for r in dapo["per_seed"]] == [0, 1, 2]
     assert (dapo["up_won"], dapo["ties"], dapo["up_lost"]) == (2, 0, 1)
@@ -258,7 +251,7 @@ def test_real_model_pair_differs_only_in_up_mode():
 def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_report(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(up_trl.models.offline, "smollm2_path", lambda: "m")
     module = _load("real_model")
-    flags = ["--dataset", "arithmetic", "--benchmark", "arithmetic", "--output_dir", str(tmp_path), "--report_only"]
+    flags = argv("--dataset arithmetic --benchmark arithmetic --report_only", output_dir=tmp_path)
     stored = {"config": "DAPO", "pair": "DAPO", "seed": 0, "settings": {"max_steps": 99}}
     (tmp_path / "runs.partial.jsonl").write_text(json.dumps(stored) + "\n")
     with pytest.raises(SystemExit, match="'max_steps': 99"):
@@ -266,12 +259,12 @@ def test_real_model_refuses_runs_of_other_settings_and_a_pass_k_eval_does_not_re
     stored["settings"] = {}  # a run stored before --arithmetic_few_shot existed ran without worked examples
     (tmp_path / "runs.partial.jsonl").write_text(json.dumps(stored) + "\n")
     with pytest.raises(SystemExit, match="'arithmetic_few_shot': 0"):
-        module.main([*flags, "--arithmetic_few_shot", "2"])
+        module.main(argv(*flags, arithmetic_few_shot=2))
     with pytest.raises(SystemExit):
-        module.main(["--dataset", "gsm8k", "--arithmetic_few_shot", "2", "--output_dir", str(tmp_path)])
+        module.main(argv("--dataset gsm8k --arithmetic_few_shot 2", output_dir=tmp_path))
     assert "--arithmetic_few_shot 2 needs --dataset arithmetic" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # eval reports pass@1, 2, 4, 8, 16 for k=16: no pass@3 to put in the table
-        module.main([*flags, "--k", "16", "--pass_k", "3"])
+        module.main(argv(*flags, "--k 16 --pass_k 3"))
 
 
 def _git_status() -> list[str] | None:
@@ -294,10 +287,10 @@ def test_dry_runs_leave_the_source_tree_as_it_was(tmp_path):
         pytest.skip("not a git checkout")
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))
-    for argv in (["gpu_suite.py", "--dry_run", "--pairs", "DAPO"], ["staleness_sweep.py", "--quick"]):
-        cmd = [sys.executable, str(ROOT / "benchmarks" / argv[0]), *argv[1:]]
+    for script, flags in (("gpu_suite.py", "--dry_run --pairs DAPO"), ("staleness_sweep.py", "--quick")):
+        cmd = [sys.executable, str(ROOT / "benchmarks" / script), *argv(flags)]
         out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-        assert out.returncode == 0, f"{argv}: {out.stderr[-3000:]}"
+        assert out.returncode == 0, f"{script} {flags}: {out.stderr[-3000:]}"
     assert (tmp_path / "outputs" / "benchmarks" / "gpu_suite" / "results.json").exists()
     assert _git_status() == before
 
@@ -415,14 +408,11 @@ def test_real_model_report_measures_a_study_as_pre_registered(tmp_path):
                     after={"avg@8": avg, "pass@4": min(1.0, 2 * avg)})  # fmt: skip
 
     rising, flat, fast = [0.1 * s for s in range(10)] + [0.9] * 22, [0.05] * 32, [0.9] * 32
-    runs = [
-        run("GSPO", 100, 0.30, rising),
-        run("UP-GSPO", 100, 0.40, fast),
-        run("GSPO", 101, 0.20, rising),
-        run("UP-GSPO", 101, 0.25, flat, collapsed=True),
-        run("GSPO", 102, 0.10, rising),
-        run("UP-GSPO", 102, 0.05, rising),
-    ]
+    runs = [  # each seed's parent run, then its UP run
+        run("GSPO", 100, 0.30, rising), run("UP-GSPO", 100, 0.40, fast),
+        run("GSPO", 101, 0.20, rising), run("UP-GSPO", 101, 0.25, flat, collapsed=True),
+        run("GSPO", 102, 0.10, rising), run("UP-GSPO", 102, 0.05, rising),
+    ]  # fmt: skip
     settings = {"benchmark_limit": 96, "k": 8, "pass_k": 4, "max_steps": 32, "seeds": [100, 101, 102]}
     bench.write_results(
         tmp_path, {"machine": "test", "wall_minutes": 1, "settings": settings, "pairs": {"GSPO": {}}, "runs": runs}
@@ -499,9 +489,9 @@ def test_the_wrong_verifier_is_wrong_on_the_same_pairs_every_time():
 @pytest.mark.slow
 def test_verifier_study_runs_pairs_and_goes_on_where_it_stopped(tmp_path):
     study = _load("verifier_study")
-    argv = ["--seeds", "300", "--noise", "0.3", "--max_steps", "4", "--workers", "1", "--allow_dirty"]
-    argv += ["--configs", "DAPO", "UP-DAPO", "--output_dir", str(tmp_path)]
-    records = study.main(argv)
+    line = "--seeds 300 --noise 0.3 --max_steps 4 --workers 1 --allow_dirty --configs DAPO UP-DAPO"
+    flags = argv(line, output_dir=tmp_path)
+    records = study.main(flags)
     assert [(r["config"], r["seed"], r["noise"]) for r in records] == [("DAPO", 300, 0.3), ("UP-DAPO", 300, 0.3)]
     for r in records:
         assert all(0 <= r[key] <= 1 for key in ("true_accuracy", "wrongly_rewarded_share", "wrongly_rewarded_auc"))
@@ -511,7 +501,7 @@ def test_verifier_study_runs_pairs_and_goes_on_where_it_stopped(tmp_path):
     assert (
         records[0]["commit"] and (tmp_path / "pip_freeze.txt").exists() and (tmp_path / "verifier_study.png").exists()
     )
-    again = study.main(argv)  # nothing left to run: the records come back as they were kept
+    again = study.main(flags)  # nothing left to run: the records come back as they were kept
     assert again == study.read_results(tmp_path)["runs"] == records
     on_disk = json.loads((tmp_path / "results.json").read_text())["runs"]
     assert [sorted(r) for r in on_disk] == [sorted(k for k in r if not k.endswith("_curve")) for r in records]
@@ -528,7 +518,7 @@ def test_verifier_study_refuses_a_dirty_tree(monkeypatch, capsys):
     study = _load("verifier_study")
     monkeypatch.setattr(study, "git_commit", lambda: "abc123+dirty")
     with pytest.raises(SystemExit):
-        study.main(["--output_dir", "unused"])
+        study.main(argv(output_dir="unused"))
     assert "clean commit" in capsys.readouterr().err
 
 

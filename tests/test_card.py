@@ -1,5 +1,6 @@
 """The run's model card (`RunCardMixin`): TRL's card plus what only the run knows."""
 
+from itertools import product
 from pathlib import Path
 
 import pytest
@@ -44,13 +45,10 @@ def trained(tmp_path_factory):
     """A 2-step UP-DAPO run (off-policy: 2 optimizer steps per rollout batch) of a tiny model saved to a folder."""
     root = tmp_path_factory.mktemp("card")
     model_dir = save_tiny_model(root / "tiny-base")
+    args = cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2)
+    data = load_math_dataset("arithmetic", limit=16, system_prompt=None)
     trainer = build(
-        UPGRPOTrainer,
-        parts=True,
-        model=model_dir,
-        reward_funcs=length_reward,
-        args=cpu_args(root, loss_type="dapo", epsilon_high=0.28, steps_per_generation=2),
-        train_dataset=load_math_dataset("arithmetic", limit=16, system_prompt=None),
+        UPGRPOTrainer, parts=True, model=model_dir, reward_funcs=length_reward, args=args, train_dataset=data
     )
     trainer.train()
     return trainer, model_dir
@@ -118,16 +116,12 @@ def test_card_offline_smollm2_local_file_and_plot(trained, monkeypatch, tmp_path
     assert "](metrics.png)" in card
 
 
-@pytest.mark.parametrize(
-    "loss_type, level, up_mode",
-    [
-        (loss_type, level, up_mode)
-        for loss_type in CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES
-        for level in ("token", "sequence")
-        for up_mode in ("asymmetric", "off")
-        if up_mode == "off" or loss_type in CLIPPED_LOSS_TYPES  # UP refuses the other objectives
-    ],
-)
+# Each loss type at each level, under UP and "off" (UP refuses the objectives other than the clipped ones).
+EVERY = product(CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, ("token", "sequence"), ("asymmetric", "off"))
+OBJECTIVES = [(loss, level, mode) for loss, level, mode in EVERY if mode == "off" or loss in CLIPPED_LOSS_TYPES]
+
+
+@pytest.mark.parametrize("loss_type, level, up_mode", OBJECTIVES)
 def test_card_names_the_objective_of_every_loss_type(trained, monkeypatch, loss_type, level, up_mode):
     trainer, _ = trained
     monkeypatch.setattr(trainer.args, "loss_type", loss_type)

@@ -6,17 +6,10 @@ from pathlib import Path
 import accelerate.commands.launch as launch_module
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, argv
 
-from up_trl.cli import main, parse, parse_train_args
-from up_trl.cli.catalog import (
-    CatalogError,
-    accelerate_config_names,
-    accelerate_config_path,
-    describe_recipe,
-    recipe_names,
-    recipe_path,
-)
+from up_trl.cli import catalog, main, parse, parse_train_args
+from up_trl.cli.catalog import CatalogError, accelerate_config_names, accelerate_config_path, recipe_names, recipe_path
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
 
@@ -59,8 +52,8 @@ def test_a_name_a_name_with_yaml_and_a_path_all_work(tmp_path, monkeypatch):
 
 
 def test_config_by_name_parses_like_the_file():
-    by_name = parse_train_args(["--config", "up_gspo", "--use_cpu", "true", "--bf16", "false"])[1]
-    by_path = parse_train_args(["--config", recipe_path("up_gspo"), "--use_cpu", "true", "--bf16", "false"])[1]
+    by_name = parse_train_args(argv("--use_cpu true --bf16 false", config="up_gspo"))[1]
+    by_path = parse_train_args(argv("--use_cpu true --bf16 false", config=recipe_path("up_gspo")))[1]
     assert (by_name.importance_sampling_level, by_name.epsilon, by_name.delta) == ("sequence", 3e-4, 3.0)
     assert by_name.to_dict() == by_path.to_dict()
 
@@ -74,7 +67,7 @@ def test_up_trl_recipes_lists_every_recipe_with_what_it_trains(capsys):
     assert listed["quickstart"].endswith("UP-DAPO: SmolLM2-135M-Instruct (offline) on arithmetic, CPU")
     for name in recipe_names():  # every line is the recipe's own values
         recipe = yaml.safe_load(Path(recipe_path(name)).read_text())
-        assert recipe.get("dataset_name", "arithmetic") in describe_recipe(name)
+        assert recipe.get("dataset_name", "arithmetic") in catalog.describe_recipe(name)
 
 
 def test_accelerate_config_launches_through_accelerate(monkeypatch):
@@ -94,9 +87,9 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
 
 
 def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):
-    assert main(["train", "--num_processes", "2", "--max_steps", "1"]) == 2
+    assert main(argv("train --num_processes 2 --max_steps 1")) == 2
     assert "add --accelerate_config NAME" in capsys.readouterr().err
-    assert main(["train", "--accelerate_config", "zero9"]) == 2
+    assert main(argv("train --accelerate_config zero9")) == 2
     assert "no packaged accelerate config of that name" in capsys.readouterr().err
 
 
@@ -120,4 +113,4 @@ def test_accelerate_config_checks_the_job_before_launching(job, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     code, alone = answer(["train", *job])
     assert code == 2 and alone.startswith(("up-trl train: error:", "usage: up-trl train")), alone
-    assert answer(["train", "--accelerate_config", "multi_gpu", "--num_processes", "2", *job]) == (2, alone)
+    assert answer([*argv("train --accelerate_config multi_gpu --num_processes 2"), *job]) == (2, alone)

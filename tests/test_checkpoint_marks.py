@@ -122,14 +122,9 @@ def test_rotation_never_deletes_the_checkpoint_just_saved(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("checkpoint-*")) == ["checkpoint-25", "checkpoint-30"]
 
 
-def _argv(model, out, *flags) -> list[str]:
-    """`up-trl train` on the tiny model, saving every step (`conftest.tiny_train_argv`)."""
-    return ["train", *tiny_train_argv(model, out, "--save_steps", "1", *flags)]
-
-
 def test_rotation_keeps_save_total_limit_complete_checkpoints(tiny_model, tmp_path):
     out = tmp_path / "out"
-    assert main(_argv(tiny_model, out, "--max_steps", "4", "--save_total_limit", "2")) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, save_steps=1, max_steps=4, save_total_limit=2)]) == 0
     assert [p.name for p in sorted(out.glob("checkpoint-*"))] == ["checkpoint-3", "checkpoint-4"]
     for checkpoint in out.glob("checkpoint-*"):
         assert checkpoint_problem(checkpoint) is None
@@ -155,7 +150,7 @@ def test_a_kill_before_the_mark_leaves_the_previous_checkpoint(tiny_model, tmp_p
     monkeypatch.setattr(run_callbacks, "mark_complete", mark_complete)
     out = tmp_path / "out"
     with pytest.raises(Killed):
-        main(_argv(tiny_model, out, "--max_steps", "4", "--save_total_limit", "1"))
+        main(["train", *tiny_train_argv(tiny_model, out, save_steps=1, max_steps=4, save_total_limit=1)])
     assert [p.name for p in sorted(out.glob("checkpoint-*"))] == ["checkpoint-2", "checkpoint-3"]
     assert (out / "checkpoint-3" / "trainer_state.json").exists()  # saved whole, but not marked
     assert resolve_resume("true", out) == str(out / "checkpoint-2")

@@ -27,7 +27,6 @@ from up_trl import UPAsyncGRPOTrainer
 from up_trl.cli import OFFLINE_DEFAULT, TRAINERS, UsageError, check_train_args, main, train, train_help
 from up_trl.cli.catalog import recipe_path
 from up_trl.cli.parse import make_parser, parse_train_args
-from up_trl.models.offline import save_tiny_model
 from up_trl.objective.guards import SAFE_UP
 from up_trl.quiet import silence_unactionable_warnings
 from up_trl.run.callbacks import FirstRolloutProgressCallback, SteadyEtaBar, SteadyEtaProgressCallback
@@ -40,7 +39,7 @@ def test_the_offline_default_is_the_packaged_quickstart_recipe():
     """One source: `up-trl train` with no --config parses to what `--config quickstart` does."""
     assert yaml.safe_load((RECIPES / "quickstart.yaml").read_text()) == OFFLINE_DEFAULT
     bare = parse_train_args([])
-    named = parse_train_args(["--config", "quickstart"])
+    named = parse_train_args(argv("--config quickstart"))
     for a, b in zip(bare, named):
         fields = [f.name for f in dataclasses.fields(a) if f.name not in ("distributed_state",)]
         assert {k: getattr(a, k) for k in fields} == {k: getattr(b, k) for k in fields}
@@ -60,7 +59,7 @@ def test_every_recipe_parses(recipe):
     """Each recipe parses with its own trainer's parser (the `trainer:` key; GRPO when absent), and is off-policy."""
     raw = yaml.safe_load((RECIPES / recipe).read_text())
     trainer = raw.get("trainer", "grpo")
-    script, args, model = parse_train_args(["--config", str(RECIPES / recipe), "--use_cpu", "true", "--bf16", "false"])
+    script, args, model = parse_train_args(argv("--use_cpu true --bf16 false", config=RECIPES / recipe))
     assert script.trainer == trainer and type(args).__name__ == TRAINERS[trainer][1]
     assert args.up_mode == raw["up_mode"] in ("asymmetric", "off")
     if trainer == "async_grpo":  # off-policy on every step: samples up to max_staleness versions old
@@ -93,7 +92,7 @@ def test_twins_differ_only_in_ups_own_settings(name):
     ("async_grpo", "UPAsyncGRPOConfig", ("loss_type", "beta", "num_iterations", "steps_per_generation")),
 ])  # fmt: skip
 def test_trainer_flag_picks_the_config_and_drops_the_default_keys_it_lacks(trainer, config, lacks):
-    script, args, _ = parse_train_args(["--trainer", trainer])
+    script, args, _ = parse_train_args(argv(trainer=trainer))
     assert script.trainer == trainer and type(args).__name__ == config
     assert args.up_mode == "asymmetric" and args.learning_rate == OFFLINE_DEFAULT["learning_rate"]
     assert all(not hasattr(args, key) for key in lacks)
@@ -102,7 +101,7 @@ def test_trainer_flag_picks_the_config_and_drops_the_default_keys_it_lacks(train
 
 def test_a_grpo_only_flag_is_refused_for_rloo():
     with pytest.raises(UsageError, match=r"unknown option --loss_type .*for --trainer rloo \(UPRLOOConfig"):
-        parse_train_args(["--trainer", "rloo", "--loss_type", "dapo"])
+        parse_train_args(argv("--trainer rloo --loss_type dapo"))
 
 
 @pytest.mark.parametrize("config", [["--config", "{}"], ["--config={}"]], ids=["space", "equals"])
@@ -116,7 +115,7 @@ def test_unknown_recipe_key_is_an_error(tmp_path):
     recipe = tmp_path / "bad.yaml"
     recipe.write_text("up_mode: asymmetric\nepsilon_hihg: 0.3\n")
     with pytest.raises(UsageError, match=r"unknown key 'epsilon_hihg' \(did you mean epsilon_high, epsilon\?\)"):
-        parse_train_args(["--config", str(recipe)])
+        parse_train_args(argv(config=recipe))
 
 
 def run_cli(*args, timeout=120):
@@ -141,20 +140,18 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path, make_args, suggestion):
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli")
-    model_dir = save_tiny_model(root / "tiny")
-    out = root / "out"
+def tiny_run(tmp_path_factory, tiny_model):
+    out = tmp_path_factory.mktemp("cli") / "out"
     rewards = ["math_accuracy", "tests.conftest.length_reward"]
     flags = "--dataset_name arithmetic --steps_per_generation 2 --arithmetic_ops add --arithmetic_few_shot 1"
-    trainer = train(tiny_train_argv(model_dir, out, *flags.split(), reward=rewards, max_steps=2, dataset_limit=32,
+    trainer = train(tiny_train_argv(tiny_model, out, *flags.split(), reward=rewards, max_steps=2, dataset_limit=32,
                                     max_completion_length=8, plot=None))  # fmt: skip
     return trainer, out
 
 
 def test_arithmetic_ops_reach_the_training_set_and_the_card(tiny_run):
     assert parse_train_args([])[0].arithmetic_ops == ["mul1"]  # the offline default's times table
-    assert parse_train_args(["--arithmetic_ops", "add", "sub"])[0].arithmetic_ops == ["add", "sub"]
+    assert parse_train_args(argv("--arithmetic_ops add sub"))[0].arithmetic_ops == ["add", "sub"]
     trainer, out = tiny_run  # trained with --arithmetic_ops add --arithmetic_few_shot 1
     problems = [row["prompt"][-1]["content"] for row in trainer.train_dataset]
     assert len(problems) == 32 and all(p.startswith("What is ") and " + " in p for p in problems)
@@ -188,10 +185,10 @@ def test_model_card_names_up_recipe_data_and_final_metrics(tiny_run):
 
 
 @pytest.mark.parametrize("trainer, flags, cls, objective", [
-    ("rloo", ["--steps_per_generation", "2"], "UPRLOOTrainer", "UP-RLOO"),
-    ("async_grpo", ["--gradient_accumulation_steps", "2"], "UPAsyncGRPOTrainer", "UP-GRPO (async)"),
+    ("rloo", "--steps_per_generation 2", "UPRLOOTrainer", "UP-RLOO"),
+    ("async_grpo", "--gradient_accumulation_steps 2", "UPAsyncGRPOTrainer", "UP-GRPO (async)"),
 ], ids=["rloo", "async_grpo"])  # fmt: skip
-def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, flags, cls, objective):
+def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, tiny_model, trainer, flags, cls, objective):
     """`up-trl train --trainer rloo|async_grpo`: 2 steps (async: with the tests' CPU stand-ins)."""
     if trainer == "async_grpo":
         import up_trl.cli.parse
@@ -199,14 +196,12 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, trainer, f
 
         monkeypatch.setattr(up_trl.run.preflight, "check_async_grpo", lambda args, model: None)
         monkeypatch.setattr(up_trl.cli.parse, "trainer_classes", _with_async_on_cpu(up_trl.cli.parse.trainer_classes))
-    root = tmp_path_factory.mktemp(trainer)
-    out = root / "out"
+    out = tmp_path_factory.mktemp(trainer) / "out"
     line = "--use_cpu true --bf16 false --logging_steps 1 --save_strategy no --dataset_name arithmetic --max_steps 2"
     line += " --dataset_limit 32 --per_device_train_batch_size 8 --num_generations 4 --max_completion_length 8"
-    line += " --learning_rate 1e-2"
+    line += f" --learning_rate 1e-2 --trainer {trainer} {flags}"
     rewards = ["math_accuracy", "tests.conftest.length_reward"]
-    model = save_tiny_model(root / "tiny")
-    run = train(argv(line, trainer=trainer, model_name_or_path=model, reward_funcs=rewards, output_dir=out) + flags)
+    run = train(argv(line, model_name_or_path=tiny_model, reward_funcs=rewards, output_dir=out))
     assert cls in {c.__name__ for c in type(run).__mro__} and run.state.global_step == 2  # rloo: with the CPU saving
     assert (out / "model.safetensors").exists()
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -245,7 +240,7 @@ def test_async_grpo_without_a_gpu_says_what_it_needs_in_one_line_before_loading(
     out = tmp_path / "out"
     flags = argv("--trainer async_grpo --use_cpu true --dataset_name arithmetic --dataset_limit 16", output_dir=out)
     with pytest.raises(UsageError) as caught:
-        train([*flags, "--model_name_or_path", tiny_model])
+        train(argv(*flags, model_name_or_path=tiny_model))
     message = str(caught.value)
     assert "\n" not in message and message.startswith("--trainer async_grpo needs a CUDA GPU and a vLLM server")
     assert "--trainer grpo or rloo" in message
@@ -326,7 +321,7 @@ def test_help_does_not_offer_async_grpo_on_cpu():
 
 @pytest.mark.parametrize("trainer", list(TRAINERS))
 def test_help_all_prints_what_trls_parser_prints(trainer, capsys):
-    assert main(["train", "--trainer", trainer, "--help-all"]) == 0
+    assert main(["train", *argv(trainer=trainer), "--help-all"]) == 0
     printed = capsys.readouterr().out
     assert printed == make_parser(trainer).format_help()
     assert "--gradient_checkpointing" in printed and "--up_mode" in printed  # every option, UP's included
@@ -384,16 +379,11 @@ UNACTIONABLE = ("Setting accelerator to CPU", "is_gradient_checkpointing", "grad
 
 @pytest.mark.slow
 def test_a_cpu_run_prints_none_of_the_unactionable_warnings(tmp_path, tiny_model):
-    flags = ["--activation_checkpointing", "true"]  # on: TRL toggles it around generation
+    on = dict(activation_checkpointing=True)  # on: TRL toggles it around generation
     reward = "tests.conftest.length_reward"
-    argv = tiny_train_argv(tiny_model, tmp_path / "out", *flags, reward=reward, max_steps=2, learning_rate=None)
-    out = subprocess.run(
-        [sys.executable, "-m", "up_trl", "train", *argv],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=same_code_env(),
-    )
+    argv = tiny_train_argv(tiny_model, tmp_path / "out", reward=reward, max_steps=2, learning_rate=None, **on)
+    cmd = [sys.executable, "-m", "up_trl", "train", *argv]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=same_code_env())
     assert out.returncode == 0, out.stderr[-3000:]
     printed = out.stdout + out.stderr
     assert [w for w in UNACTIONABLE if w in printed] == [], printed[-3000:]

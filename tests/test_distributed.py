@@ -23,6 +23,7 @@ from up_trl.trainers.grpo_trainer import UP_METRICS
 
 TESTS = Path(__file__).resolve().parent
 ZERO3_CPU = accelerate_config_path("zero3_cpu")
+ZERO3_LAUNCH = "--accelerate_config zero3_cpu --num_processes 2"  # `up-trl train`'s own launch, with a free port
 
 pytestmark = [
     pytest.mark.slow,
@@ -41,8 +42,8 @@ def _free_port() -> int:
 
 def _launch(config_file, *args) -> list[str]:
     """`accelerate launch --config_file CONFIG` on 2 processes, a free port, then `args`."""
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(config_file)]
-    return [*launch, "--num_processes", "2", "--main_process_port", str(_free_port()), *map(str, args)]
+    launch = argv(config_file=config_file, num_processes=2, main_process_port=_free_port())
+    return [sys.executable, "-m", "accelerate.commands.launch", *launch, *map(str, args)]
 
 
 def _run(cmd: list[str], timeout: int = 480) -> subprocess.CompletedProcess:
@@ -74,9 +75,7 @@ def test_cli_train_under_zero3_on_two_processes(tmp_path):
     flags = argv(line, "--report_to none --save_strategy no --plot false", model_name_or_path=tiny, dataset_name=data,
                  reward_funcs=rewards, output_dir=out)  # fmt: skip
     # `up-trl train --accelerate_config zero3_cpu --num_processes 2`: the CLI launches itself through accelerate.
-    port = str(_free_port())
-    launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", port]
-    _run([sys.executable, "-m", "up_trl", "train", *launch, *flags])
+    _run([sys.executable, "-m", "up_trl", "train", *argv(ZERO3_LAUNCH, main_process_port=_free_port()), *flags])
 
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = {r["step"]: r for r in records if "loss" in r}
@@ -103,8 +102,7 @@ def _two_process_save_run(tmp_path: Path, out: Path) -> list[str]:
     line = "--dataset_name arithmetic --use_cpu true --bf16 false --report_to none --save_steps 1 --save_total_limit 1"
     flags = tiny_train_argv(model, out, *line.split(), reward="distributed_step.length_reward", max_steps=2,
                             per_device_train_batch_size=4, learning_rate=None)  # fmt: skip
-    launch = ["--accelerate_config", "zero3_cpu", "--num_processes", "2", "--main_process_port", str(_free_port())]
-    return [sys.executable, "-m", "up_trl", "train", *launch, *flags]
+    return [sys.executable, "-m", "up_trl", "train", *argv(ZERO3_LAUNCH, main_process_port=_free_port()), *flags]
 
 
 def test_two_processes_each_mark_their_checkpoint_files(tmp_path):
@@ -198,7 +196,7 @@ def test_zero3_two_processes_equal_one_process(one_and_two_processes, loss_type)
 # --- examples/multi_process.py: a Python script under `accelerate launch` ------------------------------------------
 def _example_on_two_processes(config_file: str, out: Path) -> dict:
     """examples/multi_process.py under `accelerate launch CONFIG` (2 processes, tiny model): rank 0's JSON line."""
-    cmd = _launch(config_file, ROOT / "examples" / "multi_process.py", "--output_dir", out)
+    cmd = _launch(config_file, ROOT / "examples" / "multi_process.py", *argv(output_dir=out))
     return json.loads(_run(cmd).stdout.strip().splitlines()[-1])
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ROOT
+from conftest import ROOT, argv
 from nbclient import NotebookClient
 from safetensors.torch import load_file
 
@@ -193,14 +193,8 @@ def test_api_reference_has_no_unresolved_cross_reference(tmp_path):
 
 @pytest.mark.slow
 def test_quickstart_script(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
+    cmd, env = [sys.executable, str(ROOT / "examples" / "quickstart.py")], {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "reward" in out.stdout and "s/step" in out.stdout
     # its own folder, never the main job's outputs/quickstart
@@ -209,7 +203,7 @@ def test_quickstart_script(tmp_path):
 
 
 def test_lora_example_trains_only_the_adapters(tmp_path):
-    run = [sys.executable, str(ROOT / "examples" / "lora.py"), "--max_steps", "4"]
+    run = [sys.executable, str(ROOT / "examples" / "lora.py"), *argv("--max_steps 4")]
     out = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ,
                          "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"})  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]

@@ -23,19 +23,9 @@ import up_trl.run.job
 from up_trl import UPAsyncGRPOTrainer, UPGRPOConfig, UPGRPOTrainer, UPRLOOConfig, UPRLOOTrainer
 from up_trl.cli.parse import trainer_classes
 from up_trl.models.offline import tiny_model_and_tokenizer
+from up_trl.run import parts
 from up_trl.run.checkpoints import rollout_file
-from up_trl.run.parts import (
-    LeadingIndicatorsMixin,
-    NonFiniteGuardCallback,
-    ResumeSettingsMixin,
-    RolloutCheckpointMixin,
-    RunCardMixin,
-    UsualFileModesCallback,
-    attach_parts,
-    nonfinite_guard,
-    record_unscorable,
-    with_parts,
-)
+from up_trl.run.parts import ResumeSettingsMixin, RolloutCheckpointMixin, RunCardMixin, attach_parts, with_parts
 from up_trl.trainers.collapse_warning import CollapseWarningCallback
 from up_trl.trainers.grpo_config import check_up_compatible
 
@@ -153,15 +143,15 @@ def test_every_part_is_one_line_and_up_trl_train_attaches_them(tmp_path, tiny, p
     args = cpu_args(tmp_path, steps_per_generation=2)
     trainer = MyTrainer(model, length_reward, args=args, train_dataset=prompts_dataset, processing_class=tokenizer)
     assert names(trainer.callback_handler.callbacks)[0] == "RolloutCheckpointCallback"
-    trainer.add_callback(nonfinite_guard(trainer))
-    trainer.add_callback(UsualFileModesCallback())
-    record_unscorable(trainer)
+    trainer.add_callback(parts.nonfinite_guard(trainer))
+    trainer.add_callback(parts.UsualFileModesCallback())
+    parts.record_unscorable(trainer)
     assert trainer.reward_funcs[0] is not length_reward and trainer.reward_funcs[0].__name__ == "length_reward"
     callbacks = names(trainer.callback_handler.callbacks)
     assert "NonFiniteGuardCallback" in callbacks and "UsualFileModesCallback" in callbacks
     built = with_parts(UPGRPOTrainer)
-    parts = (RunCardMixin, LeadingIndicatorsMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
-    assert built.__mro__[1:5] == parts
+    mixins = (RunCardMixin, parts.LeadingIndicatorsMixin, RolloutCheckpointMixin, ResumeSettingsMixin)
+    assert built.__mro__[1:5] == mixins
     assert built.__name__ == "UPGRPOTrainer" and issubclass(built, UPGRPOTrainer)
     assert callable(attach_parts)
 
@@ -265,16 +255,17 @@ def test_the_parts_attach_to_trls_own_trainer(tmp_path, tiny, prompts_dataset):
 
 def test_each_part_is_safe_where_it_cannot_act():
     """Async GRPO refuses the rollout-batch part; under DeepSpeed the guard is a no-op callback."""
-    assert with_parts(UPAsyncGRPOTrainer).__mro__[1:4] == (RunCardMixin, LeadingIndicatorsMixin, ResumeSettingsMixin)
-    assert RolloutCheckpointMixin not in with_parts(UPAsyncGRPOTrainer).__mro__
+    mro = with_parts(UPAsyncGRPOTrainer).__mro__
+    assert mro[1:4] == (RunCardMixin, parts.LeadingIndicatorsMixin, ResumeSettingsMixin)
+    assert RolloutCheckpointMixin not in mro
 
     class Wrong(RolloutCheckpointMixin, UPAsyncGRPOTrainer):
         pass
 
     with pytest.raises(TypeError, match="needs GRPOTrainer or RLOOTrainer"):
         Wrong(model="unused")
-    under_deepspeed = nonfinite_guard(SimpleNamespace(is_deepspeed_enabled=True))
-    assert type(under_deepspeed) is TrainerCallback and not isinstance(under_deepspeed, NonFiniteGuardCallback)
+    under_deepspeed = parts.nonfinite_guard(SimpleNamespace(is_deepspeed_enabled=True))
+    assert type(under_deepspeed) is TrainerCallback and not isinstance(under_deepspeed, parts.NonFiniteGuardCallback)
 
 
 def test_off_accepts_any_loss_type_the_parent_builds_with():

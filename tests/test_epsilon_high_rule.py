@@ -30,15 +30,8 @@ def test_negative_advantage_loss_is_one_clip_at_max_of_delta_and_one_plus_epsilo
 def _up_loss_and_grad(epsilon_high, delta):
     old = torch.full((2, R.numel()), -3.0)
     logps = (old + R.log()).requires_grad_(True)  # both rows sweep r; row 0 has A > 0, row 1 A < 0
-    loss = up_per_token_loss(
-        logps,
-        old,
-        torch.tensor([1.3, -0.7]),
-        torch.ones_like(old),
-        epsilon_low=0.2,
-        epsilon_high=epsilon_high,
-        delta=delta,
-    )
+    band = dict(epsilon_low=0.2, epsilon_high=epsilon_high, delta=delta)
+    loss = up_per_token_loss(logps, old, torch.tensor([1.3, -0.7]), torch.ones_like(old), **band)
     loss.sum().backward()
     return loss.detach(), logps.grad
 

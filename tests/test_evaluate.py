@@ -11,17 +11,11 @@ import up_trl.speedups.shared_prompt as shared_prompt
 from up_trl.cli import train
 from up_trl.cli.eval_command import main
 from up_trl.data.arithmetic import arithmetic_problems
+from up_trl.evaluation import pass_at_k as estimators
 from up_trl.evaluation.base import loadable_base, recorded_base_model
 from up_trl.evaluation.config import parse_eval_args
 from up_trl.evaluation.evaluate import benchmark_sets, score_benchmark
-from up_trl.evaluation.pass_at_k import (
-    default_ks,
-    equivalence_tables,
-    majority_cluster,
-    majority_correct,
-    pass_at_k,
-    score_problem,
-)
+from up_trl.evaluation.pass_at_k import default_ks, equivalence_tables, majority_cluster, majority_correct, pass_at_k
 from up_trl.models.offline import save_tiny_model
 from up_trl.rewards import CORRECT, GOLD_UNPARSEABLE, TIMEOUT, WRONG
 
@@ -85,17 +79,14 @@ def test_equivalence_tables_verify_only_against_representatives():
         return [TIMEOUT if "x" in t[0] else CORRECT if {t[0], t[2]} <= HALF else WRONG for t in tasks]
 
     sames, timeouts = equivalence_tables(groups, verify)
-    assert calls == [
-        [("0.5", "number", "1/2", "number")],
-        [("x", "phrase", "y", "phrase")],
-        [("3", "number", "1/2", "number")],
-    ]
+    rounds = [("0.5", "number", "1/2", "number")], [("x", "phrase", "y", "phrase")], [("3", "number", "1/2", "number")]
+    assert calls == list(rounds)
     assert sames[0](0, 1) and not sames[0](0, 3) and not sames[1](1, 2) and timeouts == 1
 
 
 def test_score_problem_row_and_default_ks():
     assert default_ks(4) == [1, 2, 4] and default_ks(6) == [1, 2, 4, 6] and default_ks(1) == [1]
-    row = score_problem(["1", "2", "1", "3"], [1.0, 0.0, 1.0, 0.0], [1, 2, 4])
+    row = estimators.score_problem(["1", "2", "1", "3"], [1.0, 0.0, 1.0, 0.0], [1, 2, 4])
     assert row == {"avg@4": 0.5, "maj@4": 1.0, "pass@1": 0.5, "pass@2": pytest.approx(5 / 6), "pass@4": 1.0}
 
 
@@ -140,28 +131,28 @@ def test_timeouts_and_unparseable_golds_are_left_out_and_counted():
     ("--arithmetic_ops add div", r"Unknown arithmetic op 'div' \(--arithmetic_ops\)"),
 ], ids=["unknown_benchmark", "unknown_arithmetic_op"])  # fmt: skip
 def test_bad_input_is_refused_before_the_model_loads(no_model_loads, capsys, flags, message):
-    assert re.search(message, one_line(capsys, flags.split(), command="eval"))
+    assert re.search(message, one_line(capsys, argv(flags), command="eval"))
 
 
 def test_arithmetic_split_dev_scores_the_dev_problems_only(capsys):
     """--arithmetic_split dev scores the dev problems only and is refused off arithmetic (its run: the next test)."""
     assert parse_eval_args([]).arithmetic_split == "test"
-    args = parse_eval_args(["--arithmetic_ops", "mul", "--arithmetic_split", "dev"])
+    args = parse_eval_args(argv("--arithmetic_ops mul --arithmetic_split dev"))
     data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
     dev = {f"What is {a} x {b}?" for a, b in arithmetic_problems("mul", "dev")}
     assert sorted(p[-1]["content"] for p in data["prompt"]) == sorted(dev) and len(dev) == 54
-    test = benchmark_sets(["arithmetic"], parse_eval_args(["--arithmetic_ops", "mul"]), None)["arithmetic"]
+    test = benchmark_sets(["arithmetic"], parse_eval_args(argv("--arithmetic_ops mul")), None)["arithmetic"]
     assert dev.isdisjoint(p[-1]["content"] for p in test["prompt"])
-    line = one_line(capsys, "--benchmarks gsm8k --arithmetic_split dev".split(), command="eval")
+    line = one_line(capsys, argv("--benchmarks gsm8k --arithmetic_split dev"), command="eval")
     assert "--arithmetic_split dev applies to the arithmetic benchmark only" in line
     with pytest.raises(SystemExit) as exit:  # train is never scored: argparse's choices say so
-        main(["--arithmetic_split", "train"])
+        main(argv("--arithmetic_split train"))
     assert exit.value.code == 2 and "invalid choice: 'train'" in capsys.readouterr().err
 
 
 def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys, tiny_model):
     """--arithmetic_ops add: the held-out two-digit sums (none from the train split), recorded in eval.json."""
-    args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30"])
+    args = parse_eval_args(argv("--arithmetic_ops add --limit 30"))
     assert parse_eval_args([]).arithmetic_ops == ["mul1"]
     data = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
     test_pairs = {f"What is {a} + {b}?" for a, b in arithmetic_problems("add", "test")}
@@ -174,13 +165,13 @@ def test_arithmetic_ops_choose_the_held_out_problems(tmp_path, capsys, tiny_mode
     report = json.loads((out / "eval.json").read_text())
     assert report["arithmetic_ops"] == ["add"] and report["benchmarks"]["arithmetic"]["problems"] == 2
     assert report["arithmetic_few_shot"] == 0 and "arithmetic ops add." in (out / "eval.md").read_text()
-    args = parse_eval_args(["--arithmetic_ops", "add", "--limit", "30", "--arithmetic_few_shot", "2"])
+    args = parse_eval_args(argv("--arithmetic_ops add --limit 30 --arithmetic_few_shot 2"))
     shown = benchmark_sets(["arithmetic"], args, system_prompt=None)["arithmetic"]
     assert [p[-1] for p in shown["prompt"]] == [p[-1] for p in data["prompt"]]  # the same held-out problems
     assert all(len(p) == 5 and p[0]["content"] == "What is 3 + 5?" for p in shown["prompt"])
     capsys.readouterr()
-    assert "must number 0 to 3" in one_line(capsys, ["--arithmetic_few_shot", "9"], command="eval")
-    line = one_line(capsys, "--benchmarks gsm8k --arithmetic_few_shot 1".split(), command="eval")
+    assert "must number 0 to 3" in one_line(capsys, argv("--arithmetic_few_shot 9"), command="eval")
+    line = one_line(capsys, argv("--benchmarks gsm8k --arithmetic_few_shot 1"), command="eval")
     assert "applies to the arithmetic benchmark only" in line
     shots_out = tmp_path / "eval-shots"
     flags = "--arithmetic_ops add --arithmetic_few_shot 2 --arithmetic_split dev --k 2 --limit 2 --max_new_tokens 4"
@@ -230,7 +221,7 @@ def test_defaults_are_the_offline_job_held_out_task(tmp_path, monkeypatch):
     args = parse_eval_args([])
     args.resolve_defaults()
     assert args.model == "outputs/quickstart" and args.output_dir == "outputs/quickstart/eval"
-    args = parse_eval_args(["--benchmarks", "gsm8k", "--temperature", "0.2"])
+    args = parse_eval_args(argv("--benchmarks gsm8k --temperature 0.2"))
     args.resolve_defaults()
     assert (args.system_prompt, args.max_new_tokens, args.temperature) == (None, 512, 0.2)
 
@@ -253,7 +244,7 @@ def test_each_prompt_is_prefilled_once_for_its_k_samples_with_the_same_samples(t
         groups = inverse.view(-1, 3)
         assert (groups == groups[:, :1]).all() and len(set(groups[:, 0].tolist())) == len(groups)
     with pytest.raises(SystemExit):
-        main(["--model", tiny_model, "--share_prompt_prefix", "sometimes"])
+        main(argv("--share_prompt_prefix sometimes", model=tiny_model))
 
 
 def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp_path):
@@ -274,11 +265,11 @@ def test_a_checkpoints_own_num_return_sequences_does_not_regroup_the_samples(tmp
 def test_a_dashed_option_is_refused_as_train_refuses_it(capsys):
     """`--top-p` (a dashed spelling) is refused, as `up-trl train` refuses it."""
     with pytest.raises(SystemExit) as exit:
-        main(["--top-p", "2"])
+        main(argv("--top-p 2"))
     assert exit.value.code == 2 and "unrecognized arguments: --top-p" in capsys.readouterr().err
 
 
-EVAL = "--benchmarks gsm8k --k 2 --limit 2 --max_new_tokens 4".split()
+EVAL = "--benchmarks gsm8k --k 2 --limit 2 --max_new_tokens 4"
 
 
 @pytest.fixture(scope="module")
@@ -307,7 +298,7 @@ def model_loads(monkeypatch, tmp_path):
 
 def test_a_run_is_scored_beside_its_base_which_is_scored_once(run_folder, model_loads, tmp_path, capsys):
     run, base = run_folder
-    assert main(["--model", str(run), *EVAL, "--output_dir", str(tmp_path / "first")]) == 0
+    assert main(argv(EVAL, model=run, output_dir=tmp_path / "first")) == 0
     assert model_loads == [str(run), base]
     out = capsys.readouterr().out
     assert f"up-trl eval: base model: {base} (what {run} was trained from), scored beside it" in out
@@ -323,20 +314,20 @@ def test_a_run_is_scored_beside_its_base_which_is_scored_once(run_folder, model_
     assert change == pytest.approx(float(rows[0].split(" | ")[3]) - float(rows[1].split(" | ")[3]), abs=1e-3)
 
     # Again, into another folder: the base's scores come from the cache; only the run is generated.
-    assert main(["--model", str(run), *EVAL, "--output_dir", str(tmp_path / "second")]) == 0
+    assert main(argv(EVAL, model=run, output_dir=tmp_path / "second")) == 0
     assert model_loads == [str(run), base, str(run)]
     again = json.loads((tmp_path / "second" / "eval.json").read_text())
     assert again["base"]["cached"] is True and again["base"]["benchmarks"] == report["base"]["benchmarks"]
     assert "read from the cache" in (tmp_path / "second" / "eval.md").read_text()
 
     # Other settings are another key: scored again.
-    assert main(["--model", str(run), *EVAL, "--seed", "1", "--output_dir", str(tmp_path / "third")]) == 0
+    assert main(argv(EVAL, "--seed 1", model=run, output_dir=tmp_path / "third")) == 0
     assert model_loads[-2:] == [str(run), base]
 
 
 def test_base_model_none_skips_it_and_a_gone_base_is_said_in_one_line(run_folder, model_loads, tmp_path, capsys):
     run, base = run_folder
-    assert main(["--model", str(run), *EVAL, "--base_model", "none", "--output_dir", str(tmp_path / "a")]) == 0
+    assert main(argv(EVAL, "--base_model none", model=run, output_dir=tmp_path / "a")) == 0
     assert model_loads == [str(run)] and "base" not in json.loads((tmp_path / "a" / "eval.json").read_text())
 
     moved = tmp_path / "moved-run"
@@ -347,7 +338,7 @@ def test_base_model_none_skips_it_and_a_gone_base_is_said_in_one_line(run_folder
     record = json.loads((moved / "up_trl_run.json").read_text())
     (moved / "up_trl_run.json").write_text(json.dumps({**record, "base_model": str(tmp_path / "deleted-base")}))
     capsys.readouterr()
-    assert main(["--model", str(moved), *EVAL, "--output_dir", str(tmp_path / "b")]) == 0
+    assert main(argv(EVAL, model=moved, output_dir=tmp_path / "b")) == 0
     notes = [line for line in capsys.readouterr().out.splitlines() if "base model" in line]
     gone = f"its folder {tmp_path / 'deleted-base'} no longer exists"
     assert notes == [f"up-trl eval: base model: not scored ({gone}); showing {moved} only"]

@@ -18,7 +18,9 @@ import torch
 from conftest import (
     TINY,
     ModelLoaded,
+    argv,
     cpu_args,
+    logged,
     make_trainer,
     one_line,
     param_snapshots,
@@ -61,14 +63,10 @@ def _unchanged(trainer, before):
     return all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
 
 
-def _logged(trainer, key):
-    return [h[key] for h in trainer.state.log_history if key in h]
-
-
 def _assert_completed_finite(trainer, max_steps):
     assert trainer.state.global_step == max_steps
     assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
-    losses = _logged(trainer, "loss")
+    losses = logged(trainer, "loss")
     assert len(losses) == max_steps and all(math.isfinite(v) for v in losses), losses
 
 
@@ -102,11 +100,11 @@ def test_degenerate_completions(tmp_path, tiny, prompts_dataset, case):
     trainer.train()
     _assert_completed_finite(trainer, 2)
     if case == "only_eos":
-        assert set(texts) == {""} and _logged(trainer, "completions/mean_length") == [1.0]
+        assert set(texts) == {""} and logged(trainer, "completions/mean_length") == [1.0]
     if case.startswith("cut"):
-        assert _logged(trainer, "completions/clipped_ratio") == [1.0]
+        assert logged(trainer, "completions/clipped_ratio") == [1.0]
     if case == "cut_and_masked":  # every token masked: no signal, nothing moves
-        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+        assert logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
     else:
         assert not _unchanged(trainer, before)
 
@@ -170,17 +168,17 @@ def test_unscorable_rewards_are_counted_not_learned(tmp_path, tiny, prompts_data
     before = _params(trainer)
     trainer.train()
     _assert_completed_finite(trainer, 2)
-    assert _logged(trainer, "up/unscorable_frac") == [unscorable]
-    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 0  # TRL zeroed them: nothing reached the loss
+    assert logged(trainer, "up/unscorable_frac") == [unscorable]
+    assert logged(trainer, "up/nonfinite_skipped_steps")[-1] == 0  # TRL zeroed them: nothing reached the loss
     advantages = seen[0]["advantages"]
     assert torch.isfinite(advantages).all()
     assert (advantages[list(spoiled)] == 0).all()
     if any(v is not None and math.isinf(v) for v in spoiled.values()):  # TRL: the inf poisons its group's baseline
         group = 4 * (next(iter(spoiled)) // 4)
         assert (advantages[group : group + 4] == 0).all()
-        assert all(math.isinf(r) for r in _logged(trainer, "reward"))  # visible in the logs, not hidden
+        assert all(math.isinf(r) for r in logged(trainer, "reward"))  # visible in the logs, not hidden
     if unscorable == 1.0:
-        assert _logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
+        assert logged(trainer, "loss") == [0.0, 0.0] and _unchanged(trainer, before)
     else:
         assert not _unchanged(trainer, before)
 
@@ -199,20 +197,16 @@ def test_equal_rewards_give_exactly_zero_loss(tmp_path, tiny, prompts_dataset, o
     before = _params(trainer)
     trainer.train()
     _assert_completed_finite(trainer, 2)
-    assert _logged(trainer, "frac_reward_zero_std") == [1.0]
-    assert _logged(trainer, "loss") == [0.0, 0.0]
+    assert logged(trainer, "frac_reward_zero_std") == [1.0]
+    assert logged(trainer, "loss") == [0.0, 0.0]
     assert _unchanged(trainer, before)  # zero gradient; AdamW without weight decay leaves the weights as they were
 
 
 # --- Hand-made batches: every token masked, NaN advantages ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def loss_trainer(tmp_path_factory):
-    trainer = _trainer(
-        tmp_path_factory.mktemp("hostile"),
-        tiny_model_and_tokenizer(seed=0),
-        Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
-        max_completion_length=5,
-    )
+    tmp, dataset = tmp_path_factory.mktemp("hostile"), Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    trainer = _trainer(tmp, tiny_model_and_tokenizer(seed=0), dataset, max_completion_length=5)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 2
     trainer.args.steps_per_generation = 2
@@ -223,17 +217,11 @@ def _batch(tokenizer, completion_mask, advantages):
     g = torch.Generator().manual_seed(0)
     B, P, T = completion_mask.shape[0], 3, completion_mask.shape[1]
     logps = -1.0 - torch.rand(B, T, generator=g)
+    prompt_ids, completion_ids = (torch.randint(4, len(tokenizer), (B, n), generator=g) for n in (P, T))
+    batch = dict(prompt_ids=prompt_ids, prompt_mask=torch.ones(B, P).long(), completion_ids=completion_ids)
+    batch |= dict(completion_mask=completion_mask, num_items_in_batch=completion_mask.sum().float())
     # old_per_token_logps stale (off-policy): UP and its parent really differ here
-    return dict(
-        prompt_ids=torch.randint(4, len(tokenizer), (B, P), generator=g),
-        prompt_mask=torch.ones(B, P).long(),
-        completion_ids=torch.randint(4, len(tokenizer), (B, T), generator=g),
-        completion_mask=completion_mask,
-        advantages=advantages,
-        num_items_in_batch=completion_mask.sum().float(),
-        old_per_token_logps=logps,
-        ref_per_token_logps=logps - 0.3,
-    )
+    return batch | dict(advantages=advantages, old_per_token_logps=logps, ref_per_token_logps=logps - 0.3)
 
 
 def _configure(trainer, loss_type, up_mode, level="token", beta=0.0):
@@ -293,7 +281,7 @@ def test_nan_advantages_are_skipped_and_counted(tmp_path, tiny, prompts_dataset)
     _assert_completed_finite(trainer, 4)
     # Steps 1 and 2 train on the poisoned generation (num_iterations=2): both skipped, the weights untouched.
     assert all(torch.equal(a, b) for a, b in zip(before, snaps.params[2]))
-    assert _logged(trainer, "up/nonfinite_skipped_steps")[-1] == 2
+    assert logged(trainer, "up/nonfinite_skipped_steps")[-1] == 2
     assert not all(torch.equal(a, b) for a, b in zip(snaps.params[2], snaps.params[4]))  # then training goes on
 
 
@@ -369,12 +357,12 @@ def test_main_job_bad_input_fails_before_the_model_is_loaded(no_model_loads, fla
     (no_model_loads / "empty.yaml").write_text("")
     (no_model_loads / "list.yaml").write_text("- up_mode\n")
     with pytest.raises(error, match=match):
-        train(["--output_dir", str(no_model_loads / "out"), *flags.format(tmp=no_model_loads).split()])
+        train(argv(flags.format(tmp=no_model_loads), output_dir=no_model_loads / "out"))
 
 
 def test_main_job_refuses_an_unknown_up_mode_choice(no_model_loads, capsys):
     with pytest.raises(SystemExit) as exit_info:
-        train(["--output_dir", str(no_model_loads), "--up_mode", "sideways"])
+        train(argv(output_dir=no_model_loads, up_mode="sideways"))
     assert exit_info.value.code == 2
     assert "invalid choice: 'sideways' (choose from 'asymmetric', 'both', 'off')" in capsys.readouterr().err
 
@@ -427,8 +415,8 @@ def _ids(cases):
 
 @pytest.mark.parametrize("name, value, message", TRAIN_RANGE_CASES, ids=_ids(TRAIN_RANGE_CASES))
 def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
-    out = ["--output_dir", str(no_model_loads / "out")]
-    args = [*TINY, *out, f"--{name}={value}"]  # `=`: argparse would read `-0.001` alone as an option
+    # `--name=value`: argparse would read a value such as `-0.001` alone as an option
+    args = argv(*TINY, f"--{name}={value}", output_dir=no_model_loads / "out")
     assert message in one_line(capsys, args)
 
 
@@ -439,7 +427,7 @@ def test_train_setting_out_of_range_is_one_line(no_model_loads, capsys, name, va
 def test_a_recipe_value_out_of_range_or_choices_is_refused_naming_the_recipe(no_model_loads, capsys, text, start):
     recipe = no_model_loads / "recipe.yaml"
     recipe.write_text(text)
-    message = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    message = one_line(capsys, argv(*TINY, config=recipe, output_dir=no_model_loads / "out"))
     assert message.startswith(start.format(recipe))
 
 
@@ -458,7 +446,7 @@ EVAL_RANGE_CASES = [
 
 @pytest.mark.parametrize("name, value, message", EVAL_RANGE_CASES, ids=_ids(EVAL_RANGE_CASES))
 def test_eval_setting_out_of_range_is_one_line(no_model_loads, capsys, name, value, message):
-    assert message in one_line(capsys, ["--model", "outputs/quickstart", f"--{name}={value}"], command="eval")
+    assert message in one_line(capsys, argv(f"--model outputs/quickstart --{name}={value}"), command="eval")
 
 
 def _outside_and_inside(rule):
@@ -483,7 +471,7 @@ def test_every_rule_refuses_just_outside_its_range_and_admits_its_bounds(command
 
 
 def test_the_max_steps_sentinel_is_allowed_and_said_in_the_help():
-    _, args, _ = parse_train_args(["--max_steps", "-1", "--output_dir", "unused"])
+    _, args, _ = parse_train_args(argv("--max_steps -1 --output_dir unused"))
     assert args.max_steps == -1
     assert "-1, TRL's default: train --num_train_epochs epochs instead" in " ".join(train_help().split())
 
@@ -574,7 +562,7 @@ def test_checkpoints_of_a_run_that_marks_none_are_judged_by_their_pieces(tmp_pat
 def test_only_incomplete_checkpoints_is_one_line(no_model_loads, capsys):
     out = no_model_loads / "out"
     _save_pieces(out / "checkpoint-3", "optimizer.pt", cut=True)
-    message = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    message = one_line(capsys, argv(*TINY, output_dir=out, resume_from_checkpoint="true"))
     assert message.startswith(
         f"--resume_from_checkpoint true: no complete checkpoint in {out}, only incomplete "
         "ones (a save that was interrupted): checkpoint-3 ("
@@ -589,20 +577,15 @@ def test_a_run_killed_mid_save_resumes_from_the_last_complete_checkpoint(tmp_pat
     """SIGKILL while checkpoint-2 is written: the resume skips it, says so and finishes from checkpoint-1."""
     here = Path(__file__).parent
     out = tmp_path / "out"
-    argv = tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=3, learning_rate=None)
+    run = tiny_train_argv(tiny_model, out, max_steps=3, learning_rate=None, save_steps=1)
     env = same_code_env()
     env["PYTHONPATH"] = f"{here}{os.pathsep}{env['PYTHONPATH']}"
-    killed = subprocess.run(
-        [sys.executable, str(here / "kill_mid_save.py"), piece, "2", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cmd = [sys.executable, str(here / "kill_mid_save.py"), piece, "2", *run]
+    killed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert (out / "checkpoint-2").is_dir() and not (out / "checkpoint-2" / "up_trl_checkpoint.json").exists()
     capsys.readouterr()
-    assert main(["train", *argv, "--resume_from_checkpoint", "true"]) == 0
+    assert main(argv("train", *run, resume_from_checkpoint="true")) == 0
     printed = capsys.readouterr().out
     assert (
         f"up-trl: resuming from {out / 'checkpoint-1'}, the newest complete checkpoint; skipped the incomplete "
@@ -667,14 +650,14 @@ def test_a_locked_folder_is_refused_naming_the_pid_and_a_stale_lock_is_taken_ove
             (out / LOCK_FILE).write_text(f"{child.pid}\n")
     try:
         if outcome == "refused":
-            message = one_line(capsys, [*TINY, "--output_dir", str(out)])
+            message = one_line(capsys, argv(*TINY, output_dir=out))
             assert message == (
                 f"--output_dir {out} is in use by another run (pid {child.pid}): wait for it to end, "
                 "stop it, or pass another --output_dir."
             )
         else:  # the checks pass the lock and stop at the (refused) model load
             with pytest.raises(ModelLoaded, match="a model was loaded"):
-                main(["train", *TINY, "--output_dir", str(out)])
+                main(argv("train", *TINY, output_dir=out))
             printed = capsys.readouterr().out
             stale = f"up-trl: took over the lock of {out}: the run that held it (pid {child.pid if child else 0})"
             assert (stale in printed) == (outcome == "stale"), printed
@@ -697,7 +680,7 @@ def test_a_file_system_without_file_locks_is_refused_in_one_line(no_model_loads,
 
     monkeypatch.setattr(fcntl, "flock", no_flock)
     out = no_model_loads / "new" / "out"
-    assert one_line(capsys, [*TINY, "--output_dir", str(out)]) == (
+    assert one_line(capsys, argv(*TINY, output_dir=out)) == (
         f"--output_dir {out} cannot be locked ({os.strerror(errno.ENOSYS)}): name a folder you can write to, on a "
         "file system with file locks."
     )
@@ -711,21 +694,21 @@ def test_resume_lists_changed_settings_and_refuses_another_rollout_shape(tmp_pat
     out = tmp_path / "out"
     flags = "--save_steps 1 --steps_per_generation 2 --beta 0".split()
     unset = dict(max_steps=None, per_device_train_batch_size=None, learning_rate=None)
-    argv = tiny_train_argv(tiny_model, out, *flags, **unset)
-    assert main(["train", *argv, "--max_steps", "1", "--per_device_train_batch_size", "8"]) == 0
+    run = tiny_train_argv(tiny_model, out, *flags, **unset)
+    assert main(argv("train", *run, max_steps=1, per_device_train_batch_size=8)) == 0
     assert (out / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
     capsys.readouterr()
 
-    resume = ["--resume_from_checkpoint", "true", "--max_steps", "2"]
-    message = one_line(capsys, [*argv, *resume, "--per_device_train_batch_size", "4"])
+    resume = dict(resume_from_checkpoint="true", max_steps=2)
+    message = one_line(capsys, argv(*run, **resume, per_device_train_batch_size=4))
     assert message.startswith(
         f"--resume_from_checkpoint {out / 'checkpoint-1'}: per_device_train_batch_size is 4 "
         "here but 8 in the run that saved checkpoint-1, whose buffered rollout batch has that "
         "shape: set per_device_train_batch_size back to 8"
     )
 
-    changed = ["--per_device_train_batch_size", "8", "--learning_rate", "0.002", "--beta", "0.05"]
-    assert main(["train", *argv, *resume, *changed]) == 0
+    changed = dict(per_device_train_batch_size=8, learning_rate=0.002, beta=0.05)
+    assert main(argv("train", *run, **resume, **changed)) == 0
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("up-trl: resuming ")]
     assert sorted(printed) == [  # the offline default's learning rate, then this one's
         "up-trl: resuming checkpoint-1 with beta 0.05 (the run that saved it had 0.0)",
@@ -739,8 +722,8 @@ def test_overwrite_with_resume_is_refused_and_removes_nothing(no_model_loads, ca
     out = no_model_loads / "out"
     _save_pieces(out / "checkpoint-1")
     (out / "notes.txt").write_text("mine")
-    flags = ["--output_dir", str(out), "--overwrite_output_dir", "--resume_from_checkpoint", "true"]
-    assert one_line(capsys, [*TINY, *flags]) == (
+    flags = argv(*TINY, "--overwrite_output_dir", output_dir=out, resume_from_checkpoint="true")
+    assert one_line(capsys, flags) == (
         "--overwrite_output_dir removes the checkpoints --resume_from_checkpoint would continue from: pass one."
     )
     assert (out / "checkpoint-1" / "up_trl_checkpoint.json").exists() and (out / "notes.txt").read_text() == "mine"
@@ -759,7 +742,7 @@ def test_files_no_run_wrote_are_refused_before_any_model_loads(no_model_loads, c
     out.mkdir()
     for name, text in files.items():
         (out / name).write_text(text)
-    assert one_line(capsys, [*TINY, "--output_dir", str(out), *overwrite]) == (
+    assert one_line(capsys, argv(*TINY, *overwrite, output_dir=out)) == (
         f"--output_dir {out} holds {named}, which this run would write over and no up-trl run wrote (no run record "
         "lists them): move them out of it, or choose another --output_dir (--overwrite_output_dir removes only what "
         "a run wrote)."
@@ -781,14 +764,14 @@ def _permissions_enforced() -> bool:
         return False
 
 
-def one_line_as_a_user(capsys, argv, folder, command="train") -> str:
+def one_line_as_a_user(capsys, words, folder, command="train") -> str:
     """`one_line` where file modes bind: as root, in a child process without root's capabilities."""
     if _permissions_enforced():
-        return one_line(capsys, argv, command=command)
+        return one_line(capsys, words, command=command)
     setpriv = shutil.which("setpriv")
     assert setpriv, "running as root: these tests need util-linux's setpriv to drop root's file-permission override"
     drop = "-dac_override,-dac_read_search"
-    cmd = [setpriv, "--bounding-set", drop, "--inh-caps", drop, "--", sys.executable, "-m", "up_trl", command, *argv]
+    cmd = [setpriv, "--bounding-set", drop, "--inh-caps", drop, "--", sys.executable, "-m", "up_trl", command, *words]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     err = [line for line in proc.stderr.strip().splitlines() if "examples/s]" not in line and "Warning" not in line]
@@ -817,44 +800,44 @@ def _parquet(columns: dict) -> bytes:
 NO_DATA = 'ValueError: Instruction "train" corresponds to no data!)'
 GENERATION = "(DatasetGenerationError: An error occurred while generating the dataset; "
 DATA_FILE_CASES = [
-    pytest.param("empty.jsonl", b"", [], "the file is empty (0 bytes)", id="jsonl_empty"),
-    pytest.param("blank.jsonl", b"\n  \n", [], f"cannot read it as json ({NO_DATA}", id="jsonl_blank"),
-    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, [],
+    pytest.param("empty.jsonl", b"", {}, "the file is empty (0 bytes)", id="jsonl_empty"),
+    pytest.param("blank.jsonl", b"\n  \n", {}, f"cannot read it as json ({NO_DATA}", id="jsonl_blank"),
+    pytest.param("cut.jsonl", QA * 2 + b'{"problem": "1 + 1?", "ans\n' + QA, {},
                  f"cannot read it as json {GENERATION}ArrowInvalid: JSON parse error: Invalid encoding in string. in "
                  "row 2;", id="jsonl_malformed_line_3"),
-    pytest.param("list.jsonl", b"[1, 2]\n", [], "found ['text']. Map yours with --column_mapping",
+    pytest.param("list.jsonl", b"[1, 2]\n", {}, "found ['text']. Map yours with --column_mapping",
                  id="jsonl_line_not_object"),
-    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), [],
+    pytest.param("binary.jsonl", b"\x1f\x8b\x08\x00" + bytes(range(256)), {},
                  "cannot read it as json (error: Error -3 while decompressing data: invalid block type)",
                  id="jsonl_binary"),
-    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), [],
+    pytest.param("latin1.jsonl", '{"problem": "caf\xe9?", "answer": "1"}\n'.encode("latin-1"), {},
                  "the text is not UTF-8 (byte 0xe9: invalid continuation byte): save it as UTF-8.",
                  id="jsonl_not_utf8"),
-    pytest.param("numbers.json", b"[1, 2, 3]", [], "found ['text']. Map yours with", id="json_array"),
-    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', [],
+    pytest.param("numbers.json", b"[1, 2, 3]", {}, "found ['text']. Map yours with", id="json_array"),
+    pytest.param("cut.json", b'[{"problem": "1 + 1?", "answer": "2"},', {},
                  f"cannot read it as json {GENERATION}ValueError: Expected object or value at position 37)",
                  id="json_malformed"),
-    pytest.param("header.csv", b"problem,answer\n", [], f"cannot read it as csv ({NO_DATA}", id="csv_only_header"),
-    pytest.param("empty.csv", b"", [], "the file is empty (0 bytes)", id="csv_empty"),
-    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", [],
+    pytest.param("header.csv", b"problem,answer\n", {}, f"cannot read it as csv ({NO_DATA}", id="csv_only_header"),
+    pytest.param("empty.csv", b"", {}, "the file is empty (0 bytes)", id="csv_empty"),
+    pytest.param("text.parquet", b"problem,answer\n1 + 1?,2\n", {},
                  "cannot read it as parquet (ArrowInvalid: Parquet magic bytes not found in footer. Either the file "
                  "is corrupted or this is not a parquet file.)", id="parquet_not_parquet"),
-    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", [],
+    pytest.param("cut.parquet", _parquet({"problem": ["1 + 1?"], "answer": ["2"]})[:-20] + b"PAR1", {},
                  "cannot read it as parquet (ArrowInvalid: Parquet file size is", id="parquet_cut"),
-    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), [],
+    pytest.param("columns.parquet", _parquet({"q": ["1 + 1?"], "sol": ["2"]}), {},
                  """found ['q', 'sol']. Map yours with --column_mapping '{"q": "prompt", "sol": "answer"}'""",
                  id="parquet_without_the_columns"),
-    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), [], "the Parquet file holds no rows",
+    pytest.param("none.parquet", _parquet({"problem": [], "answer": []}), {}, "the Parquet file holds no rows",
                  id="parquet_no_rows"),
     pytest.param("unanswered.jsonl", b'{"problem": "1 + 1?", "answer": null}\n{"problem": "2 + 2?", "answer": ""}\n',
-                 [], "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
+                 {}, "none of its 2 rows holds an answer (column 'answer'): fill them in, or map another column",
                  id="jsonl_no_usable_row"),
-    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", ["--column_mapping", '{"q": "problem", "sol": "answer"}'],
+    pytest.param("qa.csv", b"q,sol\n1 + 1?,\n", dict(column_mapping='{"q": "problem", "sol": "answer"}'),
                  "none of its 1 rows holds an answer (column 'answer')", id="csv_mapped_columns_empty"),
-    pytest.param("qa.jsonl", QA, ["--column_mapping", '{"question": "problem"}'],
+    pytest.param("qa.jsonl", QA, dict(column_mapping='{"question": "problem"}'),
                  "Original column names {'question'} not in the dataset. Current columns in the dataset: "
                  "['problem', 'answer']", id="column_mapping_names_a_missing_column"),
-    pytest.param("folder.jsonl/", None, [], "No data file at '{path}' (it is a folder).", id="a_folder"),
+    pytest.param("folder.jsonl/", None, {}, "No data file at '{path}' (it is a folder).", id="a_folder"),
 ]  # fmt: skip
 
 
@@ -865,7 +848,7 @@ def test_a_data_file_that_cannot_be_loaded_is_one_line(no_model_loads, capsys, n
         path.mkdir()
     else:
         path.write_bytes(content)
-    line = one_line(capsys, [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path), *flags])
+    line = one_line(capsys, argv(*TINY, output_dir=no_model_loads / "out", dataset_name=path, **flags))
     assert line.startswith(f"--dataset_name {path}") and message.replace("{path}", str(path)) in line, line
 
 
@@ -873,8 +856,8 @@ def test_an_unreadable_data_file_is_one_line(no_model_loads, capsys):
     path = no_model_loads / "secret.jsonl"
     path.write_bytes(QA * 16)
     path.chmod(0)
-    argv = [*TINY, "--output_dir", str(no_model_loads / "out"), "--dataset_name", str(path)]
-    line = one_line_as_a_user(capsys, argv, no_model_loads)
+    words = argv(*TINY, output_dir=no_model_loads / "out", dataset_name=path)
+    line = one_line_as_a_user(capsys, words, no_model_loads)
     assert line.startswith(f"--dataset_name {path}: datasets cannot read it as json (") and "Permission denied" in line
 
 
@@ -909,7 +892,7 @@ RECIPE_FILE_CASES = [
 def test_a_recipe_that_is_not_yaml_text_is_one_line(no_model_loads, capsys, content, message):
     recipe = no_model_loads / "recipe.yaml"
     recipe.write_bytes(content)
-    line = one_line(capsys, ["--config", str(recipe), *TINY, "--output_dir", str(no_model_loads / "out")])
+    line = one_line(capsys, argv(*TINY, config=recipe, output_dir=no_model_loads / "out"))
     assert line.startswith(f"recipe {recipe} ") and message in line, line
 
 
@@ -946,8 +929,8 @@ def test_a_model_folder_that_cannot_load_is_one_line(no_model_loads, capsys, fil
         (no_model_loads / "bad" / name).parent.mkdir(parents=True, exist_ok=True)
         (no_model_loads / "bad" / name).write_bytes(content)
     flag = "--model_name_or_path" if command == "train" else "--model"
-    argv = [*TINY, "--output_dir", str(no_model_loads / "out")] if command == "train" else []
-    line = one_line(capsys, [*argv, flag, "bad"], command=command)  # relative: no model name in the path
+    words = argv(*TINY, output_dir=no_model_loads / "out") if command == "train" else []
+    line = one_line(capsys, [*words, flag, "bad"], command=command)  # relative: no model name in the path
     assert line.startswith(f"{flag} bad{message.format(flag=flag)}"), line
 
 
@@ -957,8 +940,8 @@ def test_a_model_folder_without_weights_is_refused_before_an_overwrite(no_model_
     (no_model_loads / "bad" / "config.json").write_bytes(QWEN2)
     out = no_model_loads / "outputs" / "quickstart"
     (out / "metrics.jsonl").write_text('{"step": 1}\n')
-    argv = [*TINY, "--output_dir", str(out), "--overwrite_output_dir", "--model_name_or_path", "bad"]
-    assert one_line(capsys, argv).startswith("--model_name_or_path bad holds a config but no weights")
+    words = argv(*TINY, "--overwrite_output_dir", output_dir=out, model_name_or_path="bad")
+    assert one_line(capsys, words).startswith("--model_name_or_path bad holds a config but no weights")
     assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n' and (out / "config.json").is_file()
 
 
@@ -989,8 +972,8 @@ OUTPUT_FOLDER_CASES = [
 def test_an_output_folder_that_cannot_be_made_is_one_line(no_model_loads, capsys, out, message, command):
     tmp = no_model_loads
     (tmp / "afile").write_text("")
-    argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
-    line = one_line(capsys, [*argv, "--output_dir", out], command=command)
+    words = TINY if command == "train" else argv("--model outputs/quickstart")
+    line = one_line(capsys, argv(*words, output_dir=out), command=command)
     assert line == f"--output_dir {out} {message.format(tmp=tmp)}", line
     assert sorted(p.name for p in tmp.iterdir()) == ["afile", "outputs"]  # nothing created
 
@@ -998,8 +981,8 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(no_model_loads, capsys
 @pytest.mark.parametrize("command", ["train", "eval"])
 def test_an_output_folder_in_a_read_only_place_is_one_line(no_model_loads, capsys, command):
     (no_model_loads / "locked").mkdir(mode=0o555)
-    argv = [*TINY] if command == "train" else ["--model", "outputs/quickstart"]
-    line = one_line_as_a_user(capsys, [*argv, "--output_dir", "locked/out"], no_model_loads, command=command)
+    words = TINY if command == "train" else argv("--model outputs/quickstart")
+    line = one_line_as_a_user(capsys, argv(*words, output_dir="locked/out"), no_model_loads, command=command)
     assert line == (
         f"--output_dir locked/out cannot be created: {no_model_loads}/locked is not writable (a read-only "
         "place, or another user's); name a folder you can write to."
@@ -1009,7 +992,7 @@ def test_an_output_folder_in_a_read_only_place_is_one_line(no_model_loads, capsy
 def test_folders_a_refused_run_created_are_removed(no_model_loads, capsys):
     """The lock creates --output_dir (parents too); a usage error after it removes what it created, when empty."""
     out = no_model_loads / "new" / "deeper" / "out"
-    line = one_line(capsys, [*TINY, "--output_dir", str(out), "--resume_from_checkpoint", "true"])
+    line = one_line(capsys, argv(*TINY, output_dir=out, resume_from_checkpoint="true"))
     assert line.startswith(f"--resume_from_checkpoint true: no checkpoint-<step> folder in {out}"), line
     assert not (no_model_loads / "new").exists()
 
@@ -1026,16 +1009,16 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
     monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
     if command == "train":
         monkeypatch.setattr(up_trl.run.preflight, "prepare_run", _boom)
-        argv = [*TINY, "--output_dir", str(no_model_loads / "out")]
+        words = argv(*TINY, output_dir=no_model_loads / "out")
     else:
         monkeypatch.setattr(up_trl.cli.eval_command, "benchmark_sets", _boom)
-        argv = ["--model", "outputs/quickstart"]
-    line = one_line(capsys, argv, command=command, code=1)
+        words = argv("--model outputs/quickstart")
+    line = one_line(capsys, words, command=command, code=1)
     assert line == "RuntimeError: boom: in the library (set UP_TRL_DEBUG=1 to see the traceback)"
 
     monkeypatch.setenv("UP_TRL_DEBUG", "1")
     with pytest.raises(RuntimeError, match="boom"):
-        main([command, *argv])
+        main([command, *words])
 
 
 def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads, monkeypatch):
@@ -1045,4 +1028,4 @@ def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads
 
     monkeypatch.setattr("up_trl.run.preflight.prepare_run", lambda *a, **k: up_trl.models.offline.smollm2_path())
     with pytest.raises(ModelLoaded):
-        main(["train", *TINY, "--output_dir", str(no_model_loads / "out")])
+        main(argv("train", *TINY, output_dir=no_model_loads / "out"))

@@ -250,13 +250,8 @@ def test_sums_add_over_ranks_and_an_empty_batch_gives_no_value():
         )
 
     a, b = sums([-1.0], [1.0], [0.0]), sums([-2.0], [-1.0], [-1.0])
-    both = values(
-        torch.tensor([-1.0, -2.0]),
-        torch.tensor([1.0, -1.0]),
-        torch.ones(2),
-        torch.tensor([0.0, -1.0]),
-        epsilon_low=0.2,
-    )
+    logp, adv, log_r = torch.tensor([-1.0, -2.0]), torch.tensor([1.0, -1.0]), torch.tensor([0.0, -1.0])
+    both = values(logp, adv, torch.ones(2), log_r, epsilon_low=0.2)
     summed = {k: (n / d if d else math.nan) for k, (n, d) in indicator_rates((a + b).tolist()).items()}
     assert summed == pytest.approx(both)
     empty = indicator_rates([0.0] * 8)

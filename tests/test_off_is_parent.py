@@ -35,13 +35,8 @@ PAIRS = {  # name: (parent trainer, parent config, UP trainer, UP config, settin
 def train(trainer_class, config_class, folder, **settings):
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
-    trainer = trainer_class(
-        model=model,
-        reward_funcs=length_reward,
-        args=config_class(output_dir=str(folder), **settings),
-        train_dataset=dataset,
-        processing_class=tokenizer,
-    )
+    args = config_class(output_dir=str(folder), **settings)
+    trainer = trainer_class(model, length_reward, args=args, train_dataset=dataset, processing_class=tokenizer)
     initial = [p.detach().clone() for p in trainer.model.parameters()]
     trainer.train()
     return initial, [p.detach().clone() for p in trainer.model.parameters()], trainer

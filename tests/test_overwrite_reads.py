@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import TINY, one_line
+from conftest import TINY, argv, one_line
 
 from up_trl.run.folder import RUN_RECORD, check_output_dir, edited_since_written, write_run_record
 
@@ -45,7 +45,7 @@ def test_overwrite_refuses_to_remove_what_the_run_reads(no_model_loads, capsys, 
     out = _previous_run(no_model_loads / "out")
     path = make(out)
     before = _before(out)
-    line = one_line(capsys, [*TINY, "--output_dir", str(out), "--overwrite_output_dir", flag, str(path)])
+    line = one_line(capsys, argv(*TINY, "--overwrite_output_dir", f"{flag} {path}", output_dir=out))
     removed = "checkpoint-2" if "checkpoint-2" in str(path) else "eval"
     assert line == (
         f"--overwrite_output_dir would remove {out / removed}, which this run reads ({flag} {path}): move it out of "
@@ -59,8 +59,7 @@ def test_overwrite_refuses_to_remove_a_reward_module_it_imports(no_model_loads, 
     _write(out / "eval" / "my_reward.py", "def score(completions, **kwargs):\n    return [0.0] * len(completions)\n")
     monkeypatch.syspath_prepend(str(out / "eval"))
     before = _before(out)
-    argv = [*TINY, "--output_dir", str(out), "--overwrite_output_dir", "--reward_funcs", "my_reward.score"]
-    line = one_line(capsys, argv)
+    line = one_line(capsys, argv(*TINY, "--overwrite_output_dir", output_dir=out, reward_funcs="my_reward.score"))
     assert line.startswith(f"--overwrite_output_dir would remove {out / 'eval'}, which this run reads (--reward_funcs")
     assert _before(out) == before
 
@@ -95,7 +94,7 @@ def test_records_without_hashes_and_unfinished_runs_are_read_as_before(tmp_path)
 def test_overwrite_through_the_cli_keeps_an_edited_model_card(no_model_loads, capsys):
     out = _previous_run(no_model_loads / "out")
     (out / "README.md").write_text("my edits\n")
-    line = one_line(capsys, [*TINY, "--output_dir", str(out), "--overwrite_output_dir"])
+    line = one_line(capsys, argv(*TINY, "--overwrite_output_dir", output_dir=out))
     assert line.startswith(f"--output_dir {out}: README.md changed since the run wrote it")
     assert (out / "README.md").read_text() == "my edits\n" and (out / "checkpoint-2").is_dir()
 

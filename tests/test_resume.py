@@ -87,15 +87,8 @@ def test_without_the_rollout_batch_a_resume_regenerates_and_says_so(tmp_path, ca
 
 def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start(tmp_path):
     """A checkpoint written mid-window stores the window's first micro-step: the resume redoes it."""
-    trainer = make_trainer(
-        tmp_path,
-        tiny_model_and_tokenizer(seed=0),
-        dataset(),
-        parts=True,
-        gradient_accumulation_steps=2,
-        steps_per_generation=4,
-        max_steps=1,
-    )
+    window = dict(gradient_accumulation_steps=2, steps_per_generation=4, max_steps=1)
+    trainer = make_trainer(tmp_path, tiny_model_and_tokenizer(seed=0), dataset(), parts=True, **window)
     (callback,) = [c for c in trainer.callback_handler.callbacks if isinstance(c, RolloutCheckpointCallback)]
     assert trainer.callback_handler.callbacks[0] is callback  # before the completeness mark on the same save
     trainer.state.global_step, trainer._step = 5, 10  # micro-steps 10 and 11 make the window of optimizer step 6

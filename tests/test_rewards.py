@@ -25,23 +25,7 @@ from trl.trainer.utils import get_callable_name
 from work_count import work
 
 from up_trl import rewards
-from up_trl.rewards import (
-    MAX_CHARS,
-    REWARD_FACTORIES,
-    REWARD_FUNCS,
-    RewardStats,
-    boxed_format_reward,
-    completion_text,
-    dapo_math_reward,
-    extract_answer,
-    extract_gold,
-    get_reward_funcs,
-    last_boxed,
-    make_math_accuracy_reward,
-    math_accuracy_reward,
-    think_format_reward,
-    verification,
-)
+from up_trl.rewards import dapo_math_reward, extract_answer, make_math_accuracy_reward, math_accuracy_reward
 from up_trl.rewards import pool as reward_pool
 from up_trl.rewards.extraction import prediction
 from up_trl.rewards.verification import dropped_letters
@@ -97,12 +81,6 @@ ACCURACY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), ACCURACY_CASES)
-def test_math_accuracy_table_as_string_and_conversation(reply, gold, expected):
-    completions = [reply, chat(reply), [{"role": "user", "content": "q"}, *chat(reply)]]
-    assert math_accuracy_reward(completions, solution=[gold] * 3) == [expected] * 3
-
-
 def test_whole_reply_math_verify_is_fooled_by_the_echo():
     """Why the extraction is strict: math-verify on the whole reply scores the echoed question as 159."""
     reply = "The sum is 150, which is 71 + 88"
@@ -134,26 +112,17 @@ def test_stats_and_trl_logging_hooks():
     """Inside GRPOTrainer the reward receives log_metric / log_extra (and prompts, completion_ids, trainer_state)."""
     reward = make_math_accuracy_reward(name="acc")
     metrics, extra = {}, {}
-    out = reward(
-        [r"\boxed{3}", "nothing", r"\boxed{2}", r"\boxed{3}"],
-        solution=["3", "3", "???", "4"],
-        prompts=["p"] * 4,
-        completion_ids=[[1]] * 4,
-        trainer_state=None,
-        log_metric=metrics.__setitem__,
-        log_extra=extra.__setitem__,
-    )
+    hooks = dict(prompts=["p"] * 4, completion_ids=[[1]] * 4, trainer_state=None, log_metric=metrics.__setitem__)
+    replies = [r"\boxed{3}", "nothing", r"\boxed{2}", r"\boxed{3}"]
+    out = reward(replies, solution=["3", "3", "???", "4"], log_extra=extra.__setitem__, **hooks)
     assert out == [1.0, 0.0, None, 0.0]
-    assert metrics == {
-        "rewards/acc/skipped_gold_frac": 0.25,
-        "rewards/acc/no_answer_frac": 0.25,
-        "rewards/acc/timeout_frac": 0.0,
-    }
+    fracs = dict(skipped_gold_frac=0.25, no_answer_frac=0.25, timeout_frac=0.0)
+    assert metrics == {f"rewards/acc/{name}": value for name, value in fracs.items()}
     assert extra == {"acc/answer": ["3", "", "2", "3"], "acc/gold": ["3", "3", "???", "4"]}
     stats = dict(calls=1, completions=4, correct=1, skipped_gold=1, no_answer=1, timeouts=0, worker_restarts=0)
     assert reward.stats.as_dict() == stats
     reward.stats.reset()
-    assert reward.stats == RewardStats()
+    assert reward.stats == rewards.RewardStats()
 
 
 def test_solution_column_option_and_missing_column_error():
@@ -182,7 +151,7 @@ def test_solution_column_option_and_missing_column_error():
 ])  # fmt: skip
 def test_last_boxed(text, expected):
     """`last_boxed`, which is also the data loader's `extract_boxed` (test_data.py)."""
-    assert last_boxed(text) == expected
+    assert rewards.last_boxed(text) == expected
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -199,14 +168,14 @@ def test_extract_answer(text, expected):
 
 
 def test_extract_gold_and_completion_text():
-    assert extract_gold("Add: 40 + 2 = 42.\n#### 42") == ("42", "phrase")
-    assert extract_gold(r"so $\boxed{7}$") == ("7", "boxed")
-    assert extract_gold(7) == ("7", "phrase")
-    assert extract_gold(None) is None and extract_gold("  ") is None
-    assert completion_text([{"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]) == "b"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "c"}]}]) == "c"
-    assert completion_text([{"role": "assistant", "content": None}]) == ""
-    assert completion_text(42) == "" and completion_text([]) == ""
+    assert rewards.extract_gold("Add: 40 + 2 = 42.\n#### 42") == ("42", "phrase")
+    assert rewards.extract_gold(r"so $\boxed{7}$") == ("7", "boxed")
+    assert rewards.extract_gold(7) == ("7", "phrase")
+    assert rewards.extract_gold(None) is None and rewards.extract_gold("  ") is None
+    assert rewards.completion_text([*chat("a"), *chat("b")]) == "b"
+    assert rewards.completion_text(chat([{"type": "text", "text": "c"}])) == "c"
+    assert rewards.completion_text(chat(None)) == ""
+    assert rewards.completion_text(42) == "" and rewards.completion_text([]) == ""
 
 
 @pytest.mark.parametrize(("reply", "expected"), [
@@ -217,12 +186,12 @@ def test_extract_gold_and_completion_text():
     pytest.param("3", 0.0, id="plain"),
 ])  # fmt: skip
 def test_boxed_format_reward(reply, expected):
-    assert boxed_format_reward([reply, chat(reply)]) == [expected, expected]
+    assert rewards.boxed_format_reward([reply, chat(reply)]) == [expected, expected]
 
 
 def test_think_format_reward_reuses_trl_and_accepts_strings():
     replies = ["<think>a</think>b", chat("<think>a</think>b"), "b", chat(None)]
-    assert think_format_reward(replies) == [1.0, 1.0, 0.0, 0.0]
+    assert rewards.think_format_reward(replies) == [1.0, 1.0, 0.0, 0.0]
 
 
 def test_rewards_pickle_and_keep_their_names():
@@ -277,11 +246,11 @@ def _hostile_completions():
 def test_hostile_completion(completion, expected):
     assert math_accuracy_reward([completion], solution=["42"]) == [expected]
     assert dapo_math_reward([completion], solution=["42"]) == [2 * expected - 1]
-    assert boxed_format_reward([completion])[0] in (0.0, 1.0)
-    assert think_format_reward([completion]) == [0.0]
+    assert rewards.boxed_format_reward([completion])[0] in (0.0, 1.0)
+    assert rewards.think_format_reward([completion]) == [0.0]
     # Bounded work: the reply is cut to its last MAX_CHARS characters before any (linear) pattern sees it.
-    text = completion_text(completion)
-    assert work(extract_answer, text) == work(extract_answer, text[-MAX_CHARS:])
+    text = rewards.completion_text(completion)
+    assert work(extract_answer, text) == work(extract_answer, text[-rewards.MAX_CHARS :])
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
@@ -308,7 +277,7 @@ def test_hostile_gold_never_raises():
 def test_property_text_never_raises(reply, gold):
     assert math_accuracy_reward([reply], solution=["42"])[0] in (0.0, 1.0)
     assert math_accuracy_reward([r"\boxed{42}"], solution=[gold])[0] in (0.0, 1.0, None)
-    assert boxed_format_reward([reply])[0] in (0.0, 1.0)
+    assert rewards.boxed_format_reward([reply])[0] in (0.0, 1.0)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -317,7 +286,7 @@ def test_property_binary_never_raises(raw, suffix):
     reply = raw.decode("latin-1") + suffix
     out = dapo_math_reward([reply, chat(reply)], solution=["42", "42"])
     assert out[0] == out[1] and out[0] in (1.0, -1.0)
-    assert think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
+    assert rewards.think_format_reward([reply]) == [0.0] or reply.startswith("<think>")
 
 
 # --- Threads, worker failures, in-process mode -----------------------------------------------------------------------
@@ -400,48 +369,49 @@ def test_batch_of_64_is_fast_on_a_warm_pool(monkeypatch):
 
 # --- Registry --------------------------------------------------------------------------------------------------------
 def test_registry_names():
-    assert sorted(REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
-    assert sorted(REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
-    funcs = get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
-    assert funcs == [math_accuracy_reward, dapo_math_reward, boxed_format_reward, think_format_reward]
+    assert sorted(rewards.REWARD_FUNCS) == ["boxed_format", "dapo_math", "math_accuracy", "think_format"]
+    assert sorted(rewards.REWARD_FACTORIES) == ["dapo_math", "math_accuracy", "soft_overlong"]
+    funcs = rewards.get_reward_funcs(["math_accuracy", "dapo_math", "boxed_format", "think_format"])
+    assert funcs == [math_accuracy_reward, dapo_math_reward, rewards.boxed_format_reward, rewards.think_format_reward]
     names = [f.__name__ for f in funcs]
     assert names == "math_accuracy_reward dapo_math_reward boxed_format_reward think_format_reward".split()
 
 
 def test_registry_dotted_path(monkeypatch):
     monkeypatch.setattr(sys, "path", list(sys.path))  # a failed import adds the cwd, as `trl grpo` does
-    assert get_reward_funcs(["up_trl.rewards.boxed_format_reward"]) == [boxed_format_reward]
-    (accuracy,) = get_reward_funcs(["trl.rewards.accuracy_reward"])
+    assert rewards.get_reward_funcs(["up_trl.rewards.boxed_format_reward"]) == [rewards.boxed_format_reward]
+    (accuracy,) = rewards.get_reward_funcs(["trl.rewards.accuracy_reward"])
     assert accuracy.__name__ == "accuracy_reward"
     with pytest.raises(ValueError, match="Could not load reward function 'up_trl.rewards.nope'"):
-        get_reward_funcs(["up_trl.rewards.nope"])
+        rewards.get_reward_funcs(["up_trl.rewards.nope"])
     with pytest.raises(ValueError, match="Could not load reward function 'no_such_pkg.reward'"):
-        get_reward_funcs(["no_such_pkg.reward"])
+        rewards.get_reward_funcs(["no_such_pkg.reward"])
     with pytest.raises(ValueError, match="not a reward function"):
-        get_reward_funcs(["up_trl.rewards.MAX_CHARS"])
+        rewards.get_reward_funcs(["up_trl.rewards.MAX_CHARS"])
 
 
 def test_registry_unknown_name_lists_known_names():
     with pytest.raises(ValueError, match="Unknown reward function 'accuracy'") as info:
-        get_reward_funcs(["accuracy"])
+        rewards.get_reward_funcs(["accuracy"])
     for name in ("boxed_format", "dapo_math", "math_accuracy", "soft_overlong", "think_format", "accuracy_reward"):
         assert name in str(info.value)
 
 
 def test_registry_options_build_new_rewards():
     names = ["math_accuracy", "dapo_math", "soft_overlong"]
-    acc, dapo, overlong = get_reward_funcs(names, max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
+    options = dict(max_completion_length=100, soft_punish_cache=20, item_timeout_s=5.0)
+    acc, dapo, overlong = rewards.get_reward_funcs(names, **options)
     assert acc is not math_accuracy_reward and acc.item_timeout_s == 5.0 and acc.__name__ == "math_accuracy_reward"
     assert (dapo.correct, dapo.incorrect, dapo.__name__) == (1.0, -1.0, "dapo_math_reward")
     assert overlong.__name__ == "soft_overlong_punishment_reward"  # TRL's own function, registered
     assert type(overlong).__module__ == "trl.rewards.other_rewards"
     assert overlong(completion_ids=[[1] * 80, [1] * 90, [1] * 101]) == [0.0, -0.5, -1.0]
-    (default_cache,) = get_reward_funcs(["soft_overlong"], max_completion_length=100)  # cache: 100 // 5 [DAPO]
+    (default_cache,) = rewards.get_reward_funcs(["soft_overlong"], max_completion_length=100)  # cache: 100 // 5 [DAPO]
     assert default_cache(completion_ids=[[1] * 80, [1] * 90]) == [0.0, -0.5]
     with pytest.raises(ValueError, match=r"'soft_overlong' needs options: .*max_completion_length=\.\.\."):
-        get_reward_funcs(["soft_overlong"])
+        rewards.get_reward_funcs(["soft_overlong"])
     with pytest.raises(ValueError, match="soft_punish_cache=200"):
-        get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
+        rewards.get_reward_funcs(["soft_overlong"], max_completion_length=100, soft_punish_cache=200)
 
 
 # --- A final-answer phrase is one expression, never one number of it (issue 8, item 1) -------------------------------
@@ -608,35 +578,35 @@ def test_verify_many_and_outcome_constants():
 
 
 # --- A failed gold parse is not cached (issue 8, item 3) -------------------------------------------------------------
-def test_failed_gold_parse_is_not_cached(monkeypatch):
-    real, calls = math_verify.parse, []
+def _parse_timing_out(when):
+    """math_verify.parse, but where `when(text)`, what math-verify does when its SIGALRM fires: a warning and []."""
+    real = math_verify.parse
 
-    def parse_timing_out_once(text, *args, **kwargs):
-        calls.append(text)
-        if len(calls) == 1:  # what math-verify does when its SIGALRM fires: a warning and []
+    def parse(text, *args, **kwargs):
+        if when(text):
             logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
             return []
         return real(text, *args, **kwargs)
 
-    monkeypatch.setattr(math_verify, "parse", parse_timing_out_once)
+    return parse
+
+
+def test_failed_gold_parse_is_not_cached(monkeypatch):
+    calls = []
+    monkeypatch.setattr(math_verify, "parse", _parse_timing_out(lambda text: calls.append(text) or len(calls) == 1))
     gold = r"\frac{123}{457}"  # a gold no other test parses in this process
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.TIMEOUT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     parses = len(calls)
-    assert verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
+    assert rewards.verification.verify_answer("123/457", "number", gold, "boxed", None) == rewards.CORRECT
     assert len(calls) == parses + 1  # the successful gold parse is cached: only the prediction is parsed again
 
 
 @pytest.mark.parametrize("where", ["gold", "answer", "comparison"])
 def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
     """math-verify turns its SIGALRM timeout into [] / False and a warning; the reward must count it as TIMEOUT."""
-    real_parse, real_verify = math_verify.parse, math_verify.verify
-
-    def parse(text, *args, **kwargs):
-        if (where == "gold" and "31/57" in text) or (where == "answer" and "62/114" in text):
-            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
-            return []
-        return real_parse(text, *args, **kwargs)
+    real_verify = math_verify.verify
+    marker = {"gold": "31/57", "answer": "62/114", "comparison": None}[where]  # what parses into a timeout
 
     def verify(*args, **kwargs):
         if where == "comparison":
@@ -644,26 +614,18 @@ def test_math_verify_own_timeout_is_a_timeout_not_wrong(monkeypatch, where):
             return False
         return real_verify(*args, **kwargs)
 
-    monkeypatch.setattr(math_verify, "parse", parse)
+    monkeypatch.setattr(math_verify, "parse", _parse_timing_out(lambda text: marker and marker in text))
     monkeypatch.setattr(math_verify, "verify", verify)
-    verification._parse_gold.cache_clear()
-    assert verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
-    assert verification.verify_answer("1", "number", "2", "number", None) == (
+    rewards.verification._parse_gold.cache_clear()
+    assert rewards.verification.verify_answer("62/114", "number", "31/57", "number", None) == rewards.TIMEOUT
+    assert rewards.verification.verify_answer("1", "number", "2", "number", None) == (
         rewards.TIMEOUT if where == "comparison" else rewards.WRONG
     )
 
 
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched parse")
 def test_math_verify_own_timeout_in_a_worker_is_counted(monkeypatch, fresh_pools):
-    real_parse = math_verify.parse
-
-    def parse(text, *args, **kwargs):
-        if "62/114" in text:
-            logging.getLogger("math_verify.parser").warning(f"Timeout during parsing: {text}")
-            return []
-        return real_parse(text, *args, **kwargs)
-
-    monkeypatch.setattr(math_verify, "parse", parse)
+    monkeypatch.setattr(math_verify, "parse", _parse_timing_out(lambda text: "62/114" in text))
     reward = make_math_accuracy_reward(num_workers=1, timeout_reward=-0.5)
     assert reward([r"\boxed{62/114}", r"\boxed{1}"], solution=["31/57", "2"]) == [-0.5, 0.0]
     assert (reward.stats.timeouts, reward.stats.worker_restarts) == (1, 0)
@@ -797,11 +759,6 @@ FINAL_SENTENCE_CASES = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), PHRASE_CASES + STATEMENT_CASES + FINAL_SENTENCE_CASES)
-def test_what_a_reply_answers(reply, gold, expected):
-    assert math_accuracy_reward([reply], solution=[gold]) == [expected]
-
-
 # Each pattern's worst case as (head, repeated unit, tail), repeated LINEAR_N and 2 * LINEAR_N times.
 LINEAR_N = 2_000
 ADVERSARIAL = {
@@ -819,18 +776,32 @@ ADVERSARIAL = {
     "many_notes": ("It is 4. ", "Note: 5. ", ""),
     "many_surds": ("", "\u221a", "4"),
     "many_boxes_or": ("", "\\boxed{4} or ", ""),
+    # The issue 17 classes' patterns (numerals, solution sets, names, letters).
+    "many_number_words": ("", "twenty ", "goats"),
+    "many_spaced_groups": ("1", " 000", "0"),
+    "many_broken_groups": ("", "1 0000 ", ""),
+    "many_scales": ("", "1 million ", ""),
+    "many_equations": ("", "x = 1 and ", "x"),
+    "spaces_in_a_list": ("x = 1", " ", "and x = 2"),
+    "many_names": ("", "Aa ", ""),
+    "many_repeating": ("", r"0.\overline{", ""),
+    "long_decimal": (".", "1", ""),
+    "many_letters": (r"\boxed{", "2t", "}"),
+}
+READERS = {  # each reading of a reply, its work counted alone
+    "answer": lambda text: prediction(extract_answer(text, max_chars=len(text)), "42"),
+    "name": lambda text: prediction(extract_answer(text, max_chars=len(text), names=True), "42"),
+    "solution_set": lambda text: prediction(extract_answer(text, max_chars=len(text)), "-1, 2"),
+    "dropped_letters": lambda text: dropped_letters(text, [text]),
 }
 
 
 @pytest.mark.parametrize(("head", "unit", "tail"), ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
 def test_extraction_is_linear_on_adversarial_text(head, unit, tail):
-    """Twice the copies of each pattern's worst case cost at most twice the work (`work_count.work`)."""
-
-    def run(text):
-        prediction(extract_answer(text, max_chars=len(text)), "42")
-
-    once, twice = (work(run, head + unit * n + tail) for n in (LINEAR_N, 2 * LINEAR_N))
-    assert twice <= 2 * once, (once, twice)
+    """Twice the copies of each pattern's worst case cost each reading at most twice the work (`work_count.work`)."""
+    for name, run in READERS.items():
+        once, twice = (work(run, head + unit * n + tail) for n in (LINEAR_N, 2 * LINEAR_N))
+        assert twice <= 2 * once, (name, once, twice)
 
 
 def test_smollm2_real_replies_match_their_hand_labels():
@@ -852,10 +823,6 @@ def test_the_readme_plain_answer_scores_0_with_trls_accuracy_reward_and_1_with_o
 
 
 # --- The scorer's remaining classes (issue 17): each table's rule in its comment; the sentences are new -----------
-def score(reply: str, gold: str) -> float | None:
-    return math_accuracy_reward([reply], solution=[gold])[0]
-
-
 # math-verify strips a letter it takes for a unit even inside an expression (`$2t$` parses as 2). The rule: a match in
 # which math-verify dropped a letter of one side that it did not drop of the other is wrong. A letter is a variable
 # when it stands alone ("5 s", "12 m": 5s and 12m, as in LaTeX) or is glued to a number or a letter ("2t", "12cm",
@@ -1004,9 +971,13 @@ CLOSED_BOX_CASES = [
 CLASSES = UNIT_LETTER_CASES + SHARED_LETTER_CASES + NUMERAL_CASES + SOLUTION_SET_CASES + NAME_CASES + CLOSED_BOX_CASES
 
 
-@pytest.mark.parametrize(("reply", "gold", "expected"), CLASSES)
-def test_each_class_scores_as_its_table_says(reply, gold, expected):
-    assert score(reply, gold) == expected
+SCORED = ACCURACY_CASES + PHRASE_CASES + STATEMENT_CASES + FINAL_SENTENCE_CASES + CLASSES
+
+
+@pytest.mark.parametrize(("reply", "gold", "expected"), SCORED)
+def test_math_accuracy_table_as_string_and_conversation(reply, gold, expected):
+    completions = [reply, chat(reply), [{"role": "user", "content": "q"}, *chat(reply)]]
+    assert math_accuracy_reward(completions, solution=[gold] * 3) == [expected] * 3
 
 
 # A reply that ends inside a `\boxed{` that never closes was cut off: no final answer (the module's no-answer rule:
@@ -1033,34 +1004,6 @@ def test_thousands_of_open_boxes_cost_linear_time():
     """20,000 open boxes cost at most twice the work of 10,000 (`work_count.work`)."""
     assert extract_answer(r"\boxed{" * 20_000 + "42") is None
     once, twice = (work(extract_answer, r"\boxed{" * n + "42", max_chars=10 * n) for n in (10_000, 20_000))
-    assert twice <= 2 * once, (once, twice)
-
-
-# Each new pattern's worst case as (head, repeated unit, tail), repeated LINEAR_N and 2 * LINEAR_N times.
-NEW_ADVERSARIAL = {
-    "many_number_words": ("", "twenty ", "goats"),
-    "many_spaced_groups": ("1", " 000", "0"),
-    "many_broken_groups": ("", "1 0000 ", ""),
-    "many_scales": ("", "1 million ", ""),
-    "many_equations": ("", "x = 1 and ", "x"),
-    "spaces_in_a_list": ("x = 1", " ", "and x = 2"),
-    "many_names": ("", "Aa ", ""),
-    "many_repeating": ("", r"0.\overline{", ""),
-    "long_decimal": (".", "1", ""),
-    "many_letters": (r"\boxed{", "2t", "}"),
-}
-
-
-@pytest.mark.parametrize(("head", "unit", "tail"), NEW_ADVERSARIAL.values(), ids=NEW_ADVERSARIAL.keys())
-def test_new_patterns_are_linear(head, unit, tail):
-    """Twice the copies of each new pattern's worst case cost at most twice the work."""
-
-    def run(text):
-        prediction(extract_answer(text, max_chars=len(text), names=True), "42")
-        prediction(extract_answer(text, max_chars=len(text)), "-1, 2")
-        dropped_letters(text, [text])
-
-    once, twice = (work(run, head + unit * n + tail) for n in (LINEAR_N, 2 * LINEAR_N))
     assert twice <= 2 * once, (once, twice)
 
 

@@ -54,15 +54,13 @@ def setup(tmp_path_factory):
     # A hand-made, off-policy batch: 6 completions of different lengths, mixed-sign advantages.
     g = torch.Generator().manual_seed(0)
     B, P, T = 6, 3, MAX_LEN
-    batch = dict(
-        prompt_ids=torch.randint(4, len(tokenizer), (B, P), generator=g),
-        prompt_mask=torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]]),
-        completion_ids=torch.randint(4, len(tokenizer), (B, T), generator=g),
-        completion_mask=torch.tensor(
-            [[1] * 6, [1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 1, 0], [1, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0], [1] * 6]
-        ),
-        advantages=torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.4]),
-    )
+    prompt_ids, completion_ids = (torch.randint(4, len(tokenizer), (B, n), generator=g) for n in (P, T))
+    prompt_mask = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [0, 0, 1], [1, 1, 1], [0, 1, 1]])
+    completion_mask = (
+        torch.arange(T) < torch.tensor([[6], [3], [5], [1], [2], [6]])
+    ).long()  # lengths 6, 3, 5, 1, 2, 6
+    batch = dict(prompt_ids=prompt_ids, prompt_mask=prompt_mask, completion_ids=completion_ids)
+    batch |= dict(completion_mask=completion_mask, advantages=torch.tensor([1.2, -0.7, 0.5, -1.5, 0.9, -0.4]))
     with torch.no_grad():
         logps = _sequence_logps(up, model, batch)
     # Stale: log r = logp - old_logp per sequence, chosen on both sides of [1 - eps_low, 1 + eps_high].

@@ -127,10 +127,10 @@ def _make_folder(folder, record, files) -> None:
 def test_save_steps_alone_saves_and_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):
     """The offline default says save_strategy "no"; `--save_steps` on the command line used to save nothing."""
     out = tmp_path / "out"
-    assert main(["train", *tiny_train_argv(tiny_model, out, "--save_steps", "1", max_steps=2)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, save_steps=1, max_steps=2)]) == 0
     assert (out / "checkpoint-1" / "trainer_state.json").exists() and (out / "checkpoint-2").is_dir()
     assert "up-trl: a checkpoint every 1 steps (--save_steps sets save_strategy steps)" in capsys.readouterr().out
-    assert main(["train", *tiny_train_argv(tiny_model, out, "--resume_from_checkpoint", "true", max_steps=3)]) == 0
+    assert main(["train", *tiny_train_argv(tiny_model, out, resume_from_checkpoint="true", max_steps=3)]) == 0
     assert re.search(r"up-trl: done in [\d.]+ min, 3 steps", capsys.readouterr().out)
     assert loss_steps(out) == [1, 2, 3]  # the records up to checkpoint-2 kept, step 3 added
     assert json.loads((out / "up_trl_run.json").read_text())["global_step"] == 3
@@ -139,9 +139,8 @@ def test_save_steps_alone_saves_and_resume_true_continues_from_the_latest_checkp
 def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_limit(tiny_model, tmp_path, capsys):
     """The emergency save is marked, rotated as any save, and holds the run's save_total_limit."""
     out = tmp_path / "out"
-    flags = ("--save_steps", "3", "--save_total_limit", "1")
-    argv = tiny_train_argv(tiny_model, out, *flags, reward="cli_rewards.third_call_raises", max_steps=6)
-    assert main(["train", *argv]) == 1
+    flags = dict(save_steps=3, save_total_limit=1, reward="cli_rewards.third_call_raises", max_steps=6)
+    assert main(["train", *tiny_train_argv(tiny_model, out, **flags)]) == 1
     assert "emergency checkpoint of the weights after step 4" in last_line(capsys.readouterr().err)
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-4"]
     assert torch.load(out / "checkpoint-4" / "training_args.bin", weights_only=False).save_total_limit == 1
@@ -149,14 +148,14 @@ def test_a_crash_with_save_total_limit_keeps_the_emergency_checkpoint_with_the_l
 
 @pytest.mark.parametrize("guard, expected", [
     # lr 1e30: step 2's gradients are not finite (skipped), then generation samples from inf/nan probabilities.
-    pytest.param([], r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 step\(s\) "
+    pytest.param({}, r"emergency checkpoint of the weights after step 2 in .*checkpoint-2; metrics in .*; 1 step\(s\) "
                  r"were skipped as non-finite before it: lower --learning_rate\. Resume with: ", id="guard_on"),
-    pytest.param(["--skip_nonfinite_steps", "false"], r"no emergency checkpoint: the weights after step 2 are not "
+    pytest.param(dict(skip_nonfinite_steps=False), r"no emergency checkpoint: the weights after step 2 are not "
                  r"finite \(NaN or inf: lower --learning_rate\); metrics in [^ ]*metrics.jsonl$", id="guard_off"),
 ])  # fmt: skip
 def test_diverging_weights_end_in_one_line_saying_what_was_saved(tiny_model, tmp_path, capsys, guard, expected):
     out = tmp_path / "out"
-    assert main(["train", *tiny_train_argv(tiny_model, out, "--learning_rate", "1e30", *guard, max_steps=6)]) == 1
+    assert main(["train", *tiny_train_argv(tiny_model, out, learning_rate="1e30", max_steps=6, **guard)]) == 1
     line = last_line(capsys.readouterr().err)
     assert line.startswith("up-trl train: error: crashed at step 3 of 6 (RuntimeError: probability tensor"), line
     assert re.search(expected, line), line
@@ -170,12 +169,12 @@ def test_an_interrupted_run_says_so_and_how_to_resume(tiny_model, tmp_path, caps
     assert main(["train", *argv]) == 0
     resume = shlex.join(["up-trl", "train", *argv, "--resume_from_checkpoint", "true"])
     line = last_line(capsys.readouterr().out)
-    assert re.fullmatch(
+    expected = (
         r"up-trl: interrupted \(SIGINT\) at step 1 of 4 after [\d.]+ min: reward [\d.]+ -> [\d.]+ \(first -> last "
         rf"step\); checkpoint-1, model, metrics.jsonl, model card \(README.md\) in {re.escape(str(out))}\. Resume "
-        rf"with: {re.escape(resume)}",
-        line,
-    ), line
+        rf"with: {re.escape(resume)}"
+    )
+    assert re.fullmatch(expected, line), line
     card = (out / "README.md").read_text()
     assert "**This run was interrupted (SIGINT) at step 1 of 4**" in card and f"Resume it with `{resume}`." in card
     assert (out / "checkpoint-1" / "trainer_state.json").exists()

@@ -22,11 +22,12 @@ CHAT = [[{"role": "user", "content": f"What is {i} + {i}?"}] for i in range(16)]
 PLAIN = [f"{i} + {i} =" for i in range(16)]
 
 
-def shared_argv(model: str, data: str, *flags: str) -> list[str]:
+def shared_argv(model: str, data: str, *flags: str, **named) -> list[str]:
     """A short run on TRL's defaults (a named model, no recipe): 2 optimizer steps on one rollout batch."""
     line = "--use_cpu true --bf16 false --report_to none --seed 0 --max_steps 2 --per_device_train_batch_size 8"
     line += " --num_generations 4 --steps_per_generation 2 --max_completion_length 8 --learning_rate 1e-2"
-    return [*argv(line, "--logging_steps 1 --save_strategy no", model_name_or_path=model, dataset_name=data), *flags]
+    named |= dict(model_name_or_path=model, dataset_name=data)
+    return [*argv(line, "--logging_steps 1 --save_strategy no", **named), *flags]
 
 
 @pytest.fixture
@@ -45,13 +46,13 @@ def logged(monkeypatch):
     return histories
 
 
-def run_both(tmp_path, argv: list[str], logged) -> tuple[dict, dict]:
+def run_both(tmp_path, words: list[str], logged) -> tuple[dict, dict]:
     """(TRL's tensors, ours) with equal logs for `trl grpo` and `--up_mode off`; UP's run differs."""
     theirs, ours, up = tmp_path / "trl", tmp_path / "off", tmp_path / "up"
-    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(theirs)])
+    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*words, *argv(output_dir=theirs)])
     trl_grpo_script.main(*parsed[:4])
     for out, mode in ((ours, "off"), (up, "asymmetric")):
-        assert main(["train", *argv, "--output_dir", str(out), "--up_mode", mode, "--plot", "false"]) == 0
+        assert main(["train", *words, *argv(output_dir=out, up_mode=mode, plot=False)]) == 0
     ends = hasattr(transformers.Trainer, "end")
     assert [h == "end" for h in logged] == [False, True] * 3 if ends else [False] * 3  # each saved, then ended
     kept = [
@@ -90,8 +91,8 @@ SETS = [  # `target` reaches the reward as a keyword; open-r1's shape: the `prom
 @pytest.mark.parametrize("columns, reward", SETS)
 def test_a_set_trains_as_in_trl_grpo(tmp_path, tiny_model_dir, logged, columns, reward):
     model, start = tiny_model_dir
-    argv = shared_argv(model, hub_folder(tmp_path / "set", columns), "--reward_funcs", reward)
-    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+    run = shared_argv(model, hub_folder(tmp_path / "set", columns), reward_funcs=reward)
+    assert_same_trained_weights(*run_both(tmp_path, run, logged), start)
 
 
 def test_a_prompt_only_set_scored_by_a_reward_model(tmp_path, tiny_model_dir, logged):
@@ -105,8 +106,8 @@ def test_a_prompt_only_set_scored_by_a_reward_model(tmp_path, tiny_model_dir, lo
     tokenizer.save_pretrained(tmp_path / "scorer")
     model, start = tiny_model_dir
     data = hub_folder(tmp_path / "set", {"prompt": PLAIN})
-    argv = shared_argv(model, data, "--reward_model_name_or_path", str(tmp_path / "scorer"))
-    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+    run = shared_argv(model, data, reward_model_name_or_path=tmp_path / "scorer")
+    assert_same_trained_weights(*run_both(tmp_path, run, logged), start)
 
 
 def test_lora_through_use_peft(tmp_path, tiny_model_dir, logged):
@@ -114,8 +115,7 @@ def test_lora_through_use_peft(tmp_path, tiny_model_dir, logged):
     model, _ = tiny_model_dir
     data = hub_folder(tmp_path / "set", {"prompt": CHAT})
     lora = "--use_peft true --lora_r 4 --lora_alpha 8 --lora_dropout 0.0 --lora_target_modules q_proj v_proj".split()
-    argv = shared_argv(model, data, "--reward_funcs", "cli_rewards.length", *lora)
-    theirs, ours = run_both(tmp_path, argv, logged)
+    theirs, ours = run_both(tmp_path, shared_argv(model, data, *lora, reward_funcs="cli_rewards.length"), logged)
     assert_same_trained_weights(theirs, ours)
     assert all("lora_" in name for name in theirs) and any(t.abs().sum() > 0 for n, t in theirs.items() if "_B" in n)
 
@@ -128,8 +128,8 @@ def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, l
     for split, rows in (("train", CHAT), ("test", CHAT[:8])):
         datasets.Dataset.from_dict({"prompt": rows}).to_parquet(str(folder / f"data/{split}-00000-of-00001.parquet"))
     evaluation = "--dataset_test_split test --eval_strategy steps --eval_steps 1 --per_device_eval_batch_size 8"
-    argv = shared_argv(model, str(folder), "--reward_funcs", "cli_rewards.length", *evaluation.split())
-    assert_same_trained_weights(*run_both(tmp_path, argv, logged), start)
+    run = shared_argv(model, str(folder), *evaluation.split(), reward_funcs="cli_rewards.length")
+    assert_same_trained_weights(*run_both(tmp_path, run, logged), start)
     assert all(any("eval_reward" in h for h in run) for run in logged if run != "end")
 
 
@@ -141,7 +141,7 @@ MODEL_FLAGS = (
 
 @pytest.mark.parametrize("quantization", [
     pytest.param("--load_in_4bit true --bnb_4bit_quant_type fp4 --use_bnb_nested_quant true".split(), id="4bit"),
-    pytest.param(["--load_in_8bit", "true"], id="8bit"),
+    pytest.param("--load_in_8bit true".split(), id="8bit"),
     pytest.param([], id="no_quantization"),
 ])  # fmt: skip
 def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_dir, monkeypatch, quantization):
@@ -155,13 +155,13 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
 
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", classmethod(capture))
     model, _ = tiny_model_dir
-    argv = [*shared_argv(model, hub_folder(tmp_path / "set", {"prompt": PLAIN}), *MODEL_FLAGS.split(), *quantization),
-            "--reward_funcs", "cli_rewards.length"]  # fmt: skip
-    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*argv, "--output_dir", str(tmp_path / "a")])
+    data = hub_folder(tmp_path / "set", {"prompt": PLAIN})
+    run = shared_argv(model, data, *MODEL_FLAGS.split(), *quantization, reward_funcs="cli_rewards.length")
+    parsed = trl_grpo_script.make_parser().parse_args_and_config(args=[*run, *argv(output_dir=tmp_path / "a")])
     with pytest.raises(ModelLoaded):
         trl_grpo_script.main(*parsed[:4])
     with pytest.raises(ModelLoaded):
-        main(["train", *argv, "--output_dir", str(tmp_path / "b")])
+        main(["train", *run, *argv(output_dir=tmp_path / "b")])
     theirs, ours = ({k: v.to_dict() if hasattr(v, "to_dict") else v for k, v in r.items()} for r in received)
     assert theirs == ours and {"revision", "attn_implementation", "dtype", "trust_remote_code"} <= set(ours)
     if quantization:
@@ -169,11 +169,11 @@ def test_model_flags_reach_from_pretrained_as_in_trl_grpo(tmp_path, tiny_model_d
 
 
 QUANTIZATION_REFUSALS = [
-    pytest.param(["--load_in_8bit", "true", "--use_peft", "true"], "--load_in_8bit true loads the model with "
+    pytest.param("--load_in_8bit true --use_peft true", "--load_in_8bit true loads the model with "
                  "bitsandbytes, not installed here: pip install bitsandbytes.", id="no_bitsandbytes"),
-    pytest.param(["--load_in_4bit", "true"], "--load_in_4bit true: a quantized model trains only through adapters "
+    pytest.param("--load_in_4bit true", "--load_in_4bit true: a quantized model trains only through adapters "
                  "(QLoRA): add --use_peft true.", id="no_adapters"),
-    pytest.param(["--load_in_4bit", "true", "--trainer", "async_grpo"],
+    pytest.param("--load_in_4bit true --trainer async_grpo",
                  "--load_in_4bit true: TRL's AsyncGRPOTrainer loads no quantized model", id="async"),
 ]  # fmt: skip
 
@@ -184,7 +184,7 @@ def test_quantization_that_cannot_work_is_one_line_before_the_model(
 ):
     installed = "pip install bitsandbytes" not in expected  # the other checks, where bitsandbytes is installed
     monkeypatch.setattr(up_trl.extras, "installed", lambda module: installed)
-    line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", *flags])
+    line = one_line(capsys, argv(*TINY, flags, model_name_or_path="outputs/quickstart"))
     assert line.startswith(expected)
 
 
@@ -208,8 +208,8 @@ UNSCORABLE_SETS = [
 def test_a_set_the_rewards_cannot_score_is_one_line(no_model_loads, capsys, columns, reward, expected):
     data = hub_folder(no_model_loads / "set", columns)
     capsys.readouterr()  # the set's own writing, not the run's
-    line = one_line(capsys, [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", data,
-                             "--reward_funcs", reward, "--output_dir", str(no_model_loads / "out")])  # fmt: skip
+    flags = dict(model_name_or_path="outputs/quickstart", dataset_name=data, reward_funcs=reward)
+    line = one_line(capsys, argv(*TINY, output_dir=no_model_loads / "out", **flags))
     assert line.startswith(expected)
     if "text" in columns:
         assert "Need a `prompt` column" in line and "found ['text']" in line and '{"text": "prompt"}' in line
@@ -230,7 +230,7 @@ def test_the_reward_kwargs_are_trls():
 def test_a_source_datasets_cannot_read_is_our_line_alone(no_model_loads, capsys, source, expected):
     """Nothing of datasets' own before our line: stderr is one line [unreadable_source]."""
     (no_model_loads / "bad.jsonl").write_text('{"prompt": "a", "solution": "1"}\n{"prompt": "b", "solu\n')
-    argv = [*TINY, "--model_name_or_path", "outputs/quickstart", "--dataset_name", source]
-    assert main(["train", *argv, "--output_dir", str(no_model_loads / "out")]) == 2
+    flags = dict(model_name_or_path="outputs/quickstart", dataset_name=source, output_dir=no_model_loads / "out")
+    assert main(argv("train", *TINY, **flags)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"up-trl train: error: {expected}"), err

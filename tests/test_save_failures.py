@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 import torch
-from conftest import tiny_train_argv
+from conftest import argv, tiny_train_argv
 from safetensors.torch import load_file
 from transformers import Trainer
 
@@ -16,9 +16,9 @@ from up_trl.models.offline import save_tiny_model
 from up_trl.run.ending import failed_save
 
 
-def _train(capsys, argv) -> tuple[int, list[str]]:
+def _train(capsys, words) -> tuple[int, list[str]]:
     """(exit code, the error lines `up-trl train` printed); a traceback fails the test: the line says it all."""
-    code = main(["train", *argv])
+    code = main(["train", *words])
     err = capsys.readouterr().err
     assert "Traceback" not in err, err[-3000:]
     return code, [line for line in err.splitlines() if line.startswith("up-trl train: error: ")]
@@ -57,7 +57,7 @@ def uninterrupted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("uninterrupted")
     tiny = save_tiny_model(tmp / "tiny")
     out = tmp / "out"
-    assert main(["train", *tiny_train_argv(tiny, out, "--save_steps", "1", max_steps=3)]) == 0
+    assert main(["train", *tiny_train_argv(tiny, out, save_steps=1, max_steps=3)]) == 0
     return tiny, out
 
 
@@ -69,7 +69,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_reaches_the_same_w
     disk = tmp_path / "disk"
     real_disk = _can_mount_tmpfs(disk)
     out = disk / "out"
-    argv = tiny_train_argv(tiny, out, "--save_steps", "1", max_steps=3)
+    run = tiny_train_argv(tiny, out, save_steps=1, max_steps=3)
     if real_disk:  # room for the first checkpoint and what precedes it, not for the second
         checkpoint = sum(p.stat().st_size for p in (reference / "checkpoint-1").rglob("*") if p.is_file())
         size = int(1.5 * checkpoint) + 256 * 1024
@@ -78,7 +78,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_reaches_the_same_w
         disk.mkdir(parents=True, exist_ok=True)
         _inject(monkeypatch, errno.ENOSPC)
     try:
-        code, err = _train(capsys, argv)
+        code, err = _train(capsys, run)
         assert code == 1 and len(err) == 1, err  # one line, no traceback
         line = err[0]
         assert line.startswith(f"up-trl train: error: saving failed after step 2 (No space left on device) while "
@@ -89,7 +89,7 @@ def test_a_full_disk_stops_the_run_in_one_line_and_the_resume_reaches_the_same_w
             subprocess.run(["mount", "-o", "remount,size=256m", str(disk)], check=True)
         else:
             monkeypatch.undo()
-        code, err = _train(capsys, [*argv, "--resume_from_checkpoint", "true"])
+        code, err = _train(capsys, argv(*run, resume_from_checkpoint="true"))
         assert code == 0, err
         ours, theirs = _weights(out), _weights(reference)
         assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in theirs)
@@ -108,7 +108,7 @@ def test_other_save_failures_say_the_same(tmp_path, capsys, monkeypatch, uninter
     tiny, _ = uninterrupted
     out = tmp_path / "out"
     _inject(monkeypatch, error_number)
-    code, err = _train(capsys, tiny_train_argv(tiny, out, "--save_steps", "1", max_steps=3))
+    code, err = _train(capsys, tiny_train_argv(tiny, out, save_steps=1, max_steps=3))
     assert code == 1 and len(err) == 1, err
     assert f"({os.strerror(error_number)}) while writing {out / 'checkpoint-2'}" in err[0], err[0]
     assert f"checkpoint-1 is the newest complete checkpoint in {out}; once {fix}, resume with: " in err[0], err[0]

@@ -10,15 +10,8 @@ from transformers import GenerationConfig, Lfm2Config, Lfm2ForCausalLM
 from trl.trainer.utils import add_fused_lm_head
 
 from up_trl.models.offline import tiny_model_and_tokenizer
-from up_trl.speedups.shared_prompt import (
-    CACHE_ARGUMENT,
-    SharedPromptForward,
-    SharedPromptTrainerMixin,
-    distinct_prompts,
-    has_active_dropout,
-    shareable_cache,
-    shared_prompt_generate,
-)
+from up_trl.speedups import shared_prompt
+from up_trl.speedups.shared_prompt import CACHE_ARGUMENT, SharedPromptForward, has_active_dropout, shareable_cache
 
 
 @contextlib.contextmanager
@@ -53,7 +46,7 @@ def grpo_rows(vocab: int = 60):
 def test_distinct_prompts_groups_rows_whose_ids_and_mask_are_equal():
     ids = torch.tensor([[3, 4, 5], [0, 4, 5], [3, 4, 5], [0, 4, 5]])
     mask = torch.tensor([[1, 1, 1], [0, 1, 1], [1, 1, 1], [1, 1, 1]])  # row 3: the same ids as row 1, token 0 real
-    first, inverse = distinct_prompts(ids, mask)
+    first, inverse = shared_prompt.distinct_prompts(ids, mask)
     assert sorted(first.tolist()) == [0, 1, 3]
     assert inverse[0] == inverse[2] and len(set(inverse[[0, 1, 3]].tolist())) == 3
     assert first[inverse].tolist() == [0, 1, 0, 3]  # each row points at the first row with its prompt
@@ -201,7 +194,7 @@ def test_shared_generate_samples_the_same_tokens_from_one_prefill_per_prompt(tin
     config = GenerationConfig(max_new_tokens=12, do_sample=True, temperature=1.0, top_k=0, output_logits=True,
                               return_dict_in_generate=True, **ids)  # fmt: skip
     out = {}
-    shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
+    shared_generate = functools.partial(shared_prompt.shared_prompt_generate, model.generate, model)
     for name, generate in (("full", model.generate), ("shared", shared_generate)):
         torch.manual_seed(3)
         with torch.no_grad(), backbone_batches(model) as batches:
@@ -242,7 +235,7 @@ def test_shared_generate_leaves_other_settings_to_generate(tiny, case):
     if case == "beams":
         settings.update(num_beams=2, do_sample=False)
     out = {}
-    shared_generate = functools.partial(shared_prompt_generate, model.generate, model)
+    shared_generate = functools.partial(shared_prompt.shared_prompt_generate, model.generate, model)
     for name, generate in (("full", model.generate), ("shared", shared_generate)):
         torch.manual_seed(0)
         with torch.no_grad(), backbone_batches(model) as batches:
@@ -294,7 +287,8 @@ def test_trains_the_same_with_each_prompt_computed_once(tmp_path, tiny, prompts_
 
 def test_sharing_is_opt_in_and_applies_on_one_cpu_process_without_checkpointing(tmp_path, tiny, prompts_dataset):
     trainer = make_trainer(tmp_path / "a", tiny, prompts_dataset)  # the UP trainer itself never shares
-    assert SharedPromptTrainerMixin not in type(trainer).__mro__ and not hasattr(trainer, "shares_prompts")
+    assert shared_prompt.SharedPromptTrainerMixin not in type(trainer).__mro__
+    assert not hasattr(trainer, "shares_prompts")
     trainer = make_trainer(tmp_path, tiny, prompts_dataset, shared_prompt=True, activation_checkpointing=False)
     assert trainer.shares_prompts(trainer.model, torch.device("cpu"))
     assert not trainer.shares_prompts(trainer.model, torch.device("cuda"))  # not measured there yet

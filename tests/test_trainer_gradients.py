@@ -33,11 +33,8 @@ def _forward(trainer, model, batch, compute_entropy=False):
 def setup(tmp_path_factory):
     model, tokenizer = tiny_model_and_tokenizer(seed=0)
     tmp = tmp_path_factory.mktemp("grad")
-    kwargs = dict(
-        reward_funcs=length_reward,
-        train_dataset=Dataset.from_dict({"prompt": ["1 + 1 = "] * 8}),
-        processing_class=tokenizer,
-    )
+    dataset = Dataset.from_dict({"prompt": ["1 + 1 = "] * 8})
+    kwargs = dict(reward_funcs=length_reward, train_dataset=dataset, processing_class=tokenizer)
     up = UPGRPOTrainer(model=model, args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
     parent = GRPOTrainer(model=copy.deepcopy(model), args=cpu_args(tmp, max_completion_length=MAX_LEN), **kwargs)
     for t in (up, parent):
@@ -60,17 +57,8 @@ def setup(tmp_path_factory):
 
 
 # The settings `_configure` and `_closed_form` take (besides loss_type), at their defaults.
-DEFAULTS = dict(
-    level="token",
-    delta=None,
-    up_mode="asymmetric",
-    beta=0.0,
-    opsm=None,
-    vllm_is=False,
-    entropy_quantile=1.0,
-    entropy_coef=0.0,
-    min_prob=None,
-)
+DEFAULTS = dict(level="token", delta=None, up_mode="asymmetric", beta=0.0, opsm=None, vllm_is=False, min_prob=None)
+DEFAULTS |= dict(entropy_quantile=1.0, entropy_coef=0.0)
 
 
 def _configure(trainer, *, loss_type, **settings):
@@ -96,18 +84,8 @@ def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
     logps, entropies = _forward(trainer, trainer.model, batch, compute_entropy=True)
     mask = batch["completion_mask"].float()
     old, adv = batch["old_per_token_logps"], batch["advantages"]
-    loss = up_per_token_loss(
-        logps,
-        old,
-        adv,
-        mask,
-        epsilon_low=0.2,
-        epsilon_high=0.2,
-        delta=c["delta"],
-        importance_sampling_level=level,
-        up_mode=up_mode,
-        positive_min_prob=min_prob,
-    )
+    band = dict(epsilon_low=0.2, epsilon_high=0.2, delta=c["delta"], importance_sampling_level=level)
+    loss = up_per_token_loss(logps, old, adv, mask, up_mode=up_mode, positive_min_prob=min_prob, **band)
     if opsm is not None:  # keep a sequence if A >= 0 or its mean KL(sampler || current) <= threshold
         sampler = batch["sampling_per_token_logps"] if sampling else old
         kl = ((sampler - logps.detach()) * mask).sum(1) / mask.sum(1)
@@ -127,13 +105,9 @@ def _closed_form(trainer, batch, *, loss_type, sampling=True, **settings):
         weight = torch.where(routes, self_anchored_ratio(logps, mask, level), r)
         loss = loss + beta * (torch.exp(ref - logps) - (ref - logps) - 1) * weight
     lm = loss * mask
-    policy = {
-        "grpo": lambda: (lm.sum(1) / mask.sum(1)).mean(),
-        "bnpo": lambda: lm.sum() / mask.sum(),
-        "dr_grpo": lambda: lm.sum() / (mask.size(0) * MAX_LEN),
-        "dapo": lambda: lm.sum() / (batch["num_items_in_batch"] * GA / SPG),
-        "luspo": lambda: lm.sum(1).mean(),
-    }[loss_type]()
+    n_dapo = batch["num_items_in_batch"] * GA / SPG
+    policy = dict(grpo=(lm.sum(1) / mask.sum(1)).mean(), bnpo=lm.sum() / mask.sum(), luspo=lm.sum(1).mean())
+    policy = (policy | dict(dr_grpo=lm.sum() / (mask.size(0) * MAX_LEN), dapo=lm.sum() / n_dapo))[loss_type]
     total = policy if loss_type == "dapo" else policy / GA
     if entropy_coef:
         total = total - entropy_coef * (entropies * bonus_mask).sum() / bonus_mask.sum() / GA
@@ -203,9 +177,8 @@ def test_off_policy_mask_without_vllm_reads_the_drift_from_pi_old(setup, up_mode
     # Without vLLM the mask reads pi_old as the sampler's: it must measure the drift from the real pi_old, not r~.
     up, _, batch = setup
     no_sampler = {k: v for k, v in batch.items() if k != "sampling_per_token_logps"}
-    _assert_equals_closed_form(
-        up, no_sampler, loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2, sampling=False
-    )
+    cfg = dict(loss_type="dapo", level=level, up_mode=up_mode, opsm=0.2, sampling=False)
+    _assert_equals_closed_form(up, no_sampler, **cfg)
     # and the mask does drop a negative sequence here, so the check above tells the two readings apart
     with torch.no_grad():
         logps, _ = _forward(up, up.model, no_sampler)
@@ -292,11 +265,7 @@ def _clip_ratio_closed_form(trainer, batch, level, delta, up_mode):
         mean, per_seq = (lambda x: x.mean().item()), (lambda x: x.squeeze(1))
     else:  # token-weighted over the batch; per sequence, the token mean
         mean, per_seq = (lambda x: ((x * mask).sum() / mask.sum()).item()), (lambda x: (x * mask).sum(1) / mask.sum(1))
-    means = {
-        "clip_ratio/low_mean": mean(low),
-        "clip_ratio/high_mean": mean(high),
-        "clip_ratio/region_mean": mean(region),
-    }
+    means = {f"clip_ratio/{name}_mean": mean(x) for name, x in (("low", low), ("high", high), ("region", region))}
     return means | {"clip_ratio/low_min": per_seq(low).min().item(), "clip_ratio/high_max": per_seq(high).max().item()}
 
 

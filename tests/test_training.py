@@ -81,14 +81,8 @@ def test_training_with_peft_lora_changes_only_adapters(tmp_path, tiny, prompts_d
 
     model, tokenizer = tiny
     lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
-    trainer = UPGRPOTrainer(
-        model,
-        length_reward,
-        args=cpu_args(tmp_path, num_iterations=2),
-        train_dataset=prompts_dataset,
-        processing_class=tokenizer,
-        peft_config=lora,
-    )
+    kwargs = dict(train_dataset=prompts_dataset, processing_class=tokenizer, peft_config=lora)
+    trainer = UPGRPOTrainer(model, length_reward, args=cpu_args(tmp_path, num_iterations=2), **kwargs)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
     trainer.train()
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p.detach(), before[n])]
@@ -120,16 +114,10 @@ def test_vision_language_inputs_reach_the_parent_forward_untouched(tmp_path, tin
 
     monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies", recording_forward)
     pixel_values, grid = torch.randn(4, 3), torch.tensor([[1, 2, 2]])
-    batch = dict(
-        prompt_ids=torch.tensor([[5, 6], [7, 8]]),
-        prompt_mask=torch.ones(2, 2, dtype=torch.long),
-        completion_ids=torch.tensor([[9, 10, 11], [12, 13, 14]]),
-        completion_mask=torch.ones(2, 3, dtype=torch.long),
-        advantages=torch.tensor([1.0, -1.0]),
-        pixel_values=pixel_values,
-        image_grid_thw=grid,
-        num_items_in_batch=torch.tensor(6.0),
-    )
+    batch = dict(prompt_ids=torch.tensor([[5, 6], [7, 8]]), completion_ids=torch.tensor([[9, 10, 11], [12, 13, 14]]))
+    batch |= dict(prompt_mask=torch.ones(2, 2, dtype=torch.long), completion_mask=torch.ones(2, 3, dtype=torch.long))
+    batch |= dict(advantages=torch.tensor([1.0, -1.0]), num_items_in_batch=torch.tensor(6.0))
+    batch |= dict(pixel_values=pixel_values, image_grid_thw=grid)
     trainer.model.train()
     trainer.current_gradient_accumulation_steps = 1
     trainer.compute_loss(trainer.model, batch)
@@ -164,13 +152,9 @@ def test_accepts_liger_kernel_and_the_loss_is_still_ups(tmp_path, tiny, prompts_
 def _tiny_batch(trainer, rloo: bool) -> dict:
     """Two completions of a generation batch as the parents' losses read it (stale old log-probs, mixed signs)."""
     g, vocab = torch.Generator().manual_seed(0), trainer.model.config.vocab_size
-    batch = dict(
-        prompt_ids=torch.randint(4, vocab, (2, 3), generator=g),
-        prompt_mask=torch.ones(2, 3).long(),
-        completion_ids=torch.randint(4, vocab, (2, 4), generator=g),
-        completion_mask=torch.ones(2, 4).long(),
-        advantages=torch.tensor([1.0, -1.0]),
-    )
+    prompt_ids, completion_ids = (torch.randint(4, vocab, (2, n), generator=g) for n in (3, 4))
+    batch = dict(prompt_ids=prompt_ids, completion_ids=completion_ids, advantages=torch.tensor([1.0, -1.0]))
+    batch |= dict(prompt_mask=torch.ones(2, 3).long(), completion_mask=torch.ones(2, 4).long())
     if rloo:
         return batch | {"old_logps": torch.full((2,), -20.0)}
     return batch | {"old_per_token_logps": torch.full((2, 4), -5.0), "num_items_in_batch": torch.tensor(8.0)}

@@ -26,9 +26,9 @@ DOCS_ARGV = argv(
 )
 
 
-def trl_grpo(argv):
-    """What `trl grpo ARGV` parses: (script args, GRPOConfig, ModelConfig, DatasetMixtureConfig)."""
-    return trl_make_parser().parse_args_and_config(args=argv)
+def trl_grpo(words):
+    """What `trl grpo WORDS` parses: (script args, GRPOConfig, ModelConfig, DatasetMixtureConfig)."""
+    return trl_make_parser().parse_args_and_config(args=words)
 
 
 def differences(theirs, ours) -> dict[str, tuple]:
@@ -40,10 +40,10 @@ def differences(theirs, ours) -> dict[str, tuple]:
     }
 
 
-def compare(argv, allowed: dict[str, set[str]]):
-    """Parse `argv` both ways; every field of TRL's four dataclasses equal in ours but those in `allowed`."""
-    theirs = trl_grpo(list(argv))
-    ours = [*parse_train_args(list(argv)), make_parser("grpo").parse_args_and_config(args=list(argv))[3]]
+def compare(words, allowed: dict[str, set[str]]):
+    """Parse `words` both ways; every field of TRL's four dataclasses equal in ours but those in `allowed`."""
+    theirs = trl_grpo(list(words))
+    ours = [*parse_train_args(list(words)), make_parser("grpo").parse_args_and_config(args=list(words))[3]]
     for name, their, our in zip(("script", "config", "model", "mixture"), theirs, ours, strict=True):
         found = differences(their, our)
         extra = set(found) - allowed.get(name, set())
@@ -64,10 +64,10 @@ def test_our_script_arguments_are_trls_with_ours_after_them():
 
 
 def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
-    argv = [*DOCS_ARGV, "--output_dir", str(tmp_path / "out")]
+    words = argv(*DOCS_ARGV, output_dir=tmp_path / "out")
     # A named model and no --config: what the command line leaves out takes TRL's defaults (the offline default
     # recipe fills in only when no model is named), so only UP's fields may differ.
-    (script, config, model, _), (our_script, our_config, our_model, _) = compare(argv, {})
+    (script, config, model, _), (our_script, our_config, our_model, _) = compare(words, {})
     assert our_script.dataset_name == script.dataset_name == "trl-lib/DeepMath-103K"
     assert our_script.dataset_config == "default" and our_script.reward_funcs == script.reward_funcs
     assert our_config.learning_rate == config.learning_rate == 1e-6
@@ -76,39 +76,23 @@ def test_the_docs_command_line_means_what_it_means_to_trl_grpo(tmp_path):
 
 def test_the_same_recipe_means_the_same_to_trl_grpo(tmp_path, monkeypatch):
     """A recipe names everything it sets: no offline default then, and only UP's fields and ours may differ."""
-    recipe = dict(
-        model_name_or_path="Qwen/Qwen2-0.5B-Instruct",
-        dataset_name="trl-lib/DeepMath-103K",
-        dataset_config="default",
-        dataset_train_split="train",
-        dataset_test_split="validation",
-        dataset_streaming=False,
-        eval_strategy="steps",
-        eval_steps=5,
-        reward_funcs=["accuracy_reward", "my_rewards.length_reward"],
-        reward_model_name_or_path="some/reward-model",
-        ignore_bias_buffers=True,
-        learning_rate=1.0e-6,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=64,
-        loss_type="dapo",
-        beta=0.0,
-        use_cpu=True,
-        bf16=False,
-        output_dir=str(tmp_path / "out"),
-        env={"UP_TRL_TEST_RECIPE_ENV": "set"},
-    )
+    recipe = dict(model_name_or_path="Qwen/Qwen2-0.5B-Instruct", dataset_name="trl-lib/DeepMath-103K")
+    recipe |= dict(dataset_config="default", dataset_train_split="train", dataset_test_split="validation")
+    recipe |= dict(dataset_streaming=False, eval_strategy="steps", eval_steps=5, ignore_bias_buffers=True)
+    recipe |= dict(reward_funcs=["accuracy_reward", "my_rewards.length_reward"], loss_type="dapo", beta=0.0)
+    recipe |= dict(reward_model_name_or_path="some/reward-model", learning_rate=1.0e-6, per_device_train_batch_size=4)
+    recipe |= dict(num_generations=4, max_completion_length=64, output_dir=str(tmp_path / "out"))
+    recipe |= dict(use_cpu=True, bf16=False, env={"UP_TRL_TEST_RECIPE_ENV": "set"})
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe))
     monkeypatch.delenv("UP_TRL_TEST_RECIPE_ENV", raising=False)
-    (script, config, model, mixture), (ours, our_config, *_) = compare(["--config", str(path)], {})
+    (script, config, model, mixture), (ours, our_config, *_) = compare(argv(config=path), {})
     assert os.environ["UP_TRL_TEST_RECIPE_ENV"] == "set"  # the `env:` block, as TrlParser sets it
     assert ours.reward_model_name_or_path == "some/reward-model" and ours.ignore_bias_buffers
     assert ours.dataset_test_split == "validation" and our_config.eval_strategy == "steps"
     assert our_config.up_mode == "asymmetric"  # UP's fields: ours only
     # Flags override the recipe, for both alike.
-    compare(["--config", str(path), "--learning_rate", "2e-6", "--dataset_test_split", "test"], {})
+    compare(argv(f"--config {path} --learning_rate 2e-6 --dataset_test_split test"), {})
 
 
 def test_defaults_differ_only_where_named(tmp_path):
@@ -116,7 +100,7 @@ def test_defaults_differ_only_where_named(tmp_path):
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump({"use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "out")}))
     ours_only = {"script": {"dataset_name", "dataset_train_split", "reward_funcs"}}
-    (script, *_), (ours, *_) = compare(["--config", str(path)], ours_only)
+    (script, *_), (ours, *_) = compare(argv(config=path), ours_only)
     assert (script.dataset_name, ours.dataset_name) == (None, "arithmetic")  # offline: generated in code
     assert (script.dataset_train_split, ours.dataset_train_split) == ("train", None)  # train, or math500's test
     assert (script.reward_funcs, ours.reward_funcs) == (None, ["math_accuracy"])
@@ -139,8 +123,8 @@ def test_a_mixture_parses_as_trl_parses_it(tmp_path):
     mixture = {"datasets": [{"path": "trl-lib/DeepMath-103K", "split": "train"}], "test_split_size": 0.1}
     path = tmp_path / "mix.yaml"
     path.write_text(yaml.safe_dump({**mixture, "use_cpu": True, "bf16": False, "output_dir": str(tmp_path / "o")}))
-    theirs = trl_grpo(["--config", str(path)])[3]
-    assert make_parser("grpo").parse_args_and_config(args=["--config", str(path)])[3] == theirs
+    theirs = trl_grpo(argv(config=path))[3]
+    assert make_parser("grpo").parse_args_and_config(args=argv(config=path))[3] == theirs
     assert theirs.datasets[0].path == "trl-lib/DeepMath-103K"
 
 
@@ -148,7 +132,7 @@ def test_a_mixture_loads_through_trls_get_dataset(tmp_path, tiny_model):
     """A recipe's `datasets:` mixture loads through TRL's `get_dataset`, over `dataset_name`, with its eval split."""
     recipe = mixture_recipe(tmp_path, test_split_size=0.25, seed=3)
     flags = argv(config=recipe, model_name_or_path=tiny_model, output_dir=tmp_path / "o")
-    train_set, eval_set = load_data(check_train_args([*flags, "--eval_strategy", "steps"]), is_async=False)
+    train_set, eval_set = load_data(check_train_args(argv(*flags, eval_strategy="steps")), is_async=False)
     assert (len(train_set), len(eval_set)) == (18, 6)  # 24 problems, a quarter held out
     rows = [*train_set, *eval_set]
     assert sorted(row["solution"] for row in rows) == sorted(
@@ -161,7 +145,7 @@ def test_a_mixture_loads_through_trls_get_dataset(tmp_path, tiny_model):
 
 def test_a_stream_needs_max_steps_in_one_line(tmp_path, capsys):
     """transformers' Trainer refuses a stream without max_steps only in train(), after the model loads."""
-    line = one_line(capsys, ["--dataset_streaming", "true", "--max_steps", "-1", "--output_dir", str(tmp_path / "o")])
+    line = one_line(capsys, argv("--dataset_streaming true --max_steps -1", output_dir=tmp_path / "o"))
     assert line == "--dataset_streaming True: a stream has no length: set --max_steps, the optimizer steps to train."
 
 
@@ -194,15 +178,15 @@ def test_a_misspelt_trl_key_names_the_real_one(tmp_path, capsys, key, closest):
     """A misspelt TRL key stops in one line naming the real one."""
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({key: "x"}))
-    assert f"unknown key {key!r} (did you mean {closest}" in one_line(capsys, ["--config", str(path)])
-    assert f"unknown option --{key} (did you mean --{closest}" in one_line(capsys, [f"--{key}", "x"])
+    assert f"unknown key {key!r} (did you mean {closest}" in one_line(capsys, argv(config=path))
+    assert f"unknown option --{key} (did you mean --{closest}" in one_line(capsys, argv(f"--{key} x"))
 
 
 def test_one_step_with_a_reward_model_and_an_eval_split_as_trl_grpo_runs_them(tmp_path, tiny_model):
     """A reward model scores first, as in `trl grpo`, and the test split is evaluated."""
-    argv = tiny_train_argv(tiny_model, tmp_path / "out", reward="accuracy_reward", max_steps=1)
-    flags = ["--reward_model_name_or_path", tiny_model, "--eval_strategy", "steps", "--eval_steps", "1"]
-    run = train([*argv, *flags, "--per_device_eval_batch_size", "8"])
+    scored = dict(reward="accuracy_reward", reward_model_name_or_path=tiny_model, max_steps=1)
+    evaluation = dict(eval_strategy="steps", eval_steps=1, per_device_eval_batch_size=8)
+    run = train(tiny_train_argv(tiny_model, tmp_path / "out", **scored, **evaluation))
     assert run.state.global_step == 1
     assert run.reward_func_names[1] == "accuracy_reward" and type(run.reward_funcs[0]).__name__.endswith(
         "ForSequenceClassification"

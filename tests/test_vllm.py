@@ -52,14 +52,10 @@ def make(trainer_class, config_class, model, folder, peft_config=None, **setting
         learning_rate=1e-2, logging_steps=1, gradient_accumulation_steps=1, steps_per_generation=2,
         use_vllm=True, vllm_mode="colocate", vllm_importance_sampling_correction=True, **RECIPES["dapo"],
     )  # fmt: skip
-    kwargs.update(settings)
+    args = config_class(**(kwargs | settings))
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
     return trainer_class(
-        model=model,
-        reward_funcs=char_sum_reward,
-        args=config_class(**kwargs),
-        train_dataset=dataset,
-        peft_config=peft_config,
+        model=model, reward_funcs=char_sum_reward, args=args, train_dataset=dataset, peft_config=peft_config
     )
 
 

@@ -88,13 +88,11 @@ def _counted_patterns(counter: list[int]) -> Iterator[None]:
     for name in _RE_FUNCTIONS:
         function = getattr(re, name)
         saved.append((re, name, function))
-        setattr(
-            re,
-            name,
-            lambda pattern, *args, _name=name, flags=0, **kw: getattr(
-                _Counted(re.compile(pattern, flags), counter), _name
-            )(*args, **kw),
-        )
+
+        def counted(pattern, *args, _name=name, flags=0, **kw):
+            return getattr(_Counted(re.compile(pattern, flags), counter), _name)(*args, **kw)
+
+        setattr(re, name, counted)
     try:
         yield
     finally:

@@ -562,6 +562,52 @@ def test_testbed_pilot_condition_is_a_mean_gain_over_two_se_with_no_collapse():
     assert not module.verdict(None, runs([0.5, 0.6, 0.7]), 4)["meets"]  # no base model score
 
 
+def test_testbed_search_rules_choose_and_judge_as_its_plan_says():
+    """Stage 2: the best two by mean gain / max(SD, 0.02) with a positive mean and no collapse; the condition."""
+    search = _load("testbed_search")
+    rows = [("a", .1, .3), ("b", .05, .06), ("c", -.1, .4), ("d", .5, .5), ("e", .4, .4)]  # fmt: skip
+    runs = [
+        {"candidate": c, "seed": s, "gain": g, "collapsed": c == "d"}
+        for c, *g2 in rows
+        for s, g in zip((910, 911), g2)
+    ]
+    assert search.stage2_choice(runs, [r[0] for r in rows]) == ["e", "b"]  # e: 0.4 / 0.02; d collapsed; c: 0.15 / 0.35
+
+    def verdict(gains, collapsed=False):
+        return search.verdict(
+            [{"candidate": "a", "seed": 910 + i, "gain": g, "collapsed": collapsed} for i, g in enumerate(gains)], "a"
+        )
+
+    assert verdict([0.1, 0.12, 0.08, 0.11, -0.01])["meets"]  # 4 of 5 gain, mean 0.08 > 2 SE 0.046
+    assert not verdict([0.1, 0.12, 0.08, -0.01, -0.01])["meets"]  # 3 of 5 gain
+    assert not verdict([0.1, 0.12, 0.08, 0.11, 0.1], collapsed=True)["meets"]
+    assert not verdict([0.1, 0.12, 0.08, 0.11])["meets"]  # stage 2 not finished
+
+
+def test_testbed_study_pairs_seeds_and_tests_by_exact_sign_flips():
+    """The study's primary: paired differences by seed, the exact sign-flip p, detected only with every pair."""
+    study = _load("testbed_study")
+    assert study.sign_flip_p([0.1, 0.2, 0.3]) == 0.25 and study.sign_flip_p([0.1, -0.1]) == 1.0
+    assert study.sign_flip_p([0.05] * 10) == 2 / 1024 and study.sign_flip_p([0.1]) is None
+    seeds = study.SEEDS
+    runs = [
+        {"arm": a, "seed": s, "test_avg": 0.5 + (a != "DAPO") * (0.02 + 0.01 * (s % 2))}
+        for s in seeds
+        for a in study.PRIMARY
+    ]
+    primary = study.paired(runs, study.PRIMARY[1], study.PRIMARY[0], "test_avg")
+    assert primary["detected"] and primary["treatment_better"] == 10 and primary["mean"] == pytest.approx(0.025)
+    assert not study.paired(runs[:-1], study.PRIMARY[1], study.PRIMARY[0], "test_avg")["detected"]  # a pair short
+    assert study.next_jobs([], seeds[:2], third=True)[:3] == [
+        ("base", None),
+        ("DAPO", 500),
+        ("UP-DAPO + rare clip", 500),
+    ]
+    done = [{"arm": a, "seed": s} for a, s in study.next_jobs([], seeds[:2], third=True)]
+    assert study.next_jobs(done, seeds[:2], third=True) == [("UP-DAPO", 500), ("UP-DAPO", 501)]  # third arm last
+    assert study.next_jobs(done, seeds[:2], third=False) == []
+
+
 def test_testbed_pilot_table_says_not_decided_when_a_candidate_did_not_finish():
     """A candidate cut short by the time limit is not measured: the table must not read "no testbed found"."""
     module = _load("testbed_pilot")

@@ -7,40 +7,25 @@ from . import Settings, UsageError, closest_names
 from .ranges import check_ranges
 
 
-def check_settings(settings: Settings) -> list[str]:
-    """Check the settings before TRL's config is built; returns flags to add (`_check_saving`)."""
-    _check_data(settings)
-    if settings["share_prompt_prefix"] and settings["trainer"] == "async_grpo":
-        raise UsageError(f"{settings.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
-    check_ranges(settings, "train")
-    _check_loss_type(settings)
-    return _check_saving(settings)
-
-
-def _check_data(s: Settings) -> None:
-    """A stream has no length: it needs `--max_steps` (transformers refuses it after the model loads:
-    tests/test_cli_checks.py::test_library_accepts_what_we_refuse[streaming_without_max_steps])."""
-    streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])
+def check_settings(s: Settings) -> list[str]:
+    """Check the settings before TRL's config is built; returns flags to add (`--save_strategy steps`). Each refusal
+    is of a value TRL accepts, then fails on after the model loads or trains on (`[NAME]`: the case of
+    tests/test_cli_checks.py::test_library_accepts_what_we_refuse that shows it)."""
+    streaming = s["dataset_streaming"] or (s["datasets"] and s["streaming"])  # no length [streaming_without_max_steps]
     if streaming and (s["max_steps"] is None or s["max_steps"] <= 0):
         name = "dataset_streaming" if s["dataset_streaming"] else "streaming"
         raise UsageError(f"{s.show(name)}: a stream has no length: set --max_steps, the optimizer steps to train.")
-
-
-def _check_loss_type(s: Settings) -> None:
-    """A `--loss_type` TRL does not know: TRL fails at the first loss, after the model loads
-    (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[loss_type]); UP's config, only under UP."""
+    if s["share_prompt_prefix"] and s["trainer"] == "async_grpo":
+        raise UsageError(f"{s.show('share_prompt_prefix')}: the CPU saving is for --trainer grpo and rloo.")
+    check_ranges(s, "train")
     from ..trainers.grpo_config import CLIPPED_LOSS_TYPES, OTHER_LOSS_TYPES
 
-    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]
-    if "loss_type" in s.values and loss_type not in known:
+    known, loss_type = CLIPPED_LOSS_TYPES + OTHER_LOSS_TYPES, s["loss_type"]  # UP's config checks it under UP only
+    if "loss_type" in s.values and loss_type not in known:  # TRL fails at the first loss [loss_type]
         close = closest_names(str(loss_type), known)
         raise UsageError(f"{s.show('loss_type')} is not one of {', '.join(known)}{close}.")
-
-
-def _check_saving(s: Settings) -> list[str]:
-    """`--save_steps N` alone adds `--save_strategy steps` (a recipe's `no` would win silently); both written: an
-    error, as TRL saves nothing
-    (tests/test_cli_checks.py::test_library_accepts_what_we_refuse[save_steps_with_save_strategy_no])."""
+    # --save_steps N alone adds --save_strategy steps (a recipe's `no` would win silently); both written: an error, as
+    # TRL saves nothing [save_steps_with_save_strategy_no]
     if "save_steps" not in s.command_line or str(s["save_strategy"]) not in ("no", "SaveStrategy.NO"):
         return []
     if "save_strategy" in s.command_line:

@@ -21,12 +21,14 @@ def recorded_base_model(model: str) -> str | None:
     import yaml
     from huggingface_hub.repocard import metadata_load
 
-    from ..run.folder import read_run_record, run_and_parent
+    from ..run.checkpoints import read_json
+    from ..run.folder import RUN_RECORD
 
-    record = read_run_record(model)
+    folders = [Path(model), Path(model).parent] if Path(model).name.startswith("checkpoint-") else [Path(model)]
+    record = next(filter(None, (read_json(folder / RUN_RECORD) for folder in folders)), None)
     if record and record.get("base_model"):
         return str(record["base_model"])
-    for folder in run_and_parent(model):
+    for folder in folders:
         with suppress(OSError, ValueError, yaml.YAMLError):  # a card missing, not text, or no YAML mapping: no base
             front = metadata_load(folder / "README.md") or {}
             if front.get("base_model"):

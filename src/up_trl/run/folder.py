@@ -345,14 +345,3 @@ def forget_run_record(output_dir: str | os.PathLike) -> None:
     folder = Path(output_dir)
     if all(p.name == RUN_RECORD for p in previous_run_files(folder)):
         (folder / RUN_RECORD).unlink(missing_ok=True)
-
-
-def read_run_record(folder: str | os.PathLike) -> dict | None:
-    """The run record in `folder` (for a `checkpoint-<step>` folder: its run's), or None."""
-    return next(filter(None, (read_json(f / RUN_RECORD) for f in run_and_parent(folder))), None)
-
-
-def run_and_parent(folder: str | os.PathLike) -> list[Path]:
-    """`folder`, and its run's folder when `folder` is one of its `checkpoint-<step>` folders."""
-    folder = Path(folder)
-    return [folder, folder.parent] if folder.name.startswith("checkpoint-") else [folder]

@@ -100,14 +100,6 @@ def train(argv: list[str] | None = None):
     return run_job(check_train_args(list(sys.argv[1:] if argv is None else argv)))
 
 
-def print_recipes() -> None:
-    """`up-trl recipes`: each packaged recipe, one line saying what it trains."""
-    width = max(map(len, recipe_names()))
-    for name in recipe_names():
-        print(f"{name:<{width}}  {describe_recipe(name)}")
-    print("\nup-trl train --config NAME runs one (flags on the line override it); a path to your own YAML works too.")
-
-
 DEBUG_ENV = "UP_TRL_DEBUG"  # set to 1: an unexpected error is raised with its traceback, not summed up in one line
 
 
@@ -168,8 +160,13 @@ def main(argv: list[str] | None = None) -> int:
             return eval_main(rest)
         except Exception as error:
             return unexpected_error("eval", error)
-    if command == "recipes":
-        print_recipes()
+    if command == "recipes":  # each packaged recipe, one line saying what it trains
+        width = max(map(len, recipe_names()))
+        for name in recipe_names():
+            print(f"{name:<{width}}  {describe_recipe(name)}")
+        print(
+            "\nup-trl train --config NAME runs one (flags on the line override it); a path to your own YAML works too."
+        )
         return 0
     print(f"up-trl: unknown command {command!r}.\n\n{USAGE}", file=sys.stderr)
     return 2

@@ -64,20 +64,16 @@ def model_identity(model: str) -> dict:
     return {"path": str(path.resolve()), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
 
 
-def cache_path(model: str, args) -> tuple[Path, dict]:
-    """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
+def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
+    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once, cached under
+    a key of the model and every setting of `args` (an `EvalArguments`) a score depends on."""
     from .._version import __version__
     from ..models.offline import default_cache_dir
 
-    key = {"model": model_identity(model), "up-trl": __version__}
+    key = {"model": model_identity(base), "up-trl": __version__}
     key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
-    return default_cache_dir() / "eval-base" / f"{digest}.json", key
-
-
-def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
-    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once."""
-    path, key = cache_path(base, args)
+    path = default_cache_dir() / "eval-base" / f"{digest}.json"
     with suppress(OSError, ValueError):
         cached = json.loads(path.read_text())
         if cached.get("key") == json.loads(json.dumps(key, default=str)):

@@ -314,12 +314,8 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
 
 def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
     """{name: SHA-256} of the small files among `names` a user may edit (not `NOT_HASHED`, under `HASH_LIMIT`)."""
-    hashes = {}
-    for name in names:
-        path = folder / name
-        if name not in NOT_HASHED and path.is_file() and path.stat().st_size <= HASH_LIMIT:
-            hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return hashes
+    paths = {n: folder / n for n in names if n not in NOT_HASHED and (folder / n).is_file()}
+    return {n: hashlib.sha256(p.read_bytes()).hexdigest() for n, p in paths.items() if p.stat().st_size <= HASH_LIMIT}
 
 
 def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:

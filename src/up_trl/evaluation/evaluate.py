@@ -173,8 +173,7 @@ def markdown_table(report: dict) -> str:
     """The report as markdown: a row per benchmark, or three with a base model: evaluated, base and the change."""
     from .base import comparison_rows
 
-    names = list(report["benchmarks"])
-    keys = list(dict.fromkeys(k for name in names for k in report["benchmarks"][name] if "@" in k))
+    keys = list(dict.fromkeys(k for row in report["benchmarks"].values() for k in row if "@" in k))
     sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
     base = report.get("base")
     head = f"Model `{report['model']}`" + (f", base model `{base['model']}` beside it" if base else "")

@@ -126,7 +126,6 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
         "(once; later runs load it in under a second)...",
         flush=True,
     )
-
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
         gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=name

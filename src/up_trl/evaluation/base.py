@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import fields
 from pathlib import Path
+
+from .evaluate import evaluate
 
 # The eval options no score depends on (where the report goes, whether samples are kept); every other one does.
 NOT_SCORED = ("model", "output_dir", "save_samples", "base_model")
@@ -64,9 +65,9 @@ def model_identity(model: str) -> dict:
     return {"path": str(path.resolve()), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
 
 
-def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
-    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once, cached under
-    a key of the model and every setting of `args` (an `EvalArguments`) a score depends on."""
+def score_base(base: str, args, sets: dict | None = None) -> tuple[dict, bool]:
+    """(the base model's report, whether it came from the cache): `evaluate(base, args.benchmarks, args, sets)` once,
+    cached under a key of the model and every setting of `args` (an `EvalArguments`) a score depends on."""
     from .._version import __version__
     from ..models.offline import default_cache_dir
 
@@ -78,7 +79,7 @@ def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dic
         cached = json.loads(path.read_text())
         if cached.get("key") == json.loads(json.dumps(key, default=str)):
             return cached["report"], True
-    report = evaluate(base, args.benchmarks, args)
+    report = evaluate(base, args.benchmarks, args, sets)
     for row in report["benchmarks"].values():
         row.pop("samples", None)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,23 +105,3 @@ def choose_base(args) -> tuple[str | None, str]:
     if same or base == args.model:
         return None, ""
     return base, f"base model: {base} (what {args.model} was trained from), scored beside it"
-
-
-def comparison_rows(report: dict, keys: list[str]) -> list[str]:
-    """The markdown rows of each benchmark: the evaluated model, its base, and the change (evaluated - base)."""
-    base = report.get("base")
-    lines = []
-    for name, row in report["benchmarks"].items():
-        lines.append(_row(name, "evaluated" if base else None, row, keys))
-        if base and name in base["benchmarks"]:
-            other = base["benchmarks"][name]
-            lines.append(_row(name, "base", other, keys))
-            change = " | ".join(f"{row[k] - other[k]:+.3f}" if k in row and k in other else "-" for k in keys)
-            lines.append(f"| {name} | change | | {change} | | |")
-    return lines
-
-
-def _row(name: str, which: str | None, row: dict, keys: list[str]) -> str:
-    scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
-    excluded, model = row["excluded"], f" {which} |" if which else ""
-    return f"| {name} |{model} {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"

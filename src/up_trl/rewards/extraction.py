@@ -160,11 +160,9 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
 
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     """False without a retraction after `end`; else the answer stated anew after the last one, or None (withdrawn)."""
-    retraction = _last(_RETRACTION.finditer(text, end))
-    if retraction is None:
+    if (retraction := _last(_RETRACTION.finditer(text, end))) is None:
         return False
-    restatement = _last(_RESTATEMENT.finditer(text, retraction.end()))
-    if restatement is not None:
+    if (restatement := _last(_RESTATEMENT.finditer(text, retraction.end()))) is not None:
         answer = _phrase_answer(text, restatement.end())[0]
         return (answer, "phrase") if answer else None
     statement = final_statement(text, retraction.end())

@@ -31,8 +31,7 @@ def recorded_base_model(model: str) -> str | None:
         return str(record["base_model"])
     for folder in folders:
         with suppress(OSError, ValueError, yaml.YAMLError):  # a card missing, not text, or no YAML mapping: no base
-            front = metadata_load(folder / "README.md") or {}
-            if front.get("base_model"):
+            if (front := metadata_load(folder / "README.md") or {}).get("base_model"):
                 return str(front["base_model"])
     return None
 

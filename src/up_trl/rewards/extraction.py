@@ -92,8 +92,7 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
                 closed.append((token_start, start, match.start()))
     cut_off = any(is_box for is_box, _, _ in stack)
     for token_start, start, end in reversed(closed):
-        content = text[start:end].strip()
-        if content:
+        if content := text[start:end].strip():
             return (token_start, end + 1, content), cut_off
     return None, cut_off
 
@@ -139,8 +138,7 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
         if len(words) == 1 and not (_HEDGE_WORDS.search(text, final) or _NEGATION.search(text, final)):
             return final + words[0][0], final + words[0][1], str(words[0][2]), "number"
-    number = _last(_NUMBER.finditer(text))
-    if number is None:
+    if (number := _last(_NUMBER.finditer(text))) is None:
         return None
     sentence_end = _SENTENCE_END.search(text, number.end())
     sentence = text[_sentence_start(text, number.start()) : sentence_end.start() if sentence_end else len(text)]

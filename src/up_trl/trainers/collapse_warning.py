@@ -113,8 +113,7 @@ class CollapseRule:
     def update(self, step: int, logs: dict) -> tuple[int, str, str] | None:
         """Read one log; return (step, kind, message) the first time the rule fires, else None."""
         for key, values in self.history.items():
-            value = logs.get(key)
-            if isinstance(value, (int, float)) and value == value:  # not NaN
+            if isinstance(value := logs.get(key), (int, float)) and value == value:  # not NaN
                 values.append(float(value))
         if self.fired is not None:
             return None

@@ -98,7 +98,6 @@ def load_math_dataset(
             ds = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
             return ds.to_iterable_dataset() if streaming else ds
         dataset = read_source(name_or_path, spec, split, streaming)
-    # The rows as read: renamed, filtered by level, shuffled, limited, then made prompts.
     mapping = {old: new for old, new in {**(spec.columns or {}), **(column_mapping or {})}.items() if old != new}
     levels = set((spec.levels if levels is None else levels) or ())
     try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]

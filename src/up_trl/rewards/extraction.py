@@ -81,8 +81,7 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
-        token = match.group()
-        if len(token) == 2 and token[0] == "\\":  # \{ or \}: a literal brace
+        if len(token := match.group()) == 2 and token[0] == "\\":  # \{ or \}: a literal brace
             continue
         if token[-1] == "{":
             stack.append((token != "{", match.start(), match.end()))

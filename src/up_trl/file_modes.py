@@ -22,6 +22,5 @@ def usual_file_modes(folder: str | os.PathLike, since: float | None = None) -> N
     mode = default_file_mode()
     for path in Path(folder).rglob("*"):
         if path.suffix in WEIGHT_SUFFIXES and path.is_file() and not path.is_symlink():
-            status = path.stat()
-            if status.st_mode & 0o077 == 0 and (since is None or status.st_mtime >= since):
+            if (status := path.stat()).st_mode & 0o077 == 0 and (since is None or status.st_mtime >= since):
                 path.chmod(mode)

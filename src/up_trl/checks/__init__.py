@@ -1,5 +1,5 @@
 """What `up-trl train` and `up-trl eval` refuse before any model loads, each as one `UsageError` line (exit 2):
-`recipe_and_flags` (YAML, misspelt keys and flags), `settings` (values), `ranges` (what TRL's config does not check).
+`recipe_and_flags` (YAML, misspelt keys and flags, then the values), `ranges` (what TRL's config does not check).
 What the settings point at: `cli.parse.check_targets`."""
 
 from __future__ import annotations

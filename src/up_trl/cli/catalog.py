@@ -4,8 +4,6 @@ configs live once, in `configs/accelerate/` (docs/maintaining.md, "Where the con
 
     >>> Path(recipe_path("up_dapo")).name, Path(accelerate_config_path("zero3")).name
     ('up_dapo.yaml', 'zero3.yaml')
-    >>> "quickstart" in recipe_names()
-    True
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"up-trl eval: {note}", flush=True)
     report = evaluate(args.model, args.benchmarks, args, sets)
     if base is not None:
-        base_report, cached = score_base(base, args, lambda model, names, a: evaluate(model, names, a, sets))
+        base_report, cached = score_base(base, args, sets)
         report["base"] = {"model": base, "cached": cached, "benchmarks": base_report["benchmarks"]}
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)

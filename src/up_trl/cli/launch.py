@@ -4,6 +4,8 @@ checked first (`parse.check_train_args`): a usage error, or a flag neither takes
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from ..checks import UsageError
 from ..checks.recipe_and_flags import check_flags
 from ..extras import missing
@@ -12,6 +14,7 @@ from .catalog import CatalogError, accelerate_config_path
 
 def launch(argv: list[str]) -> int:
     """Run `up-trl train <argv>` (which holds `--accelerate_config`) under `accelerate launch`."""
+    import yaml
     from accelerate.commands.launch import launch_command, launch_command_parser
 
     from . import parse
@@ -36,7 +39,11 @@ def launch(argv: list[str]) -> int:
                 config = accelerate_config_path(value)
             except CatalogError as error:
                 raise UsageError(f"--accelerate_config {error}") from None
-            check_launch_extras(value, config)
+            deepspeed = False  # for a file it cannot read, accelerate says what is wrong with it
+            with suppress(OSError, yaml.YAMLError, AttributeError), open(config) as f:
+                deepspeed = str((yaml.safe_load(f) or {}).get("distributed_type", "")).upper() == "DEEPSPEED"
+            if deepspeed and (message := missing("deepspeed")) is not None:  # else an ImportError in each process
+                raise UsageError(f"--accelerate_config {value}: {message}")
         elif flag in launch_flags:
             launch_args += group
         else:  # the recipe stays the job's; anything else is refused below, by name
@@ -48,16 +55,3 @@ def launch(argv: list[str]) -> int:
     parse.check_train_args(job)  # the job's usage errors here, before accelerate starts a process
     launch_command(launcher.parse_args(["--config_file", config, *launch_args, "-m", "up_trl", "train", *job]))
     return 0
-
-
-def check_launch_extras(name: str, path: str) -> None:
-    """A UsageError for an accelerate config asking for DeepSpeed while it is not installed (else: in each process)."""
-    import yaml
-
-    try:
-        with open(path) as f:
-            deepspeed = str((yaml.safe_load(f) or {}).get("distributed_type", "")).upper() == "DEEPSPEED"
-    except (OSError, yaml.YAMLError, AttributeError):
-        return  # accelerate says what is wrong with the file itself
-    if deepspeed and (message := missing("deepspeed")) is not None:
-        raise UsageError(f"--accelerate_config {name}: {message}")

@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 from ..checks import RecipeNotFoundError, Settings, UsageError
-from ..checks.recipe_and_flags import check_flags, check_recipe_keys, flags_given, read_recipe
-from ..checks.settings import check_choices, check_settings
+from ..checks.recipe_and_flags import check_flags, check_recipe_keys, check_settings, flags_given, read_recipe
 from ..run.preflight import check_output_folder
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
@@ -103,8 +102,7 @@ def read_settings(argv: list[str]):
     parser.set_defaults_with_config(**recipe)
     values = vars(parser.parse_known_args(argv)[0])
     settings = Settings(values, flags_given(argv), recipe, where)
-    check_choices(settings, parser)
-    return parser, argv + check_settings(settings), values, recipe_file
+    return parser, argv + check_settings(settings, parser), values, recipe_file
 
 
 def check_targets(values: dict) -> str | None:

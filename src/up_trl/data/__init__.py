@@ -2,7 +2,7 @@ r"""Math prompts for GRPO: `load_math_dataset` gives TRL conversational prompts,
 answer as a short string math-verify parses as intended: `"72"`, `"$\frac{9}{7}$"`), the source's metadata columns
 (`level` as an int, `type`, ...) and `images` for vision-language sets; a `prompt` column (text or messages) is kept
 as written, with every other column. Beside it: `sources` (the named sets, files, the Hub), `arithmetic`,
-`prompts`, `answers` (the models: `up_trl.models`).
+`prompts` (the models: `up_trl.models`).
 
     >>> ds = load_math_dataset("gsm8k", "train", limit=2)
     >>> ds[0]["solution"]
@@ -12,13 +12,13 @@ as written, with every other column. Beside it: `sources` (the named sets, files
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from datasets import Dataset, IterableDataset
 
-from .answers import extract_boxed as extract_boxed
-from .answers import gold_answer as gold_answer
-from .answers import parse_level as parse_level
+from ..rewards.extraction import last_boxed
 from .arithmetic import ARITHMETIC_DEFAULT_SIZE, arithmetic_dataset
 from .prompts import DEFAULT_SYSTEM_PROMPT as DEFAULT_SYSTEM_PROMPT
 from .prompts import DataError as DataError
@@ -98,7 +98,6 @@ def load_math_dataset(
             ds = arithmetic_dataset(n, ops=ops, seed=seed, split=split, system_prompt=system_prompt, few_shot=few_shot)
             return ds.to_iterable_dataset() if streaming else ds
         dataset = read_source(name_or_path, spec, split, streaming)
-    # The rows as read: renamed, filtered by level, shuffled, limited, then made prompts.
     mapping = {old: new for old, new in {**(spec.columns or {}), **(column_mapping or {})}.items() if old != new}
     levels = set((spec.levels if levels is None else levels) or ())
     try:  # datasets' own words for a column the mapping or `levels` names that is not there [test_data]
@@ -184,3 +183,35 @@ def columns_message(columns: Sequence[str], problem: str | None, answer: str | N
         f"answer column ({', '.join(ANSWER_COLUMNS)}) for the accuracy rewards; found {list(columns)}. Map yours "
         f"with --column_mapping '{mapping}' (in Python: column_mapping={mapping})."
     )
+
+
+extract_boxed = last_boxed  # its old name here: the one \boxed parser, for replies and (bare=True) gold answers
+
+
+def gold_answer(value: Any) -> str:
+    r"""A dataset's raw gold answer (GSM8K's "... #### 72", a worked solution's last \boxed{}, a number, a list) as a
+    string math-verify parses as intended (`""` when none): plain numbers stay bare, anything else is wrapped in
+    `$...$` (bare, "3\sqrt{13}" parses as 3 and "6 - 5i" as 5).
+
+    >>> gold_answer("9 * 2 = 18 dollars.\n#### 1,018"), gold_answer(r"is $\boxed{\frac{1}{2}}$"), gold_answer(27.0)
+    ('1018', '$\\frac{1}{2}$', '27')
+    """
+    if isinstance(value, (list, tuple)):  # OlympiadBench: a list of final answers
+        value = ", ".join(gold_answer(v).strip("$") for v in value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    text = "" if value is None else str(value).strip()
+    if "####" in text:
+        text = text.split("####")[-1].strip().replace(",", "")
+    elif "\\boxed" in text or "\\fbox" in text:
+        text = last_boxed(text, bare=True) or ""  # bare: a few MATH solutions write "$\boxed 2$"
+    text = re.sub(r"(?<!\\)\$", "", text).strip()  # math delimiters; "\$18.90" keeps its dollar sign
+    if scientific := re.fullmatch(r"(-?\d+(?:\.\d+)?)e([+-]?\d+)", text):  # Minerva writes 4.5e33
+        text = f"{scientific.group(1)} \\times 10^{{{int(scientific.group(2))}}}"
+    return text if not text or re.fullmatch(r"-?\d+(\.\d+)?", text) else f"${text}$"
+
+
+def parse_level(level: Any) -> int | None:
+    """MATH's "Level 3" (or 3) as 3; `None` for "Level ?" and missing levels."""
+    found = re.search(r"\d+", str(level)) if level is not None else None
+    return int(found.group(0)) if found else None

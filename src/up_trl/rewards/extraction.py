@@ -81,8 +81,7 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
     stack: list[tuple[bool, int, int]] = []
     closed: list[tuple[int, int, int]] = []  # boxes in closing order: the last closes last (the outermost of a nest)
     for match in _BOX_TOKENS.finditer(text):
-        token = match.group()
-        if len(token) == 2 and token[0] == "\\":  # \{ or \}: a literal brace
+        if len(token := match.group()) == 2 and token[0] == "\\":  # \{ or \}: a literal brace
             continue
         if token[-1] == "{":
             stack.append((token != "{", match.start(), match.end()))
@@ -92,8 +91,7 @@ def _boxes(text: str) -> tuple[tuple[int, int, str] | None, bool]:
                 closed.append((token_start, start, match.start()))
     cut_off = any(is_box for is_box, _, _ in stack)
     for token_start, start, end in reversed(closed):
-        content = text[start:end].strip()
-        if content:
+        if content := text[start:end].strip():
             return (token_start, end + 1, content), cut_off
     return None, cut_off
 
@@ -139,8 +137,7 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
         words = [w for w in numbers_in_words(text[final:]) if text[final + w[0] : final + w[1]].lower() != "one"]
         if len(words) == 1 and not (_HEDGE_WORDS.search(text, final) or _NEGATION.search(text, final)):
             return final + words[0][0], final + words[0][1], str(words[0][2]), "number"
-    number = _last(_NUMBER.finditer(text))
-    if number is None:
+    if (number := _last(_NUMBER.finditer(text))) is None:
         return None
     sentence_end = _SENTENCE_END.search(text, number.end())
     sentence = text[_sentence_start(text, number.start()) : sentence_end.start() if sentence_end else len(text)]
@@ -160,11 +157,9 @@ def _last_number(text: str) -> tuple[int, int, str, str] | None:
 
 def _after_retraction(text: str, end: int) -> tuple[str, str] | None | bool:
     """False without a retraction after `end`; else the answer stated anew after the last one, or None (withdrawn)."""
-    retraction = _last(_RETRACTION.finditer(text, end))
-    if retraction is None:
+    if (retraction := _last(_RETRACTION.finditer(text, end))) is None:
         return False
-    restatement = _last(_RESTATEMENT.finditer(text, retraction.end()))
-    if restatement is not None:
+    if (restatement := _last(_RESTATEMENT.finditer(text, retraction.end()))) is not None:
         answer = _phrase_answer(text, restatement.end())[0]
         return (answer, "phrase") if answer else None
     statement = final_statement(text, retraction.end())

@@ -92,8 +92,7 @@ def scaled(text: str, gold: str) -> str:
         gold_number = Decimal(gold.strip().strip("$").strip().replace(",", ""))
 
     def write(match: re.Match) -> str:
-        number = Decimal(match.group(1).replace(",", ""))
-        if gold_number == number:
+        if gold_number == (number := Decimal(match.group(1).replace(",", ""))):
             return match.group(1)
         return format((number * _SCALE[match.group(2).lower()]).normalize(), "f")  # no exponent, no trailing zeros
 

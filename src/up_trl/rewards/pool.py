@@ -66,7 +66,7 @@ class _Pool:
         import math_verify  # noqa: F401  (imported once here, so forked workers start warm)
         from pebble import ProcessPool
 
-        self.pid, self.num_workers = os.getpid(), num_workers
+        self.pid = os.getpid()
         self.ready = False  # True once a task came back: from then on a queued item may wait behind others freely
         # fork on POSIX: a spawned worker re-imports __main__, re-running a script without a `__name__` guard
         context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")

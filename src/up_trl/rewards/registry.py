@@ -142,8 +142,7 @@ def check_reward_columns(
     a TypeError at the first scoring, after the model loaded and generated [test_same_as_trl_grpo reward_columns]."""
     passed = [column for column in columns if column not in COLUMNS_NOT_PASSED]
     for name, func in zip(names, funcs, strict=True):
-        missing = [column for column in columns_needed(func) if column not in passed]
-        if missing:
+        if missing := [column for column in columns_needed(func) if column not in passed]:
             gold = ' (the gold answer: map yours with --column_mapping \'{"<column>": "answer"}\')'
             raise ValueError(
                 f"--reward_funcs {name} reads the column {missing[0]!r}, which the {split} set does not pass to "

@@ -105,8 +105,7 @@ def final_statement(text: str, start: int = 0) -> tuple[int, int, str] | None:
             return None
         answer = content.strip() if delimiter == "**" else "$" + content.strip() + "$"
         return (span_start, span_end, answer) if phrase_expression(answer) else None
-    equals = text.rfind("=", sentence, end)
-    if equals < 0:
+    if (equals := text.rfind("=", sentence, end)) < 0:
         return None
     first = _EQUATION_START.search(text, sentence, end)
     if first is not None and solution_list(text[first.start() : end]):  # "The roots are x = 2 and x = -3."

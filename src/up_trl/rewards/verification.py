@@ -46,8 +46,7 @@ def _variables(text: str, words: bool) -> collections.Counter:
     """The letters of `text` outside text blocks and commands; without `words`, spaced words ("12 cm") left out."""
     letters: collections.Counter = collections.Counter()
     for match in _LETTER_TOKEN.finditer(text):
-        run = match.group(1)
-        if run is None or run.lower() in _MATH_WORDS:
+        if (run := match.group(1)) is None or run.lower() in _MATH_WORDS:
             continue
         glued = match.start() > 0 and text[match.start() - 1].isalnum()
         if words or len(run) == 1 or glued:

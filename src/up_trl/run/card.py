@@ -50,10 +50,6 @@ def describe_dataset(
 
     >>> describe_dataset("arithmetic")[1] is None, describe_dataset("data/train.jsonl")
     (True, ('the local file `data/train.jsonl`', None))
-    >>> "two-digit sums" in describe_dataset("arithmetic", ["add"])[0]
-    True
-    >>> describe_dataset("dapo-math-17k")
-    (None, 'open-r1/DAPO-Math-17k-Processed')
     """
     if not name:
         return "its training prompts", None

@@ -198,8 +198,7 @@ def sampler_generator(dataloader) -> torch.Generator | None:
         if (obj := todo.pop()) is None or id(obj) in seen:
             continue
         seen.add(id(obj))
-        generator = getattr(obj, "generator", None)
-        if isinstance(generator, torch.Generator):
+        if isinstance(generator := getattr(obj, "generator", None), torch.Generator):
             return generator
         todo += [getattr(obj, name, None) for name in ("sampler", "batch_sampler", "base_dataloader")]
     return None

@@ -116,8 +116,7 @@ def save_failure_message(trainer, error: BaseException, argv: Sequence[str], fin
     from .folder import resume_command
 
     out, step = Path(trainer.args.output_dir), trainer.state.global_step
-    writing = out / f"checkpoint-{step}"
-    if final or not writing.exists():
+    if final or not (writing := out / f"checkpoint-{step}").exists():
         what = f"the model in {out}"
     else:
         state = "incomplete: a resume skips it" if checkpoint_problem(writing) is not None else "complete"

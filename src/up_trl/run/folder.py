@@ -314,12 +314,8 @@ def write_run_record(output_dir: str | os.PathLike, *, running: bool = False, **
 
 def content_hashes(folder: Path, names: Sequence[str]) -> dict[str, str]:
     """{name: SHA-256} of the small files among `names` a user may edit (not `NOT_HASHED`, under `HASH_LIMIT`)."""
-    hashes = {}
-    for name in names:
-        path = folder / name
-        if name not in NOT_HASHED and path.is_file() and path.stat().st_size <= HASH_LIMIT:
-            hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return hashes
+    paths = {n: folder / n for n in names if n not in NOT_HASHED and (folder / n).is_file()}
+    return {n: hashlib.sha256(p.read_bytes()).hexdigest() for n, p in paths.items() if p.stat().st_size <= HASH_LIMIT}
 
 
 def edited_since_written(output_dir: str | os.PathLike) -> list[Path]:
@@ -345,14 +341,3 @@ def forget_run_record(output_dir: str | os.PathLike) -> None:
     folder = Path(output_dir)
     if all(p.name == RUN_RECORD for p in previous_run_files(folder)):
         (folder / RUN_RECORD).unlink(missing_ok=True)
-
-
-def read_run_record(folder: str | os.PathLike) -> dict | None:
-    """The run record in `folder` (for a `checkpoint-<step>` folder: its run's), or None."""
-    return next(filter(None, (read_json(f / RUN_RECORD) for f in run_and_parent(folder))), None)
-
-
-def run_and_parent(folder: str | os.PathLike) -> list[Path]:
-    """`folder`, and its run's folder when `folder` is one of its `checkpoint-<step>` folders."""
-    folder = Path(folder)
-    return [folder, folder.parent] if folder.name.startswith("checkpoint-") else [folder]

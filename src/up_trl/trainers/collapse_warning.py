@@ -113,8 +113,7 @@ class CollapseRule:
     def update(self, step: int, logs: dict) -> tuple[int, str, str] | None:
         """Read one log; return (step, kind, message) the first time the rule fires, else None."""
         for key, values in self.history.items():
-            value = logs.get(key)
-            if isinstance(value, (int, float)) and value == value:  # not NaN
+            if isinstance(value := logs.get(key), (int, float)) and value == value:  # not NaN
                 values.append(float(value))
         if self.fired is not None:
             return None
@@ -123,8 +122,7 @@ class CollapseRule:
             if (dead := self._dead_state()) is not None:
                 self.fired = (step, "dead state", dead)
                 return self.fired
-        entropy = self._means("entropy", self.window)
-        if entropy is not None:
+        if (entropy := self._means("entropy", self.window)) is not None:
             h0, h = entropy
             if self._held("entropy runaway", h > h0 + self.entropy_margin, step):
                 what = f"entropy {h:.2f} nats (mean of the last {self.window} logs), up from {h0:.2f} at the start"
@@ -136,8 +134,7 @@ class CollapseRule:
         if reward is not None and len(signal) >= self.reward_window:
             r0, r = reward
             z = statistics.fmean(signal)
-            lost = self._lost(r, r0) and z >= self.no_signal_frac
-            if self._held("reward collapse", lost, step):
+            if self._held("reward collapse", self._lost(r, r0) and z >= self.no_signal_frac, step):
                 what = f"reward {r:.3f} (mean of the last {self.reward_window} logs), down from {r0:.3f} at the start"
                 spread = f"{z:.0%} of the groups have no reward spread, so there is almost no learning signal left"
                 self.fired = (step, "reward collapse", f"{what}, and {spread}")
@@ -166,8 +163,7 @@ class CollapseWarningCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or any(key.startswith("eval_") for key in logs):
             return control
-        fired = self.rule.update(state.global_step, logs)
-        if fired is None:
+        if (fired := self.rule.update(state.global_step, logs)) is None:
             return control
         step, kind, what = fired
         stopping = f" ({self.stop_flag}=True would save a checkpoint and stop.)"

@@ -28,8 +28,6 @@ def with_up(parent: str, up_mode: str = "asymmetric", positive_min_prob: float |
 
     >>> with_up("RLOO"), with_up("GRPO (async)", "off"), with_up("RLOO", "both")
     ('UP-RLOO', 'GRPO (async)', 'UP-RLOO (both signs)')
-    >>> with_up("DAPO", positive_min_prob=0.05)
-    'UP-DAPO with the rare clip (p_min 0.05)'
     """
     if up_mode == "off":
         return parent
@@ -44,8 +42,6 @@ def objective_name(
 
     >>> objective_name("dapo"), objective_name("grpo", "sequence"), objective_name("dr_grpo", up_mode="off")
     ('UP-DAPO', 'UP-GSPO', 'Dr.GRPO')
-    >>> objective_name("grpo", up_mode="both")
-    'UP-GRPO (both signs)'
     """
     parent = "GSPO" if importance_sampling_level == "sequence" else PARENT_NAMES.get(loss_type, loss_type.upper())
     return with_up(parent, up_mode, p_min)

@@ -30,7 +30,7 @@ from up_trl.cli.parse import make_parser, parse_train_args
 from up_trl.objective.guards import SAFE_UP
 from up_trl.quiet import silence_unactionable_warnings
 from up_trl.run.callbacks import FirstRolloutProgressCallback, SteadyEtaBar, SteadyEtaProgressCallback
-from up_trl.run.preflight import check_async_grpo
+from up_trl.run.job import check_async_grpo
 
 RECIPES = Path(recipe_path("quickstart")).parent  # the packaged recipes (up_trl/recipes)
 
@@ -192,9 +192,9 @@ def test_other_trainers_run_end_to_end(tmp_path_factory, monkeypatch, tiny_model
     """`up-trl train --trainer rloo|async_grpo`: 2 steps (async: with the tests' CPU stand-ins)."""
     if trainer == "async_grpo":
         import up_trl.cli.parse
-        import up_trl.run.preflight
+        import up_trl.run.job
 
-        monkeypatch.setattr(up_trl.run.preflight, "check_async_grpo", lambda args, model: None)
+        monkeypatch.setattr(up_trl.run.job, "check_async_grpo", lambda args, model: None)
         monkeypatch.setattr(up_trl.cli.parse, "trainer_classes", _with_async_on_cpu(up_trl.cli.parse.trainer_classes))
     out = tmp_path_factory.mktemp(trainer) / "out"
     line = "--use_cpu true --bf16 false --logging_steps 1 --save_strategy no --dataset_name arithmetic --max_steps 2"

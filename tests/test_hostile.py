@@ -32,7 +32,7 @@ from safetensors.torch import load_file, save_file
 from trl import GRPOConfig, GRPOTrainer
 
 import up_trl.cli.eval_command
-import up_trl.run.preflight
+import up_trl.run.job
 from up_trl import UPGRPOConfig, UPGRPOTrainer
 from up_trl.checks import Settings, UsageError
 from up_trl.checks.ranges import check_ranges, parse_range, rules_for
@@ -1008,7 +1008,7 @@ def test_an_unexpected_error_is_one_line_naming_its_type_and_the_debug_variable(
 ):
     monkeypatch.delenv("UP_TRL_DEBUG", raising=False)
     if command == "train":
-        monkeypatch.setattr(up_trl.run.preflight, "prepare_run", _boom)
+        monkeypatch.setattr(up_trl.run.job, "prepare_run", _boom)
         words = argv(*TINY, output_dir=no_model_loads / "out")
     else:
         monkeypatch.setattr(up_trl.cli.eval_command, "benchmark_sets", _boom)
@@ -1026,6 +1026,6 @@ def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads
     import up_trl.models.offline
     from up_trl.cli import main
 
-    monkeypatch.setattr("up_trl.run.preflight.prepare_run", lambda *a, **k: up_trl.models.offline.smollm2_path())
+    monkeypatch.setattr("up_trl.run.job.prepare_run", lambda *a, **k: up_trl.models.offline.smollm2_path())
     with pytest.raises(ModelLoaded):
         main(argv("train", *TINY, output_dir=no_model_loads / "out"))

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..extras import missing
     from ..models.offline import OfflineModelMissingError
     from ..models.source import check_model
-    from ..run.preflight import check_output_folder
+    from ..run.job import check_output_folder
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_eval_args(argv)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..checks import RecipeNotFoundError, Settings, UsageError
 from ..checks.recipe_and_flags import check_flags, check_recipe_keys, check_settings, flags_given, read_recipe
-from ..run.preflight import check_output_folder
+from ..run.job import check_output_folder
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
 

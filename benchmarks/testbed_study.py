@@ -17,7 +17,7 @@ is the third arm, run only once the primary pairs are complete. The base model a
 Seeds: SEEDS (10, reserved for this study since the search's plan), each seed run under every arm: a pair shares its
 seed, so its training problems and sampling stream start the same. Order: the base model, then seed by seed the
 primary arms, then the third arm seed by seed. The rules (`paired`, `analysis`) are the plan's; the runner is the
-search's (`testbed_search.run_in_pool`, `--resume`, the code commit in every record, a clean tree). The last line
+search's (`testbed.run_in_pool`, `--resume`, the code commit in every record, a clean tree). The last line
 printed is a JSON summary.
 """
 
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from bench import PARTIAL_FILE, describe_machine, mean_std, write_results
-from testbed_search import (
+from testbed import (
     CANDIDATES,
     STUDY_SEEDS,
     TASKS,
@@ -373,7 +373,7 @@ def table(report: dict) -> str:
         )
     p = a["primary"]
     lines.append("")
-    if not p["complete"]:
+    if not p["complete"] or p["p"] is None:
         lines.append(f"Primary not decided: {p['pairs']} of {len(report['seeds'])} pairs finished.")
     elif p["detected"]:
         lines.append(f"Primary: a difference detected (p = {p['p']:.3f} < {ALPHA}), mean {p['mean']:+.4f}.")

@@ -173,12 +173,13 @@ def check_stored(runs: list[dict], settings: dict[str, dict], commit: str | None
             )
 
 
-def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job, finish) -> None:
+def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job, finish, failures=None) -> None:
     """Run the jobs `todo()` returns, in order, on `workers` fresh processes of `threads` torch threads, until none is
     left or none left can end by `deadline` (`estimate(name)` minutes). A job is (name, seed); seed None is a base
-    model's evaluation, which every training job waits for. `job(name, seed)` is `run_job`'s argument, `finish(name,
-    seed, result)` keeps a finished result. A failed job is said and skipped, so one failure loses no other run; a
-    failed base evaluation stops what is left (no run could be scored against it)."""
+    model's evaluation, which every training job waits for (not started beside it: it is scored against it).
+    `job(name, seed)` is `run_job`'s argument, `finish(name, seed, result)` keeps a finished result. A failed job is
+    said, appended to `failures` ({"name", "seed", "error"}) and skipped, so one failure loses no other run; a failed
+    base evaluation stops what is left (no run could be scored against it)."""
     failed: set = set()
     stopped = False
     context = multiprocessing.get_context("spawn")  # a fresh process per run: no memory carried between runs
@@ -189,6 +190,8 @@ def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job
         while True:
             left = [j for j in todo() if j not in failed and j not in running.values()]
             while left and len(running) < workers and not stopped:
+                if any(s is None for _, s in running.values()):  # a base evaluation runs: the rest waits for it
+                    break
                 # the first job in order that can end in time (every job left is needed: order saves no work)
                 fits = [j for j in left if time.time() + estimate(j[0]) * 60 <= deadline]
                 if not fits or (fits[0][1] is not None and any(s is None for _, s in left)):
@@ -207,6 +210,8 @@ def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job
                     result = future.result()
                 except Exception as exc:  # one failed run must not lose the others
                     print(f"FAILED: {name} seed {seed}: {exc!r}", flush=True)
+                    if failures is not None:
+                        failures.append({"name": name, "seed": seed, "error": repr(exc)[:300]})
                     failed.add((name, seed))
                     stopped |= seed is None  # no base model figures: no run of its task can be scored
                     continue

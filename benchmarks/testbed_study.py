@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import PARTIAL_FILE, describe_machine, mean_std, write_results
+from bench import PARTIAL_FILE, RESULTS_FILE, describe_machine, mean_std, read_results, write_results
 from testbed import (
     CANDIDATES,
     STUDY_SEEDS,
@@ -138,7 +138,8 @@ def analysis(runs: list[dict], seeds=SEEDS) -> dict:
 
 
 def reward_area(curve: list[list[float]]) -> float:
-    """The area under the training-reward curve per step: the mean of the logged rewards (one a step).
+    """The area under the training-reward curve per logged point: the mean of the logged rewards (TRL logs the
+    reward once per rollout batch, at its first step).
 
     >>> reward_area([[1, 0.0], [2, 0.5], [3, 1.0]])
     0.5
@@ -239,6 +240,7 @@ def main(argv=None) -> dict:
             s |= {"k": 2, "benchmark_limit": 2, "max_completion_length": 16}
             s |= {"max_steps": 2} if "max_steps" in s else {}
     runs = stored(out, args.resume or args.report_only, name_of=arm_of)
+    failures = read_results(out).get("failures", []) if (out / RESULTS_FILE).exists() and runs else []
     check_stored(runs, settings, commit, name_of=arm_of)
     machine = describe_machine(args.workers) + (f" ({args.threads} torch threads each)" if args.threads != 1 else "")
     start, deadline = time.perf_counter(), time.time() + args.time_limit_minutes * 60
@@ -246,6 +248,7 @@ def main(argv=None) -> dict:
 
     def save() -> dict:
         report = summary(runs, candidate, commit, machine, command, seeds, settings[PRIMARY[0]], args.third_arm)
+        report["failures"] = failures  # runs that raised (rerun by the next --resume): the table's notes
         write_results(out, report)  # results.json (one line per run), curves.parquet (training reward, entropy)
         (out / "table.md").write_text(table(report))
         return report
@@ -281,6 +284,7 @@ def main(argv=None) -> dict:
             estimate=lambda arm: 1.0 if args.quick else estimate_minutes(arm, runs, candidate),
             job=job,
             finish=finish,
+            failures=failures,
         )
     report = save()
     if report["finished"]:
@@ -372,7 +376,10 @@ def table(report: dict) -> str:
             f"{d['treatment_better']} | {num(d['p'])} | {', '.join(f'{x:+.3f}' for x in d['diffs']) or '-'} |"
         )
     p = a["primary"]
-    lines.append("")
+    lines += [
+        "",
+        *(f"Note: {f['name']} seed {f['seed']} failed ({f['error']}); rerun." for f in report.get("failures", [])),
+    ]
     if not p["complete"] or p["p"] is None:
         lines.append(f"Primary not decided: {p['pairs']} of {len(report['seeds'])} pairs finished.")
     elif p["detected"]:

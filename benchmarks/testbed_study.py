@@ -42,7 +42,7 @@ from testbed import (
     stored,
 )
 
-SEARCH_RESULTS = Path(__file__).resolve().parent / "results" / "testbed_search" / "results.json"
+SEARCH_RESULTS = Path(__file__).resolve().parent / "results/testbed_search/results.json"  # read, never written
 SEEDS = STUDY_SEEDS[:10]  # 500-509; 510-519 stay unused (a replication's)
 PRIMARY = ("DAPO", "UP-DAPO + rare clip")  # control, treatment
 THIRD = "UP-DAPO"

@@ -173,6 +173,31 @@ def check_stored(runs: list[dict], settings: dict[str, dict], commit: str | None
             )
 
 
+def job_of(settings: dict, deadline: float, seed: int | None, config: str, up_mode: str | None) -> dict:
+    """`run_job`'s argument: a training run of `config` (paired with DAPO's run of its seed), or with seed None the
+    base model's evaluation."""
+    base = seed is None
+    return {
+        "settings": settings,
+        "deadline": deadline,
+        "pair": None if base else "DAPO",
+        "config": "before" if base else config,
+        "up_mode": None if base else up_mode,
+        "seed": seed,
+    }
+
+
+def keep(out: Path, runs: list[dict], record: dict, save, said: str) -> None:
+    """A finished run's record: appended to `runs` and to runs.partial.jsonl (what --resume reads if the chunk stops
+    before results.json is written again), then `save()`d and `said` with its gain over the base model."""
+    runs.append(record)
+    with (out / PARTIAL_FILE).open("a") as f:
+        f.write(json.dumps(record) + "\n")
+    save()
+    gain = f" (gain {record['gain']:+.3f}, collapsed {record['collapsed']})" if record["seed"] is not None else ""
+    print(said + gain, flush=True)
+
+
 def run_in_pool(workers: int, threads: int, deadline: float, todo, estimate, job, finish, failures=None) -> None:
     """Run the jobs `todo()` returns, in order, on `workers` fresh processes of `threads` torch threads, until none is
     left or none left can end by `deadline` (`estimate(name)` minutes). A job is (name, seed); seed None is a base

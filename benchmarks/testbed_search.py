@@ -40,6 +40,8 @@ from testbed import (
     check_stored,
     code_commit,
     job_name,
+    job_of,
+    keep,
     run_in_pool,
     settings_of,
     stored,
@@ -233,28 +235,11 @@ def main(argv=None) -> dict:
         (out / "table.md").write_text(table(report))
         return report
 
-    def job(name: str, seed: int | None) -> dict:
-        return {
-            "settings": settings[name],
-            "deadline": deadline,
-            "pair": None if seed is None else "DAPO",
-            "config": "before" if seed is None else "DAPO",
-            "up_mode": None if seed is None else "off",
-            "seed": seed,
-        }
-
     def finish(name: str, seed: int | None, result: dict) -> None:
         stage = None if seed is None else 1 if seed in seeds1 else 2
         rec = record_of(name, seed, result, runs, stage, commit)
-        runs.append(rec)
-        with (out / PARTIAL_FILE).open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-        save()
-        print(
-            f"[{(time.perf_counter() - start) / 60:6.1f} min] {name} seed {seed}: dev {rec['dev_avg']:.3f}"
-            + (f" (gain {rec['gain']:+.3f}, collapsed {rec['collapsed']})" if seed is not None else ""),
-            flush=True,
-        )
+        minutes = (time.perf_counter() - start) / 60
+        keep(out, runs, rec, save, f"[{minutes:6.1f} min] {name} seed {seed}: dev {rec['dev_avg']:.3f}")
 
     if not args.report_only:
         run_in_pool(
@@ -263,7 +248,7 @@ def main(argv=None) -> dict:
             deadline,
             todo=lambda: next_jobs(runs, names, seeds1, seeds2),
             estimate=lambda name: estimate_minutes(name, runs),
-            job=job,
+            job=lambda name, seed: job_of(settings[name], deadline, seed, "DAPO", "off"),
             finish=finish,
         )
     report = save()

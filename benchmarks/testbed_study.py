@@ -37,6 +37,8 @@ from testbed import (
     TASKS,
     check_stored,
     code_commit,
+    job_of,
+    keep,
     run_in_pool,
     settings_of,
     stored,
@@ -253,27 +255,10 @@ def main(argv=None) -> dict:
         (out / "table.md").write_text(table(report))
         return report
 
-    def job(arm: str, seed: int | None) -> dict:
-        return {
-            "settings": settings[arm],
-            "deadline": deadline,
-            "pair": None if seed is None else "DAPO",
-            "config": "before" if seed is None else arm,
-            "up_mode": None if seed is None else ARMS[arm]["up_mode"],
-            "seed": seed,
-        }
-
     def finish(arm: str, seed: int | None, result: dict) -> None:
         rec = record_of(arm, seed, result, runs, candidate, commit)
-        runs.append(rec)
-        with (out / PARTIAL_FILE).open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-        save()
-        print(
-            f"[{(time.perf_counter() - start) / 60:6.1f} min] {arm} seed {seed}: test {rec['test_avg']:.3f}"
-            + (f" (gain {rec['gain']:+.3f}, collapsed {rec['collapsed']})" if seed is not None else ""),
-            flush=True,
-        )
+        minutes = (time.perf_counter() - start) / 60
+        keep(out, runs, rec, save, f"[{minutes:6.1f} min] {arm} seed {seed}: test {rec['test_avg']:.3f}")
 
     if not args.report_only:
         run_in_pool(
@@ -282,7 +267,9 @@ def main(argv=None) -> dict:
             deadline,
             todo=lambda: next_jobs(runs, seeds, args.third_arm),
             estimate=lambda arm: 1.0 if args.quick else estimate_minutes(arm, runs, candidate),
-            job=job,
+            job=lambda arm, seed: job_of(
+                settings[arm], deadline, seed, arm, None if seed is None else ARMS[arm]["up_mode"]
+            ),
             finish=finish,
             failures=failures,
         )

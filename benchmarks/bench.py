@@ -218,6 +218,23 @@ def updates_per_rollout(level: dict) -> int:
     return level["steps_per_generation"] * level["num_iterations"]
 
 
+# What every toy run's trainer config shares (run_one here, toy_runs.py, gpu_suite.py): a log line each step, nothing
+# saved, a constant learning rate, 8 completions per prompt sampled at temperature 1 with no top-k, one minibatch per
+# optimizer step.
+TOY_TRAINER = dict(
+    bf16=False,
+    report_to="none",
+    save_strategy="no",
+    disable_tqdm=True,
+    logging_steps=1,
+    lr_scheduler_type="constant",
+    num_generations=8,
+    gradient_accumulation_steps=1,
+    temperature=1.0,
+    top_k=0,
+)
+
+
 def task(num_prompts: int = 16):
     """`num_prompts` fixed prompts "a+b=" and their gold answers: the first digit, a. (A copy the tiny model can
     learn; the last digit of a + b is too hard for it to learn by RL in a few hundred steps.)"""
@@ -316,20 +333,11 @@ def run_one(name: str, seed: int, base_model, tokenizer, args, out_dir: str, **o
         output_dir=out_dir,
         seed=seed,
         use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
         max_steps=args.max_steps,
         learning_rate=args.learning_rate,
-        lr_scheduler_type="constant",
-        num_generations=8,
         per_device_train_batch_size=32,
-        gradient_accumulation_steps=1,
         max_completion_length=3,
-        temperature=1.0,
-        top_k=0,
+        **TOY_TRAINER,
         **config,
     )
     if kind == "async_grpo":

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import torch
-from bench import plot_seed_band, save_png, task, warm_start  # the CPU benchmarks' toy task
+from bench import TOY_TRAINER, plot_seed_band, save_png, task, warm_start  # the CPU benchmarks' toy task
 
 from up_trl.objective.guards import SAFE_UP
 
@@ -186,22 +186,13 @@ def run_one(pair: str, up_mode: str, seed: int, base_model, tokenizer, args, out
         output_dir=out_dir,
         seed=seed,
         use_cpu=args.device == "cpu",
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
         max_steps=args.max_steps,
         learning_rate=args.learning_rate,
-        lr_scheduler_type="constant",
-        num_generations=8,
         per_device_train_batch_size=32,
-        gradient_accumulation_steps=1,
         steps_per_generation=4,
         max_completion_length=3,
-        temperature=1.0,
-        top_k=0,
         up_mode=up_mode,
+        **TOY_TRAINER,
         **{"beta": 0.0, **PAIRS[pair], **(UP_ONLY.get(pair, {}) if up_mode != "off" else {})},
     )
     model = copy.deepcopy(base_model)

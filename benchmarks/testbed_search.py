@@ -247,7 +247,7 @@ def main(argv=None) -> dict:
             args.threads,
             deadline,
             todo=lambda: next_jobs(runs, names, seeds1, seeds2),
-            estimate=lambda name: estimate_minutes(name, runs),
+            estimate=lambda name: 1.0 if args.quick else estimate_minutes(name, runs),
             job=lambda name, seed: job_of(settings[name], deadline, seed, "DAPO", "off"),
             finish=finish,
         )

@@ -80,21 +80,12 @@ def toy_trainer(name: str, seed: int, level: int, settings: dict, output_dir: st
         output_dir=output_dir,
         seed=seed,
         use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
         max_steps=settings["max_steps"],
         learning_rate=settings["learning_rate"],
-        lr_scheduler_type="constant",
-        num_generations=8,
-        gradient_accumulation_steps=1,
         max_completion_length=tail_length + 2 if tail else 3,
-        temperature=1.0,
-        top_k=0,
         reward_weights=weights,
         beta=0.0,
+        **se.TOY_TRAINER,
     )
     config = UPGRPOConfig(**{**base, **CONFIGS[name], **LEVELS[level], **SPEED, **overrides})
     # UPGRPOTrainer, each prompt computed once (SPEED), with the opt-in parts the committed runs had (the rescue

@@ -31,8 +31,8 @@ import torch
 # --- the machine and the workers ------------------------------------------------------------------------------------
 
 
-def describe_machine(workers: int) -> str:
-    """The machine in one line: architecture, CPU model, cores, workers x 1 torch thread, torch version."""
+def describe_machine(workers: int | None = None) -> str:
+    """The machine in one line: architecture, CPU model, cores, workers x 1 torch thread if given, torch version."""
     cpu = platform.processor() or platform.machine()
     try:
         cpu = next(
@@ -42,10 +42,8 @@ def describe_machine(workers: int) -> str:
         )
     except (OSError, StopIteration):
         pass
-    return (
-        f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {workers} worker process(es) x 1 torch thread, "
-        f"torch {torch.__version__}"
-    )
+    pool = f"{workers} worker process(es) x 1 torch thread, " if workers is not None else ""
+    return f"{platform.machine()} {cpu}, {os.cpu_count()} cores, {pool}torch {torch.__version__}"
 
 
 def init_worker() -> None:

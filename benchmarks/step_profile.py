@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import statistics
 import subprocess
@@ -36,6 +35,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+
+from bench import describe_machine, git_commit
 
 PHASES = ("generation", "scoring", "old_logps", "policy_forward", "backward", "optimizer", "other")
 
@@ -401,16 +402,6 @@ def generation_options(rounds: int, threads: int) -> dict:
     }
 
 
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{platform.machine()} {cpu}, {os.cpu_count()} cores, shared with other jobs"
-
-
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--flags", default="", help="Extra `up-trl train` flags (and --threads N) to profile.")
@@ -457,10 +448,7 @@ def main(argv: list[str] | None = None) -> dict:
         for phase in (*PHASES, "total"):
             seconds = report["breakdown_s_per_step"][phase]
             print(f"{phase:>15}: {seconds:7.2f} s/step  {100 * seconds / total:5.1f}%")
-    report["machine"] = machine()
-    import torch
-
-    report["torch"] = torch.__version__
+    report["machine"], report["commit"] = describe_machine(), git_commit()
     if args.output:
         os.makedirs(os.path.dirname(args.output) or ".", exist_ok=True)
         with open(args.output, "w") as f:

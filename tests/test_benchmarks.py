@@ -176,6 +176,8 @@ def test_step_profile_compare_interleaves_two_trainings(tmp_path, tiny_model):
     # The same flags and seed: the same sampled completions, so the same rewards (logged once per generation).
     assert report["same_rewards"] and len(report["A"]["rewards"]) == 2  # one per generation
     assert json.loads((tmp_path / "r.json").read_text())["speedup"] == report["speedup"]
+    # Where it ran: the machine in bench's words (no worker pool here) and the commit, as every benchmark records.
+    assert "cores" in report["machine"] and "worker" not in report["machine"] and "commit" in report
 
 
 @pytest.mark.slow

@@ -4,8 +4,7 @@ What the settings point at: `cli.parse.check_targets`."""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import UsageError
@@ -13,16 +12,6 @@ from ..errors import UsageError
 
 class RecipeNotFoundError(UsageError, FileNotFoundError):
     """`--config` names a file that does not exist."""
-
-
-def closest_names(name: str, known: Iterable[str], n: int = 3) -> str:
-    """' (did you mean a, b?)' naming the closest known names, or '' when none is close.
-
-    >>> closest_names("leraning_rate", ["learning_rate", "max_steps"])
-    ' (did you mean learning_rate?)'
-    """
-    close = difflib.get_close_matches(name, list(known), n=n)
-    return f" (did you mean {', '.join(close)}?)" if close else ""
 
 
 class Settings:

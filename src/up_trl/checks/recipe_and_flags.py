@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import RecipeNotFoundError, Settings, UsageError, closest_names
+from ..errors import closest_names
+from . import RecipeNotFoundError, Settings, UsageError
 from .ranges import check_ranges
 
 

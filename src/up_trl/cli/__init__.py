@@ -17,7 +17,15 @@ from ..quiet import silence_unactionable_warnings
 from ..run.ending import TrainingCrashed, exit_launched_process, launched_with_others
 from .catalog import describe_recipe, recipe_names
 from .launch import launch
-from .parse import OFFLINE_DEFAULT, TRAINERS, check_train_args, make_parser, parse_train_args, trainer_argument
+from .parse import (
+    OFFLINE_DEFAULT,
+    TRAINERS,
+    USAGE_TRAIN,
+    check_train_args,
+    make_parser,
+    parse_train_args,
+    trainer_argument,
+)
 
 __all__ = ["OFFLINE_DEFAULT", "TRAINERS", "UsageError", "check_train_args", "main", "make_parser", "parse_train_args"]
 __all__ += ["train", "train_help"]
@@ -68,8 +76,6 @@ MAIN_OPTIONS: tuple[tuple[str, str], ...] = (
 def train_help() -> str:
     """`up-trl train --help`: the options a user sets first, with the offline default's values; nothing the command
     refuses (`tests/test_cli.py::test_help_offers_nothing_the_command_refuses`)."""
-    from .parse import USAGE_TRAIN
-
     lines = [
         f"usage: {USAGE_TRAIN}",
         "",

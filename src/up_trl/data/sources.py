@@ -5,7 +5,6 @@ checked reachable first, and one line naming the offline sets when it is not. `u
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 import os
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 import datasets
 from datasets import Dataset, IterableDataset, load_dataset
 
+from ..errors import closest_names
 from .arithmetic import ARITHMETIC_SPLITS
 from .prompts import DataError
 
@@ -199,7 +199,6 @@ def _offline_flag() -> str | None:
 
 def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
     source = f" ({spec.source})" if spec.source != name else ""
-    near = difflib.get_close_matches(name.lower(), DATASETS, n=1)
     flag = _offline_flag()
     why = (
         f"and {flag} is set: it is not in the local cache (unset {flag} to download it)"
@@ -208,7 +207,7 @@ def _hub_error(name: str, spec: DatasetSpec) -> HubUnavailableError:
         "to read the cached copy"
     )
     return HubUnavailableError(
-        f"Dataset {name!r}{source}{f' (did you mean {near[0]}?)' if near else ''} needs the Hugging Face Hub, {why}. "
+        f"Dataset {name!r}{source}{closest_names(name.lower(), DATASETS, n=1)} needs the Hugging Face Hub, {why}. "
         f"Offline alternatives: {', '.join(OFFLINE_DATASETS)}, a local folder, or a local "
         f"{'/'.join(FILE_BUILDERS)} file."
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 import logging
@@ -11,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import closest_names
 from . import functions
 
 logger = logging.getLogger(__name__)
@@ -109,9 +109,8 @@ def check_reward_names(names: Sequence[str]) -> None:
     ours = sorted(set(REWARD_FUNCS) | set(REWARD_FACTORIES))
     for name in names:
         if name not in ours and name not in TRL_REWARD_FUNCS and "." not in name:
-            close = ", ".join(difflib.get_close_matches(name, [*ours, *TRL_REWARD_FUNCS], n=3))
             raise ValueError(
-                f"--reward_funcs {name}: no such reward{f' (did you mean {close}?)' if close else ''}; "
+                f"--reward_funcs {name}: no such reward{closest_names(name, [*ours, *TRL_REWARD_FUNCS])}; "
                 f"the names are {', '.join(ours)}, TRL's {', '.join(TRL_REWARD_FUNCS)}, or a dotted import path such "
                 "as my_rewards.my_reward."
             )

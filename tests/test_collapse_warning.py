@@ -234,3 +234,13 @@ def test_the_rare_clip_is_read_from_args(tmp_path, tiny, prompts_dataset):
     assert plain.up_positive_min_prob is None
     guarded = make_trainer(tmp_path / "guarded", tiny, prompts_dataset, up_positive_min_prob=0.05)
     assert guarded.up_positive_min_prob == 0.05
+
+
+def test_each_failure_takes_the_advice_it_is_given(caplog):
+    """`advice` and `dead_state_advice` replace the packaged texts, each for its own failure only."""
+    logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
+    callback = CollapseWarningCallback(advice="OTHER-ADVICE", dead_state_advice="DEAD-ADVICE")
+    with caplog.at_level(logging.WARNING, logger="up_trl.trainers.collapse_warning"):
+        _replay(callback, logs)
+    lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
+    assert len(lines) == 1 and "dead state" in lines[0] and "DEAD-ADVICE" in lines[0] and "OTHER" not in lines[0]

@@ -238,9 +238,13 @@ def test_the_rare_clip_is_read_from_args(tmp_path, tiny, prompts_dataset):
 
 def test_each_failure_takes_the_advice_it_is_given(caplog):
     """`advice` and `dead_state_advice` replace the packaged texts, each for its own failure only."""
-    logs = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
-    callback = CollapseWarningCallback(advice="OTHER-ADVICE", dead_state_advice="DEAD-ADVICE")
+    dead = _batches([0.1, 0.12, 0.0], [0.4, 0.4, 1.0], [1.4] * 7 + [4.0] * 2)
+    runaway = [{"entropy": 1.0}] * 10 + [{"entropy": 4.0}] * 10
+    settings = dict(advice="OTHER-ADVICE", dead_state_advice="DEAD-ADVICE", patience_steps=0)
     with caplog.at_level(logging.WARNING, logger="up_trl.trainers.collapse_warning"):
-        _replay(callback, logs)
+        _replay(CollapseWarningCallback(**settings), dead)
+        _replay(CollapseWarningCallback(**settings), runaway)
     lines = [r.getMessage() for r in caplog.records if "up-trl: possible" in r.getMessage()]
-    assert len(lines) == 1 and "dead state" in lines[0] and "DEAD-ADVICE" in lines[0] and "OTHER" not in lines[0]
+    assert len(lines) == 2 and "dead state" in lines[0] and "entropy runaway" in lines[1]
+    assert "DEAD-ADVICE" in lines[0] and "OTHER" not in lines[0]
+    assert "OTHER-ADVICE" in lines[1] and "DEAD" not in lines[1]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from .guards import rare_mask
-from .ratios import ImportanceSamplingLevel, _as_2d, log_importance_weights, self_anchored_ratio
+from .ratios import ImportanceSamplingLevel, as_2d, log_importance_weights, self_anchored_ratio
 from .routing import UpMode, up_routes
 
 
@@ -33,7 +33,7 @@ def clipped_surrogate_loss(
     >>> clipped_surrogate_loss(torch.tensor([[1.5, 0.5]]), torch.tensor([1.0]), epsilon_low=0.2, epsilon_high=0.2)
     tensor([[-1.2000, -0.5000]])
     """
-    advantages = _as_2d(advantages)
+    advantages = as_2d(advantages)
     coef_2 = torch.clamp(coef_1, 1 - epsilon_low, 1 + epsilon_high)
     if delta is not None:
         coef_1 = torch.clamp(coef_1, max=delta)
@@ -74,7 +74,7 @@ def up_per_token_loss(
     )
     if up_mode == "off":
         return parent
-    advantages = _as_2d(advantages)
+    advantages = as_2d(advantages)
     routes = up_routes(advantages, up_mode)
     if positive_min_prob is not None:
         routes = routes & ~rare_mask(old_per_token_logps, mask, positive_min_prob, importance_sampling_level)

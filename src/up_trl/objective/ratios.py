@@ -16,7 +16,8 @@ import torch
 ImportanceSamplingLevel = Literal["token", "sequence"]
 
 
-def _as_2d(advantages: torch.Tensor) -> torch.Tensor:
+def as_2d(advantages: torch.Tensor) -> torch.Tensor:
+    """Advantages as (B, 1) per sequence, or (B, T) per token as given."""
     return advantages.unsqueeze(1) if advantages.dim() == 1 else advantages
 
 

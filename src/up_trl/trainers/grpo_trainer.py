@@ -17,7 +17,7 @@ from __future__ import annotations
 from trl import GRPOTrainer
 
 from ..objective.guards import rare_mask
-from ..objective.ratios import anchored_old_logps, log_importance_weights
+from ..objective.ratios import anchored_old_logps, as_2d, log_importance_weights
 from ..objective.routing import up_routes
 from .grpo_config import CLIPPED_LOSS_TYPES, UPGRPOConfig
 from .shared import UP_METRICS, UPSyncTrainerMixin
@@ -73,7 +73,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
             loss = super()._compute_loss(model, batch)
         logps = seen["logps"].detach()
         old = logps if old is None else old
-        advantages = inputs["advantages"].unsqueeze(1) if inputs["advantages"].dim() == 1 else inputs["advantages"]
+        advantages = as_2d(inputs["advantages"])
         log_ratio = log_importance_weights(logps, old, mask, self.importance_sampling_level)
         self._log_up_metrics(logps, old, advantages, mask, log_ratio, "train" if self.model.training else "eval")
         return loss
@@ -89,8 +89,7 @@ class UPGRPOTrainer(UPSyncTrainerMixin, GRPOTrainer):
         rare clip's entries (`up_positive_min_prob`, `guards.rare_mask`), which keep pi_old; None under "off"."""
         if self.up_mode == "off":
             return None
-        advantages = inputs["advantages"]
-        routes = up_routes(advantages.unsqueeze(1) if advantages.dim() == 1 else advantages, self.up_mode)
+        routes = up_routes(as_2d(inputs["advantages"]), self.up_mode)
         old = inputs.get("old_per_token_logps")
         if self.up_positive_min_prob is not None and old is not None:
             level, mask = self.importance_sampling_level, self._loss_mask(inputs)

@@ -182,6 +182,16 @@ def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4
     return [*argv(line, "--max_completion_length 4 --learning_rate 1e-2", **named), *flags]
 
 
+@pytest.fixture(autouse=True)
+def no_default_accelerate_config(monkeypatch, tmp_path_factory):
+    """accelerate's default config (`accelerate config`) is this machine's: tests run as on a machine without one, so
+    that `up-trl train` launches as their flags say (tests/test_catalog.py gives one where it means to)."""
+    import accelerate.commands.launch
+
+    missing = tmp_path_factory.getbasetemp() / "no-accelerate-config" / "default_config.yaml"
+    monkeypatch.setattr(accelerate.commands.launch, "default_config_file", str(missing))
+
+
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------
 TINY = argv("--use_cpu true --bf16 false --max_steps 1 --per_device_train_batch_size 8 --num_generations 4",
             "--max_completion_length 4 --dataset_limit 16")  # fmt: skip

@@ -5,11 +5,15 @@ from pathlib import Path
 
 import accelerate.commands.launch as launch_module
 import pytest
+import torch
+import trl
 import yaml
-from conftest import ROOT, argv
+from conftest import ROOT, TINY, argv
 
+from up_trl import cli
 from up_trl.cli import catalog, main, parse, parse_train_args
 from up_trl.cli.catalog import CatalogError, accelerate_config_names, accelerate_config_path, recipe_names, recipe_path
+from up_trl.cli.launch import LAUNCHED
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
 
@@ -86,11 +90,80 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
     assert checked == [args.training_script_args[1:]]
 
 
-def test_accelerate_flags_without_accelerate_config_say_what_to_add(capsys):
-    assert main(argv("train --num_processes 2 --max_steps 1")) == 2
-    assert "add --accelerate_config NAME" in capsys.readouterr().err
+def launched_by(monkeypatch, line: str):
+    """`up-trl train LINE`'s parsed `accelerate launch` arguments, or None where it trained in this process. The job's
+    checks run (a tiny job, `TINY`); no process starts and no model loads."""
+    launched, trained = [], []
+    monkeypatch.setattr(launch_module, "launch_command", launched.append)
+    monkeypatch.setattr(cli, "train", trained.append)
+    assert main(["train", *line.split()]) == 0
+    assert len(launched) + len(trained) == 1
+    return launched[0] if launched else None
+
+
+def test_what_trl_grpo_launches_up_trl_train_launches(monkeypatch, no_model_loads, capsys):
+    """`trl grpo` hands what its parser does not take to `accelerate launch` (with or without --accelerate_config,
+    TRL's config names too), reads accelerate's default config, and starts one process per GPU without one."""
+    job = " ".join(TINY)
+    assert launched_by(monkeypatch, job) is None  # one plain process: this one
+    # a recipe's keys TRL's config takes are the job's, though accelerate has some too (gradient_accumulation_steps)
+    assert launched_by(monkeypatch, f"--config quickstart --gradient_accumulation_steps 2 {job}") is None
+    args = launched_by(monkeypatch, f"--num_processes 2 {job}")
+    assert args.num_processes == 2 and args.config_file is None and args.training_script_args == ["train", *TINY]
+    args = launched_by(monkeypatch, f"--accelerate_config zero1 --num_processes 2 {job}")  # TRL's, not ours
+    assert Path(args.config_file) == Path(trl.__file__).parent / "accelerate_configs" / "zero1.yaml"
     assert main(argv("train --accelerate_config zero9")) == 2
     assert "no packaged accelerate config of that name" in capsys.readouterr().err
+
+    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)  # accelerate's rule: one process per GPU
+    assert launched_by(monkeypatch, job).config_file is None
+    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 1)
+    default = no_model_loads / "default_config.yaml"  # `accelerate config` wrote one: accelerate reads it
+    default.write_text("distributed_type: MULTI_CPU\nnum_processes: 2\n")
+    monkeypatch.setattr(launch_module, "default_config_file", str(default))
+    args = launched_by(monkeypatch, job)
+    assert args.config_file is None and args.training_script_args == ["train", *TINY]
+    monkeypatch.setenv("ACCELERATE_DYNAMO_USE_FULLGRAPH", "False")  # in a process `accelerate launch` started
+    assert launched_by(monkeypatch, job) is None  # it does not launch again
+
+
+def test_a_recipes_launch_keys_go_to_accelerate_and_the_line_wins(monkeypatch, no_model_loads):
+    """TRL's parser hands a recipe's unknown keys on as flags: `num_processes` and `accelerate_config` launch. The
+    processes it starts read the same recipe without them."""
+    recipe = no_model_loads / "mine.yaml"
+    recipe.write_text(Path(recipe_path("quickstart")).read_text() + "num_processes: 4\naccelerate_config: multi_gpu\n")
+    args = launched_by(monkeypatch, f"--config {recipe} {' '.join(TINY)}")
+    assert args.num_processes == 4 and args.config_file == accelerate_config_path("multi_gpu")
+    assert args.training_script_args == ["train", "--config", str(recipe), *TINY]
+    args = launched_by(monkeypatch, f"--config {recipe} --num_processes 2 --accelerate_config zero2 {' '.join(TINY)}")
+    assert args.num_processes == 2 and args.config_file == accelerate_config_path("zero2")
+    monkeypatch.setenv(LAUNCHED, "1")  # one of the processes it started: the recipe parses, the keys unread
+    assert launched_by(monkeypatch, f"--config {recipe} {' '.join(TINY)}") is None
+    assert parse_train_args(["--config", str(recipe), *TINY])[1].per_device_train_batch_size == 8
+
+
+def test_a_launched_process_gives_accelerates_flag_back_to_the_launcher(monkeypatch, capsys):
+    monkeypatch.setenv(LAUNCHED, "1")
+    assert main(argv("train --num_processes 2 --max_steps 1")) == 2
+    assert "give it to the launcher (`accelerate launch --num_processes ..." in capsys.readouterr().err
+
+
+def test_the_batch_shape_is_checked_with_the_processes_accelerate_starts(monkeypatch, no_model_loads, capsys):
+    """16 completions a group: 2 mini-batches of 1 a process fill a group on 8 processes, not on 1. TRL's config
+    builds the generation batch from `world_size`, 1 in the launcher: the launcher checks it as the 8 processes do."""
+    shape = "--num_generations 16 --per_device_train_batch_size 1 --steps_per_generation 2"
+    job = " ".join(argv(*TINY, "--max_completion_length 4", num_generations=None, per_device_train_batch_size=None))
+    on_8 = launched_by(monkeypatch, f"--accelerate_config multi_gpu --num_processes 8 {shape} {job}")
+    assert on_8.num_processes == 8
+    assert launched_by(monkeypatch, f"--accelerate_config multi_gpu {shape} {job}").num_processes is None  # its 8
+    assert main(["train", *f"--num_processes 2 {shape} {job}".split()]) == 2
+    assert "generation_batch_size (4) must be divisible by num_generations (16)" in capsys.readouterr().err
+
+
+def test_trls_dashed_aliases_are_flags_too():
+    """TRL's parser takes `--learning-rate` for `--learning_rate` (transformers' HfArgumentParser): so do we."""
+    config = parse_train_args(argv("--use_cpu true --bf16 false --learning-rate 3e-6 --max-steps 2"))[1]
+    assert (config.learning_rate, config.max_steps) == (3e-6, 2)
 
 
 @pytest.mark.parametrize(

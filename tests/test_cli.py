@@ -333,7 +333,7 @@ USAGE_ERRORS = [line.split() for line in [
     "train --trainer rloo --loss_type dapo", "train --trainer nope", "train --num_generations 3",
     "train --config no_such_recipe", "train --config quickstart --config=up_dapo",
     "train --reward_funcs no_such_reward", "train --dataset_name missing.jsonl",
-    "train --model_name_or_path ./no_such_folder", "train --num_processes 2",
+    "train --model_name_or_path ./no_such_folder", "train --num_processes 2 --top_p 2",
     "train --accelerate_config multi_gpu --num_processes 2 --leraning_rate 1", "train --help", "train --help-all",
     "train --trainer async_grpo --help-all", "eval --help", "eval --k 0", "eval --benchmarks nope",
     "eval --model ./no_such_folder", "recipes", "--help", "bogus",

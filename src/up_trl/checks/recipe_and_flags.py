@@ -48,28 +48,40 @@ def read_recipe(path: str) -> dict:
     return recipe
 
 
+def launcher_options() -> dict[str, bool]:
+    """The flags `up-trl train` hands to `accelerate launch`, as `trl grpo` does (each with whether it takes a value):
+    accelerate's own and TRL's `--accelerate_config`, from the command line or a recipe's key."""
+    from accelerate.commands.launch import launch_command_parser
+
+    actions = launch_command_parser()._actions
+    options = {option: action.nargs != 0 for action in actions for option in action.option_strings}
+    return options | {"--accelerate_config": True}
+
+
 def check_recipe_keys(parser, recipe: dict, path: str) -> dict:
-    """Fail on a misspelt key of the recipe read from `path`, naming the closest real ones; returns the recipe."""
+    """Fail on a misspelt key of the recipe read from `path`, naming the closest real ones; returns the recipe without
+    the keys that are `accelerate launch`'s (`num_processes`, `accelerate_config`: the launcher took them)."""
     known = {action.dest for action in parser._actions} | {"env"}
-    if unknown := "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in recipe if key not in known):
-        raise UsageError(f"recipe {path}: unknown key {unknown}. `up-trl train --help-all` lists every key.")
-    return recipe
+    if not (unknown := [key for key in recipe if key not in known]):
+        return recipe
+    launcher = {option[2:] for option in launcher_options()}
+    if refused := "; ".join(f"{key!r}{closest_names(str(key), known)}" for key in unknown if key not in launcher):
+        raise UsageError(f"recipe {path}: unknown key {refused}. `up-trl train --help-all` lists every key.")
+    return {key: value for key, value in recipe.items() if key not in launcher}
 
 
 def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str = "UPGRPOConfig") -> None:
-    """Fail on a misspelt flag, naming the closest real ones; an `accelerate launch` flag wants --accelerate_config."""
-    # TRL's parser also accepts --dashed-aliases of every --name: suggest the underscore spelling only.
+    """Fail on a misspelt flag, naming the closest real ones (TRL's parser also takes `--dashed-names`; only the
+    `--underscore_names` are suggested). An `accelerate launch` flag reaches this check in a process a launcher
+    started: it is the launcher's."""
     known = [option for option in parser._option_string_actions if option.startswith("--") and "-" not in option[2:]]
-    flags = [f for arg in argv if (f := arg.split("=", 1)[0]).startswith("--") and f not in known and f != "--config"]
-    if not flags:
+    flags = [f for a in argv if (f := a.split("=", 1)[0]).startswith("--") and f not in parser._option_string_actions]
+    if not (flags := [flag for flag in flags if flag != "--config"]):
         return
-    from accelerate.commands.launch import launch_command_parser
-
-    launcher = {option for action in launch_command_parser()._actions for option in action.option_strings}
-    if launch_only := [flag for flag in flags if flag in launcher]:
+    if launch_only := [flag for flag in flags if flag in launcher_options()]:
         raise UsageError(
-            f"{', '.join(launch_only)} is an option of `accelerate launch`: add --accelerate_config NAME (zero3, "
-            "multi_gpu, single_gpu, ...: `up-trl train --help`) to launch through it."
+            f"{', '.join(launch_only)} is an option of `accelerate launch`, and a launcher started this process: "
+            f"give it to the launcher (`accelerate launch {launch_only[0]} ... -m up_trl train ...`)."
         )
     unknown = "; ".join(f"{flag}{closest_names(flag, known)}" for flag in flags)
     if trainer == "grpo":
@@ -81,8 +93,9 @@ def check_flags(parser, argv: list[str], trainer: str = "grpo", config_name: str
 
 
 def flags_given(argv: Iterable[str]) -> set[str]:
-    """The option names written on the command line: `--save_steps 2` and `--save_steps=2` give 'save_steps'."""
-    return {arg[2:].split("=", 1)[0] for arg in argv if arg.startswith("--")}
+    """The option names written on the command line: `--save_steps 2`, `--save_steps=2` and TRL's alias
+    `--save-steps 2` give 'save_steps'."""
+    return {arg[2:].split("=", 1)[0].replace("-", "_") for arg in argv if arg.startswith("--")}
 
 
 def check_settings(s: Settings, parser) -> list[str]:

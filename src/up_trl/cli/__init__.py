@@ -126,9 +126,9 @@ def train_command(rest: list[str]) -> int:
         if "--help-all" in rest:
             make_parser(trainer_argument(rest, {})).print_help()  # every option of TRL's parser
             return 0
-        if any(arg.split("=", 1)[0] == "--accelerate_config" for arg in rest):
-            return launch(rest)
-        train(rest)  # every usage error before any model or data loads (`check_train_args`)
+        if (code := launch(rest)) is not None:  # through `accelerate launch`, as `trl grpo` goes
+            return code
+        train(rest)  # one plain process: this one; every usage error before any model or data loads
     except UsageError as error:  # one line, like argparse: the rest of a traceback would not help
         print(f"up-trl train: error: {error}", file=sys.stderr)
         return 2

@@ -74,5 +74,13 @@ def describe_recipe(name: str) -> str:
 
 
 def accelerate_config_path(value: str) -> str:
-    """The accelerate config `value` names: an existing file, else the packaged config of that name."""
-    return _resolve(value, "accelerate_configs", "accelerate config")
+    """The accelerate config `value` names: an existing file, else the packaged config of that name, else TRL's
+    (`zero1`, `fsdp1`: what `trl grpo --accelerate_config` finds there)."""
+    try:
+        return _resolve(value, "accelerate_configs", "accelerate config")
+    except CatalogError as error:
+        theirs = Path(str(resources.files("trl"))) / "accelerate_configs" / f"{value.removesuffix('.yaml')}.yaml"
+        if Path(value).name == value and theirs.is_file():
+            return str(theirs)
+        names = sorted(path.stem for path in theirs.parent.glob("*.yaml"))
+        raise CatalogError(f"{str(error).removesuffix('.')}; TRL's: {', '.join(names)}.") from None

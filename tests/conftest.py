@@ -184,12 +184,16 @@ def tiny_train_argv(model, out, *flags, reward="cli_rewards.spread", max_steps=4
 
 @pytest.fixture(autouse=True)
 def no_default_accelerate_config(monkeypatch, tmp_path_factory):
-    """accelerate's default config (`accelerate config`) is this machine's: tests run as on a machine without one, so
-    that `up-trl train` launches as their flags say (tests/test_catalog.py gives one where it means to)."""
+    """accelerate's default config (`accelerate config`) and the GPUs are this machine's: in-process tests run as on a
+    machine with neither, so that `up-trl train` launches as their flags say (tests/test_catalog.py sets them where it
+    means to). Tests that start `up-trl` in a subprocess see the machine's own."""
+    import importlib
+
     import accelerate.commands.launch
 
     missing = tmp_path_factory.getbasetemp() / "no-accelerate-config" / "default_config.yaml"
     monkeypatch.setattr(accelerate.commands.launch, "default_config_file", str(missing))
+    monkeypatch.setattr(importlib.import_module("up_trl.cli.launch"), "visible_gpus", lambda: 0)
 
 
 # --- `up-trl train` / `up-trl eval` bad input: one line, exit 2, before any model loads --------------------------

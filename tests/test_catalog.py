@@ -1,11 +1,12 @@
 """Recipes and accelerate configs are package data found by name; `--accelerate_config` launches accelerate."""
 
+import importlib
+import json
 import os
 from pathlib import Path
 
 import accelerate.commands.launch as launch_module
 import pytest
-import torch
 import trl
 import yaml
 from conftest import ROOT, TINY, argv
@@ -13,9 +14,10 @@ from conftest import ROOT, TINY, argv
 from up_trl import cli
 from up_trl.cli import catalog, main, parse, parse_train_args
 from up_trl.cli.catalog import CatalogError, accelerate_config_names, accelerate_config_path, recipe_names, recipe_path
-from up_trl.cli.launch import LAUNCHED
+from up_trl.run.ending import LAUNCHED, launched_command
 
 PACKAGE = Path(__import__("up_trl").__file__).parent
+launch = importlib.import_module("up_trl.cli.launch")  # the module (`up_trl.cli.launch` is its function `launch`)
 
 
 def test_recipes_and_accelerate_configs_live_in_the_package():
@@ -92,9 +94,15 @@ def test_accelerate_config_launches_through_accelerate(monkeypatch):
 
 def launched_by(monkeypatch, line: str):
     """`up-trl train LINE`'s parsed `accelerate launch` arguments, or None where it trained in this process. The job's
-    checks run (a tiny job, `TINY`); no process starts and no model loads."""
+    checks run (a tiny job, `TINY`); no process starts and no model loads. The processes it would start get the whole
+    line (their resume command repeats it)."""
     launched, trained = [], []
-    monkeypatch.setattr(launch_module, "launch_command", launched.append)
+
+    def launch_command(args):
+        assert launched_command() == line.split()
+        launched.append(args)
+
+    monkeypatch.setattr(launch_module, "launch_command", launch_command)
     monkeypatch.setattr(cli, "train", trained.append)
     assert main(["train", *line.split()]) == 0
     assert len(launched) + len(trained) == 1
@@ -108,18 +116,22 @@ def test_what_trl_grpo_launches_up_trl_train_launches(monkeypatch, no_model_load
     assert launched_by(monkeypatch, job) is None  # one plain process: this one
     # a recipe's keys TRL's config takes are the job's, though accelerate has some too (gradient_accumulation_steps)
     assert launched_by(monkeypatch, f"--config quickstart --gradient_accumulation_steps 2 {job}") is None
-    args = launched_by(monkeypatch, f"--num_processes 2 {job}")
-    assert args.num_processes == 2 and args.config_file is None and args.training_script_args == ["train", *TINY]
-    args = launched_by(monkeypatch, f"--accelerate_config zero1 --num_processes 2 {job}")  # TRL's, not ours
-    assert Path(args.config_file) == Path(trl.__file__).parent / "accelerate_configs" / "zero1.yaml"
+    for line in (f"--num_processes 2 {job}", f"--num_processes=2 {job}"):
+        args = launched_by(monkeypatch, line)
+        assert args.num_processes == 2 and args.config_file is None and args.training_script_args == ["train", *TINY]
+    trls = Path(trl.__file__).parent / "accelerate_configs" / "zero1.yaml"  # a name only TRL ships: TRL's file
+    for line in (f"--accelerate_config zero1 {job}", f"--accelerate_config=zero1 {job}"):
+        assert Path(launched_by(monkeypatch, line).config_file) == trls
     assert main(argv("train --accelerate_config zero9")) == 2
     assert "no packaged accelerate config of that name" in capsys.readouterr().err
+    assert main(argv("train --cpu true", *TINY)) == 2  # accelerate would run a script named "true"
+    assert "--cpu is a flag of `accelerate launch` that takes no value: drop 'true'." in capsys.readouterr().err
 
-    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 2)  # accelerate's rule: one process per GPU
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 2)  # accelerate's rule: one process per GPU
     assert launched_by(monkeypatch, job).config_file is None
-    monkeypatch.setattr(torch.accelerator, "device_count", lambda: 1)
+    monkeypatch.setattr(launch, "visible_gpus", lambda: 1)
     default = no_model_loads / "default_config.yaml"  # `accelerate config` wrote one: accelerate reads it
-    default.write_text("distributed_type: MULTI_CPU\nnum_processes: 2\n")
+    default.write_text("distributed_type: MULTI_GPU\nnum_processes: 2\n")
     monkeypatch.setattr(launch_module, "default_config_file", str(default))
     args = launched_by(monkeypatch, job)
     assert args.config_file is None and args.training_script_args == ["train", *TINY]
@@ -128,12 +140,15 @@ def test_what_trl_grpo_launches_up_trl_train_launches(monkeypatch, no_model_load
 
 
 def test_a_recipes_launch_keys_go_to_accelerate_and_the_line_wins(monkeypatch, no_model_loads):
-    """TRL's parser hands a recipe's unknown keys on as flags: `num_processes` and `accelerate_config` launch. The
-    processes it starts read the same recipe without them."""
+    """TRL's parser hands a recipe's unknown keys on as flags: `num_processes` and `accelerate_config` launch (0 is a
+    value). The processes it starts read the same recipe without them."""
     recipe = no_model_loads / "mine.yaml"
-    recipe.write_text(Path(recipe_path("quickstart")).read_text() + "num_processes: 4\naccelerate_config: multi_gpu\n")
+    launch_keys = "num_processes: 4\naccelerate_config: multi_gpu\nmachine_rank: 0\n"
+    recipe.write_text(Path(recipe_path("quickstart")).read_text() + launch_keys)
     args = launched_by(monkeypatch, f"--config {recipe} {' '.join(TINY)}")
-    assert args.num_processes == 4 and args.config_file == accelerate_config_path("multi_gpu")
+    assert (args.num_processes, args.machine_rank) == (4, 0) and args.config_file == accelerate_config_path(
+        "multi_gpu"
+    )
     assert args.training_script_args == ["train", "--config", str(recipe), *TINY]
     args = launched_by(monkeypatch, f"--config {recipe} --num_processes 2 --accelerate_config zero2 {' '.join(TINY)}")
     assert args.num_processes == 2 and args.config_file == accelerate_config_path("zero2")
@@ -148,16 +163,28 @@ def test_a_launched_process_gives_accelerates_flag_back_to_the_launcher(monkeypa
     assert "give it to the launcher (`accelerate launch --num_processes ..." in capsys.readouterr().err
 
 
+def test_a_launched_processs_resume_command_repeats_the_launch(monkeypatch, no_model_loads):
+    line = ["--accelerate_config", "multi_gpu", "--num_processes", "2", *TINY]
+    monkeypatch.setenv(LAUNCHED, json.dumps(line))  # what `up-trl train` hands the processes it starts
+    job = parse.check_train_args(list(TINY))
+    assert job.given == line and "num_processes" not in job.flags
+
+
 def test_the_batch_shape_is_checked_with_the_processes_accelerate_starts(monkeypatch, no_model_loads, capsys):
     """16 completions a group: 2 mini-batches of 1 a process fill a group on 8 processes, not on 1. TRL's config
-    builds the generation batch from `world_size`, 1 in the launcher: the launcher checks it as the 8 processes do."""
+    builds the generation batch from `world_size`, 1 in the launcher: the launcher checks it as the processes do, as
+    many as accelerate starts (without a config and with no GPU, one, whatever --num_processes says)."""
     shape = "--num_generations 16 --per_device_train_batch_size 1 --steps_per_generation 2"
     job = " ".join(argv(*TINY, "--max_completion_length 4", num_generations=None, per_device_train_batch_size=None))
     on_8 = launched_by(monkeypatch, f"--accelerate_config multi_gpu --num_processes 8 {shape} {job}")
     assert on_8.num_processes == 8
     assert launched_by(monkeypatch, f"--accelerate_config multi_gpu {shape} {job}").num_processes is None  # its 8
-    assert main(["train", *f"--num_processes 2 {shape} {job}".split()]) == 2
-    assert "generation_batch_size (4) must be divisible by num_generations (16)" in capsys.readouterr().err
+    for line, size in (
+        (f"--accelerate_config multi_gpu --num_processes 2 {shape}", 4),
+        (f"--num_processes 8 {shape}", 2),
+    ):
+        assert main(["train", *f"{line} {job}".split()]) == 2
+        assert f"generation_batch_size ({size}) must be divisible by num_generations (16)" in capsys.readouterr().err
 
 
 def test_trls_dashed_aliases_are_flags_too():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..checks import RecipeNotFoundError, Settings, UsageError
 from ..checks.recipe_and_flags import check_flags, check_recipe_keys, check_settings, flags_given, read_recipe
+from ..run.ending import launched_command
 from ..run.job import check_output_folder
 from ..trainers import TRAINERS
 from .catalog import OFFLINE_DEFAULT_RECIPE, CatalogError, recipe_path
@@ -146,13 +147,14 @@ def check_train_args(argv: list[str]):
     from ..run.job import TrainJob
     from ..script_args import parse_column_mapping
 
-    given = list(argv)  # as typed: the resume command repeats it
-    parser, argv, values, recipe_file = read_settings(given)
+    job_argv = list(argv)
+    given = launched_command() or job_argv  # as typed, with the launch flags: the resume command repeats it
+    parser, argv, values, recipe_file = read_settings(job_argv)
     model = check_targets(values)
     script_args, training_args, model_args, mixture = build_configs(parser, argv)  # what TRL's config refuses
     if not values.get("output_dir"):  # TRL's default folder (`trainer_output`), checked as a named one
         check_output_folder(training_args.output_dir)
-    flags = flags_given(given)  # as typed (the checks add --save_strategy steps to a lone --save_steps)
+    flags = flags_given(job_argv)  # as typed (the checks add --save_strategy steps to a lone --save_steps)
     trainer_cls, mapping = trainer_classes(script_args.trainer)[1], parse_column_mapping(script_args.column_mapping)
     job = dict(model=model, trainer_cls=trainer_cls, recipe_file=recipe_file, recipe=recipe_label(recipe_file, flags))
     job |= dict(given=given, flags=flags, column_mapping=mapping, mixture=mixture)

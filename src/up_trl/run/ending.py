@@ -1,6 +1,7 @@
 """How a run ends (docs/reliability.md): early, saying why (`stop_reason`); crashed, with an emergency checkpoint and
 one line (`after_crash`, raised as `TrainingCrashed`), a save the disk or folder refused its own line
-(`save_failure_message`); and, launched with others, together (`exit_launched_process`).
+(`save_failure_message`); and, launched with others, together (`exit_launched_process`). What launched this process
+(`already_launched`, `launched_command`: the resume command repeats it).
 
 Light at import (the standard library only): `cli` imports `TrainingCrashed` before torch."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import json
 import math
 import os
 import shlex
@@ -32,6 +34,21 @@ class TrainingCrashed(RuntimeError):
     @property
     def show_cause(self) -> bool:
         return self.__cause__ is not None and not failed_save(self.__cause__, self.output_dir)
+
+
+LAUNCHED = "UP_TRL_LAUNCHED"  # the processes `up-trl train` starts get its command line: none launches again
+
+
+def launched_command() -> list[str] | None:
+    """The `up-trl train` command line that launched this process (its resume command repeats it), else None."""
+    with contextlib.suppress(ValueError, TypeError):
+        return [str(arg) for arg in json.loads(os.environ.get(LAUNCHED) or "null")]
+    return None
+
+
+def already_launched() -> bool:
+    """Whether a launcher started this process: ours, `accelerate launch` (a variable only it sets) or torchrun."""
+    return any(os.environ.get(name) for name in (LAUNCHED, "ACCELERATE_DYNAMO_USE_FULLGRAPH", "LOCAL_RANK"))
 
 
 def launched_with_others() -> bool:

@@ -3,6 +3,7 @@
 import importlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import accelerate.commands.launch as launch_module
@@ -161,6 +162,17 @@ def test_a_launched_process_gives_accelerates_flag_back_to_the_launcher(monkeypa
     monkeypatch.setenv(LAUNCHED, "1")
     assert main(argv("train --num_processes 2 --max_steps 1")) == 2
     assert "give it to the launcher (`accelerate launch --num_processes ..." in capsys.readouterr().err
+
+
+def test_a_launched_process_exit_status_is_the_commands(monkeypatch, no_model_loads, capsys):
+    """The process said why, in its own line (a usage error: 2); the launcher adds no line and returns its status."""
+
+    def fails(args):
+        raise subprocess.CalledProcessError(2, ["python", "-m", "up_trl", "train"])
+
+    monkeypatch.setattr(launch_module, "launch_command", fails)
+    assert main(["train", "--num_processes", "2", *TINY]) == 2
+    assert "error" not in capsys.readouterr().err
 
 
 def test_a_launched_processs_resume_command_repeats_the_launch(monkeypatch, no_model_loads):

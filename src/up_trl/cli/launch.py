@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from contextlib import contextmanager, suppress
 from unittest import mock
 
@@ -147,5 +148,8 @@ def launch(argv: list[str]) -> int | None:
     with world_size(processes(args)):
         parse.check_train_args(job)  # the job's usage errors here, before accelerate starts a process
     with mock.patch.dict(os.environ, {LAUNCHED: json.dumps(argv)}):  # for the processes it starts: the whole line
-        launch_command(args)
+        try:
+            launch_command(args)
+        except subprocess.CalledProcessError as error:  # the process said why, in its own line: its exit status
+            return error.returncode
     return 0

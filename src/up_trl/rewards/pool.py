@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 ITEM_TIMEOUT_S = 10.0  # per item: math-verify's own bound is 3 s per parse and verify, so ~9 s for a hostile item
 STARTUP_TIMEOUT_S = 60.0  # the first task of a new pool also waits for the workers to start and import math-verify
+WORKER_MEMORY_HEADROOM = 4 << 30  # bytes a worker may map beyond what it inherits: one blow-up, not the machine
 Task = tuple  # (pred, pred_kind, gold, gold_kind), pred None for "no answer"
 _POOLS: dict[int, _Pool] = {}  # by worker count, each owned by the process that started it (`_Pool.pid`)
 _POOLS_LOCK = threading.Lock()
@@ -51,7 +52,27 @@ def _worker_init() -> None:
     with contextlib.suppress(Exception):  # no `resource` module on Windows
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # a blow-up is a MemoryError, not the OOM killer
+        if (cap := worker_address_space_cap()) is not None:  # a blow-up is a MemoryError, not the OOM killer
+            resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def worker_address_space_cap() -> int | None:
+    """The address space a worker may reach: what it inherited at fork plus `WORKER_MEMORY_HEADROOM`.
+
+    Relative, not absolute: a forked worker starts with its trainer's address space, which a CUDA process reserves
+    by tens of GiB; a flat cap below that fails every allocation, and math-verify would read every answer as
+    unparseable. None (no cap) where the size cannot be read (no /proc) or the cap would exceed the hard limit.
+    """
+    import resource
+
+    try:
+        with open("/proc/self/statm") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+    cap = size + WORKER_MEMORY_HEADROOM
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    return None if hard != resource.RLIM_INFINITY and cap > hard else cap
 
 
 def _verify_in_worker(task: Task) -> int:

@@ -1029,3 +1029,16 @@ def test_a_model_load_in_a_test_is_not_swallowed_by_the_catch_all(no_model_loads
     monkeypatch.setattr("up_trl.run.job.prepare_run", lambda *a, **k: up_trl.models.offline.smollm2_path())
     with pytest.raises(ModelLoaded):
         main(argv("train", *TINY, output_dir=no_model_loads / "out"))
+
+
+def test_a_wrong_lora_setting_is_refused_before_an_overwrite(no_model_loads, capsys):
+    """peft's refusal comes before --overwrite_output_dir removes the previous run (it came after)."""
+    (no_model_loads / "m").mkdir()
+    (no_model_loads / "m" / "config.json").write_bytes(QWEN2)
+    (no_model_loads / "m" / "model.safetensors").write_bytes(WEIGHTS)
+    out = no_model_loads / "outputs" / "quickstart"
+    (out / "metrics.jsonl").write_text('{"step": 1}\n')
+    words = argv(*TINY, "--overwrite_output_dir", "--use_peft", output_dir=out, model_name_or_path="m")
+    words += ["--lora_task_type", "CAUSAL"]
+    assert one_line(capsys, words).startswith("--use_peft: Invalid task type: 'CAUSAL'. Must be one of")
+    assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n' and (out / "config.json").is_file()

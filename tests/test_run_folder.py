@@ -11,7 +11,7 @@ from conftest import tiny_train_argv
 from safetensors.torch import load_file
 
 from up_trl.cli import main
-from up_trl.run.folder import check_output_dir, remove_run_files
+from up_trl.run.folder import check_output_dir, describe_run_files, remove_run_files, write_run_record
 
 
 def loss_steps(out) -> list[int]:
@@ -88,6 +88,17 @@ def test_overwrite_removes_only_what_a_run_wrote(tmp_path, record, files, remove
     before = {p.name for p in tmp_path.iterdir()}
     remove_run_files(remove)
     assert {p.name for p in tmp_path.iterdir()} == before - set(removed.split())  # notes.txt, data/ stay
+
+
+def test_overwrite_removes_trls_completion_tables(tmp_path):
+    """--log_completions's completions/ is the run's: listed, removed whole, named (it was left to mix)."""
+    _make_folder(tmp_path, None, "metrics.jsonl completions/completions_00001.parquet notes.txt".split())
+    write_run_record(tmp_path, status="finished")
+    assert "completions" in json.loads((tmp_path / "up_trl_run.json").read_text())["files"]
+    remove = check_output_dir(str(tmp_path), overwrite=True, resume=None, model=None)
+    assert describe_run_files(remove) == "metrics.jsonl, completions/"
+    remove_run_files(remove)
+    assert {p.name for p in tmp_path.iterdir()} == {"notes.txt"}
 
 
 REFUSALS = [

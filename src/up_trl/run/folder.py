@@ -104,13 +104,14 @@ def lock_output_dir(output_dir: str | os.PathLike) -> RunLock:
 
 
 RUN_RECORD = "up_trl_run.json"
-# What `up-trl train` writes at the top of its output folder (the one list): `save_model`'s files and ours.
+# What `up-trl train` writes at the top of its output folder (the one list): `save_model`'s files, ours, and TRL's
+# `completions/` (its tables under --log_completions).
 RUN_FILES = ("config.json", "generation_config.json", "model.safetensors", "model.safetensors.index.json",
              "pytorch_model.bin", "pytorch_model.bin.index.json", "adapter_config.json", "adapter_model.safetensors",
              "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja",
              "chat_template.json", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json",
              "training_args.bin", "trainer_state.json", "metrics.jsonl", "metrics.png", "README.md",
-             RUN_RECORD)  # fmt: skip
+             "completions", RUN_RECORD)  # fmt: skip
 # What a run numbers, as whole-name regular expressions (not `checkpoint-6.keep/`, say): checkpoints, weight shards.
 RUN_GLOBS = (r"checkpoint-[0-9]+", r"model-[0-9]+-of-[0-9]+\.safetensors", r"pytorch_model-[0-9]+-of-[0-9]+\.bin")
 # The listed files a user may edit are hashed in the record (one changed since is the user's); weights go by name.
@@ -160,7 +161,7 @@ def describe_run_files(files: Sequence[Path]) -> str:
     parts += ["model card"] if "README.md" in names else []
     checkpoints = sum(n.startswith("checkpoint-") for n in names)
     parts += [f"{checkpoints} checkpoint{'s' if checkpoints > 1 else ''}"] if checkpoints else []
-    parts += ["eval/"] if "eval" in names else []
+    parts += [f"{n}/" for n in ("completions", "eval") if n in names]
     return ", ".join(parts) or "a run record"
 
 

@@ -224,6 +224,12 @@ def run_job(job: TrainJob):
         if "save_steps" in job.flags and "save_strategy" not in job.flags:
             every = f"{training_args.save_steps:g} steps"
             state.print(f"up-trl: a checkpoint every {every} (--save_steps sets save_strategy steps)")
+        # Built before the previous run is removed: a wrong LoRA or quantization setting fails with that run intact.
+        try:
+            peft_config = get_peft_config(model_args)
+        except ValueError as error:  # peft's: an unknown --lora_task_type, say
+            raise UsageError(f"--use_peft: {error}") from None
+        quantized = get_quantization_config(model_args)
         if previous:
             if state.is_main_process:
                 remove_run_files(previous)
@@ -253,8 +259,8 @@ def run_job(job: TrainJob):
             args=training_args,
             train_dataset=dataset,
             **({} if eval_dataset is None else {"eval_dataset": eval_dataset}),  # async_grpo takes none
-            peft_config=get_peft_config(model_args),
-            **({"quantization_config": quantized} if (quantized := get_quantization_config(model_args)) else {}),
+            peft_config=peft_config,
+            **({"quantization_config": quantized} if quantized else {}),
             callbacks=[
                 callbacks.RunRecordCallback(record),  # what the run writes in `out`, claimed before it writes
                 callbacks.JsonlMetricsCallback(metrics_path),

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from accelerate import PartialState
 from conftest import tiny_train_argv
 
 from up_trl.cli import main
@@ -93,6 +94,24 @@ def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_
     assert checkpoint_problem(folder) is None
     rank1_files = json.loads((folder / "up_trl_checkpoint-rank1.json").read_text())["files"]
     assert rank1_files.keys() == {"rng_state_1.pth", "rollout_buffer_rank1.pt"}
+
+
+def test_a_process_ahead_of_the_main_ones_save_still_marks_and_waits(tmp_path, monkeypatch):
+    """`save_only_model` under DDP: process 1 writes nothing in the checkpoint and may reach `on_save` before process 0
+    has made the folder. It skipped its mark (the checkpoint never complete: no rotation, no resume) and its barrier
+    (process 0 waiting there for ever with `save_total_limit`)."""
+    waits = []
+    monkeypatch.setattr(PartialState, "wait_for_everyone", lambda self: waits.append(1))
+    callback = MarkCompleteCallback()
+    args = SimpleNamespace(output_dir=str(tmp_path), to_dict=lambda: {}, process_index=1, world_size=2)
+    callback.on_train_begin(SimpleNamespace(save_total_limit=2), None, None)
+    callback.on_save(args, SimpleNamespace(global_step=1, is_world_process_zero=False), None)
+    assert waits == [1]
+    folder = tmp_path / "checkpoint-1"
+    _main_files(folder)  # process 0's save, then its mark
+    main_process = SimpleNamespace(global_step=1, is_world_process_zero=True)
+    MarkCompleteCallback().on_save(SimpleNamespace(**(vars(args) | {"process_index": 0})), main_process, None)
+    assert checkpoint_problem(folder) is None
 
 
 # --- save_total_limit: old checkpoints go after the new one is complete -------------------------------------------

@@ -65,6 +65,17 @@ class RunRecordCallback(TrainerCallback):
             refresh_run_record(args.output_dir)
 
 
+def any_process(flag: bool) -> bool:
+    """Whether `flag` is true on any process of the run (a collective: every process calls it); `flag` alone."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    found = torch.tensor([int(flag)], device=PartialState().device)  # on the GPU under NCCL
+    dist.all_reduce(found, op=dist.ReduceOp.MAX)
+    return bool(found.item())
+
+
 class GracefulStopCallback(TrainerCallback):
     """The first SIGTERM or Ctrl-C saves a checkpoint after the current step and stops; a second stops at once."""
 
@@ -85,7 +96,10 @@ class GracefulStopCallback(TrainerCallback):
         print(f"\nup-trl: {signal.Signals(signum).name} received: {what}.", flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.stop_requested is not None:
+        requested = self.stop_requested is not None
+        if getattr(args, "world_size", 1) > 1:  # one decision: a signal may land between two processes' step ends,
+            requested = any_process(requested)  # and one that saves while another trains on waits for ever
+        if requested:
             control.should_save = True
             control.should_training_stop = True
 
@@ -214,9 +228,12 @@ class MarkCompleteCallback(TrainerCallback):
             args.save_total_limit, self.save_total_limit = self.save_total_limit, None
 
     def on_save(self, args, state, control, **kwargs):
-        if not (folder := Path(args.output_dir) / f"checkpoint-{state.global_step}").is_dir():
-            return
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
         rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
+        if world_size > 1:  # every process marks and waits, whatever it sees: with `save_only_model` only process 0
+            folder.mkdir(parents=True, exist_ok=True)  # writes here, and may not have made the folder yet
+        elif not folder.is_dir():
+            return
         settings = run_settings(args) if state.is_world_process_zero else None
         if state.is_world_process_zero and self.save_total_limit is not None:
             settings["save_total_limit"] = args.save_total_limit = self.save_total_limit

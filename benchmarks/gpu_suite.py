@@ -46,8 +46,8 @@ PAIRS = {
     "DAPO": dict(loss_type="dapo", epsilon=0.2, epsilon_high=0.28),
     "GSPO": dict(loss_type="grpo", importance_sampling_level="sequence", epsilon=3e-4, epsilon_high=4e-4),
 }
-# "+ safe" (up_trl.objective.guards.SAFE_UP, docs/collapse.md), opt-in with --pairs "DAPO + safe": UP's own settings
-# (the rare clip) go to UP's arm only; any TRL setting it holds to both arms, so the twins stay twins.
+# The rare clip (up_trl.objective.guards.SAFE_UP, docs/collapse.md), opt-in with --pairs "DAPO + safe": UP's own
+# settings go to UP's arm only; any TRL setting it holds to both arms, so the twins stay twins.
 PAIRS["DAPO + safe"] = {**PAIRS["DAPO"], **{k: v for k, v in SAFE_UP.items() if not k.startswith("up_")}}
 UP_ONLY = {"DAPO + safe": {k: v for k, v in SAFE_UP.items() if k.startswith("up_")}}
 

@@ -11,7 +11,7 @@ from conftest import tiny_train_argv
 from up_trl.cli import main
 from up_trl.run import callbacks as run_callbacks
 from up_trl.run.callbacks import MarkCompleteCallback, rotate_complete
-from up_trl.run.checkpoints import checkpoint_problem, mark_complete, newest_complete
+from up_trl.run.checkpoints import RolloutCheckpointCallback, checkpoint_problem, mark_complete, newest_complete
 from up_trl.run.folder import check_output_dir, resolve_resume
 
 
@@ -97,17 +97,22 @@ def test_the_main_process_marking_first_is_not_complete_until_the_others_do(tmp_
 
 
 def test_a_process_ahead_of_the_main_ones_save_still_marks_and_waits(tmp_path, monkeypatch):
-    """`save_only_model` under DDP: process 1 writes nothing in the checkpoint and may reach `on_save` before process 0
-    has made the folder. It skipped its mark (the checkpoint never complete: no rotation, no resume) and its barrier
-    (process 0 waiting there for ever with `save_total_limit`)."""
+    """`save_only_model` under DDP: process 1 writes no model file in the checkpoint and may reach `on_save` before
+    process 0 has made the folder. It skipped its rollout batch, its mark (the checkpoint never complete: no rotation,
+    no resume) and its barrier (process 0 waiting there for ever with `save_total_limit`)."""
     waits = []
     monkeypatch.setattr(PartialState, "wait_for_everyone", lambda self: waits.append(1))
     callback = MarkCompleteCallback()
     args = SimpleNamespace(output_dir=str(tmp_path), to_dict=lambda: {}, process_index=1, world_size=2)
     callback.on_train_begin(SimpleNamespace(save_total_limit=2), None, None)
-    callback.on_save(args, SimpleNamespace(global_step=1, is_world_process_zero=False), None)
+    trainer = SimpleNamespace(_buffered_inputs=[{"x": torch.ones(1)}], _step=1, accelerator=SimpleNamespace(
+        process_index=1), state=SimpleNamespace(global_step=1))  # fmt: skip
+    process_1 = SimpleNamespace(global_step=1, is_world_process_zero=False)
+    RolloutCheckpointCallback(trainer).on_save(args, process_1, None)  # first, as the mixin orders them
+    callback.on_save(args, process_1, None)
     assert waits == [1]
     folder = tmp_path / "checkpoint-1"
+    assert "rollout_buffer_rank1.pt" in json.loads((folder / "up_trl_checkpoint-rank1.json").read_text())["files"]
     _main_files(folder)  # process 0's save, then its mark
     main_process = SimpleNamespace(global_step=1, is_world_process_zero=True)
     MarkCompleteCallback().on_save(SimpleNamespace(**(vars(args) | {"process_index": 0})), main_process, None)

@@ -77,9 +77,10 @@ def test_twins_differ_only_in_ups_own_settings(name):
     assert up["up_mode"] == "asymmetric" and base["up_mode"] == "off"
     differ = {k for k in up.keys() | base.keys() if up.get(k) != base.get(k)}
     assert {k for k in differ if not k.startswith("up_")} == {"output_dir"}, differ
-    assert name in ("dapo", "grpo", "gsm8k_small") or differ == {"up_mode", "output_dir"}, differ
+    assert name in ("dapo", "grpo", "grpo_vl", "gsm8k_small") or differ == {"up_mode", "output_dir"}, differ
     assert all(k in up for k in differ if k.startswith("up_"))  # UP's settings live in the UP twin
-    if name in ("dapo", "grpo"):  # the study's recommendation: UP's settings in the UP twin, a TRL one in both
+    if name in ("dapo", "grpo", "grpo_vl", "gsm8k_small"):  # the study's recommendation for DAPO and GRPO: UP's
+        # settings in the UP twin, a TRL one in both
         ups = {k: v for k, v in SAFE_UP.items() if k.startswith("up_")}
         assert {k: up.get(k) for k in ups} == ups
         for key in (k for k in SAFE_UP if not k.startswith("up_")):

@@ -4,6 +4,7 @@ address space (a CUDA process reserves tens of GiB) still gets its answers verif
 from __future__ import annotations
 
 import mmap
+import os
 import sys
 
 import pytest
@@ -28,7 +29,7 @@ def fresh_pools(monkeypatch):
 @pytest.fixture
 def large_trainer():
     """8 GiB of address space reserved, none of it memory (no access, no commit): what CUDA does at a larger scale."""
-    reservation = mmap.mmap(-1, 8 * GIB, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
+    reservation = _reserve(8 * GIB)
     yield
     reservation.close()
 
@@ -39,15 +40,19 @@ def test_workers_of_a_large_trainer_verify_answers(large_trainer, fresh_pools):
     solutions = [rf"\frac{{{i}}}{{{i + 1}}}" for i in range(1, 9)] + [r"\sqrt{3}+\sqrt{2}"]
     reward = make_math_accuracy_reward(num_workers=1)
     assert reward(completions, solution=solutions) == [1.0] * 9
-    assert reward_pool._POOLS, "scored in-process: the test would not exercise the workers"
+    assert reward_pool._POOLS and os.getpid() not in reward_pool._UNAVAILABLE_IN, "scored in-process, not in workers"
+
+
+def _reserve(size: int) -> mmap.mmap:
+    """`size` bytes of address space, none of it memory (no access, private: no commit, whatever the RAM)."""
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, prot=0)
 
 
 def _probe(*_task, **_kwargs) -> int:
     """In a worker: room for 1 GiB more, none for the headroom and 1 GiB beyond it."""
-    with mmap.mmap(-1, GIB):  # anonymous, untouched: address space, not memory
-        pass
+    _reserve(GIB).close()
     try:
-        mmap.mmap(-1, reward_pool.WORKER_MEMORY_HEADROOM + GIB).close()
+        _reserve(reward_pool.WORKER_MEMORY_HEADROOM + GIB).close()
     except (OSError, MemoryError):
         return CAPPED
     return NOT_CAPPED
@@ -57,4 +62,4 @@ def test_a_worker_may_grow_by_the_headroom_and_no_more(monkeypatch, large_traine
     monkeypatch.setattr(reward_pool, "verify_answer", _probe)  # the forked workers inherit it
     reward = make_math_accuracy_reward(num_workers=1)
     assert reward([r"\boxed{1}"], solution=["1"]) == [1.0]
-    assert reward_pool._POOLS, "scored in-process: the test would not exercise the workers"
+    assert reward_pool._POOLS and os.getpid() not in reward_pool._UNAVAILABLE_IN, "scored in-process, not in workers"

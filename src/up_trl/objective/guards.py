@@ -15,8 +15,9 @@ import torch
 
 from .ratios import ImportanceSamplingLevel, log_importance_weights
 
-# "UP + safe", the collapse study's recommendation for DAPO and GRPO (docs/collapse.md, PRE-REGISTRATION 3): the rare
-# clip alone; a recipe's beta (KL to the reference) stays its parent's.
+# The rare clip alone, the collapse study's recommendation for DAPO and GRPO (docs/collapse.md, PRE-REGISTRATION 3),
+# which replaced its second study's "+ safe" bundle (the rare clip and beta 0.05, the name kept from then); a recipe's
+# beta (KL to the reference) stays its parent's.
 SAFE_UP = {"up_positive_min_prob": 0.05}
 
 

@@ -52,8 +52,9 @@ def _worker_init() -> None:
     with contextlib.suppress(Exception):  # no `resource` module on Windows
         import resource
 
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
         if (cap := worker_address_space_cap()) is not None:  # a blow-up is a MemoryError, not the OOM killer
-            resource.setrlimit(resource.RLIMIT_AS, (cap, resource.getrlimit(resource.RLIMIT_AS)[1]))
+            resource.setrlimit(resource.RLIMIT_AS, (cap if soft == resource.RLIM_INFINITY else min(cap, soft), hard))
 
 
 def worker_address_space_cap() -> int | None:

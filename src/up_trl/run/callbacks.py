@@ -23,7 +23,7 @@ from transformers.trainer_callback import ProgressCallback
 
 from ..models.source import checkpoints_in
 from .card import read_metrics
-from .checkpoints import checkpoint_problem, mark_complete, mark_name, run_settings
+from .checkpoints import checkpoint_problem, mark_complete, mark_name, run_settings, saved_checkpoint
 from .folder import refresh_run_record, write_run_record
 
 
@@ -65,22 +65,24 @@ class RunRecordCallback(TrainerCallback):
             refresh_run_record(args.output_dir)
 
 
-def any_process(flag: bool) -> bool:
-    """Whether `flag` is true on any process of the run (a collective: every process calls it); `flag` alone."""
+def max_over_processes(value: int) -> int:
+    """The largest `value` of the run's processes (a collective: every process calls it); `value` alone."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
-        return flag
-    found = torch.tensor([int(flag)], device=PartialState().device)  # on the GPU under NCCL
+        return value
+    device = "cpu" if dist.get_backend() == "gloo" else PartialState().device  # NCCL's: the process's GPU
+    found = torch.tensor([value], device=device)
     dist.all_reduce(found, op=dist.ReduceOp.MAX)
-    return bool(found.item())
+    return int(found.item())
 
 
 class GracefulStopCallback(TrainerCallback):
     """The first SIGTERM or Ctrl-C saves a checkpoint after the current step and stops; a second stops at once."""
 
     def __init__(self, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
-        self.stop_requested: int | None = None
+        self.stop_requested: int | None = None  # the signal this process got
+        self.stopped_by: int | None = None  # the signal that stopped the run, this process's or another's
         self._previous = {}
         for sig in signals:
             with contextlib.suppress(ValueError):  # not the main thread (a notebook worker, a test thread): no hook
@@ -96,10 +98,11 @@ class GracefulStopCallback(TrainerCallback):
         print(f"\nup-trl: {signal.Signals(signum).name} received: {what}.", flush=True)
 
     def on_step_end(self, args, state, control, **kwargs):
-        requested = self.stop_requested is not None
+        signum = self.stop_requested or 0
         if getattr(args, "world_size", 1) > 1:  # one decision: a signal may land between two processes' step ends,
-            requested = any_process(requested)  # and one that saves while another trains on waits for ever
-        if requested:
+            signum = max_over_processes(signum)  # and one that saves while another trains on waits for ever
+        if signum:
+            self.stopped_by = signum
             control.should_save = True
             control.should_training_stop = True
 
@@ -228,12 +231,9 @@ class MarkCompleteCallback(TrainerCallback):
             args.save_total_limit, self.save_total_limit = self.save_total_limit, None
 
     def on_save(self, args, state, control, **kwargs):
-        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
-        if world_size > 1:  # every process marks and waits, whatever it sees: with `save_only_model` only process 0
-            folder.mkdir(parents=True, exist_ok=True)  # writes here, and may not have made the folder yet
-        elif not folder.is_dir():
+        if (folder := saved_checkpoint(args, state)) is None:  # with several processes, never: each marks and waits
             return
+        rank, world_size = getattr(args, "process_index", 0), getattr(args, "world_size", 1)
         settings = run_settings(args) if state.is_world_process_zero else None
         if state.is_world_process_zero and self.save_total_limit is not None:
             settings["save_total_limit"] = args.save_total_limit = self.save_total_limit

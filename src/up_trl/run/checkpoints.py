@@ -182,6 +182,16 @@ def resume_differences(
 logger = get_logger(__name__)
 
 
+def saved_checkpoint(args, state) -> Path | None:
+    """The checkpoint an `on_save` follows, None where it saved none. With several processes every one has saved and
+    writes its own files: the folder is made where process 0 has not made it yet (with `save_only_model` only process
+    0 writes there, and another process may reach `on_save` first; each then writes its own files and mark)."""
+    folder = Path(args.output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+    if getattr(args, "world_size", 1) > 1:
+        folder.mkdir(parents=True, exist_ok=True)
+    return folder if folder.is_dir() else None
+
+
 def rollout_file(checkpoint: str | os.PathLike, rank: int) -> str:
     """The file in `checkpoint` that holds process `rank`'s buffered rollout batch.
 
@@ -235,8 +245,7 @@ class RolloutCheckpointCallback(TrainerCallback):
 
     def on_save(self, args, state, control, **kwargs):
         buffered = self.trainer._buffered_inputs
-        folder = os.path.join(args.output_dir, f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}")
-        if buffered is not None and os.path.isdir(folder):
+        if buffered is not None and (folder := saved_checkpoint(args, state)) is not None:
             state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
             if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
                 states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}

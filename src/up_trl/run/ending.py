@@ -194,7 +194,7 @@ def after_crash(trainer, error: BaseException, argv: Sequence[str], record: dict
 def stop_reason(callbacks: Sequence[Any]) -> str | None:
     """Why training stopped before max_steps: the signal that asked, or the non-finite guard; None if neither."""
     for callback in callbacks:
-        if (sig := getattr(callback, "stop_requested", None)) is not None:
+        if sig := getattr(callback, "stopped_by", None) or getattr(callback, "stop_requested", None):
             return signal.Signals(sig).name
         consecutive, limit = getattr(callback, "consecutive", 0), getattr(callback, "max_consecutive", math.inf)
         if consecutive >= limit:

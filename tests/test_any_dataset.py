@@ -39,6 +39,15 @@ def test_a_prompt_column_gets_a_system_turn_only_when_asked(tmp_path):
     assert load_math_dataset(plain, prompt_system_prompt="S")[0]["prompt"] == turns
 
 
+def test_a_short_name_that_is_also_a_folder_here_is_refused(tmp_path, monkeypatch):
+    """`trl grpo --dataset_name gsm8k` reads a folder `gsm8k` where there is one; up-trl's set would be another."""
+    hub_folder(tmp_path / "gsm8k", {"prompt": CHAT, "solution": SUMS})
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DataError, match=r"^--dataset_name gsm8k names both up-trl's set 'gsm8k' and the folder "):
+        load_math_dataset("gsm8k")
+    assert load_math_dataset("./gsm8k")[3] == {"prompt": CHAT[3], "solution": "6"}
+
+
 def test_a_save_to_disk_folder_loads(tmp_path):
     rows = {"prompt": CHAT[:2], "solution": ["0", "2"]}
     datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows)}).save_to_disk(str(tmp_path / "saved"))

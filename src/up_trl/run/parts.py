@@ -102,7 +102,11 @@ def nonfinite_guard(trainer, max_consecutive: int = 10) -> TrainerCallback:
         value = trainer._up_rate(count, 1) if hasattr(trainer, "_up_rate") else float(count)
         trainer._metrics["train"]["up/nonfinite_skipped_steps"].append(value)
 
-    return NonFiniteGuardCallback(max_consecutive, record=record)
+    def loss_scale() -> float | None:  # fp16's GradScaler (accelerate makes it in the trainer's __init__)
+        scaler = getattr(getattr(trainer, "accelerator", None), "scaler", None)
+        return scaler.get_scale() if scaler is not None and scaler.is_enabled() else None
+
+    return NonFiniteGuardCallback(max_consecutive, record=record, loss_scale=loss_scale)
 
 
 def record_unscorable(trainer) -> None:
@@ -124,10 +128,15 @@ logger = logging.get_logger(__name__)
 
 class NonFiniteGuardCallback(TrainerCallback):
     """Skips (drops every `.grad`: torch optimizers then leave the parameters alone) and counts a non-finite step;
-    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs."""
+    after `max_consecutive` in a row, saves and stops. `record(count)` is called at each step that logs.
 
-    def __init__(self, max_consecutive: int = 10, record=None):
-        self.max_consecutive, self.record, self.skipped, self.consecutive = max_consecutive, record, 0, 0
+    `loss_scale()` gives fp16's loss scale (None without one). While it is above 1, a non-finite gradient may be the
+    scaling's own overflow: the GradScaler skips that step and halves the scale, as it does under TRL alone, so the
+    guard leaves it alone and does not count it. At a scale of 1 or less, scaling cannot overflow, and it counts."""
+
+    def __init__(self, max_consecutive: int = 10, record=None, loss_scale=None):
+        self.max_consecutive, self.record, self.loss_scale = max_consecutive, record, loss_scale
+        self.skipped = self.consecutive = 0
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.record is not None and control.should_log:
@@ -136,6 +145,12 @@ class NonFiniteGuardCallback(TrainerCallback):
     def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):  # the Trainer passes its model
         if all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None):
             self.consecutive = 0
+            return
+        if (scale := self.loss_scale() if self.loss_scale is not None else None) is not None and scale > 1:
+            logger.info(
+                f"up-trl: the fp16 loss scale {scale:g} overflowed at step {state.global_step + 1}: its scaler "
+                "skips the step and halves the scale."
+            )
             return
         model.zero_grad(set_to_none=True)
         self.skipped += 1

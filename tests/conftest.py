@@ -39,6 +39,16 @@ def prompts_dataset():
     return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"{i} + {i} = "}] for i in range(16)]})
 
 
+@pytest.fixture
+def fresh_pools(monkeypatch):
+    """Reward worker pools started inside the test (forked after its monkeypatches and reservations), stopped after."""
+    from up_trl.rewards import pool as reward_pool
+
+    monkeypatch.setattr(reward_pool, "_POOLS", {})
+    yield
+    reward_pool.shutdown_workers()
+
+
 def length_reward(completions, **kwargs):
     """A dense reward with spread inside every group: shorter replies score higher."""
     texts = [c[0]["content"] if isinstance(c, list) else c for c in completions]

@@ -19,14 +19,6 @@ CAPPED, NOT_CAPPED = 1, 0  # what the probe returns: read as a reward of 1.0 or 
 
 
 @pytest.fixture
-def fresh_pools(monkeypatch):
-    """Pools started inside the test (forked after its reservation and monkeypatch), stopped after it."""
-    monkeypatch.setattr(reward_pool, "_POOLS", {})
-    yield
-    reward_pool.shutdown_workers()
-
-
-@pytest.fixture
 def large_trainer():
     """8 GiB of address space reserved, none of it memory (no access, no commit): what CUDA does at a larger scale."""
     reservation = _reserve(8 * GIB)

@@ -466,14 +466,6 @@ def _hang_on(marker):
     return verify
 
 
-@pytest.fixture
-def fresh_pools(monkeypatch):
-    """Pools started inside the test (forked after any monkeypatch), stopped after it."""
-    monkeypatch.setattr(reward_pool, "_POOLS", {})
-    yield
-    reward_pool.shutdown_workers()
-
-
 @pytest.mark.skipif(os.name != "posix", reason="fork: the workers inherit the monkeypatched verify_answer")
 def test_hung_item_costs_its_own_bound_and_is_counted(monkeypatch, fresh_pools):
     monkeypatch.setattr(reward_pool, "verify_answer", _hang_on("777"))

@@ -1042,3 +1042,26 @@ def test_a_wrong_lora_setting_is_refused_before_an_overwrite(no_model_loads, cap
     words += ["--lora_task_type", "CAUSAL"]
     assert one_line(capsys, words).startswith("--use_peft: Invalid task type: 'CAUSAL'. Must be one of")
     assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n' and (out / "config.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "tracker, says",
+    [
+        ("wandbb", "--report_to: wandbb is not supported, only "),
+        ("wandb", "--report_to: WandbCallback requires wandb"),
+    ],
+)
+def test_a_tracker_transformers_would_refuse_is_refused_before_an_overwrite(
+    no_model_loads, capsys, monkeypatch, tracker, says
+):
+    """Unknown, or not installed: transformers refused it after the model had loaded, and after
+    --overwrite_output_dir had removed the previous run."""
+    monkeypatch.setattr("transformers.integrations.integration_utils.is_wandb_available", lambda: False)
+    (no_model_loads / "m").mkdir()
+    (no_model_loads / "m" / "config.json").write_bytes(QWEN2)
+    (no_model_loads / "m" / "model.safetensors").write_bytes(WEIGHTS)
+    out = no_model_loads / "outputs" / "quickstart"  # the fixture's previous run
+    (out / "metrics.jsonl").write_text('{"step": 1}\n')
+    words = argv(*TINY, "--overwrite_output_dir", "--report_to", tracker, output_dir=out, model_name_or_path="m")
+    assert one_line(capsys, words).startswith(says)
+    assert (out / "metrics.jsonl").read_text() == '{"step": 1}\n'

@@ -224,7 +224,9 @@ def run_job(job: TrainJob):
         if "save_steps" in job.flags and "save_strategy" not in job.flags:
             every = f"{training_args.save_steps:g} steps"
             state.print(f"up-trl: a checkpoint every {every} (--save_steps sets save_strategy steps)")
-        # Built before the previous run is removed: a wrong LoRA or quantization setting fails with that run intact.
+        # Built before the previous run is removed: a wrong LoRA, quantization or tracker setting fails with that run
+        # intact (transformers checks trackers only as it builds the trainer, after the model has loaded).
+        check_trackers(training_args.report_to)
         try:
             peft_config = get_peft_config(model_args)
         except ValueError as error:  # peft's: an unknown --lora_task_type, say
@@ -337,3 +339,15 @@ def run_job(job: TrainJob):
         return trainer
     finally:
         lock.release()
+
+
+def check_trackers(report_to) -> None:
+    """transformers' own check of `--report_to` (a name it knows, its package installed), made now: transformers makes
+    it while building the trainer, and each callback's __init__ is where it looks (the Trainer builds them just so)."""
+    from transformers.integrations import get_reporting_integration_callbacks
+
+    try:
+        for callback in get_reporting_integration_callbacks(report_to):
+            callback()
+    except (ValueError, RuntimeError, ImportError) as error:
+        raise UsageError(f"--report_to: {' '.join(str(error).split())}") from None

@@ -65,6 +65,7 @@ MODELS = {
 }
 
 GPUS = {"H100 80 GB": 78.0, "H200 141 GB": 139.0}  # GiB that CUDA offers a process (about; the rest is reserved)
+GPUS |= (SMALL_GPUS := {"L4 or A10 24 GB": 22.0, "T4 16 GB": 14.7})  # a notebook's, for the first run alone
 
 # The longest prompt (chat template and system prompt included) we assume in a micro-batch: TRL 1.16 does not
 # truncate prompts, and a micro-batch is padded to its longest one. Geometry3K's includes its image's tokens.
@@ -281,9 +282,32 @@ def table() -> str:
 FIRST_RUN = "up_gsm8k_small"  # the first GPU run (docs/launching.md#first-gpu-run)
 
 
+def first_run_on_small_gpus() -> list[str]:
+    """The first run on a notebook's GPU, as written and with micro-batches of 4 (the same rollout batches and
+    optimizer steps: gradient_accumulation_steps and steps_per_generation 4 x larger); one line each."""
+    written = yaml.safe_load((RECIPES / f"{FIRST_RUN}.yaml").read_text())
+    scale = written["per_device_train_batch_size"] // 4
+    small = written | {
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": written["gradient_accumulation_steps"] * scale,
+        "steps_per_generation": written["steps_per_generation"] * scale,
+    }
+    lines = []
+    for gpu in SMALL_GPUS:
+        for label, recipe in (("as written", written), ("micro-batches of 4", small)):
+            e = estimate(FIRST_RUN, recipe, Hardware(1, gpu, 0))
+            lines.append(
+                f"{gpu}, {label}: training {e.train_peak:.1f} + vLLM {e.vllm_share:.1f} + headroom "
+                f"{HEADROOM_GIB:.0f} = {e.used:.1f} of {e.gpu_memory:.1f} GiB, "
+                + ("fits" if e.fits_vllm and e.fits_gpu else "does not fit")
+            )
+    return lines
+
+
 def main() -> None:
     print(table())
     print(f"\n{FIRST_RUN}: about {estimate_minutes(FIRST_RUN):.0f} minutes on its GPU (estimated, not measured)")
+    print("\n".join(first_run_on_small_gpus()))
 
 
 if __name__ == "__main__":

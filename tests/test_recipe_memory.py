@@ -112,6 +112,9 @@ def test_launching_md_shows_the_table_and_the_first_runs_figures():
     assert f"about {minutes} minutes" in (memory.RECIPES / f"{memory.FIRST_RUN}.yaml").read_text()
     first = memory.estimate(memory.FIRST_RUN)
     assert re.search(rf"{first.used:.1f} of {first.gpu_memory:.0f} GiB", page)
+    for line in memory.first_run_on_small_gpus():  # a notebook's GPU: only micro-batches of 4 on 24 GB fit
+        assert f"- {line}\n" in page
+    assert [line.endswith(", fits") for line in memory.first_run_on_small_gpus()] == [False, True, False, False]
 
 
 def test_the_first_run_is_off_policy_so_that_up_acts():

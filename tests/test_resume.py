@@ -85,6 +85,31 @@ def test_without_the_rollout_batch_a_resume_regenerates_and_says_so(tmp_path, ca
     assert not all(torch.equal(a, b) for a, b in zip(full.model.parameters(), resumed.model.parameters()))
 
 
+@pytest.mark.parametrize("kind", list(MAKERS))
+def test_resumed_with_smaller_micro_batches_the_run_goes_on_as_the_parents_does(tmp_path, kind, caplog):
+    """Cut at step 3, resumed with micro-batches of 4 and twice the accumulation (after an out-of-memory crash, say):
+    the saved rollout batch, of 8, is left unread, and the run ends where the parent trainer's (which saves none)
+    ends; `tests/test_same_as_trl_grpo.py` holds the same against `trl grpo`."""
+    settings = dict(steps_per_generation=2, lr_scheduler_type="constant")
+    smaller = settings | dict(per_device_train_batch_size=4, gradient_accumulation_steps=2)
+    runs = {}
+    for parts in (True, False):  # with the rollout checkpoint (and every opt-in part), and the parent's resume
+        folder, tiny = tmp_path / str(parts), tiny_model_and_tokenizer(seed=0)
+        cut = MAKERS[kind](folder, tiny, dataset(), callbacks=[StopAt(3)], parts=parts, max_steps=6, **settings)
+        cut.train()
+        at_cut = [p.detach().clone() for p in cut.model.parameters()]
+        checkpoint = folder / "out" / "checkpoint-3"
+        assert os.path.exists(rollout_file(checkpoint, 0)) == parts
+        resumed = MAKERS[kind](folder, tiny, dataset(), parts=parts, max_steps=6, **smaller)
+        with caplog.at_level("WARNING"):
+            resumed.train(resume_from_checkpoint=str(checkpoint))
+        runs[parts] = resumed
+        assert not all(torch.equal(a, b) for a, b in zip(at_cut, resumed.model.parameters()))  # steps 4-6 trained
+    assert "rollout batch was generated with another per_device_train_batch_size" in caplog.text
+    assert losses(runs[True]) == losses(runs[False]) and max(losses(runs[True])) == 6
+    assert all(torch.equal(a, b) for a, b in zip(runs[True].model.parameters(), runs[False].model.parameters()))
+
+
 def test_a_checkpoint_inside_an_accumulation_window_resumes_at_the_windows_start(tmp_path):
     """A checkpoint written mid-window stores the window's first micro-step: the resume redoes it."""
     window = dict(gradient_accumulation_steps=2, steps_per_generation=4, max_steps=1)

@@ -133,6 +133,30 @@ def test_an_eval_split_evaluated_as_trl_evaluates_it(tmp_path, tiny_model_dir, l
     assert all(any("eval_reward" in h for h in run) for run in logged if run != "end")
 
 
+def test_a_resume_with_smaller_micro_batches_trains_as_in_trl_grpo(tmp_path, tiny_model_dir, caplog):
+    """Resumed inside a rollout cycle with micro-batches of 4 and twice the accumulation (after an out-of-memory
+    crash, say): TRL saves no rollout batch and generates a new one; `--up_mode off` leaves its saved batch, which has
+    the old shape, unread, and says so."""
+    model, start = tiny_model_dir
+    run = shared_argv(model, hub_folder(tmp_path / "set", {"prompt": CHAT}), reward_funcs="cli_rewards.spread")
+    run = argv(*run, lr_scheduler_type="constant")  # the run cut at step 1 leaves step 2 a rate above 0
+    cut = argv(*run, save_strategy="steps", save_steps=1, max_steps=1)  # checkpoint-1: half a rollout batch left
+    smaller = dict(per_device_train_batch_size=4, gradient_accumulation_steps=2)
+    theirs, ours = tmp_path / "trl", tmp_path / "off"
+    for words, resume in ((cut, {}), (argv(*run, **smaller), {"resume_from_checkpoint": "checkpoint-1"})):
+        resume = {k: theirs / v for k, v in resume.items()}
+        parsed = trl_grpo_script.make_parser().parse_args_and_config(args=argv(*words, output_dir=theirs, **resume))
+        trl_grpo_script.main(*parsed[:4])
+        resume = {k: ours / v.name for k, v in resume.items()}
+        with caplog.at_level("WARNING"):
+            assert main(["train", *argv(*words, output_dir=ours, up_mode="off", plot=False, **resume)]) == 0
+        assert (ours / "checkpoint-1" / "rollout_buffer_rank0.pt").exists()
+    assert "rollout batch was generated with another per_device_train_batch_size" in caplog.text
+    final = load_file(ours / "model.safetensors")
+    assert_same_trained_weights(load_file(theirs / "model.safetensors"), final, start)
+    assert_same_trained_weights(final, final, load_file(ours / "checkpoint-1" / "model.safetensors"))  # step 2 moved
+
+
 # --- the model flags reach `from_pretrained` as in `trl grpo`, or stop in one line ----------------------------------
 MODEL_FLAGS = (
     "--model_revision main --attn_implementation eager --dtype float32 --trust_remote_code false --use_peft true"

@@ -4,7 +4,8 @@ survive a kill" and "Resuming with other settings"):
 - each checkpoint is marked complete last (the HF Trainer would resume a half-saved one: `mark_complete`, written by
   `callbacks.MarkCompleteCallback`), and a resume takes the newest complete one (`newest_complete`);
 - `RolloutCheckpointMixin`: TRL's GRPOTrainer and RLOOTrainer do not save their buffered rollout batch
-  (`_buffered_inputs`, `_step`), so a run resumed inside a rollout cycle generated a new one and ended elsewhere;
+  (`_buffered_inputs`, `_step`), so a run resumed inside a rollout cycle generated a new one and ended elsewhere
+  (resumed with another micro-batch or rollout layout, the saved batch does not fit and TRL's behaviour stays);
 - `ResumeSettingsMixin`: transformers restores the checkpoint's learning rate, weight decay and Adam settings with the
   optimizer state, so a resume with a lower `--learning_rate` trained at the old one; this run's win.
 
@@ -146,7 +147,7 @@ def newest_complete(output_dir: str | os.PathLike) -> tuple[Path | None, list[tu
     return None, skipped
 
 
-# Settings a resumed run cannot change while the checkpoint holds a rollout batch: the batch has their shape.
+# Settings that shape a buffered rollout batch: changed on resume, the saved batch is not reused (TRL saves none).
 ROLLOUT_SHAPE = ("per_device_train_batch_size", "num_generations", "steps_per_generation", "generation_batch_size",
                  "gradient_accumulation_steps", "num_iterations", "world_size")  # fmt: skip
 # Settings that name where this run is, not how it trains.
@@ -155,27 +156,25 @@ NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrit
 OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
 
 
+def rollout_shape(args) -> dict[str, Any]:
+    """The run's settings that shape its buffered rollout batch (`ROLLOUT_SHAPE`), saved beside the batch: a resume
+    reuses the batch only where they are equal."""
+    return {key: value for key, value in run_settings(args).items() if key in ROLLOUT_SHAPE}
+
+
 def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
-    """(a line per setting changed since `checkpoint`, a refusal or None: its batch's shape, or DeepSpeed's)."""
-    saved = (read_mark(checkpoint) or {}).get("settings") or {}
-    name = Path(checkpoint).name
-    changed = [key for key in settings if key in saved and key not in NOT_COMPARED and saved[key] != settings[key]]
-    holds_batch = any(Path(checkpoint).glob("rollout_buffer_rank*.pt"))
-    for key in changed:
-        if key in ROLLOUT_SHAPE and holds_batch:
-            why, way = "whose buffered rollout batch has that shape", "start afresh in another --output_dir"
-        elif key in OPTIMIZER_SETTINGS and deepspeed:
-            why = f"and under DeepSpeed the engine restores the optimizer as saved, so {key} {settings[key]} "
-            why, way = why + "would not apply", "resume without DeepSpeed"
-        else:
-            continue
+    """(a line per setting changed since `checkpoint`, a refusal or None: an optimizer setting under DeepSpeed)."""
+    saved, name = (read_mark(checkpoint) or {}).get("settings") or {}, Path(checkpoint).name
+    changed = {k: saved[k] for k in settings if k in saved and k not in NOT_COMPARED and saved[k] != settings[k]}
+    if deepspeed and (key := next((k for k in changed if k in OPTIMIZER_SETTINGS), None)):
         return [], (
-            f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {saved[key]} in the run "
-            f"that saved {name}, {why}: set {key} back to {saved[key]}, or {way}."
+            f"--resume_from_checkpoint {checkpoint}: {key} is {settings[key]} here but {changed[key]} in the run "
+            f"that saved {name}, and under DeepSpeed the engine restores the optimizer as saved, so {key} "
+            f"{settings[key]} would not apply: set {key} back to {changed[key]}, or resume without DeepSpeed."
         )
-    notes = [f"resuming {name} with {key} {settings[key]} (the run that saved it had {saved[key]})" for key in changed]
+    notes = [f"resuming {name} with {k} {settings[k]} (the run that saved it had {old})" for k, old in changed.items()]
     return notes, None
 
 
@@ -246,7 +245,7 @@ class RolloutCheckpointCallback(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         buffered = self.trainer._buffered_inputs
         if buffered is not None and (folder := saved_checkpoint(args, state)) is not None:
-            state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered}
+            state_dict = {"step": self.rollout_step(), "buffered_inputs": buffered, "shape": rollout_shape(args)}
             if self.epoch_sampler_state is not None:  # the sampler's states: before the epoch drew its order, and now
                 states = {"epoch_start": self.epoch_sampler_state, "after": self.generator.get_state()}
                 state_dict["sampler_state"] = {"epoch": self.epoch, **states}
@@ -286,6 +285,15 @@ class RolloutCheckpointMixin:
             )
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
+        # the settings saved beside the batch, or in the mark (`up-trl train`'s checkpoints saved before they were)
+        saved = state.get("shape") or (read_mark(checkpoint) or {}).get("settings") or {}
+        if reshaped := [k for k, v in rollout_shape(self.args).items() if k in saved and saved[k] != v]:
+            logger.warning(  # as TRL resumes: a new rollout batch at the next step (after an out-of-memory crash, say)
+                f"{checkpoint}'s rollout batch was generated with another {', '.join(reshaped)}: the resumed run "
+                "generates a new one at its next step, as TRL does, so it can differ from the uninterrupted run.",
+                main_process_only=True,
+            )
+            return
         self._step, self._buffered_inputs = state["step"], state["buffered_inputs"]
         if isinstance(sampler := state.get("sampler_state"), dict):  # the callback puts it back as the epoch begins
             self.__dict__["_up_sampler_state"] = {k: v.cpu() if hasattr(v, "cpu") else v for k, v in sampler.items()}

@@ -244,7 +244,7 @@ def run_job(job: TrainJob):
         if not is_async:  # the async trainer loads with its own tree attention and AsyncGRPOConfig.dtype
             model_init_kwargs |= {"attn_implementation": model_args.attn_implementation, "dtype": model_args.dtype}
         training_args.model_init_kwargs = {**model_init_kwargs, **(training_args.model_init_kwargs or {})}
-        if resume is not None:  # settings changed since the checkpoint: said, or refused (its batch shape)
+        if resume is not None:  # settings changed since the checkpoint: said, or refused (DeepSpeed's optimizer)
             changes, refusal = resume_differences(resume, run_settings(training_args), deepspeed)
             if refusal is not None:
                 raise UsageError(refusal)

@@ -623,7 +623,7 @@ def test_runs_started_at_the_same_instant_into_one_folder_only_one_runs(tmp_path
     assert len(locked) == 1, outcomes
     refused = [text for kind, text in outcomes if kind == "refused"]
     assert all(f"is in use by another run (pid {locked[0]})" in text for text in refused), refused
-    assert not (tmp_path / "out" / ".up_trl.lock").exists()  # released
+    assert not (tmp_path / "out" / LOCK_FILE).exists()  # released
 
 
 @pytest.mark.parametrize("holder, outcome", [

@@ -5,8 +5,10 @@ import re
 import shlex
 
 import cli_rewards
+import huggingface_hub
 import pytest
 import torch
+import transformers
 from conftest import tiny_train_argv
 from safetensors.torch import load_file
 
@@ -133,6 +135,32 @@ def _make_folder(folder, record, files) -> None:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(CARD if kind == "card" else "# my notes\n" if kind == "mine" else "{}")
+
+
+def test_push_to_hub_uploads_the_run_and_not_its_lock(tiny_model, tmp_path, monkeypatch):
+    """`--push_to_hub` through the Hub client's own `upload_folder` (its file choice), with the calls that need the
+    network replaced: the lock file, held while the run pushes, stays out ('_*', as transformers ignores it)."""
+    commits = []
+
+    class OfflineHub(huggingface_hub.HfApi):
+        def create_repo(self, repo_id, **kwargs):
+            return huggingface_hub.RepoUrl(f"https://huggingface.co/{repo_id}")
+
+        def _validate_yaml(self, content, **kwargs):  # the card's metadata, checked by the Hub
+            assert content.startswith("---\n")
+
+        def create_commit(self, repo_id, operations, **kwargs):
+            commits.append(sorted(operation.path_in_repo for operation in operations))
+
+    monkeypatch.setattr(huggingface_hub.hf_api, "is_xet_available", lambda: False)  # the one-commit upload
+    monkeypatch.setattr(transformers.trainer, "hf_api", lambda: OfflineHub(token="hf_offline"))
+    out = tmp_path / "out"
+    flags = tiny_train_argv(tiny_model, out, push_to_hub="true", hub_model_id="you/tiny-up", save_steps=1, max_steps=1)
+    assert main(["train", *flags]) == 0
+    assert len(commits) == 3  # at the save of checkpoint-1, by `save_model` and by `push_to_hub`, as in `trl grpo`
+    assert {"README.md", "model.safetensors", "metrics.jsonl", "up_trl_run.json"} <= set(commits[-1])
+    assert not [name for files in commits for name in files if "lock" in name or "checkpoint-" in name], commits
+    assert not list(out.glob("*lock"))  # released at the end
 
 
 def test_save_steps_alone_saves_and_resume_true_continues_from_the_latest_checkpoint(tiny_model, tmp_path, capsys):

@@ -24,7 +24,7 @@ from ..errors import is_a_file
 from ..models.source import checkpoints_in
 from .checkpoints import COMPLETE_MARK, WEIGHT_FILES, checkpoint_problem, newest_complete, read_json, read_mark
 
-LOCK_FILE = ".up_trl.lock"
+LOCK_FILE = "_up_trl.lock"  # "_*": left out of a push to the Hub, as transformers leaves it
 
 
 def _read_pid(path: Path) -> int | None:

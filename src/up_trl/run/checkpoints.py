@@ -279,7 +279,7 @@ class RolloutCheckpointMixin:
         if not os.path.exists(path := rollout_file(checkpoint, self.accelerator.process_index)):
             logger.warning(
                 f"{checkpoint} holds no rollout batch for process {self.accelerator.process_index} (written by "
-                "another trainer or with more processes): the resumed run generates a new one, so it can differ "
+                "another trainer or with fewer processes): the resumed run generates a new one, so it can differ "
                 "from the uninterrupted run.",
                 main_process_only=False,
             )

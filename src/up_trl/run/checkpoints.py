@@ -156,6 +156,11 @@ NOT_COMPARED = ("output_dir", "logging_dir", "resume_from_checkpoint", "overwrit
 OPTIMIZER_SETTINGS = ("learning_rate", "weight_decay", "adam_beta1", "adam_beta2", "adam_epsilon")
 
 
+def saved_settings(checkpoint: str | os.PathLike) -> dict[str, Any]:
+    """The settings of the run that saved `checkpoint`, as its mark records them ({} without a mark)."""
+    return (read_mark(checkpoint) or {}).get("settings") or {}
+
+
 def rollout_shape(args) -> dict[str, Any]:
     """The run's settings that shape its buffered rollout batch (`ROLLOUT_SHAPE`), saved beside the batch: a resume
     reuses the batch only where they are equal."""
@@ -166,7 +171,7 @@ def resume_differences(
     checkpoint: str | os.PathLike, settings: dict[str, Any], deepspeed: bool = False
 ) -> tuple[list[str], str | None]:
     """(a line per setting changed since `checkpoint`, a refusal or None: an optimizer setting under DeepSpeed)."""
-    saved, name = (read_mark(checkpoint) or {}).get("settings") or {}, Path(checkpoint).name
+    saved, name = saved_settings(checkpoint), Path(checkpoint).name
     changed = {k: saved[k] for k in settings if k in saved and k not in NOT_COMPARED and saved[k] != settings[k]}
     if deepspeed and (key := next((k for k in changed if k in OPTIMIZER_SETTINGS), None)):
         return [], (
@@ -286,7 +291,7 @@ class RolloutCheckpointMixin:
             return
         state = torch.load(path, map_location=self.accelerator.device, weights_only=True)
         # the settings saved beside the batch, or in the mark (`up-trl train`'s checkpoints saved before they were)
-        saved = state.get("shape") or (read_mark(checkpoint) or {}).get("settings") or {}
+        saved = state.get("shape") or saved_settings(checkpoint)
         if reshaped := [k for k, v in rollout_shape(self.args).items() if k in saved and saved[k] != v]:
             logger.warning(  # as TRL resumes: a new rollout batch at the next step (after an out-of-memory crash, say)
                 f"{checkpoint}'s rollout batch was generated with another {', '.join(reshaped)}: the resumed run "
